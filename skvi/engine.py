@@ -1,0 +1,368 @@
+"""The shared stochastic natural-gradient engine.
+
+Every estimator in skvi is the same loop with a different model plugged in::
+
+    for t = 1, 2, ...
+        S       <- a minibatch
+        local   <- the local step on S with the globals held fixed   (E-step)
+        stats   <- expected sufficient statistics of S for each global factor
+        lam_hat <- eta_prior + (N / |S|) * stats                     (target)
+        lam     <- (1 - rho_t) * lam + rho_t * lam_hat               (step)
+
+Batch coordinate ascent (CAVI / VMP) is the case ``S = all data`` and
+``rho = 1``.  :class:`SVIMixin` owns this loop: minibatches and passes, the
+step counter, the schedule, the ``N / |S|`` scaling, Paquet's update orders,
+the ELBO history and convergence test, step safety, verbose output and
+``random_state``.  A model supplies only the hooks listed in
+:class:`SVIMixin`.
+
+Natural parameters of a global factor are a tuple of arrays (for a Gaussian:
+``(precision * mean, -precision / 2)``), see :mod:`skvi.expfam`; the engine
+keeps them in ``natural_params_``, a dict from factor name to that tuple.
+"""
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import _safe_indexing
+
+from .schedules import make_schedule
+
+__all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS"]
+
+#: Largest number of times one step's size is halved before the step is
+#: skipped (its minibatch then leaves the globals unchanged).
+MAX_BACKOFF = 30
+
+ENGINE_PARAMETER_CONSTRAINTS = {
+    "learning_method": [StrOptions({"batch", "online"})],
+    "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_offset": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_decay": [Interval(numbers.Real, 0.5, 1, closed="right")],
+    "learning_rate": [
+        None,
+        Interval(numbers.Real, 0, 1, closed="right"),
+        HasMethods(["__call__", "validate", "observe"]),
+    ],
+    "total_samples": [
+        StrOptions({"auto"}),
+        Interval(numbers.Real, 0, None, closed="neither"),
+    ],
+    "update_order": [StrOptions({"sequential", "joint"})],
+    "step_safety": ["boolean"],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+
+def _blend(current, target, rho):
+    """Return ``(1 - rho) * current + rho * target`` for a tuple of arrays."""
+    return tuple((1.0 - rho) * c + rho * g for c, g in zip(current, target))
+
+
+class SVIMixin:
+    """Mixin that runs stochastic (and batch) variational inference.
+
+    An estimator inherits from this mixin and from
+    :class:`sklearn.base.BaseEstimator`, stores the engine's
+    hyperparameters in its ``__init__`` (names below) and implements the
+    model hooks.  ``fit`` and ``partial_fit`` come from the mixin.
+
+    Engine hyperparameters (read from ``self``)
+    -------------------------------------------
+    learning_method : {'batch', 'online'}
+        ``'batch'``: coordinate ascent, every step uses all the data with
+        ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
+        shuffled minibatches of ``batch_size`` rows.
+    batch_size : int
+        Rows per minibatch in online ``fit``.
+    max_iter : int
+        Maximum number of passes over the data in ``fit``.
+    tol : float
+        ``fit`` stops when the relative change of the ELBO between two
+        passes, ``|L_k - L_{k-1}| / |L_{k-1}|``, falls below ``tol``.
+    learning_offset, learning_decay : float
+        ``tau`` and ``kappa`` of the default schedule
+        ``rho_t = (t + tau) ** -kappa``.
+    learning_rate : None, float or :class:`~skvi.schedules.Schedule`
+        Overrides the two above when given: a schedule object, or a float
+        for a constant step.
+    total_samples : 'auto' or float
+        The ``N`` in ``N / |S|`` for ``partial_fit`` (``fit`` always uses
+        the number of rows it is given).  ``'auto'`` uses the running count
+        of rows seen so far by ``partial_fit``, including the current
+        minibatch: the right choice for a stream of unknown length, where
+        the posterior then describes the data seen so far.
+    update_order : {'sequential', 'joint'}
+        With several global factors: ``'sequential'`` (Paquet's option (a))
+        updates each factor in turn, each target computed from the factors
+        already updated in this step; ``'joint'`` (option (b), Hoffman et
+        al.) computes every target from the same snapshot, then updates all.
+        Only ``'sequential'`` is coordinate ascent, which guarantees a
+        non-decreasing ELBO in batch mode.
+    step_safety : bool
+        When True, a step that makes a global factor invalid (non-finite,
+        non-positive precision, Gamma shape or rate, or a covariance that is
+        not positive definite) is rejected: the previous parameters are
+        restored, ``rho`` is halved for this and every later step, and the
+        step is retried, up to ``MAX_BACKOFF`` halvings, after which the
+        minibatch is skipped.  Rejections are counted in
+        ``n_rejected_steps_`` and reported once with a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+    random_state : int, RandomState or None
+        Seeds initialisation and the minibatch shuffling of online ``fit``.
+    verbose : int
+        Print one line per pass (ELBO, steps per second, elapsed time).
+
+    Model hooks
+    -----------
+    _global_factors : tuple of str
+        Names of the global factors, in sequential update order.
+    _factor_families : dict
+        Factor name to an exponential family of :mod:`skvi.expfam` (its
+        ``valid_natural`` is the step-safety test).
+    _local_depends_on_globals : bool
+        False when the local step only summarises the data (no local
+        latent variables), so batch mode computes it once.
+    _validate_input(X, reset)
+        Check and convert X; ``reset=True`` on the first fit.
+    _initialize_globals(X, random_state) -> dict
+        Initial natural parameters of every global factor.
+    _prior_natural() -> dict
+        Natural parameters of the prior of every global factor
+        (broadcastable to the posterior's).
+    _local_step(X, params) -> local
+        The E-step on minibatch X with the globals ``params`` fixed.
+    _expected_stats(name, X, local, params) -> tuple of arrays
+        Expected sufficient statistics of X for factor ``name``, summed
+        over the rows of X, given the current ``params`` (which, with
+        ``update_order='sequential'``, hold the factors already updated
+        in this step).
+    _local_bound(X, local, params) -> float
+        The data part of the ELBO for the rows of X (expected log joint of
+        data and local variables minus the local entropies), unscaled.
+    _global_bound(params) -> float
+        The global part of the ELBO: minus the KL divergence of every global
+        factor to its prior.
+    _on_params_updated()
+        Optional: refresh derived fitted attributes after fit/partial_fit.
+
+    Fitted attributes
+    -----------------
+    natural_params_ : dict
+        Natural parameters of every global factor.
+    lower_bounds_ : list of float
+        ELBO after each pass of ``fit`` (in online mode, the running
+        estimate: the global part plus the data parts of the minibatches as
+        they were visited), and after each ``partial_fit`` call (the global
+        part plus ``N / |S|`` times the minibatch's data part).
+    lower_bound_ : float
+        The last entry of ``lower_bounds_``.
+    n_iter_ : int
+        Passes over the data made by the last ``fit``.
+    n_batch_iter_ : int
+        Natural-gradient steps ``t`` taken so far.
+    n_samples_seen_ : int
+        Rows processed by ``fit`` (last call) or all ``partial_fit`` calls.
+    converged_ : bool
+        Whether the last ``fit`` met ``tol`` before ``max_iter``.
+    n_rejected_steps_ : int
+        Steps rejected by step safety.
+    """
+
+    _global_factors = ()
+    _factor_families = {}
+    _local_depends_on_globals = True
+
+    # ------------------------------------------------------------------ hooks
+    def _local_step(self, X, params):
+        return None
+
+    def _on_params_updated(self):
+        pass
+
+    # ------------------------------------------------------------ public API
+    def _engine_fit(self, X):
+        """Run ``fit``: batch coordinate ascent or online passes."""
+        X = self._validate_input(X, reset=True)
+        random_state = check_random_state(self.random_state)
+        self._reset_engine(X, random_state)
+        n_samples = X.shape[0]
+        self.n_samples_seen_ = n_samples
+        online = self.learning_method == "online"
+        start = time.perf_counter()
+        rejected_before = 0
+        previous = None
+        self.converged_ = False
+        self.n_iter_ = 0
+        local = None
+        for it in range(1, self.max_iter + 1):
+            steps_before = self.n_batch_iter_
+            pass_start = time.perf_counter()
+            if online:
+                order = random_state.permutation(n_samples)
+                running = 0.0
+                for batch in gen_batches(n_samples, self.batch_size):
+                    Xb = _safe_indexing(X, order[batch])
+                    scale = n_samples / Xb.shape[0]
+                    local, bound = self._step(Xb, scale, online=True)
+                    running += bound
+                bound = self._pass_lower_bound(X, running)
+            else:
+                if local is None or self._local_depends_on_globals:
+                    local = self._local_step(X, self.natural_params_)
+                _, bound = self._step(X, 1.0, online=False, local=local)
+                bound += self._global_bound(self.natural_params_)
+            self.lower_bounds_.append(float(bound))
+            self.n_iter_ = it
+            if self.verbose:
+                now = time.perf_counter()
+                rate = (self.n_batch_iter_ - steps_before) / max(now - pass_start, 1e-12)
+                print(
+                    f"[{type(self).__name__}] pass {it}/{self.max_iter}: "
+                    f"ELBO = {bound:.10g}, {rate:.1f} steps/s, "
+                    f"elapsed {now - start:.2f} s"
+                )
+            if previous is not None:
+                change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
+                if change < self.tol:
+                    self.converged_ = True
+                    break
+            previous = bound
+        self.lower_bound_ = self.lower_bounds_[-1]
+        if not self.converged_ and self.tol > 0 and self.max_iter > 1:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in max_iter="
+                f"{self.max_iter} passes (relative ELBO change above "
+                f"tol={self.tol}). Increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self._warn_rejections(rejected_before)
+        self._on_params_updated()
+        return self
+
+    def _engine_partial_fit(self, X):
+        """Run one natural-gradient step on minibatch X."""
+        first = not hasattr(self, "natural_params_")
+        X = self._validate_input(X, reset=first)
+        if first:
+            self._partial_fit_random_state_ = check_random_state(self.random_state)
+            self._reset_engine(X, self._partial_fit_random_state_)
+            self.n_samples_seen_ = 0
+            self.n_iter_ = 0
+            self.converged_ = False
+        rejected_before = self.n_rejected_steps_
+        n_batch = X.shape[0]
+        self.n_samples_seen_ += n_batch
+        if self.total_samples == "auto":
+            total = self.n_samples_seen_
+        else:
+            total = float(self.total_samples)
+        scale = total / n_batch if n_batch else 0.0
+        _, bound = self._step(X, scale, online=True)
+        bound = self._global_bound(self.natural_params_) + scale * bound
+        self.lower_bounds_.append(float(bound))
+        self.lower_bound_ = float(bound)
+        self._warn_rejections(rejected_before)
+        self._on_params_updated()
+        return self
+
+    # -------------------------------------------------------------- internals
+    def _reset_engine(self, X, random_state):
+        self._schedule = make_schedule(
+            self.learning_rate, self.learning_offset, self.learning_decay
+        )
+        self.natural_params_ = {
+            name: tuple(np.asarray(a) for a in value)
+            for name, value in self._initialize_globals(X, random_state).items()
+        }
+        self._prior = self._prior_natural()
+        self.lower_bounds_ = []
+        self.n_batch_iter_ = 0
+        self.n_rejected_steps_ = 0
+        self._rho_backoff = 1.0
+        self._rejection_warned = False
+
+    def _pass_lower_bound(self, X, running_local):
+        """ELBO reported after an online pass (a model may compute it exactly)."""
+        return self._global_bound(self.natural_params_) + running_local
+
+    def _targets(self, names, X, local, params, scale):
+        """Natural-gradient targets ``eta_prior + scale * stats`` of ``names``."""
+        targets = {}
+        for name in names:
+            stats = self._expected_stats(name, X, local, params)
+            targets[name] = tuple(
+                p + scale * s for p, s in zip(self._prior[name], stats)
+            )
+        return targets
+
+    def _is_valid(self, name, natural):
+        family = self._factor_families[name]
+        return bool(np.all(family.valid_natural(*natural)))
+
+    def _global_update(self, X, local, scale, rho):
+        """One update of every global factor; returns (params, grads, ok)."""
+        params = dict(self.natural_params_)
+        grads = []
+        ok = True
+        if self.update_order == "joint":
+            targets = self._targets(self._global_factors, X, local, params, scale)
+            for name in self._global_factors:
+                grads.extend(t - c for t, c in zip(targets[name], params[name]))
+                params[name] = _blend(params[name], targets[name], rho)
+                ok = ok and self._is_valid(name, params[name])
+        else:
+            for name in self._global_factors:
+                target = self._targets((name,), X, local, params, scale)[name]
+                grads.extend(t - c for t, c in zip(target, params[name]))
+                params[name] = _blend(params[name], target, rho)
+                if not self._is_valid(name, params[name]):
+                    ok = False
+                    break
+        return params, grads, ok
+
+    def _step(self, X, scale, online, local=None):
+        """Take one step on X; return (local, data part of the ELBO)."""
+        if local is None:
+            local = self._local_step(X, self.natural_params_)
+        rho = self._schedule(self.n_batch_iter_ + 1) if online else 1.0
+        backoff_before = self._rho_backoff
+        for _ in range(MAX_BACKOFF + 1):
+            rho_eff = rho * self._rho_backoff
+            params, grads, ok = self._global_update(X, local, scale, rho_eff)
+            if ok or not self.step_safety:
+                self.natural_params_ = params
+                if online and self._schedule.needs_gradient:
+                    sq = float(sum(np.vdot(g, g).real for g in grads))
+                    self._schedule.observe(sq, grads)
+                break
+            # Reject: the previous parameters stay in natural_params_.
+            self.n_rejected_steps_ += 1
+            self._rho_backoff *= 0.5
+        else:
+            # No step size helped (the target itself is invalid, e.g. not
+            # finite): the minibatch is skipped and later steps keep the
+            # step size they had.
+            self._rho_backoff = backoff_before
+        self.n_batch_iter_ += 1
+        return local, self._local_bound(X, local, self.natural_params_)
+
+    def _warn_rejections(self, rejected_before):
+        if self.n_rejected_steps_ > rejected_before and not self._rejection_warned:
+            self._rejection_warned = True
+            warnings.warn(
+                f"{type(self).__name__}: {self.n_rejected_steps_} step(s) would "
+                "have made a global factor invalid and were rejected; the step "
+                f"size is now scaled by {self._rho_backoff:g}. Consider a smaller "
+                "initial step (larger learning_offset), a warm-up schedule or a "
+                "larger batch_size.",
+                ConvergenceWarning,
+            )

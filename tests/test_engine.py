@@ -1,0 +1,125 @@
+"""The shared engine: step safety, update bookkeeping, convergence."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import validate_data
+
+from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, SVIMixin
+from skvi.expfam import Gamma
+from skvi.schedules import Constant
+
+
+class OneGamma(SVIMixin, BaseEstimator):
+    """A single Gamma factor whose natural-gradient target the test sets.
+
+    Prior Gamma(1, 1): natural (-1, 0).  A row (u, v) of X contributes
+    statistics (u, v), so the target is (-1 + N/|S| sum u, N/|S| sum v).
+    """
+
+    _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
+    _global_factors = ("g",)
+    _factor_families = {"g": Gamma}
+
+    def __init__(self, learning_method="online", batch_size=1, max_iter=1, tol=0.0,
+                 learning_offset=10.0, learning_decay=0.7, learning_rate=None,
+                 total_samples="auto", update_order="sequential", step_safety=True,
+                 random_state=None, verbose=0):
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.update_order = update_order
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def partial_fit(self, X, y=None):
+        self._validate_params()
+        return self._engine_partial_fit(X)
+
+    def _validate_input(self, X, reset):
+        return validate_data(self, X, reset=reset, ensure_all_finite=False)
+
+    def _initialize_globals(self, X, random_state):
+        return self._prior_natural()
+
+    def _prior_natural(self):
+        return {"g": (np.array([-1.0]), np.array([0.0]))}
+
+    def _expected_stats(self, name, X, local, params):
+        return X[:, :1].sum(0), X[:, 1:].sum(0)
+
+    def _local_bound(self, X, local, params):
+        return 0.0
+
+    def _global_bound(self, params):
+        return 0.0
+
+
+def test_invalid_step_is_rejected_and_rho_halved():
+    # Target natural (-1, -5) is shape -4: invalid.  From (-1, 0) a blend
+    # with rho is valid iff -5 rho > -1, i.e. rho < 0.2: rho = 1, 1/2, 1/4
+    # are rejected and 1/8 is taken.
+    est = OneGamma(learning_rate=Constant(1.0), total_samples=1)
+    with pytest.warns(ConvergenceWarning, match="rejected"):
+        est.partial_fit(np.array([[0.0, -5.0]]))
+    assert est.n_rejected_steps_ == 3
+    np.testing.assert_allclose(est.natural_params_["g"][1], [-5.0 / 8])
+    # Later steps keep the reduced size: rho = 1/8 gives -1.171875 (invalid),
+    # 1/16 gives 15/16 * -5/8 - 5/16 (valid).  The warning is given once.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est.partial_fit(np.array([[0.0, -5.0]]))
+    assert est.n_rejected_steps_ == 4
+    np.testing.assert_allclose(est.natural_params_["g"][1], [15 / 16 * -5 / 8 - 5 / 16])
+    assert est.n_batch_iter_ == 2
+    assert np.all(Gamma.valid_natural(*est.natural_params_["g"]))
+
+
+def test_hopeless_step_is_skipped_and_step_size_kept():
+    est = OneGamma(learning_rate=Constant(0.5))
+    est.partial_fit(np.array([[0.0, 1.0]]))  # valid: shape-1 -> 0.5
+    before = est.natural_params_["g"]
+    with pytest.warns(ConvergenceWarning):
+        est.partial_fit(np.array([[np.nan, 1.0]]))
+    assert est.n_rejected_steps_ == MAX_BACKOFF + 1
+    np.testing.assert_array_equal(est.natural_params_["g"][0], before[0])
+    assert est._rho_backoff == 1.0
+    est.partial_fit(np.array([[0.0, 1.0]]))
+    # total_samples='auto': N = 3 rows seen, |S| = 1, so the target is 3.
+    np.testing.assert_allclose(est.natural_params_["g"][1], [0.5 * 0.5 + 0.5 * 3.0])
+
+
+def test_step_safety_off_accepts_invalid_step():
+    est = OneGamma(learning_rate=Constant(1.0), step_safety=False)
+    est.partial_fit(np.array([[0.0, -5.0]]))
+    assert est.n_rejected_steps_ == 0
+    assert not np.all(Gamma.valid_natural(*est.natural_params_["g"]))
+
+
+def test_total_samples_fixed_scales_statistics():
+    est = OneGamma(learning_rate=Constant(1.0), total_samples=10)
+    est.partial_fit(np.array([[-0.5, 1.0], [-0.5, 2.0]]))
+    # N / |S| = 10 / 2; target = prior + 5 * sums.
+    np.testing.assert_allclose(est.natural_params_["g"][0], [-1.0 - 5 * 1.0])
+    np.testing.assert_allclose(est.natural_params_["g"][1], [5 * 3.0])
+    assert est.n_samples_seen_ == 2
+
+
+def test_default_schedule_is_robbins_monro_from_offset_and_decay():
+    est = OneGamma(learning_offset=3.0, learning_decay=0.8)
+    est.partial_fit(np.array([[0.0, 2.0]]))
+    rho1 = (1 + 3.0) ** -0.8
+    np.testing.assert_allclose(est.natural_params_["g"][1], [rho1 * 2.0])
+    est.partial_fit(np.array([[0.0, 2.0]]))
+    rho2 = (2 + 3.0) ** -0.8
+    # second target: N = 2 rows seen, |S| = 1 -> 4.0
+    np.testing.assert_allclose(est.natural_params_["g"][1], [(1 - rho2) * rho1 * 2.0 + rho2 * 4.0])
