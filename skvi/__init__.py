@@ -1,3 +1,12 @@
-"""skvi: scikit-learn estimators for stochastic variational inference."""
+"""skvi: scikit-learn estimators for stochastic variational inference.
+
+Every estimator runs on one shared stochastic natural-gradient engine
+(:mod:`skvi.engine`), with step-size schedules from :mod:`skvi.schedules`
+and variational factors from :mod:`skvi.expfam`.
+"""
+
+from .models import GaussianGammaVB
 
 __version__ = "0.1.0.dev0"
+
+__all__ = ["GaussianGammaVB", "__version__"]
