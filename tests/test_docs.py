@@ -1,0 +1,47 @@
+"""The README's code runs, and its set-up commands are the ones CI runs."""
+
+import pathlib
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def test_readme_tour_runs_and_recovers_the_generating_mean():
+    text = README.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for block in blocks:
+            exec(compile(block, str(README), "exec"), namespace)
+    # The tour's data are N(5, 2^2): every fit must recover the mean.
+    for name in ("vb", "svi", "stream"):
+        np.testing.assert_allclose(namespace[name].mean_, 5.0, atol=0.05)
+
+
+def test_ci_runs_the_readme_commands():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "ci:$1" in ci and "quickstart test" in ci
+    text = README.read_text()
+    for block in ("quickstart", "test"):
+        match = re.search(rf"<!-- ci:{block} -->\n```bash\n(.+?)\n```\n<!-- /ci:{block} -->", text)
+        assert match, block
+    assert "pytest" in re.search(r"<!-- ci:test -->\n```bash\n(.+?)\n", text).group(1)
+
+
+def test_quickstart_main_prints_posterior(capsys):
+    from skvi.__main__ import main
+
+    main()
+    out = capsys.readouterr().out
+    # Newcomb's data: 66 values with mean 26.212; the vague prior shrinks it
+    # by a relative 1e-3 / (1e-3 + 66 E[gamma]) = 0.17%.
+    assert "66 measurements" in out
+    assert re.search(r"q\(mu\)\s+= N\(mean=26\.16", out)
