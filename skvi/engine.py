@@ -29,7 +29,6 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils import _safe_indexing
 
 from .schedules import make_schedule
 
@@ -131,6 +130,9 @@ class SVIMixin:
     _local_depends_on_globals : bool
         False when the local step only summarises the data (no local
         latent variables), so batch mode computes it once.
+    _exact_pass_bound : bool
+        True when the model overrides ``_pass_lower_bound`` with the exact
+        full-data ELBO after each online pass.
     _validate_input(X, reset)
         Check and convert X; ``reset=True`` on the first fit.
     _initialize_globals(X, random_state) -> dict
@@ -180,6 +182,7 @@ class SVIMixin:
     _global_factors = ()
     _factor_families = {}
     _local_depends_on_globals = True
+    _exact_pass_bound = False
 
     # ------------------------------------------------------------------ hooks
     def _local_step(self, X, params):
@@ -209,10 +212,12 @@ class SVIMixin:
             if online:
                 order = random_state.permutation(n_samples)
                 running = 0.0
+                want_bound = not self._exact_pass_bound
                 for batch in gen_batches(n_samples, self.batch_size):
-                    Xb = _safe_indexing(X, order[batch])
+                    # X is a validated ndarray or sparse matrix.
+                    Xb = X[order[batch]]
                     scale = n_samples / Xb.shape[0]
-                    local, bound = self._step(Xb, scale, online=True)
+                    _, bound = self._step(Xb, scale, online=True, want_bound=want_bound)
                     running += bound
                 bound = self._pass_lower_bound(X, running)
             else:
@@ -291,7 +296,12 @@ class SVIMixin:
         self._rejection_warned = False
 
     def _pass_lower_bound(self, X, running_local):
-        """ELBO reported after an online pass (a model may compute it exactly)."""
+        """ELBO reported after an online pass.
+
+        The running estimate by default.  A model whose full-data ELBO is
+        cheap sets ``_exact_pass_bound = True`` (the engine then skips the
+        per-step data bounds) and overrides this to compute it exactly.
+        """
         return self._global_bound(self.natural_params_) + running_local
 
     def _targets(self, names, X, local, params, scale):
@@ -329,8 +339,8 @@ class SVIMixin:
                     break
         return params, grads, ok
 
-    def _step(self, X, scale, online, local=None):
-        """Take one step on X; return (local, data part of the ELBO)."""
+    def _step(self, X, scale, online, local=None, want_bound=True):
+        """Take one step on X; return (local, data part of the ELBO or 0)."""
         if local is None:
             local = self._local_step(X, self.natural_params_)
         rho = self._schedule(self.n_batch_iter_ + 1) if online else 1.0
@@ -353,6 +363,8 @@ class SVIMixin:
             # step size they had.
             self._rho_backoff = backoff_before
         self.n_batch_iter_ += 1
+        if not want_bound:
+            return local, 0.0
         return local, self._local_bound(X, local, self.natural_params_)
 
     def _warn_rejections(self, rejected_before):

@@ -130,6 +130,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
     _global_factors = ("mean", "precision")
     _factor_families = {"mean": Gaussian, "precision": Gamma}
     _local_depends_on_globals = False
+    _exact_pass_bound = True
 
     def __init__(
         self,
