@@ -12,7 +12,17 @@ from skvi.datasets import load_newcomb
 
 
 def main():
-    """Run the quickstart and print its results."""
+    """Run the quickstart and print its results.
+
+    Examples
+    --------
+    >>> from skvi.__main__ import main
+    >>> main()  # doctest: +ELLIPSIS
+    Newcomb's speed-of-light data: 66 measurements (ns above 24800 ns)
+    ...
+      q(mu)    = N(mean=26.1663, sd=1.3215)
+    ...
+    """
     X = load_newcomb(return_X_y=True)
     print(f"Newcomb's speed-of-light data: {X.shape[0]} measurements "
           "(ns above 24800 ns)\n")

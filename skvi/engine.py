@@ -74,8 +74,8 @@ class SVIMixin:
     hyperparameters in its ``__init__`` (names below) and implements the
     model hooks.  ``fit`` and ``partial_fit`` come from the mixin.
 
-    Engine hyperparameters (read from ``self``)
-    -------------------------------------------
+    **Engine hyperparameters** (read from ``self``):
+
     learning_method : {'batch', 'online'}
         ``'batch'``: coordinate ascent, every step uses all the data with
         ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
@@ -120,8 +120,8 @@ class SVIMixin:
     verbose : int
         Print one line per pass (ELBO, steps per second, elapsed time).
 
-    Model hooks
-    -----------
+    **Model hooks**:
+
     _global_factors : tuple of str
         Names of the global factors, in sequential update order.
     _factor_families : dict
@@ -156,8 +156,8 @@ class SVIMixin:
     _on_params_updated()
         Optional: refresh derived fitted attributes after fit/partial_fit.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     natural_params_ : dict
         Natural parameters of every global factor.
     lower_bounds_ : list of float
@@ -177,6 +177,26 @@ class SVIMixin:
         Whether the last ``fit`` met ``tol`` before ``max_iter``.
     n_rejected_steps_ : int
         Steps rejected by step safety.
+
+    See Also
+    --------
+    skvi.GaussianGammaVB : a complete model built on this mixin.
+
+    Examples
+    --------
+    Every skvi estimator is an ``SVIMixin``; its ``fit`` is the engine's loop.
+
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine import SVIMixin
+    >>> est = GaussianGammaVB(learning_method="online", batch_size=10, max_iter=2, tol=0)
+    >>> isinstance(est, SVIMixin)
+    True
+    >>> X = np.random.RandomState(0).normal(size=(100, 2))
+    >>> est.fit(X).n_batch_iter_
+    20
+    >>> sorted(est.natural_params_)
+    ['mean', 'precision']
     """
 
     _global_factors = ()

@@ -224,20 +224,62 @@ class ExponentialFamily:
 
     @classmethod
     def from_natural(cls, *eta):  # pragma: no cover - abstract
-        """Build an instance from natural parameters."""
+        """Build an instance from natural parameters.
+
+        Parameters
+        ----------
+        *eta : array_like
+            The natural parameters, one positional argument each, in the order
+            of :attr:`natural`: ``(eta1, eta2)`` of shapes ``batch_shape``
+            for :class:`Gaussian` and :class:`Gamma`, ``(eta1, eta2)`` of shapes
+            ``batch_shape + (d,)`` and ``batch_shape + (d, d)`` for
+            :class:`MultivariateGaussian`, and the single ``eta`` of shape
+            ``batch_shape + (K,)`` for :class:`Dirichlet`.
+
+        Returns
+        -------
+        ExponentialFamily
+            A new instance of ``cls`` whose natural parameters are ``eta``.
+        """
         raise NotImplementedError
 
     @staticmethod
     def valid_natural(*eta):  # pragma: no cover - abstract
-        """Mask of batch elements whose natural parameters are valid."""
+        """Mask of batch elements whose natural parameters are valid.
+
+        Parameters
+        ----------
+        *eta : array_like
+            The natural parameters, one positional argument each, in the order
+            and with the shapes described in :meth:`from_natural`.
+
+        Returns
+        -------
+        ndarray of bool
+            True where the natural parameters are finite and inside the natural
+            parameter space; it has the broadcast batch shape.
+        """
         raise NotImplementedError
 
     def expected_stats(self):  # pragma: no cover - abstract
-        """Expected sufficient statistics, a tuple of arrays."""
+        """Expected sufficient statistics, a tuple of arrays.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``E[t(x)]``, in the same order and with the same shapes as
+            :attr:`natural`.
+        """
         raise NotImplementedError
 
     def log_normalizer(self):  # pragma: no cover - abstract
-        """Log-partition function A(eta), batch shape."""
+        """Log-partition function A(eta), batch shape.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The log-normaliser ``A(eta)`` of each factor.
+        """
         raise NotImplementedError
 
     @property
@@ -259,13 +301,37 @@ class ExponentialFamily:
         return total
 
     def entropy(self):
-        """Differential entropy, ``A(eta) - <eta, E[t(x)]>``, batch shape."""
+        """Differential entropy, ``A(eta) - <eta, E[t(x)]>``, batch shape.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            Entropy of each factor, from the generic exponential-family
+            identity.
+        """
         return self.log_normalizer() - self._inner(
             self.natural, self.expected_stats()
         )
 
     def kl(self, other):
-        """KL(self || other), ``<eta_q - eta_p, E_q[t]> - A_q + A_p``."""
+        """KL(self || other), ``<eta_q - eta_p, E_q[t]> - A_q + A_p``.
+
+        Parameters
+        ----------
+        other : ExponentialFamily
+            Distribution ``p`` of the same class as ``self``; its batch shape
+            must broadcast against :attr:`batch_shape`.
+
+        Returns
+        -------
+        ndarray
+            KL divergence of each factor, with the broadcast batch shape.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not an instance of the class of ``self``.
+        """
         self._check_other(other)
         diff = [eq - ep for eq, ep in zip(self.natural, other.natural)]
         return (
@@ -366,12 +432,17 @@ class Gaussian(ExponentialFamily):
 
         Parameters
         ----------
-        eta1, eta2 : array_like
-            Natural parameters; ``eta2`` must be negative.
+        eta1 : array_like
+            First natural parameter, ``precision * loc``, with the batch shape;
+            broadcast against ``eta2``.
+        eta2 : array_like
+            Second natural parameter, ``-precision / 2``, with the batch shape;
+            must be negative.
 
         Returns
         -------
         Gaussian
+            The Gaussian with these natural parameters.
         """
         dtype = _float_dtype(eta1, eta2)
         eta1 = np.asarray(eta1, dtype=dtype)
@@ -383,9 +454,19 @@ class Gaussian(ExponentialFamily):
     def valid_natural(eta1, eta2):
         """True where ``(eta1, eta2)`` define a Gaussian (finite, eta2 < 0).
 
+        Parameters
+        ----------
+        eta1 : array_like
+            First natural parameter, ``precision * loc``, with the batch shape.
+        eta2 : array_like
+            Second natural parameter, ``-precision / 2``, with the batch shape;
+            broadcast against ``eta1``.
+
         Returns
         -------
-        ndarray of bool, the broadcast batch shape.
+        ndarray of bool
+            True where both parameters are finite and ``eta2 < 0``; it has the
+            broadcast batch shape.
         """
         eta1 = _as_float(eta1)
         eta2 = _as_float(eta2)
@@ -396,7 +477,14 @@ class Gaussian(ExponentialFamily):
 
         Returns
         -------
-        self
+        Gaussian
+            ``self``, unchanged, so that calls can be chained.
+
+        Raises
+        ------
+        ValueError
+            If a mean or precision is not finite or a precision is not strictly
+            positive.
         """
         if not np.all(np.isfinite(self.loc)):
             raise ValueError("Gaussian: mean must be finite.")
@@ -407,17 +495,37 @@ class Gaussian(ExponentialFamily):
         return self
 
     def expected_stats(self):
-        """``(E[x], E[x**2]) = (loc, loc**2 + 1 / precision)``."""
+        """Expected statistics ``(E[x], E[x**2]) = (loc, loc**2 + 1 / precision)``.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(E[x], E[x**2])``, each of shape ``batch_shape``.
+        """
         return (self.loc.copy(), self.loc**2 + 1.0 / self.precision)
 
     def log_normalizer(self):
-        """``A = precision * loc**2 / 2 - log(precision) / 2 + log(2 pi) / 2``."""
+        """Log-normaliser ``A(eta)`` of each factor.
+
+        ``A = precision * loc**2 / 2 - log(precision) / 2 + log(2 pi) / 2``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The log-normaliser of each factor.
+        """
         return 0.5 * (
             self.precision * self.loc**2 - np.log(self.precision) + _LOG_2PI
         )
 
     def entropy(self):
-        """Differential entropy ``(1 + log(2 pi) - log(precision)) / 2``."""
+        """Differential entropy ``(1 + log(2 pi) - log(precision)) / 2``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            Entropy of each factor.
+        """
         return 0.5 * (1.0 + _LOG_2PI - np.log(self.precision))
 
     def kl(self, other):
@@ -426,10 +534,19 @@ class Gaussian(ExponentialFamily):
         Parameters
         ----------
         other : Gaussian
+            Distribution ``p``; its batch shape must broadcast against
+            :attr:`batch_shape`.
 
         Returns
         -------
-        ndarray, the broadcast batch shape.
+        ndarray
+            Non-negative KL divergence of each factor, with the broadcast batch
+            shape.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a :class:`Gaussian`.
         """
         self._check_other(other)
         ratio = other.precision / self.precision
@@ -442,7 +559,19 @@ class Gaussian(ExponentialFamily):
         return np.maximum(kl, 0.0)
 
     def log_prob(self, x):
-        """Log density at ``x`` (broadcast against the batch shape)."""
+        """Log density at ``x`` (broadcast against the batch shape).
+
+        Parameters
+        ----------
+        x : array_like
+            Points at which to evaluate the density; broadcast against
+            :attr:`batch_shape`.
+
+        Returns
+        -------
+        ndarray
+            Log densities, with the broadcast shape of ``x`` and the batch shape.
+        """
         x = np.asarray(x)
         return 0.5 * (
             np.log(self.precision)
@@ -455,12 +584,18 @@ class Gaussian(ExponentialFamily):
 
         Parameters
         ----------
-        size : int, tuple of int or None
-        random_state : None, int, RandomState or Generator
+        size : int, tuple of int or None, default=None
+            Leading sample shape, prepended to the batch shape; ``None`` draws
+            a single sample per factor.
+        random_state : None, int, RandomState or Generator, default=None
+            Source of randomness: ``None`` uses the global ``RandomState``, an
+            int seeds a new ``RandomState``, and ``RandomState`` or
+            :class:`numpy.random.Generator` instances are used as is.
 
         Returns
         -------
-        ndarray
+        ndarray of shape size + batch_shape
+            Samples, with dtype :attr:`dtype`.
         """
         rng = _check_random_state(random_state)
         shape = _size_tuple(size) + self.batch_shape
@@ -470,7 +605,13 @@ class Gaussian(ExponentialFamily):
         )
 
     def mean(self):
-        """``E[x] = loc``."""
+        """Mean ``E[x] = loc``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            A copy of :attr:`loc`.
+        """
         return self.loc.copy()
 
 
@@ -600,12 +741,17 @@ class MultivariateGaussian(ExponentialFamily):
         Parameters
         ----------
         eta1 : array_like of shape (..., d)
+            First natural parameter, ``Lambda m`` (precision times mean).
         eta2 : array_like of shape (..., d, d)
-            ``-eta2`` must be symmetric positive definite.
+            Second natural parameter, ``-Lambda / 2``; ``-eta2`` must be
+            symmetric positive definite.  The batch shapes ``eta1.shape[:-1]``
+            and ``eta2.shape[:-2]`` broadcast.
 
         Returns
         -------
         MultivariateGaussian
+            The Gaussian with these natural parameters (its Cholesky factors are
+            cached).
         """
         dtype = _float_dtype(eta1, eta2)
         eta1 = np.asarray(eta1, dtype=dtype)
@@ -632,9 +778,19 @@ class MultivariateGaussian(ExponentialFamily):
         definite.  A single batched Cholesky factorisation is tried first;
         only on failure are the offending elements located.
 
+        Parameters
+        ----------
+        eta1 : array_like of shape (..., d)
+            First natural parameter, ``Lambda m`` (precision times mean).
+        eta2 : array_like of shape (..., d, d)
+            Second natural parameter, ``-Lambda / 2``.  The batch shapes
+            ``eta1.shape[:-1]`` and ``eta2.shape[:-2]`` broadcast.
+
         Returns
         -------
-        ndarray of bool, the broadcast batch shape.
+        ndarray of bool
+            True where the parameters are valid; it has the broadcast batch
+            shape.
         """
         eta1 = _as_float(eta1)
         eta2 = _as_float(eta2)
@@ -650,7 +806,14 @@ class MultivariateGaussian(ExponentialFamily):
 
         Returns
         -------
-        self
+        MultivariateGaussian
+            ``self``, unchanged, so that calls can be chained.
+
+        Raises
+        ------
+        ValueError
+            If a mean or precision entry is not finite, or a precision matrix is
+            not symmetric positive definite.
         """
         name = "MultivariateGaussian"
         if not np.all(np.isfinite(self.loc)):
@@ -675,17 +838,36 @@ class MultivariateGaussian(ExponentialFamily):
 
     # -- expectations -------------------------------------------------------------
     def expected_stats(self):
-        """``(E[x], E[x x^T]) = (m, Sigma + m m^T)``."""
+        """Expected statistics ``(E[x], E[x x^T]) = (m, Sigma + m m^T)``.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(E[x], E[x x^T])`` of shapes ``batch_shape + (d,)`` and
+            ``batch_shape + (d, d)``.
+        """
         m = self.loc
         return (m.copy(), self.covariance + m[..., :, None] * m[..., None, :])
 
     def log_normalizer(self):
-        """``A = m^T Lambda m / 2 - log|Lambda| / 2 + d log(2 pi) / 2``."""
+        """Log-normaliser ``A = m^T Lambda m / 2 - log|Lambda| / 2 + d log(2 pi) / 2``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The log-normaliser of each factor.
+        """
         quad = np.einsum("...i,...ij,...j->...", self.loc, self.precision, self.loc)
         return 0.5 * (quad - self._logdet_precision() + self.dim * _LOG_2PI)
 
     def entropy(self):
-        """Differential entropy ``d (1 + log(2 pi)) / 2 - log|Lambda| / 2``."""
+        """Differential entropy ``d (1 + log(2 pi)) / 2 - log|Lambda| / 2``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            Entropy of each factor.
+        """
         return 0.5 * (self.dim * (1.0 + _LOG_2PI) - self._logdet_precision())
 
     def kl(self, other):
@@ -697,10 +879,19 @@ class MultivariateGaussian(ExponentialFamily):
         Parameters
         ----------
         other : MultivariateGaussian
+            Distribution ``p`` of the same dimension ``d``; its batch shape must
+            broadcast against :attr:`batch_shape`.
 
         Returns
         -------
-        ndarray, the broadcast batch shape.
+        ndarray
+            Non-negative KL divergence of each factor, with the broadcast batch
+            shape.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a :class:`MultivariateGaussian`.
         """
         self._check_other(other)
         trace = np.sum(other.precision * self.covariance, axis=(-2, -1))
@@ -716,7 +907,20 @@ class MultivariateGaussian(ExponentialFamily):
         return np.maximum(kl, 0.0)
 
     def log_prob(self, x):
-        """Log density at ``x`` of shape ``(..., batch_shape, d)``."""
+        """Log density at ``x`` of shape ``(..., batch_shape, d)``.
+
+        Parameters
+        ----------
+        x : array_like of shape (..., d)
+            Points at which to evaluate the density; ``x.shape[:-1]`` is
+            broadcast against :attr:`batch_shape`.
+
+        Returns
+        -------
+        ndarray
+            Log densities, with the broadcast shape of ``x.shape[:-1]`` and the
+            batch shape.
+        """
         diff = np.asarray(x) - self.loc
         quad = np.einsum("...i,...ij,...j->...", diff, self.precision, diff)
         return 0.5 * (self._logdet_precision() - self.dim * _LOG_2PI - quad)
@@ -729,12 +933,18 @@ class MultivariateGaussian(ExponentialFamily):
 
         Parameters
         ----------
-        size : int, tuple of int or None
-        random_state : None, int, RandomState or Generator
+        size : int, tuple of int or None, default=None
+            Leading sample shape, prepended to the batch shape; ``None`` draws
+            a single sample per factor.
+        random_state : None, int, RandomState or Generator, default=None
+            Source of randomness: ``None`` uses the global ``RandomState``, an
+            int seeds a new ``RandomState``, and ``RandomState`` or
+            :class:`numpy.random.Generator` instances are used as is.
 
         Returns
         -------
-        ndarray
+        ndarray of shape size + batch_shape + (d,)
+            Samples, with dtype :attr:`dtype`.
         """
         rng = _check_random_state(random_state)
         _, chol_inv = self._factors()
@@ -744,7 +954,13 @@ class MultivariateGaussian(ExponentialFamily):
         return x.astype(self.dtype, copy=False)
 
     def mean(self):
-        """``E[x] = loc``."""
+        """Mean ``E[x] = loc``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape + (d,)
+            A copy of :attr:`loc`.
+        """
         return self.loc.copy()
 
 
@@ -822,9 +1038,19 @@ class Gamma(ExponentialFamily):
     def from_natural(cls, eta1, eta2):
         """Build from natural parameters ``(-rate, shape - 1)``.
 
+        Parameters
+        ----------
+        eta1 : array_like
+            First natural parameter, ``-rate``, with the batch shape; must be
+            negative.
+        eta2 : array_like
+            Second natural parameter, ``shape - 1``, with the batch shape; must
+            be greater than -1.  Broadcast against ``eta1``.
+
         Returns
         -------
         Gamma
+            The Gamma distribution with these natural parameters.
         """
         dtype = _float_dtype(eta1, eta2)
         eta1 = np.asarray(eta1, dtype=dtype)
@@ -835,9 +1061,19 @@ class Gamma(ExponentialFamily):
     def valid_natural(eta1, eta2):
         """True where ``(eta1, eta2)`` define a Gamma (finite, eta1 < 0, eta2 > -1).
 
+        Parameters
+        ----------
+        eta1 : array_like
+            First natural parameter, ``-rate``, with the batch shape.
+        eta2 : array_like
+            Second natural parameter, ``shape - 1``, with the batch shape;
+            broadcast against ``eta1``.
+
         Returns
         -------
-        ndarray of bool, the broadcast batch shape.
+        ndarray of bool
+            True where both parameters are finite, ``eta1 < 0`` and
+            ``eta2 > -1``; it has the broadcast batch shape.
         """
         eta1 = _as_float(eta1)
         eta2 = _as_float(eta2)
@@ -848,7 +1084,13 @@ class Gamma(ExponentialFamily):
 
         Returns
         -------
-        self
+        Gamma
+            ``self``, unchanged, so that calls can be chained.
+
+        Raises
+        ------
+        ValueError
+            If a shape or rate is not finite or not strictly positive.
         """
         for name, value in (("shape", self.shape), ("rate", self.rate)):
             if not np.all(np.isfinite(value)):
@@ -858,19 +1100,47 @@ class Gamma(ExponentialFamily):
         return self
 
     def expected_log(self):
-        """``E[log x] = digamma(shape) - log(rate)``."""
+        """Expected logarithm ``E[log x] = digamma(shape) - log(rate)``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            ``E[log x]`` of each factor.
+        """
         return special.digamma(self.shape) - np.log(self.rate)
 
     def expected_stats(self):
-        """``(E[x], E[log x]) = (shape / rate, digamma(shape) - log(rate))``."""
+        """Expected statistics ``(E[x], E[log x])``.
+
+        ``(E[x], E[log x]) = (shape / rate, digamma(shape) - log(rate))``.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(E[x], E[log x])``, each of shape ``batch_shape``.
+        """
         return (self.shape / self.rate, self.expected_log())
 
     def log_normalizer(self):
-        """``A = gammaln(shape) - shape * log(rate)``."""
+        """Log-normaliser ``A = gammaln(shape) - shape * log(rate)``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The log-normaliser of each factor.
+        """
         return special.gammaln(self.shape) - self.shape * np.log(self.rate)
 
     def entropy(self):
-        """``shape - log(rate) + gammaln(shape) + (1 - shape) digamma(shape)``."""
+        """Differential entropy of each factor.
+
+        ``shape - log(rate) + gammaln(shape) + (1 - shape) digamma(shape)``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            Entropy of each factor.
+        """
         a = self.shape
         return (
             a
@@ -885,10 +1155,19 @@ class Gamma(ExponentialFamily):
         Parameters
         ----------
         other : Gamma
+            Distribution ``p``; its batch shape must broadcast against
+            :attr:`batch_shape`.
 
         Returns
         -------
-        ndarray, the broadcast batch shape.
+        ndarray
+            Non-negative KL divergence of each factor, with the broadcast batch
+            shape.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a :class:`Gamma`.
         """
         self._check_other(other)
         a1, b1 = self.shape, self.rate
@@ -906,6 +1185,17 @@ class Gamma(ExponentialFamily):
         """Log density at ``x`` (broadcast against the batch shape).
 
         ``-inf`` for negative ``x``.
+
+        Parameters
+        ----------
+        x : array_like
+            Points at which to evaluate the density; broadcast against
+            :attr:`batch_shape`.
+
+        Returns
+        -------
+        ndarray
+            Log densities, with the broadcast shape of ``x`` and the batch shape.
         """
         x = np.asarray(x)
         a, b = self.shape, self.rate
@@ -924,12 +1214,18 @@ class Gamma(ExponentialFamily):
 
         Parameters
         ----------
-        size : int, tuple of int or None
-        random_state : None, int, RandomState or Generator
+        size : int, tuple of int or None, default=None
+            Leading sample shape, prepended to the batch shape; ``None`` draws
+            a single sample per factor.
+        random_state : None, int, RandomState or Generator, default=None
+            Source of randomness: ``None`` uses the global ``RandomState``, an
+            int seeds a new ``RandomState``, and ``RandomState`` or
+            :class:`numpy.random.Generator` instances are used as is.
 
         Returns
         -------
-        ndarray
+        ndarray of shape size + batch_shape
+            Positive samples, with dtype :attr:`dtype`.
         """
         rng = _check_random_state(random_state)
         shape = _size_tuple(size) + self.batch_shape
@@ -937,7 +1233,13 @@ class Gamma(ExponentialFamily):
         return (g / self.rate).astype(self.dtype, copy=False)
 
     def mean(self):
-        """``E[x] = shape / rate``."""
+        """Mean ``E[x] = shape / rate``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The mean of each factor.
+        """
         return self.shape / self.rate
 
 
@@ -1018,9 +1320,16 @@ class Dirichlet(ExponentialFamily):
     def from_natural(cls, eta):
         """Build from the natural parameter ``concentration - 1``.
 
+        Parameters
+        ----------
+        eta : array_like of shape (..., K)
+            The single natural parameter, ``concentration - 1``, with the
+            categories on the last axis; every entry must be greater than -1.
+
         Returns
         -------
         Dirichlet
+            The Dirichlet distribution with this natural parameter.
         """
         eta = np.asarray(eta, dtype=_float_dtype(eta))
         return cls(eta + 1.0)
@@ -1029,9 +1338,17 @@ class Dirichlet(ExponentialFamily):
     def valid_natural(eta):
         """True where ``eta`` defines a Dirichlet (all finite and > -1).
 
+        Parameters
+        ----------
+        eta : array_like of shape (..., K)
+            The single natural parameter, ``concentration - 1``, with the
+            categories on the last axis.
+
         Returns
         -------
-        ndarray of bool, shape ``eta.shape[:-1]``.
+        ndarray of bool of shape eta.shape[:-1]
+            True where every entry along the last axis is finite and greater
+            than -1.
         """
         eta = _as_float(eta)
         return np.all(np.isfinite(eta) & (eta > -1), axis=-1)
@@ -1041,7 +1358,13 @@ class Dirichlet(ExponentialFamily):
 
         Returns
         -------
-        self
+        Dirichlet
+            ``self``, unchanged, so that calls can be chained.
+
+        Raises
+        ------
+        ValueError
+            If a concentration is not finite or not strictly positive.
         """
         if not np.all(np.isfinite(self.concentration)):
             raise ValueError("Dirichlet: concentration must be finite.")
@@ -1050,25 +1373,50 @@ class Dirichlet(ExponentialFamily):
         return self
 
     def expected_log(self):
-        """``E[log x] = digamma(alpha) - digamma(sum(alpha))``."""
+        """Expected logarithm ``E[log x] = digamma(alpha) - digamma(sum(alpha))``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape + (K,)
+            ``E[log x_k]`` for each factor and category.
+        """
         alpha = self.concentration
         return special.digamma(alpha) - special.digamma(
             np.sum(alpha, axis=-1, keepdims=True)
         )
 
     def expected_stats(self):
-        """``(E[log x],)``."""
+        """Expected statistics ``(E[log x],)``.
+
+        Returns
+        -------
+        tuple of ndarray
+            The one-element tuple ``(E[log x],)``, of shape
+            ``batch_shape + (K,)``.
+        """
         return (self.expected_log(),)
 
     def log_normalizer(self):
-        """``A = sum(gammaln(alpha)) - gammaln(sum(alpha))``."""
+        """Log-normaliser ``A = sum(gammaln(alpha)) - gammaln(sum(alpha))``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            The log-normaliser of each factor.
+        """
         alpha = self.concentration
         return np.sum(special.gammaln(alpha), axis=-1) - special.gammaln(
             np.sum(alpha, axis=-1)
         )
 
     def entropy(self):
-        """Differential entropy ``A - sum((alpha - 1) E[log x])``."""
+        """Differential entropy ``A - sum((alpha - 1) E[log x])``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape
+            Entropy of each factor.
+        """
         alpha = self.concentration
         return self.log_normalizer() - np.sum(
             (alpha - 1.0) * self.expected_log(), axis=-1
@@ -1080,10 +1428,19 @@ class Dirichlet(ExponentialFamily):
         Parameters
         ----------
         other : Dirichlet
+            Distribution ``p`` with the same number of categories ``K``; its
+            batch shape must broadcast against :attr:`batch_shape`.
 
         Returns
         -------
-        ndarray, the broadcast batch shape.
+        ndarray
+            Non-negative KL divergence of each factor, with the broadcast batch
+            shape.
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a :class:`Dirichlet`.
         """
         self._check_other(other)
         a1 = self.concentration
@@ -1100,6 +1457,18 @@ class Dirichlet(ExponentialFamily):
 
         ``-inf`` where a coordinate of ``x`` is negative; ``x`` is not checked
         to sum to one.
+
+        Parameters
+        ----------
+        x : array_like of shape (..., K)
+            Points of the simplex at which to evaluate the density;
+            ``x.shape[:-1]`` is broadcast against :attr:`batch_shape`.
+
+        Returns
+        -------
+        ndarray
+            Log densities, with the broadcast shape of ``x.shape[:-1]`` and the
+            batch shape.
         """
         x = np.asarray(x)
         neg = np.any(x < 0, axis=-1)
@@ -1120,12 +1489,18 @@ class Dirichlet(ExponentialFamily):
 
         Parameters
         ----------
-        size : int, tuple of int or None
-        random_state : None, int, RandomState or Generator
+        size : int, tuple of int or None, default=None
+            Leading sample shape, prepended to the batch shape; ``None`` draws
+            a single sample per factor.
+        random_state : None, int, RandomState or Generator, default=None
+            Source of randomness: ``None`` uses the global ``RandomState``, an
+            int seeds a new ``RandomState``, and ``RandomState`` or
+            :class:`numpy.random.Generator` instances are used as is.
 
         Returns
         -------
-        ndarray
+        ndarray of shape size + batch_shape + (K,)
+            Samples on the simplex, with dtype :attr:`dtype`.
         """
         rng = _check_random_state(random_state)
         shape = _size_tuple(size) + self.concentration.shape
@@ -1139,6 +1514,12 @@ class Dirichlet(ExponentialFamily):
         return x.astype(self.dtype, copy=False)
 
     def mean(self):
-        """``E[x] = alpha / sum(alpha)``."""
+        """Mean ``E[x] = alpha / sum(alpha)``.
+
+        Returns
+        -------
+        ndarray of shape batch_shape + (K,)
+            The mean of each factor.
+        """
         alpha = self.concentration
         return alpha / np.sum(alpha, axis=-1, keepdims=True)

@@ -74,10 +74,27 @@ class Schedule(BaseEstimator):
     needs_gradient = False
 
     def validate(self):
-        """Check the hyperparameters, raising ``ValueError`` when invalid."""
+        """Check the hyperparameters.
+
+        Raises
+        ------
+        ValueError
+            If a hyperparameter is out of its range.
+        """
 
     def __call__(self, t):
-        """Return the step size for step ``t`` (``t >= 1``)."""
+        """Return the step size for step ``t``.
+
+        Parameters
+        ----------
+        t : int
+            Step counter, starting at 1.
+
+        Returns
+        -------
+        rho : float
+            Step size in ``(0, 1]``.
+        """
         raise NotImplementedError
 
     def observe(self, gradient_sq_norm, gradient_parts):
