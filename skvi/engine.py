@@ -221,7 +221,6 @@ class SVIMixin:
         self.n_samples_seen_ = n_samples
         online = self.learning_method == "online"
         start = time.perf_counter()
-        rejected_before = 0
         previous = None
         self.converged_ = False
         self.n_iter_ = 0
@@ -269,7 +268,7 @@ class SVIMixin:
                 f"tol={self.tol}). Increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self._warn_rejections(rejected_before)
+        self._warn_rejections(0)
         self._on_params_updated()
         return self
 
@@ -278,8 +277,8 @@ class SVIMixin:
         first = not hasattr(self, "natural_params_")
         X = self._validate_input(X, reset=first)
         if first:
-            self._partial_fit_random_state_ = check_random_state(self.random_state)
-            self._reset_engine(X, self._partial_fit_random_state_)
+            self._partial_fit_rng = check_random_state(self.random_state)
+            self._reset_engine(X, self._partial_fit_rng)
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False

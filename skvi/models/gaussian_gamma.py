@@ -228,9 +228,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         X_new : ndarray of shape (n_samples, n_features)
             Standardised data, with the dtype of X (float32 stays float32).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        scale = np.sqrt(self.precision_shape_ / self.precision_rate_)
+        X = self._check_fitted_input(X)
+        scale = np.sqrt(self._expected_precision())
         return ((X - self.mean_) * scale).astype(X.dtype, copy=False)
 
     def inverse_transform(self, X):
@@ -246,9 +245,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         X_original : ndarray of shape (n_samples, n_features)
             Data on the original scale.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        scale = np.sqrt(self.precision_shape_ / self.precision_rate_)
+        X = self._check_fitted_input(X)
+        scale = np.sqrt(self._expected_precision())
         return (X / scale + self.mean_).astype(X.dtype, copy=False)
 
     def score_samples(self, X):
@@ -271,9 +269,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         scores : ndarray of shape (n_samples,)
             Expected log-likelihood of each row.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        e_gamma = self.precision_shape_ / self.precision_rate_
+        X = self._check_fitted_input(X)
+        e_gamma = self._expected_precision()
         e_log_gamma = digamma(self.precision_shape_) - np.log(self.precision_rate_)
         sq = (X - self.mean_) ** 2 + 1.0 / self.mean_precision_
         return np.sum(0.5 * (e_log_gamma - _LOG_2PI) - 0.5 * e_gamma * sq, axis=1)
@@ -299,6 +296,14 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+    def _check_fitted_input(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+
+    def _expected_precision(self):
+        """E[gamma_j] under q."""
+        return self.precision_shape_ / self.precision_rate_
 
     # ------------------------------------------------------------ model hooks
     def _validate_input(self, X, reset):
