@@ -44,7 +44,7 @@ ENGINE_PARAMETER_CONSTRAINTS = {
     "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
     "tol": [Interval(numbers.Real, 0, None, closed="left")],
     "learning_offset": [Interval(numbers.Real, 0, None, closed="left")],
-    "learning_decay": [Interval(numbers.Real, 0.5, 1, closed="right")],
+    "learning_decay": [Interval(numbers.Real, 0, 1, closed="both")],
     "learning_rate": [
         None,
         Interval(numbers.Real, 0, 1, closed="right"),
@@ -61,9 +61,22 @@ ENGINE_PARAMETER_CONSTRAINTS = {
 }
 
 
-def _blend(current, target, rho):
-    """Return ``(1 - rho) * current + rho * target`` for a tuple of arrays."""
-    return tuple((1.0 - rho) * c + rho * g for c, g in zip(current, target))
+def _blend(current, target, rho, grads=None):
+    """Return ``current + rho * (target - current)`` for a tuple of arrays.
+
+    Computed in place in fresh arrays (``current`` and ``target`` are left
+    untouched).  When ``grads`` is a list, the natural gradients
+    ``target - current`` are appended to it.
+    """
+    out = []
+    for c, g in zip(current, target):
+        diff = np.subtract(g, c)
+        if grads is not None:
+            grads.append(diff.copy())
+        diff *= rho
+        diff += c
+        out.append(diff)
+    return tuple(out)
 
 
 class SVIMixin:
@@ -140,8 +153,14 @@ class SVIMixin:
     _prior_natural() -> dict
         Natural parameters of the prior of every global factor
         (broadcastable to the posterior's).
-    _local_step(X, params) -> local
+    _local_step(X, params, rows=None) -> local
         The E-step on minibatch X with the globals ``params`` fixed.
+        ``rows`` are the indices of X's rows in the data given to ``fit``
+        (None in ``partial_fit``), so a model may warm-start its local
+        parameters from their values at the previous pass.
+    _update_factor(name, current, stats, scale, rho, grads) -> (new, valid)
+        Optional: the update rule of one factor (default: the blend
+        towards ``prior + scale * stats`` and the family's validity test).
     _expected_stats(name, X, local, params) -> tuple of arrays
         Expected sufficient statistics of X for factor ``name``, summed
         over the rows of X, given the current ``params`` (which, with
@@ -155,6 +174,20 @@ class SVIMixin:
         factor to its prior.
     _on_params_updated()
         Optional: refresh derived fitted attributes after fit/partial_fit.
+    _update_hyperparameters(X, local, rho) -> bool
+        Optional: an empirical-Bayes step on the prior after each accepted
+        step (the engine then re-reads ``_prior_natural()`` when it returns
+        True).
+    _evaluate_pass(it) -> bool
+        Optional: whether ``fit`` computes the ELBO after pass ``it``
+        (default: every pass).  Passes not evaluated add nothing to
+        ``lower_bounds_`` and are not tested for convergence.
+    _pass_converged(previous, bound) -> bool
+        Optional: the convergence test between two evaluated passes
+        (default: relative ELBO change below ``tol``).
+    _warn_not_converged() -> bool
+        Optional: whether ``fit`` warns when it stops at ``max_iter``
+        (default: when ``tol > 0`` and ``max_iter > 1``).
 
     Attributes
     ----------
@@ -205,11 +238,24 @@ class SVIMixin:
     _exact_pass_bound = False
 
     # ------------------------------------------------------------------ hooks
-    def _local_step(self, X, params):
+    def _local_step(self, X, params, rows=None):
         return None
 
     def _on_params_updated(self):
         pass
+
+    def _update_hyperparameters(self, X, local, rho):
+        return False
+
+    def _evaluate_pass(self, it):
+        return True
+
+    def _pass_converged(self, previous, bound):
+        change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
+        return change < self.tol
+
+    def _warn_not_converged(self):
+        return self.tol > 0 and self.max_iter > 1
 
     # ------------------------------------------------------------ public API
     def _engine_fit(self, X):
@@ -225,43 +271,50 @@ class SVIMixin:
         self.converged_ = False
         self.n_iter_ = 0
         local = None
+        all_rows = np.arange(n_samples)
         for it in range(1, self.max_iter + 1):
             steps_before = self.n_batch_iter_
             pass_start = time.perf_counter()
+            evaluate = self._evaluate_pass(it)
             if online:
                 order = random_state.permutation(n_samples)
                 running = 0.0
-                want_bound = not self._exact_pass_bound
+                want_bound = evaluate and not self._exact_pass_bound
                 for batch in gen_batches(n_samples, self.batch_size):
                     # X is a validated ndarray or sparse matrix.
-                    Xb = X[order[batch]]
+                    rows = order[batch]
+                    Xb = X[rows]
                     scale = n_samples / Xb.shape[0]
-                    _, bound = self._step(Xb, scale, online=True, want_bound=want_bound)
+                    _, bound = self._step(
+                        Xb, scale, online=True, want_bound=want_bound, rows=rows
+                    )
                     running += bound
-                bound = self._pass_lower_bound(X, running)
+                bound = self._pass_lower_bound(X, running) if evaluate else None
             else:
                 if local is None or self._local_depends_on_globals:
-                    local = self._local_step(X, self.natural_params_)
-                _, bound = self._step(X, 1.0, online=False, local=local)
-                bound += self._global_bound(self.natural_params_)
-            self.lower_bounds_.append(float(bound))
+                    local = self._local_step(X, self.natural_params_, rows=all_rows)
+                _, bound = self._step(X, 1.0, online=False, local=local, want_bound=evaluate)
+                bound = bound + self._global_bound(self.natural_params_) if evaluate else None
             self.n_iter_ = it
+            if bound is not None:
+                self.lower_bounds_.append(float(bound))
             if self.verbose:
                 now = time.perf_counter()
                 rate = (self.n_batch_iter_ - steps_before) / max(now - pass_start, 1e-12)
+                shown = "not evaluated" if bound is None else f"{bound:.10g}"
                 print(
                     f"[{type(self).__name__}] pass {it}/{self.max_iter}: "
-                    f"ELBO = {bound:.10g}, {rate:.1f} steps/s, "
+                    f"ELBO = {shown}, {rate:.1f} steps/s, "
                     f"elapsed {now - start:.2f} s"
                 )
-            if previous is not None:
-                change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
-                if change < self.tol:
-                    self.converged_ = True
-                    break
+            if bound is None:
+                continue
+            if previous is not None and self._pass_converged(previous, bound):
+                self.converged_ = True
+                break
             previous = bound
-        self.lower_bound_ = self.lower_bounds_[-1]
-        if not self.converged_ and self.tol > 0 and self.max_iter > 1:
+        self.lower_bound_ = self.lower_bounds_[-1] if self.lower_bounds_ else None
+        if not self.converged_ and self._warn_not_converged():
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter="
                 f"{self.max_iter} passes (relative ELBO change above "
@@ -323,55 +376,64 @@ class SVIMixin:
         """
         return self._global_bound(self.natural_params_) + running_local
 
-    def _targets(self, names, X, local, params, scale):
-        """Natural-gradient targets ``eta_prior + scale * stats`` of ``names``."""
-        targets = {}
-        for name in names:
-            stats = self._expected_stats(name, X, local, params)
-            targets[name] = tuple(
-                p + scale * s for p, s in zip(self._prior[name], stats)
-            )
-        return targets
+    def _update_factor(self, name, current, stats, scale, rho, grads=None):
+        """Step factor ``name`` towards ``prior + scale * stats``.
+
+        Returns the new natural parameters and whether they are valid.  The
+        default blends every array and tests the family's
+        ``valid_natural``; a model overrides this for a factor with its own
+        update rule or a cheaper representation of ``stats`` (e.g. LDA's
+        statistics, non-zero only at the words of the minibatch).  When
+        ``grads`` is a list, the natural gradients are appended to it.
+        """
+        target = tuple(p + scale * s for p, s in zip(self._prior[name], stats))
+        new = _blend(current, target, rho, grads)
+        return new, self._is_valid(name, new)
 
     def _is_valid(self, name, natural):
         family = self._factor_families[name]
         return bool(np.all(family.valid_natural(*natural)))
 
-    def _global_update(self, X, local, scale, rho):
+    def _global_update(self, X, local, scale, rho, want_grads):
         """One update of every global factor; returns (params, grads, ok)."""
         params = dict(self.natural_params_)
-        grads = []
-        ok = True
-        if self.update_order == "joint":
-            targets = self._targets(self._global_factors, X, local, params, scale)
-            for name in self._global_factors:
-                grads.extend(t - c for t, c in zip(targets[name], params[name]))
-                params[name] = _blend(params[name], targets[name], rho)
-                ok = ok and self._is_valid(name, params[name])
-        else:
-            for name in self._global_factors:
-                target = self._targets((name,), X, local, params, scale)[name]
-                grads.extend(t - c for t, c in zip(target, params[name]))
-                params[name] = _blend(params[name], target, rho)
-                if not self._is_valid(name, params[name]):
-                    ok = False
-                    break
-        return params, grads, ok
+        grads = [] if want_grads else None
+        names = self._global_factors
+        if getattr(self, "update_order", "sequential") == "joint":
+            # Option (b): every target from the same snapshot.
+            stats = {name: self._expected_stats(name, X, local, params) for name in names}
+            ok = True
+            for name in names:
+                params[name], valid = self._update_factor(
+                    name, params[name], stats[name], scale, rho, grads
+                )
+                ok = ok and valid
+            return params, grads, ok
+        # Option (a): each target from the factors already updated.
+        for name in names:
+            stats = self._expected_stats(name, X, local, params)
+            params[name], valid = self._update_factor(name, params[name], stats, scale, rho, grads)
+            if not valid:
+                return params, grads, False
+        return params, grads, True
 
-    def _step(self, X, scale, online, local=None, want_bound=True):
+    def _step(self, X, scale, online, local=None, want_bound=True, rows=None):
         """Take one step on X; return (local, data part of the ELBO or 0)."""
         if local is None:
-            local = self._local_step(X, self.natural_params_)
+            local = self._local_step(X, self.natural_params_, rows=rows)
         rho = self._schedule(self.n_batch_iter_ + 1) if online else 1.0
         backoff_before = self._rho_backoff
+        want_grads = online and self._schedule.needs_gradient
         for _ in range(MAX_BACKOFF + 1):
             rho_eff = rho * self._rho_backoff
-            params, grads, ok = self._global_update(X, local, scale, rho_eff)
+            params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
             if ok or not self.step_safety:
                 self.natural_params_ = params
-                if online and self._schedule.needs_gradient:
+                if want_grads:
                     sq = float(sum(np.vdot(g, g).real for g in grads))
                     self._schedule.observe(sq, grads)
+                if self._update_hyperparameters(X, local, rho_eff):
+                    self._prior = self._prior_natural()
                 break
             # Reject: the previous parameters stay in natural_params_.
             self.n_rejected_steps_ += 1

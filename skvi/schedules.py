@@ -116,7 +116,10 @@ class RobbinsMonro(Schedule):
     With ``decay`` in ``(0.5, 1]`` the steps satisfy the Robbins-Monro
     conditions ``sum rho_t = inf`` and ``sum rho_t**2 < inf``, which make
     stochastic natural-gradient ascent converge to a local optimum of the
-    ELBO.
+    ELBO.  Smaller values in ``[0, 0.5]`` are accepted, as scikit-learn's
+    LDA accepts them (Hoffman et al. 2010 report ``kappa = 0.5``), but
+    carry no convergence guarantee: the steps shrink too slowly for the
+    noise to average out.
 
     Parameters
     ----------
@@ -124,8 +127,8 @@ class RobbinsMonro(Schedule):
         Delay ``tau >= 0``; larger values down-weight early steps
         (scikit-learn's ``learning_offset``).
     decay : float, default=0.7
-        Forgetting rate ``kappa`` in ``(0.5, 1]`` (scikit-learn's
-        ``learning_decay``).
+        Forgetting rate ``kappa`` in ``[0, 1]``; ``(0.5, 1]`` for the
+        Robbins-Monro guarantee (scikit-learn's ``learning_decay``).
     scale : float, default=1.0
         Multiplier in ``(0, 1]``; ``rho_1 = scale * (1 + offset) ** -decay``.
 
@@ -144,7 +147,7 @@ class RobbinsMonro(Schedule):
 
     def validate(self):
         _check_real("offset", self.offset, low=0.0)
-        _check_real("decay", self.decay, low=0.5, high=1.0, low_open=True)
+        _check_real("decay", self.decay, low=0.0, high=1.0)
         _check_real("scale", self.scale, low=0.0, high=1.0, low_open=True)
 
     def __call__(self, t):

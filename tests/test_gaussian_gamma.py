@@ -326,7 +326,7 @@ def test_partial_fit_wrong_number_of_features():
         {"precision_rate_prior": [1.0, -1.0]},
         {"mean_prior": [0.0, 1.0, 2.0]},
         {"mean_prior": np.nan},
-        {"learning_decay": 0.5},
+        {"learning_decay": 1.5},
         {"learning_method": "stochastic"},
         {"total_samples": 0},
         {"update_order": "random"},

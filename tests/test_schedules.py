@@ -67,7 +67,7 @@ def test_adaptive_rate_shrinks_on_noise():
 @pytest.mark.parametrize(
     "schedule",
     [
-        RobbinsMonro(decay=0.5),
+        RobbinsMonro(decay=-0.1),
         RobbinsMonro(decay=1.5),
         RobbinsMonro(offset=-1.0),
         RobbinsMonro(scale=0.0),
