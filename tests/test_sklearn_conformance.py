@@ -2,9 +2,9 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skvi import GaussianGammaVB
+from skvi import GaussianGammaVB, SVILatentDirichletAllocation
 
-ESTIMATORS = [GaussianGammaVB()]
+ESTIMATORS = [GaussianGammaVB(), SVILatentDirichletAllocation(n_components=3, max_iter=5)]
 
 # Checks skipped for a stated reason (none yet).
 EXPECTED_FAILED_CHECKS = {}

@@ -1,5 +1,6 @@
 """Estimators: one module per model, each built on :mod:`skvi.engine`."""
 
 from .gaussian_gamma import GaussianGammaVB
+from .lda import SVILatentDirichletAllocation
 
-__all__ = ["GaussianGammaVB"]
+__all__ = ["GaussianGammaVB", "SVILatentDirichletAllocation"]

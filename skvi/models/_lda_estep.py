@@ -1,0 +1,176 @@
+"""The LDA E-step: per-document variational updates for a whole minibatch.
+
+For document ``d`` with word counts ``n_dw`` and the topics held fixed,
+coordinate ascent alternates (Blei et al. 2003; Hoffman et al. 2010)::
+
+    phinorm_dw = sum_k exp(E[log theta_dk]) * exp(E[log beta_kw])
+    gamma_dk   = alpha_k + exp(E[log theta_dk])
+                 * sum_w n_dw / phinorm_dw * exp(E[log beta_kw])
+
+until the mean absolute change of ``gamma_d`` falls below ``tol``.  The
+functions here take the topics as ``exp_elog_beta_t``, the array
+``exp(E[log beta])`` transposed to shape ``(n_words, n_topics)`` so that one
+word's topic weights are contiguous; only the rows of words that occur in
+``X`` are read.
+
+:func:`e_step_numpy` is vectorised over the minibatch: every document's
+update is one sparse-matrix product, and documents leave the active set as
+they converge.  The compiled kernel in :mod:`skvi._lda_fast` (built when a C
+compiler is available at install time) runs the same updates document by
+document in C; :func:`e_step` picks it when present.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import digamma
+
+__all__ = ["e_step", "e_step_numpy", "exp_dirichlet_expectation"]
+
+try:  # pragma: no cover - depends on the build
+    from .. import _lda_fast
+except ImportError:  # pragma: no cover
+    _lda_fast = None
+
+
+def exp_dirichlet_expectation(concentration):
+    """Return ``exp(E[log theta])`` for Dirichlet rows of ``concentration``."""
+    total = concentration.sum(axis=-1, keepdims=True)
+    return np.exp(digamma(concentration) - digamma(total))
+
+
+def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
+    """Run the E-step on CSR ``X`` with numpy, updating ``gamma`` in place.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix of shape (n_docs, n_words)
+        Word counts, float32 or float64 with canonical (sorted, no
+        duplicate) indices.
+    exp_elog_beta_t : ndarray of shape (n_words, n_topics)
+        ``exp(E[log beta])`` transposed, C-contiguous, dtype of ``X``.
+    alpha : ndarray of shape (n_topics,)
+        Dirichlet prior of the document-topic proportions.
+    gamma : ndarray of shape (n_docs, n_topics)
+        Initial variational Dirichlet parameters; overwritten.
+    max_iter : int
+        Most fixed-point iterations per document.
+    tol : float
+        A document stops when the mean absolute change of its ``gamma`` row
+        falls below ``tol``.
+    sstats_t : ndarray of shape (n_words, n_topics) or None
+        When given, ``sum_d n_dw / phinorm_dw * exp(E[log theta_d])`` is
+        added to it (the caller multiplies by ``exp(E[log beta])``).
+
+    Returns
+    -------
+    n_updates : int
+        Document updates made (sum over documents of their iterations).
+    loglik : float
+        ``sum_dw n_dw * log(phinorm_dw)`` at the final ``gamma``: the
+        word part of the ELBO with ``phi`` at its optimum.
+    """
+    n_docs = X.shape[0]
+    dtype = gamma.dtype
+    eps = np.finfo(dtype).eps
+    e_theta = exp_dirichlet_expectation(gamma).astype(dtype, copy=False)
+    active = np.arange(n_docs)
+    n_updates = 0
+
+    def restrict(active):
+        sub = X[active]
+        rows = np.repeat(np.arange(active.size), np.diff(sub.indptr))
+        return sub, rows, exp_elog_beta_t[sub.indices]
+
+    sub, rows, beta_nz = restrict(active)
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        e = e_theta[active]
+        phinorm = np.einsum("nk,nk->n", e[rows], beta_nz) + eps
+        weights = sp.csr_matrix((sub.data / phinorm, sub.indices, sub.indptr), shape=sub.shape)
+        new = alpha + e * (weights @ exp_elog_beta_t)
+        change = np.abs(new - gamma[active]).mean(axis=1)
+        gamma[active] = new
+        e_theta[active] = exp_dirichlet_expectation(new)
+        n_updates += active.size
+        keep = change >= tol
+        if not keep.all():
+            active = active[keep]
+            sub, rows, beta_nz = restrict(active)
+    rows = np.repeat(np.arange(n_docs), np.diff(X.indptr))
+    phinorm = np.einsum("nk,nk->n", e_theta[rows], exp_elog_beta_t[X.indices]) + eps
+    loglik = float(np.dot(X.data, np.log(phinorm)))
+    if sstats_t is not None:
+        weights = sp.csr_matrix((X.data / phinorm, X.indices, X.indptr), shape=X.shape)
+        sstats_t += weights.T @ e_theta
+    return n_updates, loglik
+
+
+def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
+    """Run the E-step with the compiled kernel when built, else numpy.
+
+    Same parameters and returns as :func:`e_step_numpy`.
+    """
+    if _lda_fast is not None:
+        return _lda_fast.e_step(
+            X.indptr, X.indices, X.data, exp_elog_beta_t, alpha, gamma,
+            int(max_iter), float(tol), sstats_t,
+        )
+    return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t)
+
+
+def exp_digamma_diff(values, totals):
+    """Return ``exp(digamma(values) - digamma(totals))`` in the dtype of values.
+
+    ``values`` has shape (n, K) and ``totals`` shape (K,): with ``values``
+    the Dirichlet parameters of K topics at n words and ``totals`` the
+    topics' sums, this is ``exp(E[log beta])`` at those words, transposed.
+    """
+    values = np.ascontiguousarray(values)
+    if _lda_fast is not None:
+        out = np.empty_like(values)
+        _lda_fast.exp_digamma_diff(values, np.ascontiguousarray(totals, dtype=np.float64), out)
+        return out
+    return np.exp(digamma(values) - digamma(totals)).astype(values.dtype, copy=False)
+
+
+def _split_rows(indptr, n_blocks):
+    """Boundaries of ``n_blocks`` contiguous row blocks of about equal nnz."""
+    n_rows = indptr.size - 1
+    targets = np.linspace(0, indptr[-1], n_blocks + 1)[1:-1]
+    cuts = np.searchsorted(indptr, targets)
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 0, n_rows), [n_rows]]))
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def e_step_blocks(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None, executor=None,
+                  n_blocks=1):
+    """Run :func:`e_step` on row blocks of X, in threads when ``executor`` is given.
+
+    The compiled kernel releases the GIL, so blocks run in parallel; each
+    block accumulates its own sufficient statistics, summed at the end.
+
+    Returns
+    -------
+    n_updates : int
+        Document updates made.
+    loglik : float
+        As in :func:`e_step_numpy`, summed over blocks.
+    """
+    if executor is None or n_blocks <= 1 or X.shape[0] < 2 * n_blocks:
+        return e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t)
+
+    def run(block):
+        start, stop = block
+        part = X[start:stop]
+        local = None if sstats_t is None else np.zeros_like(sstats_t)
+        out = e_step(part, exp_elog_beta_t, alpha, gamma[start:stop], max_iter, tol, local)
+        return out, local
+
+    results = list(executor.map(run, _split_rows(X.indptr, n_blocks)))
+    n_updates = sum(r[0][0] for r in results)
+    loglik = sum(r[0][1] for r in results)
+    if sstats_t is not None:
+        for _, local in results:
+            sstats_t += local
+    return n_updates, loglik

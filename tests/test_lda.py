@@ -1,0 +1,292 @@
+"""SVILatentDirichletAllocation against scikit-learn's LDA and the model itself."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.decomposition import LatentDirichletAllocation
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import Pipeline
+
+from skvi import SVILatentDirichletAllocation
+from skvi.schedules import Constant, RobbinsMonro
+
+K = 3
+
+
+def lda_corpus(n_docs=150, n_words=40, alpha=0.3, eta=0.2, length=60, seed=0):
+    """Counts drawn from LDA's generative process."""
+    rng = np.random.RandomState(seed)
+    topics = rng.dirichlet(np.full(n_words, eta), size=K)
+    theta = rng.dirichlet(np.broadcast_to(alpha, (K,)), size=n_docs)
+    lengths = rng.poisson(length, size=n_docs)
+    X = np.vstack([rng.multinomial(n, p) for n, p in zip(lengths, theta @ topics)])
+    return sp.csr_matrix(X.astype(np.float64)), topics, theta
+
+
+def sklearn_with_topics(lam, doc_topic_prior, topic_word_prior, **kw):
+    """A scikit-learn LDA holding the given topics (for its E-step and bound)."""
+    sk = LatentDirichletAllocation(
+        n_components=lam.shape[0], doc_topic_prior=doc_topic_prior,
+        topic_word_prior=topic_word_prior, **kw,
+    )
+    sk.fit(sp.csr_matrix(np.ones((1, lam.shape[1]))))  # sets the fitted attributes
+    sk.components_ = lam.copy()
+    total = lam.sum(axis=1, keepdims=True)
+    from scipy.special import digamma
+
+    sk.exp_dirichlet_component_ = np.exp(digamma(lam) - digamma(total))
+    return sk
+
+
+# ---------------------------------------------------------------- batch mode
+def test_batch_fixed_point_matches_scikit_learn():
+    X, _, _ = lda_corpus(n_docs=60)
+    common = dict(n_components=K, learning_method="batch", max_iter=150,
+                  mean_change_tol=1e-9, max_doc_update_iter=2000, random_state=3)
+    ours = SVILatentDirichletAllocation(**common).fit(X)
+    ref = LatentDirichletAllocation(**common).fit(X)
+    # Same initial topics (the same draws from random_state), then each
+    # library's coordinate ascent to the fixed point.
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-6)
+    assert ours.bound_ == pytest.approx(ref.bound_, rel=1e-7)
+
+
+def test_batch_elbo_never_decreases_and_equals_scikit_learn_bound():
+    X, _, _ = lda_corpus(seed=1)
+    lda = SVILatentDirichletAllocation(
+        n_components=K, max_iter=40, evaluate_every=1, perp_tol=0.0, random_state=0
+    ).fit(X)
+    bounds = np.array(lda.lower_bounds_)
+    assert bounds.size == 40
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    assert bounds[-1] > bounds[0]
+    # The ELBO of the fitted model as scikit-learn computes it from the
+    # same topics (its own E-step and bound).
+    sk = sklearn_with_topics(lda.components_, 1 / K, 1 / K, mean_change_tol=1e-10,
+                             max_doc_update_iter=5000)
+    tight = clone(lda).set_params(mean_change_tol=1e-10, max_doc_update_iter=5000)
+    tight.__dict__.update({k: v for k, v in vars(lda).items() if k.endswith("_")})
+    tight._dtype, tight._exp_elog_beta_t = lda._dtype, lda._exp_elog_beta_t
+    assert tight.score(X) == pytest.approx(sk.score(X), rel=1e-9)
+    assert tight.perplexity(X) == pytest.approx(sk.perplexity(X), rel=1e-9)
+    tight.total_samples = sk.total_samples = 1000
+    assert tight.perplexity(X, sub_sampling=True) == pytest.approx(
+        sk.perplexity(X, sub_sampling=True), rel=1e-9
+    )
+    np.testing.assert_allclose(tight.transform(X), sk.transform(X), rtol=1e-7, atol=1e-10)
+
+
+def test_perplexity_stopping_rule():
+    X, _, _ = lda_corpus(seed=2)
+    lda = SVILatentDirichletAllocation(
+        n_components=K, max_iter=50, evaluate_every=2, perp_tol=1e6, random_state=0
+    ).fit(X)
+    # Evaluated after passes 2 and 4; the second change is below perp_tol.
+    assert lda.n_iter_ == 4 and len(lda.lower_bounds_) == 2 and lda.converged_
+
+
+# ---------------------------------------------------------------- online mode
+def test_one_full_online_step_with_rho_one_equals_one_batch_step():
+    X, _, _ = lda_corpus(seed=4)
+    batch = SVILatentDirichletAllocation(n_components=K, max_iter=1, random_state=5).fit(X)
+    online = SVILatentDirichletAllocation(
+        n_components=K, learning_method="online", learning_rate=Constant(1.0),
+        batch_size=X.shape[0], total_samples=X.shape[0], random_state=5,
+    ).partial_fit(X)
+    np.testing.assert_allclose(online.components_, batch.components_, rtol=1e-12)
+
+
+def test_partial_fit_steps_equal_scikit_learn_partial_fit():
+    X, _, _ = lda_corpus(n_docs=200, seed=6)
+    params = dict(n_components=K, learning_offset=4.0, learning_decay=0.6,
+                  total_samples=1000, random_state=7)
+    ours = SVILatentDirichletAllocation(**params)
+    ref = LatentDirichletAllocation(**params)
+    for batch in np.array_split(np.arange(200), 5):
+        ours.partial_fit(X[batch])
+        ref.partial_fit(X[batch])
+    # Same initial topics and E-step draws; step t uses (4 + t) ** -0.6.
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
+    assert ours.n_batch_iter_ == 5 and ref.n_batch_iter_ == 6
+    # A call with more than batch_size documents takes one step per batch,
+    # as scikit-learn's does.
+    ours.set_params(batch_size=30).partial_fit(X[:70])
+    ref.set_params(batch_size=30).partial_fit(X[:70])
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
+    assert ours.n_batch_iter_ == 8
+
+
+def test_total_samples_auto_scales_by_the_running_count():
+    X, _, _ = lda_corpus(n_docs=90, seed=8)
+    ours = SVILatentDirichletAllocation(n_components=K, total_samples="auto", random_state=1)
+    ref = LatentDirichletAllocation(n_components=K, random_state=1)
+    seen = 0
+    for batch in np.array_split(np.arange(90), 3):
+        seen += batch.size
+        ours.partial_fit(X[batch])
+        ref.set_params(total_samples=seen).partial_fit(X[batch])
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
+    assert ours.n_samples_seen_ == 90
+
+
+def test_online_fit_approaches_batch_topics():
+    X, topics, _ = lda_corpus(n_docs=600, seed=9)
+    lda = SVILatentDirichletAllocation(
+        n_components=K, learning_method="online", batch_size=50, max_iter=20,
+        learning_offset=1.0, random_state=0,
+    ).fit(X)
+    est = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
+    # Each true topic is matched by a learned one (total variation < 0.1).
+    tv = 0.5 * np.abs(topics[:, None, :] - est[None, :, :]).sum(axis=2)
+    assert tv.min(axis=1).max() < 0.1
+
+
+# ---------------------------------------------------------------- priors
+def test_vector_doc_topic_prior_is_used_in_the_e_step():
+    X, _, _ = lda_corpus(seed=10)
+    alpha = np.array([0.05, 0.5, 2.0])
+    lda = SVILatentDirichletAllocation(n_components=K, doc_topic_prior=alpha,
+                                       mean_change_tol=1e-10, max_doc_update_iter=5000,
+                                       random_state=0).fit(X)
+    # An empty document keeps the prior: E[theta] = alpha / sum(alpha).
+    empty = sp.csr_matrix((2, X.shape[1]))
+    np.testing.assert_allclose(lda.transform(empty), np.tile(alpha / alpha.sum(), (2, 1)))
+    np.testing.assert_allclose(lda.transform(empty, normalize=False), np.tile(alpha, (2, 1)))
+    # One document of one word: the fixed point of gamma = alpha + n * phi
+    # with phi_k proportional to exp(E[log theta_k]) * exp(E[log beta_kw]).
+    from scipy.special import digamma
+
+    w, n = 3, 4.0
+    doc = sp.csr_matrix(([n], ([0], [w])), shape=(1, X.shape[1]))
+    eb = lda.exp_dirichlet_component_[:, w]
+
+    def residual(g):
+        phi = np.exp(digamma(g) - digamma(g.sum())) * eb
+        return alpha + n * phi / phi.sum() - g
+
+    g = alpha + n / K
+    for _ in range(10000):
+        g = g + residual(g)
+    np.testing.assert_allclose(lda.transform(doc, normalize=False)[0], g, rtol=1e-8)
+
+
+def test_learned_priors_recover_the_generating_ones():
+    alpha = np.array([0.1, 0.3, 0.9])
+    X, _, _ = lda_corpus(n_docs=3000, n_words=50, alpha=alpha, eta=0.1, length=80, seed=11)
+    lda = SVILatentDirichletAllocation(
+        n_components=K, learn_priors=True, max_iter=100, random_state=0
+    ).fit(X)
+    learned = np.sort(lda.doc_topic_prior_)
+    np.testing.assert_allclose(learned, alpha, rtol=0.2)
+    assert lda.topic_word_prior_ == pytest.approx(0.1, rel=0.3)
+
+
+# ---------------------------------------------------------------- input
+def test_sparse_formats_dense_and_n_jobs_agree():
+    X, _, _ = lda_corpus(seed=12)
+    kw = dict(n_components=K, max_iter=5, random_state=0)
+    ref = SVILatentDirichletAllocation(**kw).fit(X).components_
+    for data in (X.tocsc(), X.toarray()):
+        np.testing.assert_allclose(SVILatentDirichletAllocation(**kw).fit(data).components_, ref,
+                                   rtol=1e-12)
+    threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X).components_
+    np.testing.assert_allclose(threaded, ref, rtol=1e-10)
+
+
+def test_float32_stays_float32():
+    X, _, _ = lda_corpus(seed=13)
+    X32 = X.astype(np.float32)
+    lda = SVILatentDirichletAllocation(n_components=K, max_iter=20, random_state=0).fit(X32)
+    assert lda.components_.dtype == np.float32
+    assert lda.transform(X32).dtype == np.float32
+    ref = SVILatentDirichletAllocation(n_components=K, max_iter=20, random_state=0).fit(X)
+    np.testing.assert_allclose(lda.components_, ref.components_, rtol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (-1.0, "Negative values"),
+        (np.nan, "NaN"),
+        (np.inf, "infinity"),
+    ],
+)
+def test_bad_counts_raise(bad, message):
+    X = np.ones((4, 5))
+    X[1, 2] = bad
+    with pytest.raises(ValueError, match=message):
+        SVILatentDirichletAllocation(n_components=2).fit(X)
+
+
+def test_vocabulary_change_between_partial_fits_raises():
+    lda = SVILatentDirichletAllocation(n_components=2).partial_fit(np.ones((3, 5)))
+    with pytest.raises(ValueError, match="5 features"):
+        lda.partial_fit(np.ones((3, 6)))
+
+
+def test_fractional_counts_are_accepted_as_scikit_learn_does():
+    # Non-integer counts (e.g. tf-idf weights) act as fractional tokens.
+    X, _, _ = lda_corpus(seed=14)
+    Xf = X * 0.37
+    params = dict(n_components=K, total_samples=500, random_state=0)
+    ours = SVILatentDirichletAllocation(**params).partial_fit(Xf)
+    ref = LatentDirichletAllocation(**params).partial_fit(Xf)
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
+
+
+# ---------------------------------------------------------------- sklearn API
+def test_pipeline_on_raw_text_equals_the_steps_run_by_hand():
+    docs = [
+        "the star and the planet orbit the sun",
+        "a planet orbits a star in the galaxy",
+        "bake the bread with flour and butter",
+        "butter flour sugar and eggs for the cake",
+        "the telescope saw a new star",
+        "knead the dough and bake the bread",
+    ]
+    pipe = Pipeline([("counts", CountVectorizer()),
+                     ("lda", SVILatentDirichletAllocation(n_components=2, random_state=0))])
+    theta = pipe.fit_transform(docs)
+    counts = CountVectorizer().fit_transform(docs)
+    by_hand = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(counts)
+    np.testing.assert_allclose(theta, by_hand.transform(counts), rtol=1e-12)
+    names = pipe.get_feature_names_out()
+    assert list(names) == ["svilatentdirichletallocation0", "svilatentdirichletallocation1"]
+
+
+def test_grid_search_matches_cross_val_score():
+    X, _, _ = lda_corpus(n_docs=120, seed=15)
+    est = SVILatentDirichletAllocation(n_components=K, learning_method="online",
+                                       max_iter=3, random_state=0)
+    grid = {
+        "learning_decay": [0.5, 0.9],
+        "learning_offset": [1.0, 20.0],
+        "batch_size": [16, 64],
+        "learning_rate": [None, RobbinsMonro(offset=5, decay=0.8)],
+    }
+    cv = KFold(3)
+    search = GridSearchCV(est, grid, cv=cv).fit(X)
+    for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
+        ref = cross_val_score(clone(est).set_params(**params), X, cv=cv).mean()
+        assert score == pytest.approx(ref, rel=1e-12)
+
+
+def test_set_output_pandas():
+    pd = pytest.importorskip("pandas")
+    X, _, _ = lda_corpus(seed=16)
+    lda = SVILatentDirichletAllocation(n_components=K, random_state=0).set_output(transform="pandas")
+    out = lda.fit(X).transform(X)
+    assert isinstance(out, pd.DataFrame)
+    np.testing.assert_allclose(out.to_numpy(), lda.set_output(transform="default").transform(X))
+
+
+def test_no_warning_and_history_without_evaluation():
+    X, _, _ = lda_corpus(seed=17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lda = SVILatentDirichletAllocation(n_components=K, max_iter=3, random_state=0).fit(X)
+    assert lda.lower_bounds_ == [] and lda.n_iter_ == 3
