@@ -1,0 +1,378 @@
+"""Held-out evaluation of topic models, against independent references."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import digamma
+from scipy.stats import hypergeom
+from sklearn.decomposition import LatentDirichletAllocation
+
+from skvi.metrics import (
+    document_completion_perplexity,
+    split_document_tokens,
+    topic_coherence,
+)
+
+
+def _lda_corpus(n_topics=3, n_words=20, n_docs=40, alpha=0.5, seed=0):
+    """Counts drawn from the LDA generative process, and a lambda near the truth.
+
+    The corpus also holds an empty document and two one-token documents,
+    which the perplexity must skip.
+    """
+    rng = np.random.RandomState(seed)
+    beta = rng.dirichlet(np.full(n_words, 0.3), size=n_topics)
+    theta = rng.dirichlet(np.full(n_topics, alpha), size=n_docs)
+    lengths = rng.poisson(30, size=n_docs)
+    lengths[:3] = [0, 1, 1]
+    X = np.vstack([rng.multinomial(n, p) for n, p in zip(lengths, theta @ beta)])
+    lam = 0.1 + 200.0 * beta + rng.gamma(1.0, 0.5, size=beta.shape)
+    return X, lam
+
+
+# ---------------------------------------------------------------------------
+# split_document_tokens
+# ---------------------------------------------------------------------------
+
+
+def test_split_halves_sum_to_x_and_observed_size_is_floor_half():
+    X, _ = _lda_corpus()
+    X_obs, X_held = split_document_tokens(X, random_state=3)
+    for part in (X_obs, X_held):
+        assert sp.issparse(part) and part.format == "csr"
+        assert part.dtype == np.float64 and part.shape == X.shape
+        assert (part.data > 0).all()
+    np.testing.assert_array_equal((X_obs + X_held).toarray(), X)
+    n_d = X.sum(axis=1)
+    np.testing.assert_array_equal(X_obs.sum(axis=1).A1, n_d // 2)
+    np.testing.assert_array_equal(X_held.sum(axis=1).A1, n_d - n_d // 2)
+
+
+def test_split_is_reproducible_and_input_format_independent():
+    X, _ = _lda_corpus()
+    a_obs, a_held = split_document_tokens(X, random_state=7)
+    b_obs, b_held = split_document_tokens(sp.csr_matrix(X), random_state=np.random.RandomState(7))
+    np.testing.assert_array_equal(a_obs.toarray(), b_obs.toarray())
+    np.testing.assert_array_equal(a_held.toarray(), b_held.toarray())
+    c_obs, _ = split_document_tokens(X, random_state=8)
+    assert (a_obs != c_obs).nnz > 0
+
+
+def test_split_sums_duplicate_entries_of_non_canonical_input():
+    # Row 0 holds word 2 three times over as (2 + 1) tokens; row 1 word 0.
+    rows, cols, vals = [0, 0, 1, 0], [2, 2, 0, 1], [2.0, 1.0, 5.0, 4.0]
+    X = sp.coo_matrix((vals, (rows, cols)), shape=(2, 3))
+    X_obs, X_held = split_document_tokens(X, random_state=0)
+    np.testing.assert_array_equal((X_obs + X_held).toarray(), [[0, 4, 3], [5, 0, 0]])
+    np.testing.assert_array_equal(X_obs.sum(axis=1).A1, [3, 2])
+
+
+def test_split_is_uniform_hypergeometric():
+    # Given a document of n = 7 tokens with c tokens of word w, a uniform
+    # shuffle puts Hypergeometric(7, c, 3) of them among the 3 observed.
+    row = np.array([3, 1, 2, 1])
+    n, n_obs = row.sum(), row.sum() // 2
+    n_rows, n_seeds = 50, 200
+    X = np.tile(row, (n_rows, 1))
+    obs = np.vstack(
+        [split_document_tokens(X, random_state=s)[0].toarray() for s in range(n_seeds)]
+    )
+    n_samples = n_rows * n_seeds
+    for w, c in enumerate(row):
+        ref = hypergeom(n, c, n_obs)
+        # Monte-Carlo tolerance: 5 standard errors of the sample mean.
+        se = math.sqrt(ref.var() / n_samples)
+        assert abs(obs[:, w].mean() - ref.mean()) < 5 * se, (w, obs[:, w].mean(), ref.mean())
+    # The whole distribution of word 0's observed count, 5 binomial SEs each.
+    ref = hypergeom(n, row[0], n_obs)
+    for k in range(row[0] + 1):
+        p = ref.pmf(k)
+        freq = np.mean(obs[:, 0] == k)
+        assert abs(freq - p) < 5 * math.sqrt(p * (1 - p) / n_samples), (k, freq, p)
+
+
+# ---------------------------------------------------------------------------
+# document_completion_perplexity
+# ---------------------------------------------------------------------------
+
+
+def _reference_perplexity(theta, lam, X, X_held):
+    """Plain double loop over the held-out non-zeros of documents with >= 2 tokens."""
+    X = np.asarray(X)
+    held = sp.csr_matrix(X_held)
+    total_ll, total_n = 0.0, 0.0
+    for d in range(X.shape[0]):
+        if X[d].sum() < 2:
+            continue
+        for j in range(held.indptr[d], held.indptr[d + 1]):
+            w, count = held.indices[j], held.data[j]
+            p = sum(theta[d, k] * lam[k, w] / lam[k].sum() for k in range(lam.shape[0]))
+            total_ll += count * math.log(p)
+            total_n += count
+    return math.exp(-total_ll / total_n)
+
+
+def _sklearn_lda(lam, alpha, tol):
+    """scikit-learn's LDA with the topics set by hand, for its transform."""
+    lda = LatentDirichletAllocation(
+        n_components=lam.shape[0], doc_topic_prior=alpha,
+        mean_change_tol=tol, max_doc_update_iter=10_000,
+    )
+    lda.components_ = lam.copy()
+    lda.exp_dirichlet_component_ = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))
+    lda.doc_topic_prior_ = alpha
+    lda.n_features_in_ = lam.shape[1]
+    return lda
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 2.0])
+def test_perplexity_matches_sklearn_transform_reference(alpha):
+    X, lam = _lda_corpus(alpha=alpha)
+    seed, tol = 11, 1e-10
+    X_obs, X_held = split_document_tokens(X, random_state=seed)
+    theta = _sklearn_lda(lam, alpha, tol).transform(X_obs)
+    expected = _reference_perplexity(theta, lam, X, X_held)
+
+    model = SimpleNamespace(components_=lam, doc_topic_prior_=alpha)
+    got = document_completion_perplexity(
+        model, X, random_state=seed, max_doc_update_iter=10_000, mean_change_tol=tol
+    )
+    # Both E-steps run the same fixed-point updates from gamma = 1 and stop
+    # once the mean |change| of gamma is below 1e-10; with gamma of order
+    # 10, E[theta] then agrees to about 1e-10, far inside rtol = 1e-8.
+    assert got == pytest.approx(expected, rel=1e-8)
+    # And the default tolerance stays close to the converged value.
+    loose = document_completion_perplexity(model, X, random_state=seed)
+    assert loose == pytest.approx(expected, rel=1e-2)
+    # A sparse input is the same corpus.
+    assert document_completion_perplexity(
+        model, sp.csr_matrix(X), random_state=seed, max_doc_update_iter=10_000, mean_change_tol=tol
+    ) == pytest.approx(got, rel=1e-12)
+
+
+def test_perplexity_of_a_fitted_sklearn_model():
+    X, _ = _lda_corpus()
+    lda = LatentDirichletAllocation(n_components=3, max_iter=5, random_state=0).fit(X)
+    seed, tol = 2, 1e-10
+    X_obs, X_held = split_document_tokens(X, random_state=seed)
+    lda.set_params(mean_change_tol=tol, max_doc_update_iter=10_000)
+    expected = _reference_perplexity(lda.transform(X_obs), lda.components_, X, X_held)
+    got = document_completion_perplexity(
+        lda, X, random_state=seed, max_doc_update_iter=10_000, mean_change_tol=tol
+    )
+    assert got == pytest.approx(expected, rel=1e-8)
+    assert got < X.shape[1]  # better than a uniform distribution over words
+
+
+def _reference_theta(X_obs, lam, alpha, n_iter=5_000):
+    """Blei et al.'s per-document fixed point, one document at a time."""
+    elog_beta = digamma(lam) - digamma(lam.sum(axis=1, keepdims=True))
+    X_obs = np.asarray(X_obs.todense())
+    theta = np.empty((X_obs.shape[0], lam.shape[0]))
+    for d, counts in enumerate(X_obs):
+        gamma = np.ones(lam.shape[0])
+        for _ in range(n_iter):
+            log_phi = (digamma(gamma) - digamma(gamma.sum()))[:, None] + elog_beta
+            phi = np.exp(log_phi - log_phi.max(axis=0))
+            phi /= phi.sum(axis=0)
+            gamma = alpha + phi @ counts
+        theta[d] = gamma / gamma.sum()
+    return theta
+
+
+def test_perplexity_with_an_asymmetric_prior_matches_a_plain_e_step():
+    X, lam = _lda_corpus(n_docs=15)
+    alpha = np.array([0.05, 0.5, 3.0])
+    X_obs, X_held = split_document_tokens(X, random_state=4)
+    expected = _reference_perplexity(_reference_theta(X_obs, lam, alpha), lam, X, X_held)
+    model = SimpleNamespace(components_=lam, doc_topic_prior_=alpha)
+    got = document_completion_perplexity(
+        model, X, random_state=4, max_doc_update_iter=10_000, mean_change_tol=1e-12
+    )
+    assert got == pytest.approx(expected, rel=1e-8)
+    # The prior matters: a symmetric prior gives another number.
+    sym = SimpleNamespace(components_=lam, doc_topic_prior_=1.0)
+    assert document_completion_perplexity(sym, X, random_state=4) != pytest.approx(got, rel=1e-3)
+
+
+def test_perplexity_with_one_topic_is_the_unigram_perplexity():
+    # With one topic theta is irrelevant: every held-out token of word w
+    # scores lambda_w / sum(lambda), in documents with at least 2 tokens.
+    X, lam = _lda_corpus()
+    lam = lam[:1]
+    _, X_held = split_document_tokens(X, random_state=5)
+    held = X_held.toarray()
+    log_p = np.log(lam[0] / lam[0].sum())
+    keep = X.sum(axis=1) >= 2
+    expected = math.exp(-(held[keep] * log_p).sum() / held[keep].sum())
+    model = SimpleNamespace(components_=lam, doc_topic_prior_=0.3)
+    got = document_completion_perplexity(model, X, random_state=5)
+    assert got == pytest.approx(expected, rel=1e-12)
+    # The two one-token documents (rows 1 and 2) are left out.
+    assert held[1:3].sum() == 2
+    with_short = math.exp(-(held * log_p).sum() / held.sum())
+    assert got != pytest.approx(with_short, rel=1e-6)
+
+
+def test_perplexity_needs_a_document_with_two_tokens(small_model):
+    X = np.array([[0, 0, 0], [0, 1, 0], [1, 0, 0]])
+    with pytest.raises(ValueError, match="no document with at least 2 tokens"):
+        document_completion_perplexity(small_model, X, random_state=1)
+    X[2, 2] = 1
+    assert np.isfinite(document_completion_perplexity(small_model, X, random_state=1))
+
+
+# ---------------------------------------------------------------------------
+# topic_coherence
+# ---------------------------------------------------------------------------
+
+
+def _reference_coherence(weights, X, top_n, measure):
+    """Brute force with Python sets of documents."""
+    X = np.asarray(X)
+    n_docs = X.shape[0]
+    docs_of = {w: {d for d in range(n_docs) if X[d, w] > 0} for w in range(X.shape[1])}
+    out = []
+    for row in weights:
+        top = sorted(range(len(row)), key=lambda w: (-row[w], w))[:top_n]
+        scores = []
+        for m in range(top_n):
+            for l in range(m):
+                joint = len(docs_of[top[m]] & docs_of[top[l]])
+                if measure == "umass":
+                    scores.append(math.log((joint + 1) / len(docs_of[top[l]])))
+                elif joint == n_docs:
+                    scores.append(1.0)
+                else:
+                    p_ij = joint / n_docs + 1e-12
+                    p_i, p_j = len(docs_of[top[m]]) / n_docs, len(docs_of[top[l]]) / n_docs
+                    scores.append(math.log(p_ij / (p_i * p_j)) / -math.log(p_ij))
+        out.append(sum(scores) / len(scores))
+    return np.array(out)
+
+
+@pytest.fixture
+def coherence_corpus():
+    rng = np.random.RandomState(0)
+    X = rng.poisson(0.5, size=(30, 12))
+    X[:, 11] = 1  # a word in every document
+    X[:, 10] = 0
+    X[0, 10] = 3  # a word in one document only
+    assert (X > 0).any(axis=0).all()
+    weights = rng.gamma(1.0, size=(4, 12))
+    weights[3, [10, 11]] = 100.0  # a topic led by the two extreme words
+    return X, weights
+
+
+@pytest.mark.parametrize("measure", ["umass", "npmi"])
+@pytest.mark.parametrize("top_n", [2, 5, 12])
+def test_coherence_matches_brute_force(coherence_corpus, measure, top_n):
+    X, weights = coherence_corpus
+    expected = _reference_coherence(weights, X, top_n, measure)
+    got = topic_coherence(weights, X, top_n=top_n, measure=measure)
+    assert got.shape == (weights.shape[0],)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    # A model object, a sparse corpus and binarised counts give the same.
+    model = SimpleNamespace(components_=weights)
+    np.testing.assert_allclose(
+        topic_coherence(model, sp.csr_matrix(X), top_n=top_n, measure=measure), got, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        topic_coherence(weights, (X > 0).astype(int), top_n=top_n, measure=measure),
+        got, rtol=1e-12,
+    )
+
+
+def test_npmi_special_pairs():
+    # Words 0 and 1 occur in every document; 2 and 3 never together.
+    X = np.array([[1, 1, 1, 0], [1, 2, 0, 1], [3, 1, 1, 0], [1, 1, 0, 1]])
+    got = topic_coherence(np.array([[4.0, 3.0, 1.0, 0.0], [0.0, 0.0, 2.0, 1.0]]), X,
+                          top_n=2, measure="npmi")
+    # Perfect co-occurrence scores 1; never co-occurring scores
+    # log(eps / (1/2 * 1/2)) / -log(eps), just above -1.
+    eps = 1e-12
+    np.testing.assert_allclose(got, [1.0, math.log(eps / 0.25) / -math.log(eps)], rtol=1e-12)
+
+
+def test_coherence_breaks_ties_by_lower_word_index():
+    # D(0) = 1, D(1) = 3, D(3) = 2, D(0, 1) = 1, D(0, 3) = 0, D(1, 3) = 2.
+    X = np.array([[1, 1, 0, 0], [0, 1, 0, 1], [0, 1, 0, 1], [0, 0, 1, 0]])
+    # Words 0, 1 and 3 tie: the top two are 0 then 1.
+    weights = np.array([[2.0, 2.0, 1.0, 2.0]])
+    expected = math.log((1 + 1) / 1)  # log((D(1, 0) + 1) / D(0))
+    assert topic_coherence(weights, X, top_n=2)[0] == pytest.approx(expected, rel=1e-14)
+    # The other choices would differ: (1, 0) -> log(2/3), (0, 3) -> log(1).
+    assert expected != pytest.approx(math.log(2 / 3))
+    # Ties rank in index order for three words too: 0, 1, 3.
+    three = np.mean([math.log(2 / 1), math.log(1 / 1), math.log(3 / 3)])
+    assert topic_coherence(weights, X, top_n=3)[0] == pytest.approx(three, rel=1e-14)
+
+
+@pytest.mark.parametrize("measure", ["umass", "npmi"])
+def test_coherence_rejects_a_top_word_absent_from_the_corpus(measure):
+    X = np.array([[1, 1, 0, 0, 1, 0], [0, 1, 1, 0, 0, 0]])
+    weights = np.array([[3.0, 2.0, 1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 2.0, 5.0]])
+    with pytest.raises(ValueError, match=r"Topic 1: top word 5 \(word index\) occurs in no"):
+        topic_coherence(weights, X, top_n=3, measure=measure)
+
+
+# ---------------------------------------------------------------------------
+# input validation
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_model():
+    return SimpleNamespace(components_=np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 3.0]]), doc_topic_prior_=0.5)
+
+
+BAD_X = {
+    "negative": (np.array([[1.0, -1.0, 2.0]]), "Negative values"),
+    "nan": (np.array([[1.0, np.nan, 2.0]]), "NaN"),
+    "inf": (np.array([[1.0, np.inf, 2.0]]), "infinity"),
+    "n_words": (np.array([[1.0, 2.0]]), "has 2 words"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_X))
+def test_bad_x_raises(small_model, case):
+    X, message = BAD_X[case]
+    with pytest.raises(ValueError, match=message):
+        document_completion_perplexity(small_model, X)
+    with pytest.raises(ValueError, match=message):
+        topic_coherence(small_model, X, top_n=2)
+    if case != "n_words":
+        with pytest.raises(ValueError, match=message):
+            split_document_tokens(X)
+
+
+def test_non_integer_counts_raise(small_model):
+    X = np.array([[1.5, 2.0, 1.0]])
+    for call in (lambda: split_document_tokens(X), lambda: document_completion_perplexity(small_model, X)):
+        with pytest.raises(ValueError, match="integer-valued"):
+            call()
+
+
+def test_bad_model_and_parameters_raise(small_model):
+    X = np.array([[1, 2, 1], [2, 0, 3]])
+    with pytest.raises(TypeError, match="components_ and doc_topic_prior_"):
+        document_completion_perplexity(SimpleNamespace(components_=small_model.components_), X)
+    for prior in (np.ones(3), -1.0):
+        model = SimpleNamespace(components_=small_model.components_, doc_topic_prior_=prior)
+        with pytest.raises(ValueError, match="doc_topic_prior_"):
+            document_completion_perplexity(model, X)
+    zero = SimpleNamespace(components_=np.array([[1.0, 0.0, 1.0]]), doc_topic_prior_=1.0)
+    with pytest.raises(ValueError, match="positive variational Dirichlet"):
+        document_completion_perplexity(zero, X)
+    with pytest.raises(ValueError, match="max_doc_update_iter"):
+        document_completion_perplexity(small_model, X, max_doc_update_iter=-1)
+    with pytest.raises(ValueError, match="mean_change_tol"):
+        document_completion_perplexity(small_model, X, mean_change_tol=float("nan"))
+    for top_n in (1, 4, 2.0):
+        with pytest.raises(ValueError, match="top_n"):
+            topic_coherence(small_model, X, top_n=top_n)
+    with pytest.raises(ValueError, match="measure"):
+        topic_coherence(small_model, X, top_n=2, measure="c_v")
