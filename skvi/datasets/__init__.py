@@ -5,7 +5,7 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["load_newcomb"]
+__all__ = ["load_newcomb", "load_topics_sample"]
 
 
 def load_newcomb(*, return_X_y=False):
@@ -48,4 +48,67 @@ def load_newcomb(*, return_X_y=False):
         data=X,
         feature_names=[header],
         DESCR=load_newcomb.__doc__,
+    )
+
+
+def load_topics_sample(*, return_X_y=False):
+    """Load a small corpus of 180 short English texts on six themes.
+
+    Thirty documents on each of astronomy, cooking, football (soccer),
+    finance, medicine and computing; each is two to four plain sentences
+    (25 to 60 words).  Some words recur across themes ("team", "market",
+    "system", "cell", "record"), so the themes are not perfectly separable by
+    single words.  The text was written for skvi, is distributed under the
+    BSD-3-Clause license, and ships with the package as
+    ``skvi/datasets/data/topics_sample.tsv`` (one ``theme<TAB>text`` line per
+    document, after a ``#`` header line).  It is small enough for examples
+    and tests of topic models on raw text, e.g. a
+    :class:`~sklearn.pipeline.Pipeline` of a
+    :class:`~sklearn.feature_extraction.text.CountVectorizer` and a topic
+    model.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch` or tuple of (list of str, ndarray)
+        A Bunch with ``data`` (list of 180 str, in file order), ``target``
+        (int array of shape (180,), the index of each document's theme in
+        ``target_names``), ``target_names`` (list of the 6 theme names, in
+        order of first appearance in the file) and ``DESCR``; or just
+        ``(data, target)`` when ``return_X_y`` is True.
+
+    Examples
+    --------
+    >>> from skvi.datasets import load_topics_sample
+    >>> corpus = load_topics_sample()
+    >>> len(corpus.data), corpus.target.shape
+    (180, (180,))
+    >>> corpus.target_names
+    ['astronomy', 'cooking', 'football', 'finance', 'medicine', 'computing']
+    >>> corpus.data[0][:34]
+    'The Andromeda galaxy is the neares'
+    >>> from sklearn.feature_extraction.text import CountVectorizer
+    >>> texts, y = load_topics_sample(return_X_y=True)
+    >>> CountVectorizer(stop_words="english").fit_transform(texts).shape
+    (180, ...)
+    """
+    path = resources.files(__name__).joinpath("data", "topics_sample.tsv")
+    with path.open("r", encoding="utf-8") as fh:
+        rows = [line.rstrip("\n").split("\t", 1) for line in fh
+                if line.strip() and not line.startswith("#")]
+    target_names = list(dict.fromkeys(theme for theme, _ in rows))
+    index = {name: i for i, name in enumerate(target_names)}
+    data = [text for _, text in rows]
+    target = np.array([index[theme] for theme, _ in rows], dtype=np.int64)
+    if return_X_y:
+        return data, target
+    return Bunch(
+        data=data,
+        target=target,
+        target_names=target_names,
+        DESCR=load_topics_sample.__doc__,
     )
