@@ -1,0 +1,429 @@
+"""Benchmark skvi's LDA against scikit-learn, gensim and tomotopy on 20 Newsgroups.
+
+What it measures
+----------------
+Every method fits latent Dirichlet allocation with K = 20 topics, doc-topic
+prior ``alpha = 1/K`` and topic-word prior ``eta = 1/K`` on the training
+document-term count matrix, single-threaded, in one process:
+
+``sklearn-online``
+    ``sklearn.decomposition.LatentDirichletAllocation(learning_method='online',
+    batch_size=256, max_iter=PASSES, total_samples=n_train, random_state=0)``
+    (stochastic variational inference, Hoffman et al. 2010; learning_decay 0.7,
+    learning_offset 10, at most 100 E-step iterations with tolerance 1e-3).
+``sklearn-batch``
+    the same estimator with ``learning_method='batch'`` and ``max_iter=PASSES``.
+``gensim``
+    ``gensim.models.LdaModel`` (the single-process class, not LdaMulticore)
+    with ``chunksize=256, passes=PASSES, update_every=1, decay=0.7, offset=10,
+    iterations=100, gamma_threshold=1e-3, random_state=0`` and no evaluation
+    during training, in gensim's default precision (float32; scikit-learn and
+    skvi work in float64).  The corpus is the list of ``(word_id, count)``
+    documents from ``gensim.matutils.Sparse2Corpus``, built before the clock
+    starts.
+``tomotopy``
+    ``tomotopy.LDAModel(k=20, alpha=1/K, eta=1/K, seed=0)`` trained by
+    collapsed Gibbs sampling for ``GIBBS_ITER`` iterations with one worker and
+    no parallel scheme.  Documents are the column indices of the count matrix,
+    each repeated ``count`` times, as strings (so tomotopy's vocabulary maps back
+    to columns); nothing is dropped (``min_cf = min_df = rm_top = 0``), and the
+    hyper-parameter optimisation tomotopy runs by default every 10 iterations is
+    switched off (``optim_interval = 0``) so that alpha stays at 1/K as for the
+    other methods.  Building the documents is not timed.
+``skvi-online`` / ``skvi-batch``
+    ``skvi.SVILatentDirichletAllocation`` with exactly the arguments of the
+    matching scikit-learn row (it takes the same constructor parameters).
+    Skipped with a note when skvi has no such estimator.
+``skvi-online-2threads`` / ``skvi-batch-2threads``
+    The same with ``n_jobs=2``: each minibatch's E-step split into two blocks of
+    documents run in two threads.  Not part of the single-threaded comparison;
+    it measures whether ``n_jobs`` helps on a 2-core machine.
+
+The fit time is the wall time (``time.perf_counter``) of the fit call alone:
+``fit(X_train)`` for scikit-learn and skvi, the ``LdaModel(corpus=...)``
+constructor (initialisation plus all passes) for gensim, and ``train`` for
+tomotopy.  BLAS and OpenMP are limited to one thread (environment variables set
+before numpy is imported, and threadpoolctl when it is installed).
+
+Every fitted model is scored the same way, with
+``skvi.metrics.document_completion_perplexity(model, X_test, random_state=0)``:
+each test document's tokens are split in two halves, the document's topic
+proportions are folded in on the first half with the topics held fixed, and
+the perplexity of the second half is reported (lower is better).  The metric
+reads ``components_`` (the variational Dirichlet parameters lambda of the
+topics, shape ``(K, n_words)``) and ``doc_topic_prior_`` (alpha).
+scikit-learn's and skvi's estimators have both attributes; for the peers a
+small holder object is filled with
+
+* gensim: ``model.state.get_lambda()``, which is ``eta + sstats``, the
+  Dirichlet parameters of q(beta);
+* tomotopy: the topic-word counts plus eta, recovered from
+  ``get_topic_word_dist(k) * (n_k + V * eta)`` (``n_k`` from
+  ``get_count_by_topics()``, ``V`` the number of used words) and put back in
+  column order through ``used_vocabs``; a column tomotopy never saw gets eta.
+
+The table gives, per method, the fit seconds, the test perplexity, for the
+skvi rows the speed-up over the matching scikit-learn mode
+(``sklearn_seconds / skvi_seconds``), and the perplexity relative to a
+scikit-learn mode (the matching one for skvi; online for gensim, which runs the
+same online algorithm; batch for tomotopy, for reference).
+
+How to run
+----------
+gensim and tomotopy are only needed here; keep them out of the development
+environment, e.g.::
+
+    python3 -m venv /path/to/venv
+    /path/to/venv/bin/pip install -e . gensim tomotopy
+    /path/to/venv/bin/python benchmarks/lda.py [CORPUS_DIR]
+    /path/to/venv/bin/python benchmarks/lda.py --methods sklearn-online,skvi-online
+    /path/to/venv/bin/python benchmarks/lda.py --passes 2 --gibbs-iter 50   # quick run
+
+CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR int32
+document-term counts, read with ``scipy.sparse.load_npz``); it defaults to
+``$SKVI_DATA/20newsgroups-bydate`` with ``SKVI_DATA`` defaulting to
+``../shared/data``.  A missing peer library, or a missing skvi estimator, skips
+its rows with a printed reason.  The full run takes a few minutes.
+"""
+
+import os
+
+# Single-threaded everywhere: set before numpy (or anything that loads BLAS).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+K = 20
+ALPHA = 1.0 / K
+ETA = 1.0 / K
+BATCH_SIZE = 256
+SEED = 0
+
+ALL_METHODS = (
+    "sklearn-online",
+    "sklearn-batch",
+    "gensim",
+    "tomotopy",
+    "skvi-online",
+    "skvi-batch",
+    "skvi-online-2threads",
+    "skvi-batch-2threads",
+)
+# Which scikit-learn row each row's perplexity is compared with.
+PERPLEXITY_REFERENCE = {
+    "skvi-online": "sklearn-online",
+    "skvi-batch": "sklearn-batch",
+    "skvi-online-2threads": "sklearn-online",
+    "skvi-batch-2threads": "sklearn-batch",
+    "gensim": "sklearn-online",
+    "tomotopy": "sklearn-batch",
+}
+# Which scikit-learn row each skvi row's speed is compared with.
+SPEED_REFERENCE = {
+    "skvi-online": "sklearn-online",
+    "skvi-batch": "sklearn-batch",
+    # n_jobs=2: the E-step's document blocks in two threads (not part of the
+    # single-threaded comparison; shows that n_jobs helps on 2 cores).
+    "skvi-online-2threads": "sklearn-online",
+    "skvi-batch-2threads": "sklearn-batch",
+}
+
+
+class Skipped(Exception):
+    """A method that cannot run here; the message says why."""
+
+
+class TopicPosterior:
+    """The two attributes the perplexity metric reads, for a peer's model."""
+
+    def __init__(self, components, doc_topic_prior):
+        self.components_ = np.asarray(components, dtype=np.float64)
+        self.doc_topic_prior_ = doc_topic_prior
+
+
+def parse_args(argv=None):
+    default_dir = os.path.join(os.environ.get("SKVI_DATA", "../shared/data"), "20newsgroups-bydate")
+    parser = argparse.ArgumentParser(
+        description="Fit LDA (K=20) with scikit-learn, gensim, tomotopy and skvi on one "
+        "corpus, single-threaded; report fit time and document-completion perplexity."
+    )
+    parser.add_argument(
+        "corpus_dir",
+        nargs="?",
+        default=default_dir,
+        help="folder with train.npz and test.npz (default: $SKVI_DATA/20newsgroups-bydate, "
+        "SKVI_DATA defaulting to ../shared/data; now %(default)s)",
+    )
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=10,
+        help="passes over the training set (max_iter / passes) for the variational methods",
+    )
+    parser.add_argument(
+        "--gibbs-iter", type=int, default=500, help="Gibbs sampling iterations for tomotopy"
+    )
+    parser.add_argument(
+        "--methods",
+        default=",".join(ALL_METHODS),
+        help="comma-separated subset of: %s (default: all)" % ", ".join(ALL_METHODS),
+    )
+    args = parser.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if unknown or not methods:
+        parser.error(
+            "unknown method(s) %s; choose from %s" % (", ".join(unknown), ", ".join(ALL_METHODS))
+        )
+    # Run in the canonical order, whatever order they were given in.
+    args.methods = [m for m in ALL_METHODS if m in methods]
+    if args.passes < 1 or args.gibbs_iter < 1:
+        parser.error("--passes and --gibbs-iter must be at least 1")
+    return args
+
+
+def load_corpus(corpus_dir):
+    paths = [os.path.join(corpus_dir, name) for name in ("train.npz", "test.npz")]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        sys.exit(
+            "error: %s not found.\nPass the folder that holds train.npz and test.npz "
+            "(scipy.sparse CSR document-term counts) as CORPUS_DIR, e.g.\n"
+            "    python benchmarks/lda.py /path/to/data/20newsgroups-bydate\n"
+            "or set SKVI_DATA to the folder that contains 20newsgroups-bydate/."
+            % ", ".join(missing)
+        )
+    X_train, X_test = (sp.load_npz(p).tocsr() for p in paths)
+    if X_train.shape[1] != X_test.shape[1]:
+        sys.exit(
+            "error: train.npz has %d columns but test.npz has %d; they must share one vocabulary"
+            % (X_train.shape[1], X_test.shape[1])
+        )
+    return X_train, X_test
+
+
+def single_thread_limit():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1)
+
+
+def _version(module_name):
+    try:
+        module = __import__(module_name)
+    except Exception as exc:  # report why, do not fail
+        return "not available (%s: %s)" % (type(exc).__name__, exc)
+    return getattr(module, "__version__", "unknown")
+
+
+def sklearn_params(method, n_train, passes):
+    online = "online" in method
+    params = dict(
+        n_components=K,
+        doc_topic_prior=ALPHA,
+        topic_word_prior=ETA,
+        learning_method="online" if online else "batch",
+        max_iter=passes,
+        random_state=SEED,
+    )
+    if online:
+        params.update(batch_size=BATCH_SIZE, total_samples=n_train)
+    return params
+
+
+def fit_sklearn(method, X_train, passes):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    model = LatentDirichletAllocation(**sklearn_params(method, X_train.shape[0], passes))
+    start = time.perf_counter()
+    model.fit(X_train)
+    return model, time.perf_counter() - start
+
+
+def fit_skvi(method, X_train, passes):
+    try:
+        from skvi import SVILatentDirichletAllocation
+    except ImportError as exc:
+        raise Skipped("skvi has no SVILatentDirichletAllocation yet (%s)" % exc)
+    params = sklearn_params(method, X_train.shape[0], passes)
+    if method.endswith("2threads"):
+        params["n_jobs"] = 2
+    model = SVILatentDirichletAllocation(**params)
+    start = time.perf_counter()
+    model.fit(X_train)
+    return model, time.perf_counter() - start
+
+
+def fit_gensim(X_train, passes):
+    try:
+        from gensim.matutils import Sparse2Corpus
+        from gensim.models import LdaModel
+    except ImportError as exc:
+        raise Skipped("gensim is not installed (%s)" % exc)
+    n_words = X_train.shape[1]
+    # Not timed: the list of (word_id, count) documents and the vocabulary map.
+    corpus = list(Sparse2Corpus(X_train, documents_columns=False))
+    id2word = {j: str(j) for j in range(n_words)}
+    start = time.perf_counter()
+    model = LdaModel(
+        corpus=corpus,
+        id2word=id2word,
+        num_topics=K,
+        alpha=[ALPHA] * K,
+        eta=ETA,
+        chunksize=BATCH_SIZE,
+        passes=passes,
+        update_every=1,
+        decay=0.7,
+        offset=10.0,
+        iterations=100,
+        gamma_threshold=1e-3,
+        eval_every=None,
+        random_state=SEED,
+    )
+    seconds = time.perf_counter() - start
+    lam = model.state.get_lambda()  # eta + sstats: Dirichlet parameters of q(beta)
+    if lam.shape != (K, n_words):
+        raise RuntimeError("gensim's lambda has shape %s, expected %s" % (lam.shape, (K, n_words)))
+    return TopicPosterior(lam, ALPHA), seconds
+
+
+def fit_tomotopy(X_train, gibbs_iter):
+    try:
+        import tomotopy as tp
+    except ImportError as exc:
+        raise Skipped("tomotopy is not installed (%s)" % exc)
+    n_words = X_train.shape[1]
+    # Not timed: documents as column indices (strings), each repeated count times.
+    model = tp.LDAModel(k=K, alpha=ALPHA, eta=ETA, seed=SEED, min_cf=0, min_df=0, rm_top=0)
+    model.optim_interval = 0  # keep alpha fixed at 1/K (tomotopy re-estimates it by default)
+    names = np.array([str(j) for j in range(n_words)], dtype=object)
+    X = X_train.tocsr()
+    for d in range(X.shape[0]):
+        lo, hi = X.indptr[d], X.indptr[d + 1]
+        if hi == lo:
+            continue  # an empty document carries no tokens for Gibbs sampling
+        words = np.repeat(names[X.indices[lo:hi]], X.data[lo:hi]).tolist()
+        model.add_doc(words)
+    start = time.perf_counter()
+    model.train(gibbs_iter, workers=1, parallel=tp.ParallelScheme.NONE)
+    seconds = time.perf_counter() - start
+
+    # lambda_kw = n_kw + eta, from the smoothed distribution (n_kw + eta) / (n_k + V eta).
+    used = model.used_vocabs
+    n_used = len(used)
+    columns = np.fromiter((int(w) for w in used), dtype=np.int64, count=n_used)
+    n_k = np.asarray(model.get_count_by_topics(), dtype=np.float64)
+    lam = np.full((K, n_words), ETA)
+    for k in range(K):
+        dist = np.asarray(model.get_topic_word_dist(k), dtype=np.float64)
+        lam[k, columns] = dist * (n_k[k] + n_used * ETA)
+    return TopicPosterior(lam, ALPHA), seconds
+
+
+def run_method(method, X_train, args):
+    if method in ("sklearn-online", "sklearn-batch"):
+        return fit_sklearn(method, X_train, args.passes)
+    if method.startswith("skvi-"):
+        return fit_skvi(method, X_train, args.passes)
+    if method == "gensim":
+        return fit_gensim(X_train, args.passes)
+    if method == "tomotopy":
+        return fit_tomotopy(X_train, args.gibbs_iter)
+    raise ValueError(method)
+
+
+def format_table(rows):
+    header = ("method", "fit [s]", "perplexity", "speed vs sklearn", "perplexity vs sklearn")
+    body = []
+    by_name = {r["method"]: r for r in rows}
+    for r in rows:
+        speed = ""
+        ref = SPEED_REFERENCE.get(r["method"])
+        if ref in by_name:
+            ratio = by_name[ref]["seconds"] / r["seconds"]
+            speed = "%.1fx %s (%s)" % (
+                ratio if ratio >= 1 else 1.0 / ratio,
+                "faster" if ratio >= 1 else "slower",
+                ref,
+            )
+        rel = ""
+        ref = PERPLEXITY_REFERENCE.get(r["method"])
+        if ref in by_name:
+            rel = "%.3f (%s)" % (r["perplexity"] / by_name[ref]["perplexity"], ref)
+        body.append((r["method"], "%.2f" % r["seconds"], "%.1f" % r["perplexity"], speed, rel))
+    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+    right = (False, True, True, False, False)
+
+    def fmt(row):
+        return "  ".join(
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)
+        ).rstrip()
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths)]
+    lines += [fmt(row) for row in body]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    wall_start = time.perf_counter()
+    args = parse_args(argv)
+    X_train, X_test = load_corpus(args.corpus_dir)
+
+    try:
+        from skvi.metrics import document_completion_perplexity
+    except ImportError as exc:
+        sys.exit("error: skvi.metrics.document_completion_perplexity is needed (%s)" % exc)
+
+    print("Python %s on %s" % (platform.python_version(), platform.platform()))
+    for name in ("numpy", "scipy", "sklearn", "skvi", "gensim", "tomotopy", "threadpoolctl"):
+        print("  %-14s %s" % (name, _version(name)))
+    print("corpus: %s" % os.path.abspath(args.corpus_dir))
+    print(
+        "  train %d docs x %d words, %d tokens; test %d docs, %d tokens"
+        % (X_train.shape[0], X_train.shape[1], X_train.sum(), X_test.shape[0], X_test.sum())
+    )
+    print(
+        "K=%d, alpha=eta=1/K=%g, batch size %d, %d passes, %d Gibbs iterations, one thread"
+        % (K, ALPHA, BATCH_SIZE, args.passes, args.gibbs_iter)
+    )
+    print()
+
+    rows = []
+    with single_thread_limit(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for method in args.methods:
+            try:
+                model, seconds = run_method(method, X_train, args)
+            except Skipped as exc:
+                print("%-15s skipped: %s" % (method, exc), flush=True)
+                continue
+            perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
+            rows.append({"method": method, "seconds": seconds, "perplexity": float(perplexity)})
+            print(
+                "%-15s fit %8.2f s   perplexity %9.1f" % (method, seconds, perplexity), flush=True
+            )
+
+    print()
+    if rows:
+        print(format_table(rows))
+    else:
+        print("no method ran")
+    print()
+    print("total wall time %.1f s" % (time.perf_counter() - wall_start))
+
+
+if __name__ == "__main__":
+    main()
