@@ -153,11 +153,8 @@ class SVIMixin:
     _prior_natural() -> dict
         Natural parameters of the prior of every global factor
         (broadcastable to the posterior's).
-    _local_step(X, params, rows=None) -> local
+    _local_step(X, params) -> local
         The E-step on minibatch X with the globals ``params`` fixed.
-        ``rows`` are the indices of X's rows in the data given to ``fit``
-        (None in ``partial_fit``), so a model may warm-start its local
-        parameters from their values at the previous pass.
     _update_factor(name, current, stats, scale, rho, grads) -> (new, valid)
         Optional: the update rule of one factor (default: the blend
         towards ``prior + scale * stats`` and the family's validity test).
@@ -238,7 +235,7 @@ class SVIMixin:
     _exact_pass_bound = False
 
     # ------------------------------------------------------------------ hooks
-    def _local_step(self, X, params, rows=None):
+    def _local_step(self, X, params):
         return None
 
     def _on_params_updated(self):
@@ -271,7 +268,6 @@ class SVIMixin:
         self.converged_ = False
         self.n_iter_ = 0
         local = None
-        all_rows = np.arange(n_samples)
         for it in range(1, self.max_iter + 1):
             steps_before = self.n_batch_iter_
             pass_start = time.perf_counter()
@@ -282,17 +278,14 @@ class SVIMixin:
                 want_bound = evaluate and not self._exact_pass_bound
                 for batch in gen_batches(n_samples, self.batch_size):
                     # X is a validated ndarray or sparse matrix.
-                    rows = order[batch]
-                    Xb = X[rows]
+                    Xb = X[order[batch]]
                     scale = n_samples / Xb.shape[0]
-                    _, bound = self._step(
-                        Xb, scale, online=True, want_bound=want_bound, rows=rows
-                    )
+                    _, bound = self._step(Xb, scale, online=True, want_bound=want_bound)
                     running += bound
                 bound = self._pass_lower_bound(X, running) if evaluate else None
             else:
                 if local is None or self._local_depends_on_globals:
-                    local = self._local_step(X, self.natural_params_, rows=all_rows)
+                    local = self._local_step(X, self.natural_params_)
                 _, bound = self._step(X, 1.0, online=False, local=local, want_bound=evaluate)
                 bound = bound + self._global_bound(self.natural_params_) if evaluate else None
             self.n_iter_ = it
@@ -417,10 +410,10 @@ class SVIMixin:
                 return params, grads, False
         return params, grads, True
 
-    def _step(self, X, scale, online, local=None, want_bound=True, rows=None):
+    def _step(self, X, scale, online, local=None, want_bound=True):
         """Take one step on X; return (local, data part of the ELBO or 0)."""
         if local is None:
-            local = self._local_step(X, self.natural_params_, rows=rows)
+            local = self._local_step(X, self.natural_params_)
         rho = self._schedule(self.n_batch_iter_ + 1) if online else 1.0
         backoff_before = self._rho_backoff
         want_grads = online and self._schedule.needs_gradient

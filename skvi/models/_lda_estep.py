@@ -24,7 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-__all__ = ["e_step", "e_step_numpy", "exp_dirichlet_expectation"]
+__all__ = ["add_rows", "e_step", "e_step_blocks", "e_step_numpy", "exp_digamma_diff",
+           "exp_dirichlet_expectation"]
 
 try:  # pragma: no cover - depends on the build
     from .. import _lda_fast
@@ -132,6 +133,18 @@ def exp_digamma_diff(values, totals):
         _lda_fast.exp_digamma_diff(values, np.ascontiguousarray(totals, dtype=np.float64), out)
         return out
     return np.exp(digamma(values) - digamma(totals)).astype(values.dtype, copy=False)
+
+
+def add_rows(dest, rows, values, scale):
+    """``dest[rows] += scale * values`` in place, for distinct ``rows``.
+
+    ``dest`` is C-contiguous of shape (n, K), ``values`` of shape
+    (len(rows), K) in the dtype of ``dest``.
+    """
+    if _lda_fast is not None:
+        _lda_fast.add_rows(dest, rows, np.ascontiguousarray(values), float(scale))
+    else:
+        dest[rows] += scale * values
 
 
 def _split_rows(indptr, n_blocks):

@@ -348,7 +348,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         self._shift = np.asarray(X.mean(axis=0), dtype=np.float64)
         return self._prior_natural()
 
-    def _local_step(self, X, params, rows=None):
+    def _local_step(self, X, params):
         # No local latent variables: the "E-step" summarises the minibatch.
         Y = np.asarray(X, dtype=np.float64) - self._shift
         return X.shape[0], Y.sum(axis=0), np.einsum("ij,ij->j", Y, Y)

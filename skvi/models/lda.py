@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from ..engine import SVIMixin
 from ..expfam import Dirichlet
-from ._lda_estep import e_step_blocks, exp_digamma_diff
+from ._lda_estep import add_rows, e_step_blocks, exp_digamma_diff
 
 __all__ = ["SVILatentDirichletAllocation"]
 
@@ -50,10 +50,12 @@ class SVILatentDirichletAllocation(
 
     The E-step updates every document of a minibatch in compiled code
     (a numpy fallback, vectorised over the minibatch, is used when the
-    extension is not built), stops each document separately at
-    ``mean_change_tol``, and during ``fit`` starts each document from its
-    ``gamma`` at the previous pass instead of a random draw (the same fixed
-    point, reached in fewer iterations).
+    extension is not built) and stops each document separately at
+    ``mean_change_tol``.  As in scikit-learn, each E-step starts every
+    document from a random ``gamma``: starting from the previous pass's
+    ``gamma`` saves iterations but, with ``doc_topic_prior < 1``, locks
+    documents into the topic mixtures they took while the topics were still
+    random, and held-out perplexity suffers.
 
     Differences from scikit-learn, each deliberate:
 
@@ -291,13 +293,10 @@ class SVILatentDirichletAllocation(
                     self._on_params_updated()
                 else:
                     self._engine_fit(X)
-                X = self._fit_X
                 # Final perplexity of the training data, as scikit-learn
-                # reports in bound_ (gamma warm-started from the last pass).
-                rows = np.arange(X.shape[0])
-                gamma = self._initial_gamma(rows, X.shape[0])
-                self._run_e_step(X, self._exp_elog_beta_t, gamma)
-                self.bound_ = self._perplexity_of(X, gamma, sub_sampling=False)
+                # reports in bound_.
+                X = self._fit_X
+                self.bound_ = self._perplexity_of(X, self._infer(X), sub_sampling=False)
             finally:
                 self._forget_fit_data()
         return self
@@ -457,8 +456,7 @@ class SVILatentDirichletAllocation(
 
     def _forget_fit_data(self):
         self._fit_X = None
-        self._gamma_cache = None
-        self._gamma_seen = None
+        self._buffers = None
 
     def _check_priors(self):
         K = self.n_components
@@ -485,9 +483,11 @@ class SVILatentDirichletAllocation(
         self._rng = random_state
         self._dtype = X.dtype
         self._fit_X = X
-        self._gamma_cache = None
         lam = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
-        return {"topics": (lam.astype(X.dtype, copy=False) - 1.0,)}
+        # Stored word-major (Fortran order): the E-step and the update read
+        # and write the topic weights of a minibatch's words, each one
+        # contiguous run of n_components values.
+        return {"topics": (np.asfortranarray(lam.astype(X.dtype, copy=False) - 1.0),)}
 
     def _prior_natural(self):
         return {"topics": (np.asarray(self.topic_word_prior_ - 1.0, dtype=self._dtype),)}
@@ -500,30 +500,10 @@ class SVILatentDirichletAllocation(
     def _random_gamma(self, n):
         return self._rng.gamma(100.0, 0.01, (n, self.n_components)).astype(self._dtype)
 
-    def _initial_gamma(self, rows, n):
-        """Warm start from the cache for rows of the fit data, else random."""
-        if rows is None:
-            return self._random_gamma(n)
-        cache = self._gamma_cache
-        n_fit = self._fit_X.shape[0]
-        if cache is None:
-            cache = self._gamma_cache = np.empty((n_fit, self.n_components), self._dtype)
-            self._gamma_seen = np.zeros(n_fit, dtype=bool)
-        gamma = cache[rows]
-        fresh = ~self._gamma_seen[rows]
-        if fresh.any():
-            gamma[fresh] = self._random_gamma(int(fresh.sum()))
-        return gamma
-
-    def _store_gamma(self, rows, gamma):
-        if rows is not None:
-            self._gamma_cache[rows] = gamma
-            self._gamma_seen[rows] = True
-
     def _topic_columns(self, natural, cols):
         """``exp(E[log beta])`` of the words ``cols``, shape (len(cols), K)."""
         totals = natural.sum(axis=1, dtype=np.float64) + natural.shape[1]
-        lam_t = np.ascontiguousarray(natural[:, cols].T)
+        lam_t = natural.T[cols]
         lam_t += 1.0
         return exp_digamma_diff(lam_t, totals)
 
@@ -536,7 +516,7 @@ class SVILatentDirichletAllocation(
             sstats_t, executor=pool and pool.executor, n_blocks=pool.n_jobs if pool else 1,
         )
 
-    def _local_step(self, X, params, rows=None):
+    def _local_step(self, X, params):
         natural = params["topics"][0]
         n_features = natural.shape[1]
         used = np.zeros(n_features, dtype=bool)
@@ -545,12 +525,11 @@ class SVILatentDirichletAllocation(
         remap = np.cumsum(used, dtype=X.indices.dtype) - 1
         Xc = sp.csr_matrix((X.data, remap[X.indices], X.indptr), shape=(X.shape[0], cols.size))
         eb_t = self._topic_columns(natural, cols)
-        gamma = self._initial_gamma(rows, X.shape[0])
+        gamma = self._random_gamma(X.shape[0])
         sstats_t = np.zeros_like(eb_t)
         _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t)
-        self._store_gamma(rows, gamma)
         sstats_t *= eb_t
-        return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t.T, "loglik": loglik}
+        return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik}
 
     def _expected_stats(self, name, X, local, params):
         # Non-zero only at the words of the minibatch: (columns, values).
@@ -563,17 +542,30 @@ class SVILatentDirichletAllocation(
         cols, sstats = stats
         (natural,) = current
         prior = self._prior["topics"][0]
-        new = natural * (1.0 - rho)
+        new = self._spare_buffer(natural)
+        np.multiply(natural, 1.0 - rho, out=new)
         new += rho * prior
-        new[:, cols] += (rho * scale) * sstats
+        add_rows(new.T, cols, sstats, rho * scale)
         if grads is not None:
-            grad = prior - natural
-            grad[:, cols] += scale * sstats
+            grad = np.asfortranarray(prior - natural)
+            add_rows(grad.T, cols, sstats, scale)
             grads.append(grad)
         # Untouched words are convex combinations of valid values.
         touched = new[:, cols]
         valid = bool(np.all(np.isfinite(touched)) and np.all(touched > -1.0))
         return (new,), valid
+
+    def _spare_buffer(self, natural):
+        """One of two buffers for the updated topics, never ``natural`` itself.
+
+        The engine keeps ``natural`` until the step is accepted, so the new
+        values go to the other buffer; alternating saves allocating (and
+        page-faulting) a topics-sized array at every step.
+        """
+        buffers = getattr(self, "_buffers", None)
+        if buffers is None or buffers[0].shape != natural.shape or buffers[0].dtype != natural.dtype:
+            buffers = self._buffers = [np.empty_like(natural, order="F") for _ in range(2)]
+        return buffers[1] if buffers[0] is natural else buffers[0]
 
     def _local_bound(self, X, local, params):
         # The data part at the (updated) topics with gamma fixed and phi
@@ -607,17 +599,11 @@ class SVILatentDirichletAllocation(
             + lam.shape[0] * gammaln(eta * n_features) - np.sum(gammaln(total))
         )
 
-    def _data_bound(self, X, params, rows=None):
-        """E-step on all of X at ``params``; returns (gamma, data part of the ELBO)."""
-        eb_t = self._topic_columns(params["topics"][0], np.arange(X.shape[1]))
-        gamma = self._initial_gamma(rows, X.shape[0])
-        _, loglik = self._run_e_step(X, eb_t, gamma)
-        self._store_gamma(rows, gamma)
-        return gamma, loglik + self._doc_bound(gamma)
-
     def _pass_lower_bound(self, X, running_local):
-        _, data = self._data_bound(X, self.natural_params_, rows=np.arange(X.shape[0]))
-        return data + self._global_bound(self.natural_params_)
+        # As scikit-learn: an E-step over all of X from gamma = 1.
+        self._on_params_updated()
+        gamma = self._infer(X)
+        return self._approx_bound(X, gamma, sub_sampling=False)
 
     def _evaluate_pass(self, it):
         return self.evaluate_every > 0 and it % self.evaluate_every == 0

@@ -1,0 +1,36 @@
+"""Build the optional compiled LDA kernel; metadata lives in pyproject.toml.
+
+``skvi._lda_fast`` is ``optional``: where it cannot be compiled (no C
+compiler), the pure-Python package still installs and the LDA E-step falls
+back to numpy.
+"""
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class BuildExt(build_ext):
+    """Add ``-O3`` on compilers other than MSVC."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type != "msvc":
+            for ext in self.extensions:
+                ext.extra_compile_args = ["-O3"] + list(ext.extra_compile_args)
+        super().build_extensions()
+
+
+def extensions():
+    try:
+        from Cython.Build import cythonize
+    except ImportError:  # e.g. --no-build-isolation without Cython
+        return []
+    exts = cythonize(
+        [Extension("skvi._lda_fast", ["skvi/_lda_fast.pyx"])],
+        compiler_directives={"language_level": 3},
+    )
+    for ext in exts:
+        ext.optional = True  # cythonize does not carry ``optional`` over
+    return exts
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})

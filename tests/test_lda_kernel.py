@@ -1,0 +1,216 @@
+"""The compiled LDA E-step kernel against numpy, scipy and scikit-learn.
+
+The kernel is optional (built only where a C compiler is available), so the
+module is skipped when it is missing -- except under ``CI=true``, where a
+missing kernel means a broken build and must fail.
+"""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import digamma as scipy_digamma
+
+from skvi.models._lda_estep import e_step_numpy, exp_dirichlet_expectation
+
+try:
+    from skvi import _lda_fast
+except ImportError as exc:  # pragma: no cover - depends on the build
+    if os.environ.get("CI") == "true":
+        raise ImportError(
+            "skvi._lda_fast is not built; CI requires the compiled kernel"
+        ) from exc
+    pytest.skip(f"compiled kernel skvi._lda_fast not built ({exc})", allow_module_level=True)
+
+DIGAMMA_ROOT = 1.4616321449683622
+
+# float32 tolerances.  Both implementations round every operation to float32
+# (eps = 1.2e-7) but sum in different orders, and the fixed-point iteration
+# carries those rounding differences from one sweep to the next, so gamma
+# and sstats drift apart by up to tens of ulps of their largest entries
+# (under 1e-6 of the largest entry on these data, up to 4e-6 on other random
+# corpora of this size).  Small entries inherit absolute, not relative,
+# errors, hence an absolute tolerance scaled by the largest entry: 1e-5 of
+# it, about 80 eps.  loglik is accumulated in float64 by the kernel and in
+# float32 by numpy's dot, whose error of a few 1e-8 relative 1e-6 covers.
+RTOL = {np.float64: 1e-10, np.float32: 1e-5}
+LOGLIK_RTOL = {np.float64: 1e-10, np.float32: 1e-6}
+
+
+def make_problem(seed, dtype, index_dtype=np.int32, n_docs=40, n_words=150, n_topics=7):
+    """Random counts (with empty and one-word documents), topics and gamma."""
+    rng = np.random.RandomState(seed)
+    X = sp.random(
+        n_docs, n_words, density=0.08, format="lil", random_state=rng,
+        data_rvs=lambda n: rng.randint(1, 6, n),
+    )
+    X[3, :] = 0
+    X[17, :] = 0
+    X[n_docs - 1, :] = 0  # a trailing empty document
+    X[8, :] = 0
+    X[8, 5] = 4  # a document with a single word
+    X = sp.csr_matrix(X, dtype=dtype)
+    X.sort_indices()
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    lam = rng.gamma(100.0, 0.01, (n_topics, n_words)) * rng.randint(1, 50, (n_topics, n_words))
+    exp_elog_beta_t = np.ascontiguousarray(exp_dirichlet_expectation(lam).T, dtype=dtype)
+    alpha = np.full(n_topics, 1.0 / n_topics, dtype=dtype)
+    gamma = rng.gamma(100.0, 0.01, (n_docs, n_topics)).astype(dtype)
+    return X, exp_elog_beta_t, alpha, gamma
+
+
+def run_kernel(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t):
+    return _lda_fast.e_step(
+        X.indptr, X.indices, X.data, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t
+    )
+
+
+def assert_close(actual, desired, dtype):
+    rtol = RTOL[dtype]
+    np.testing.assert_allclose(actual, desired, rtol=rtol, atol=rtol * np.abs(desired).max())
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_e_step_matches_numpy_reference(dtype, index_dtype):
+    X, beta_t, alpha, gamma0 = make_problem(0, dtype, index_dtype)
+    assert np.diff(X.indptr).min() == 0 and 1 in np.diff(X.indptr)
+
+    gamma_ref, sstats_ref = gamma0.copy(), np.zeros_like(beta_t)
+    n_ref, loglik_ref = e_step_numpy(X, beta_t, alpha, gamma_ref, 100, 1e-3, sstats_ref)
+    gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
+    n, loglik = run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
+
+    assert n == n_ref
+    assert n_ref > 2 * X.shape[0]  # documents really iterate
+    assert gamma.dtype == sstats.dtype == dtype
+    assert_close(gamma, gamma_ref, dtype)
+    assert_close(sstats, sstats_ref, dtype)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=LOGLIK_RTOL[dtype])
+
+    # Without sstats: the same gamma and loglik; sstats only accumulates.
+    gamma_no = gamma0.copy()
+    assert run_kernel(X, beta_t, alpha, gamma_no, 100, 1e-3, None) == (n, loglik)
+    np.testing.assert_array_equal(gamma_no, gamma)
+    again = np.ones_like(beta_t)
+    run_kernel(X, beta_t, alpha, gamma0.copy(), 100, 1e-3, again)
+    assert_close(again - 1, sstats, dtype)
+
+
+@pytest.mark.parametrize("max_iter, tol", [(0, 1e-3), (7, 0.0), (30, 1e-6)])
+def test_e_step_iteration_limits(max_iter, tol):
+    X, beta_t, alpha, gamma0 = make_problem(1, np.float64)
+    gamma_ref, sstats_ref = gamma0.copy(), np.zeros_like(beta_t)
+    n_ref, loglik_ref = e_step_numpy(X, beta_t, alpha, gamma_ref, max_iter, tol, sstats_ref)
+    gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
+    n, loglik = run_kernel(X, beta_t, alpha, gamma, max_iter, tol, sstats)
+    assert n == n_ref
+    if tol == 0.0:
+        assert n == max_iter * X.shape[0]
+    assert_close(gamma, gamma_ref, np.float64)
+    assert_close(sstats, sstats_ref, np.float64)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=1e-10)
+
+
+def test_e_step_in_threads_matches_one_call():
+    X, beta_t, alpha, gamma0 = make_problem(2, np.float64, n_docs=60)
+    gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
+    n, loglik = run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
+
+    halves = [slice(0, 25), slice(25, 60)]
+    gamma_t = gamma0.copy()
+    sstats_t = [np.zeros_like(beta_t) for _ in halves]
+    results = [None, None]
+
+    def work(i):
+        rows = halves[i]
+        results[i] = run_kernel(X[rows], beta_t, alpha, gamma_t[rows], 100, 1e-3, sstats_t[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results[0][0] + results[1][0] == n
+    np.testing.assert_allclose(results[0][1] + results[1][1], loglik, rtol=1e-12)
+    np.testing.assert_array_equal(gamma_t, gamma)
+    np.testing.assert_allclose(sstats_t[0] + sstats_t[1], sstats, rtol=1e-12, atol=1e-12)
+
+
+def test_e_step_rejects_bad_input():
+    X, beta_t, alpha, gamma = make_problem(3, np.float64)
+    bad = X.indices.copy()
+    bad[0] = beta_t.shape[0]
+    with pytest.raises(ValueError, match="CSR"):
+        _lda_fast.e_step(X.indptr, bad, X.data, beta_t, alpha, gamma, 10, 1e-3, None)
+    with pytest.raises(ValueError, match="indptr"):
+        _lda_fast.e_step(X.indptr[:-1], X.indices, X.data, beta_t, alpha, gamma, 10, 1e-3, None)
+    with pytest.raises(ValueError, match="n_topics"):
+        _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t, alpha[:-1], gamma, 10, 1e-3, None)
+    with pytest.raises(ValueError, match="sstats_t"):
+        _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t, alpha, gamma, 10, 1e-3, beta_t[:-1].copy())
+    with pytest.raises(ValueError):  # mixed float dtypes
+        _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t.astype(np.float32), alpha, gamma,
+                         10, 1e-3, None)
+
+
+def test_digamma_matches_scipy():
+    x = np.concatenate([np.logspace(-6, 6, 4001), np.linspace(0.5, 12.0, 2001)])
+    psi = _lda_fast.digamma(x)
+    ref = scipy_digamma(x)
+    # Near the root of psi the recurrence's cancellation leaves an absolute
+    # error of a few ulps of psi(2.5), not a relative one.
+    near = np.abs(x - DIGAMMA_ROOT) < 0.2
+    np.testing.assert_allclose(psi[~near], ref[~near], rtol=1e-13)
+    np.testing.assert_allclose(psi[near], ref[near], rtol=0, atol=2e-15)
+    # Outside the domain x > 0: scipy's values, and no endless recurrence.
+    edge = np.array([0.0, -1.0, -np.inf, np.inf, np.nan])
+    np.testing.assert_array_equal(_lda_fast.digamma(edge), scipy_digamma(edge))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_exp_digamma_diff_matches_scipy(dtype):
+    rng = np.random.RandomState(4)
+    # Variational topic-word parameters, eta = 0.05 plus expected counts.
+    values = (0.05 + rng.gamma(0.3, 20.0, (50, 6))).astype(dtype)
+    totals = values.sum(axis=0, dtype=np.float64) + rng.uniform(0, 1e4, 6)
+    out = np.empty_like(values)
+    assert _lda_fast.exp_digamma_diff(values, totals, out) is out
+    ref = np.exp(scipy_digamma(values.astype(np.float64)) - scipy_digamma(totals))
+    # exp(psi) is summed as x * exp(series) with the series truncated at
+    # the x**-12 term (relative error below 2e-12); float32 is rounded once.
+    np.testing.assert_allclose(out, ref, rtol=5e-12 if dtype == np.float64 else 1e-7)
+
+
+def test_exp_digamma_matches_scipy():
+    x = np.concatenate([np.logspace(-8, 8, 4001), np.linspace(0.01, 20.0, 4001)])
+    ref = np.exp(scipy_digamma(x))
+    got = _lda_fast.exp_digamma(x)
+    big = ref > 1e-290  # exp(psi(x)) underflows for x below about 1e-3
+    np.testing.assert_allclose(got[big], ref[big], rtol=5e-12)
+    assert np.all(got[~big] < 1e-280)
+
+
+def test_e_step_agrees_with_scikit_learn():
+    lda = pytest.importorskip("sklearn.decomposition._lda")
+    n_docs = 30
+    X, beta_t, alpha, _ = make_problem(5, np.float64, n_docs=n_docs)
+    # scikit-learn draws its initial gamma from the random state it is given.
+    gamma = np.random.RandomState(1).gamma(100.0, 0.01, (n_docs, alpha.size))
+    sstats = np.zeros_like(beta_t)
+    run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
+    gamma_ref = gamma.copy()
+    gamma_ref[:] = np.random.RandomState(1).gamma(100.0, 0.01, (n_docs, alpha.size))
+    e_step_numpy(X, beta_t, alpha, gamma_ref, 100, 1e-3)
+
+    gamma_sk, sstats_sk = lda._update_doc_distribution(
+        X, np.ascontiguousarray(beta_t.T), alpha[0], 100, 1e-3, True, np.random.RandomState(1)
+    )
+    # scikit-learn's psi trades accuracy for speed, so agreement is to a
+    # fraction of the tolerance 1e-3, as for the numpy reference.
+    np.testing.assert_allclose(gamma_sk, gamma_ref, atol=1e-5)
+    np.testing.assert_allclose(gamma_sk, gamma, atol=1e-5)
+    np.testing.assert_allclose(sstats_sk.T, sstats, rtol=1e-5, atol=1e-8)
