@@ -24,6 +24,19 @@ def test_readme_tour_runs_and_recovers_the_generating_mean():
     # The tour's data are N(5, 2^2): every fit must recover the mean.
     for name in ("vb", "svi", "stream"):
         np.testing.assert_allclose(namespace[name].mean_, 5.0, atol=0.05)
+    # The topic model predicts held-out words better than the unigram model
+    # (one topic), whose document-completion perplexity is computed here.
+    from skvi.metrics import document_completion_perplexity, split_document_tokens
+
+    train, test = namespace["train"], namespace["test"]
+    word_p = (np.asarray(train.sum(axis=0)).ravel() + 1.0 / 6)
+    word_p /= word_p.sum()
+    keep = np.asarray(test.sum(axis=1)).ravel() >= 2
+    _, heldout = split_document_tokens(test, random_state=0)
+    heldout = heldout[keep].tocoo()
+    unigram = np.exp(-np.dot(heldout.data, np.log(word_p[heldout.col])) / heldout.data.sum())
+    assert namespace["perplexity"] < 0.9 * unigram
+    assert namespace["npmi"].shape == (6,) and np.all(np.abs(namespace["npmi"]) <= 1)
 
 
 def test_quickstart_main_prints_posterior(capsys):
