@@ -207,6 +207,20 @@ def test_float32_stays_float32():
     np.testing.assert_allclose(lda.components_, ref.components_, rtol=1e-3)
 
 
+def test_mixed_dtypes_are_computed_in_the_fitted_dtype():
+    X, _, _ = lda_corpus(seed=18)
+    for fit_dtype, other in ((np.float64, np.float32), (np.float32, np.float64)):
+        lda = SVILatentDirichletAllocation(n_components=K, random_state=0,
+                                           mean_change_tol=1e-6).fit(X.astype(fit_dtype))
+        same = lda.transform(X.astype(fit_dtype))
+        mixed = lda.transform(X.astype(other))
+        assert mixed.dtype == fit_dtype
+        # Integer-valued counts are exact in both dtypes.
+        np.testing.assert_array_equal(mixed, same)
+        lda.partial_fit(X[:10].astype(other))
+        assert lda.components_.dtype == fit_dtype
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [

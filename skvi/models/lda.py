@@ -439,6 +439,10 @@ class SVILatentDirichletAllocation(
             X = sp.csr_matrix(X)
         elif X.format != "csr":
             X = X.tocsr()
+        if not reset:
+            # The fitted topics keep the dtype of the first fit; later input
+            # (transform, score, further partial_fit) is computed in it.
+            X = X.astype(self._dtype, copy=False)
         return X
 
     @contextmanager
