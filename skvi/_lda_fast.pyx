@@ -7,7 +7,7 @@
 loop without the GIL, so several Python threads can work on disjoint blocks
 of documents at once (each with its own ``sstats_t`` buffer).
 :func:`exp_digamma_diff` computes ``exp(E[log beta])`` for the words of a
-minibatch, and :func:`digamma` exposes the C digamma for testing.
+minibatch, and :func:`exp_digamma` exposes the C ``exp(psi(x))`` for testing.
 """
 
 import numpy as np
@@ -21,38 +21,6 @@ from libc.string cimport memcpy
 ctypedef fused index_t:
     int
     long long
-
-
-cdef double psi(double x) noexcept nogil:
-    """Digamma for ``x > 0`` (-inf at 0, nan below): recurrence up to
-    ``x >= 6``, then the asymptotic series.
-
-    psi(x) = log x - 1/(2x) - sum_n B_2n / (2n x^2n); at x = 6 the terms
-    through B_26 leave a truncation error below 1e-16.
-    """
-    cdef double r = 0.0
-    cdef double f, t
-    if not x > 0.0:  # outside the domain; also keeps -inf out of the loop
-        return -INFINITY if x == 0.0 else NAN
-    while x < 6.0:
-        r -= 1.0 / x
-        x += 1.0
-    f = 1.0 / (x * x)
-    # Coefficients B_2n / (2n) for n = 1 .. 13, in Horner form in 1/x^2.
-    t = f * (8.3333333333333333e-02
-        + f * (-8.3333333333333333e-03
-        + f * (3.9682539682539683e-03
-        + f * (-4.1666666666666667e-03
-        + f * (7.5757575757575758e-03
-        + f * (-2.1092796092796093e-02
-        + f * (8.3333333333333333e-02
-        + f * (-4.4325980392156863e-01
-        + f * (3.0539543302701198e+00
-        + f * (-2.6456212121212121e+01
-        + f * (2.8146014492753623e+02
-        + f * (-3.6075105463980464e+03
-        + f * 5.4827583333333333e+04))))))))))))
-    return r + log(x) - 0.5 / x - t
 
 
 cdef inline double exp_psi_series(double x, double shift_sum) noexcept nogil:
@@ -129,16 +97,6 @@ cdef inline void axpy(floating r, const floating* x, floating* y, Py_ssize_t K) 
     cdef Py_ssize_t k
     for k in range(K):
         y[k] += r * x[k]
-
-
-cdef inline void fill_phinorm(
-    const index_t* idx, Py_ssize_t nd, const floating* beta, Py_ssize_t K,
-    const floating* e_theta, floating eps, floating* phinorm,
-) noexcept nogil:
-    """``phinorm[j] = e_theta . beta[idx[j]] + eps`` for one document."""
-    cdef Py_ssize_t j
-    for j in range(nd):
-        phinorm[j] = dot(e_theta, beta + <Py_ssize_t>idx[j] * K, K) + eps
 
 
 def e_step(
@@ -353,28 +311,6 @@ def exp_digamma(const double[::1] x):
     with nogil:
         for i in range(x.shape[0]):
             res[i] = exp_psi(x[i])
-    return result
-
-
-def digamma(const double[::1] x):
-    """Return the digamma function of each entry of ``x``.
-
-    Parameters
-    ----------
-    x : ndarray of shape (n,)
-        Positive float64 values.
-
-    Returns
-    -------
-    psi : ndarray of shape (n,)
-        ``psi(x)``, computed by the kernel's C digamma.
-    """
-    result = np.empty(x.shape[0], dtype=np.float64)
-    cdef double[::1] res = result
-    cdef Py_ssize_t i
-    with nogil:
-        for i in range(x.shape[0]):
-            res[i] = psi(x[i])
     return result
 
 

@@ -24,8 +24,6 @@ except ImportError as exc:  # pragma: no cover - depends on the build
         ) from exc
     pytest.skip(f"compiled kernel skvi._lda_fast not built ({exc})", allow_module_level=True)
 
-DIGAMMA_ROOT = 1.4616321449683622
-
 # float32 tolerances.  Both implementations round every operation to float32
 # (eps = 1.2e-7) but sum in different orders, and the fixed-point iteration
 # carries those rounding differences from one sweep to the next, so gamma
@@ -155,20 +153,6 @@ def test_e_step_rejects_bad_input():
     with pytest.raises(ValueError):  # mixed float dtypes
         _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t.astype(np.float32), alpha, gamma,
                          10, 1e-3, None)
-
-
-def test_digamma_matches_scipy():
-    x = np.concatenate([np.logspace(-6, 6, 4001), np.linspace(0.5, 12.0, 2001)])
-    psi = _lda_fast.digamma(x)
-    ref = scipy_digamma(x)
-    # Near the root of psi the recurrence's cancellation leaves an absolute
-    # error of a few ulps of psi(2.5), not a relative one.
-    near = np.abs(x - DIGAMMA_ROOT) < 0.2
-    np.testing.assert_allclose(psi[~near], ref[~near], rtol=1e-13)
-    np.testing.assert_allclose(psi[near], ref[near], rtol=0, atol=2e-15)
-    # Outside the domain x > 0: scipy's values, and no endless recurrence.
-    edge = np.array([0.0, -1.0, -np.inf, np.inf, np.nan])
-    np.testing.assert_array_equal(_lda_fast.digamma(edge), scipy_digamma(edge))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
