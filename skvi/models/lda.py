@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import digamma, polygamma
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -579,29 +579,15 @@ class SVILatentDirichletAllocation(
         return loglik + self._doc_bound(local["gamma"])
 
     def _doc_bound(self, gamma):
-        """``sum_d E[log p(theta_d | alpha)] - E[log q(theta_d)]``."""
-        gamma = gamma.astype(np.float64, copy=False)
-        alpha = np.asarray(self._alpha_vector(), dtype=np.float64)
-        total = gamma.sum(axis=1)
-        elog = digamma(gamma) - digamma(total)[:, None]
-        n = gamma.shape[0]
-        return float(
-            np.sum((alpha - gamma) * elog)
-            + np.sum(gammaln(gamma)) - n * np.sum(gammaln(alpha))
-            + n * gammaln(alpha.sum()) - np.sum(gammaln(total))
-        )
+        """``sum_d E[log p(theta_d | alpha)] - E[log q(theta_d)]``: minus the KLs."""
+        q = Dirichlet(gamma.astype(np.float64, copy=False))
+        prior = Dirichlet(np.asarray(self._alpha_vector(), dtype=np.float64))
+        return -float(np.sum(q.kl(prior)))
 
     def _global_bound(self, params):
         lam = params["topics"][0].astype(np.float64) + 1.0
-        eta = float(self.topic_word_prior_)
-        n_features = lam.shape[1]
-        total = lam.sum(axis=1)
-        elog = digamma(lam) - digamma(total)[:, None]
-        return float(
-            np.sum((eta - lam) * elog)
-            + np.sum(gammaln(lam)) - lam.size * gammaln(eta)
-            + lam.shape[0] * gammaln(eta * n_features) - np.sum(gammaln(total))
-        )
+        prior = Dirichlet(np.full(lam.shape[1], float(self.topic_word_prior_)))
+        return -float(np.sum(Dirichlet(lam).kl(prior)))
 
     def _pass_lower_bound(self, X, running_local):
         # As scikit-learn: an E-step over all of X from gamma = 1.
