@@ -122,7 +122,8 @@ class SVIMixin:
     step_safety : bool
         When True, a step that makes a global factor invalid (non-finite,
         non-positive precision, Gamma shape or rate, or a covariance that is
-        not positive definite) is rejected: the previous parameters are
+        not positive definite), or that the model's ``_step_acceptable``
+        flags as an overshoot, is rejected: the previous parameters are
         restored, ``rho`` is halved for this and every later step, and the
         step is retried, up to ``MAX_BACKOFF`` halvings, after which the
         minibatch is skipped.  Rejections are counted in
@@ -147,7 +148,12 @@ class SVIMixin:
         True when the model overrides ``_pass_lower_bound`` with the exact
         full-data ELBO after each online pass.
     _validate_input(X, reset)
-        Check and convert X; ``reset=True`` on the first fit.
+        Check and convert X; ``reset=True`` on the first fit.  It may return
+        any object with ``shape[0]`` and row indexing (``X[rows]``), e.g.
+        a small container of aligned arrays for supervised data.
+    _online_batches(X, random_state)
+        Optional: yield ``(minibatch, N / |S|)`` for one online pass
+        (default: shuffled slices of ``batch_size`` rows).
     _initialize_globals(X, random_state) -> dict
         Initial natural parameters of every global factor.
     _prior_natural() -> dict
@@ -171,6 +177,13 @@ class SVIMixin:
         factor to its prior.
     _on_params_updated()
         Optional: refresh derived fitted attributes after fit/partial_fit.
+    _step_acceptable(X, params) -> bool
+        Optional: with ``step_safety``, a model-specific test of a proposed
+        online step whose factors are all valid (``params``; the current
+        ones are still in ``natural_params_``).  False rejects it like an
+        invalid step.  Models whose stochastic steps can overshoot without
+        leaving the valid set (Paquet's divergence in matrix
+        factorization) use it to detect the overshoot.
     _update_hyperparameters(X, local, rho) -> bool
         Optional: an empirical-Bayes step on the prior after each accepted
         step (the engine then re-reads ``_prior_natural()`` when it returns
@@ -247,6 +260,9 @@ class SVIMixin:
     def _evaluate_pass(self, it):
         return True
 
+    def _step_acceptable(self, X, params):
+        return True
+
     def _pass_converged(self, previous, bound):
         change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
         return change < self.tol
@@ -273,13 +289,9 @@ class SVIMixin:
             pass_start = time.perf_counter()
             evaluate = self._evaluate_pass(it)
             if online:
-                order = random_state.permutation(n_samples)
                 running = 0.0
                 want_bound = evaluate and not self._exact_pass_bound
-                for batch in gen_batches(n_samples, self.batch_size):
-                    # X is a validated ndarray or sparse matrix.
-                    Xb = X[order[batch]]
-                    scale = n_samples / Xb.shape[0]
+                for Xb, scale in self._online_batches(X, random_state):
                     _, bound = self._step(Xb, scale, online=True, want_bound=want_bound)
                     running += bound
                 bound = self._pass_lower_bound(X, running) if evaluate else None
@@ -360,6 +372,21 @@ class SVIMixin:
         self._rho_backoff = 1.0
         self._rejection_warned = False
 
+    def _online_batches(self, X, random_state):
+        """Yield ``(minibatch, N / |S|)`` for one online pass over X.
+
+        The default shuffles the rows and cuts them into ``batch_size``
+        pieces.  ``X`` is whatever ``_validate_input`` returned: an array, a
+        sparse matrix, or any object with ``shape[0]`` and row indexing.  A
+        model with its own sampling scheme (e.g. a fixed number of children
+        per node) overrides this.
+        """
+        n_samples = X.shape[0]
+        order = random_state.permutation(n_samples)
+        for batch in gen_batches(n_samples, self.batch_size):
+            Xb = X[order[batch]]
+            yield Xb, n_samples / Xb.shape[0]
+
     def _pass_lower_bound(self, X, running_local):
         """ELBO reported after an online pass.
 
@@ -420,6 +447,8 @@ class SVIMixin:
         for _ in range(MAX_BACKOFF + 1):
             rho_eff = rho * self._rho_backoff
             params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
+            if ok and online and self.step_safety:
+                ok = self._step_acceptable(X, params)
             if ok or not self.step_safety:
                 self.natural_params_ = params
                 if want_grads:
