@@ -1,8 +1,9 @@
-"""Build the optional compiled LDA kernel; metadata lives in pyproject.toml.
+"""Build the optional compiled kernels; metadata lives in pyproject.toml.
 
-``skvi._lda_fast`` is ``optional``: where it cannot be compiled (no C
-compiler), the pure-Python package still installs and the LDA E-step falls
-back to numpy.
+``skvi._lda_fast`` (the LDA E-step) and ``skvi._gaussian_fast`` (moments of
+many small Gaussians, for matrix factorization) are ``optional``: where they
+cannot be compiled (no C compiler), the pure-Python package still installs
+and falls back to numpy.
 """
 
 from setuptools import Extension, setup
@@ -25,7 +26,10 @@ def extensions():
     except ImportError:  # e.g. --no-build-isolation without Cython
         return []
     exts = cythonize(
-        [Extension("skvi._lda_fast", ["skvi/_lda_fast.pyx"])],
+        [
+            Extension("skvi._lda_fast", ["skvi/_lda_fast.pyx"]),
+            Extension("skvi._gaussian_fast", ["skvi/_gaussian_fast.pyx"]),
+        ],
         compiler_directives={"language_level": 3},
     )
     for ext in exts:

@@ -5,8 +5,13 @@ Every estimator runs on one shared stochastic natural-gradient engine
 and variational factors from :mod:`skvi.expfam`.
 """
 
-from .models import GaussianGammaVB, SVILatentDirichletAllocation
+from .models import GaussianGammaVB, SVILatentDirichletAllocation, SVIMatrixFactorization
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["GaussianGammaVB", "SVILatentDirichletAllocation", "__version__"]
+__all__ = [
+    "GaussianGammaVB",
+    "SVILatentDirichletAllocation",
+    "SVIMatrixFactorization",
+    "__version__",
+]

@@ -2,5 +2,6 @@
 
 from .gaussian_gamma import GaussianGammaVB
 from .lda import SVILatentDirichletAllocation
+from .matrix_factorization import SVIMatrixFactorization
 
-__all__ = ["GaussianGammaVB", "SVILatentDirichletAllocation"]
+__all__ = ["GaussianGammaVB", "SVILatentDirichletAllocation", "SVIMatrixFactorization"]

@@ -1,0 +1,1183 @@
+"""Bayesian matrix factorization of ratings by (stochastic) variational Bayes.
+
+The model (seed 000, eq. 7, with biases and learned precisions)::
+
+    r_mn   ~ N(mu + b_m + c_n + u_m . v_n, 1 / tau)
+    w_m = (u_m, b_m) ~ N(0, diag(1 / alpha_u))        user node, K + 1 dims
+    y_n = (v_n, c_n) ~ N(0, diag(1 / alpha_v))        item node, K + 1 dims
+    mu ~ N(mean_prior, 1 / mean_precision_prior)
+    tau, alpha_u[k], alpha_v[k] ~ Gamma(a0, rate=b0)
+
+Each user's factors and bias form one Gaussian node (full covariance, or
+fully factorised as Paquet's eq. 7), and likewise for each item, so the two
+groups are symmetric: a node's "design" from the other side is
+``x = (v, 1)`` with offset ``c`` (for a user) or ``z = (u, 1)`` with offset
+``b`` (for an item).  Every conditional is conjugate, so coordinate ascent
+and natural-gradient steps have closed forms (seed 000, eq. 5-6).
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import digamma, gammaln
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
+from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
+from ..expfam import Gamma, Gaussian, MultivariateGaussian
+
+try:  # the compiled kernel is optional (built when a C compiler exists)
+    from .. import _gaussian_fast
+except ImportError:  # pragma: no cover - exercised where it is not built
+    _gaussian_fast = None
+
+__all__ = ["SVIMatrixFactorization"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+#: Ratings per chunk when per-rating d x d products are formed (predict).
+_CHUNK = 8192
+#: Ratings in the probe sample of the step-safety overshoot test.
+_PROBE_SIZE = 2000
+
+
+class _Ratings:
+    """Ratings as three aligned arrays; indexable by rows like an ndarray.
+
+    The engine only needs ``shape[0]`` and ``data[rows]``, so this is how
+    the (user, item, rating) triples travel through its minibatch loop.
+    """
+
+    __slots__ = ("users", "items", "ratings")
+
+    def __init__(self, users, items, ratings):
+        self.users = users
+        self.items = items
+        self.ratings = ratings
+
+    @property
+    def shape(self):
+        return (self.users.shape[0],)
+
+    def __getitem__(self, rows):
+        return _Ratings(self.users[rows], self.items[rows], self.ratings[rows])
+
+
+class _Side:
+    """One side (users or items) of a prepared minibatch."""
+
+    __slots__ = ("nodes", "counts", "ones", "values", "other_nodes")
+
+    def __init__(self, nodes, counts, ones, values, other_nodes):
+        self.nodes = nodes  # distinct node ids of this side in the batch
+        self.counts = counts  # ratings per node in the batch (C_i)
+        self.ones = ones  # CSR indicator, nodes x other_nodes
+        self.values = values  # CSR ratings, nodes x other_nodes
+        self.other_nodes = other_nodes
+
+
+class _ChildSample:
+    """Paquet's Alg. 1 minibatch: the users' and the items' own samples.
+
+    ``for_users`` holds up to C ratings of every user, ``for_items`` up to C
+    of every item; the global mean and noise precision use ``for_users``.
+    """
+
+    __slots__ = ("for_users", "for_items")
+
+    def __init__(self, for_users, for_items):
+        self.for_users = for_users
+        self.for_items = for_items
+
+
+def _side(nodes_of, partners_of, ratings):
+    """CSR indicator and rating matrices of one side of a minibatch."""
+    nodes, inv = np.unique(nodes_of, return_inverse=True)
+    partners, inv_p = np.unique(partners_of, return_inverse=True)
+    shape = (nodes.shape[0], partners.shape[0])
+    ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
+    val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
+    counts = np.bincount(inv, minlength=shape[0]).astype(float)
+    return _Side(nodes, counts, ind, val, partners)
+
+
+def _prepare(data):
+    """Index a minibatch of ratings for sparse aggregation per node."""
+    if isinstance(data, _ChildSample):
+        for_users, for_items = data.for_users, data.for_items
+    else:
+        for_users = for_items = data
+    r = for_users.ratings
+    return {
+        "users": _side(for_users.users, for_users.items, r),
+        "items": _side(for_items.items, for_items.users, for_items.ratings),
+        # The side whose ratings are the minibatch of the global factors.
+        "global_side": "users",
+        "same_sides": for_users is for_items,
+        "n": float(r.shape[0]),
+        "sum_r": float(np.sum(r)),
+        "sum_r2": float(np.dot(r, r)),
+        "data": data,
+    }
+
+
+def _sample_children(nodes, n_children, rng):
+    """Positions of up to ``n_children`` random ratings of every node."""
+    order = np.lexsort((rng.random_sample(nodes.shape[0]), nodes))
+    sorted_nodes = nodes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
+    rank = np.arange(nodes.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, nodes.shape[0]]))
+    return np.sort(order[rank < n_children])
+
+
+class _Moments:
+    """Mean and second moment of every node of one side.
+
+    ``mean`` is (n, d); ``second`` is (n, d, d) = Sigma + m m^T; ``var`` is
+    the (n, d) diagonal of Sigma; ``logdet`` the (n,) log-determinant of the
+    precision.
+    """
+
+    __slots__ = ("mean", "second", "var", "logdet")
+
+    def __init__(self, mean, second, var, logdet):
+        self.mean = mean
+        self.second = second
+        self.var = var
+        self.logdet = logdet
+
+    def take(self, rows):
+        return _Moments(self.mean[rows], self.second[rows], self.var[rows], self.logdet[rows])
+
+
+def _moments_full(eta1, eta2):
+    """Moments of full-covariance nodes; NaN rows where not positive definite."""
+    if _gaussian_fast is not None:
+        eta1 = np.ascontiguousarray(eta1, dtype=np.float64)
+        eta2 = np.ascontiguousarray(eta2, dtype=np.float64)
+        n, d = eta1.shape
+        out = _Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
+        _gaussian_fast.moments_from_natural(eta1, eta2, out.mean, out.second, out.var, out.logdet)
+        return out
+    return _moments_full_numpy(eta1, eta2)
+
+
+def _moments_full_numpy(eta1, eta2):
+    """numpy reference of :func:`_moments_full` (raises if not positive definite)."""
+    precision = -2.0 * eta2
+    chol = np.linalg.cholesky(precision)
+    eye = np.broadcast_to(np.eye(eta1.shape[-1]), precision.shape)
+    chol_inv = np.linalg.solve(chol, eye)
+    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
+    mean = (cov @ eta1[..., None])[..., 0]
+    second = cov + mean[..., :, None] * mean[..., None, :]
+    logdet = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return _Moments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
+
+
+def _moments_diag(eta1, eta2):
+    precision = -2.0 * eta2
+    mean = eta1 / precision
+    var = 1.0 / precision
+    second = mean[..., :, None] * mean[..., None, :]
+    idx = np.arange(mean.shape[-1])
+    second[..., idx, idx] += var
+    return _Moments(mean, second, var, np.sum(np.log(precision), axis=-1))
+
+
+class _Aggregates:
+    """Sums over each node's rated partners, from the partners' moments.
+
+    For a node whose partners have design ``x = (f, 1)`` and offset ``o``
+    (f the partner's factors, o its bias): ``A = sum E[x x^T]``,
+    ``B = sum E[x o]``, ``h = sum r E[x] - B``, plus the sums of ``E[x]``,
+    ``E[o]``, ``r E[o]`` and ``E[o^2]`` used by the ELBO and the noise and
+    mean updates.
+    """
+
+    __slots__ = ("A", "B", "sx", "rx", "so", "ro", "soo")
+
+
+def _aggregate(side, other):
+    """Aggregates of ``side``'s nodes from the partners' moments ``other``."""
+    m = other.mean
+    S = other.second
+    n, d = m.shape
+    k = d - 1
+    # Partner design x = (f, 1) with f = first k entries; offset o = entry k.
+    Exx = np.empty((n, d, d))
+    Exx[:, :k, :k] = S[:, :k, :k]
+    Exx[:, :k, k] = m[:, :k]
+    Exx[:, k, :k] = m[:, :k]
+    Exx[:, k, k] = 1.0
+    Ex = np.empty((n, d))
+    Ex[:, :k] = m[:, :k]
+    Ex[:, k] = 1.0
+    Exo = np.empty((n, d))
+    Exo[:, :k] = S[:, :k, k]
+    Exo[:, k] = m[:, k]
+    ind, val = side.ones, side.values
+    agg = _Aggregates()
+    agg.A = np.asarray(ind @ Exx.reshape(n, d * d)).reshape(-1, d, d)
+    agg.B = np.asarray(ind @ Exo)
+    agg.sx = np.asarray(ind @ Ex)
+    agg.rx = np.asarray(val @ Ex)
+    agg.so = np.asarray(ind @ m[:, k])
+    agg.ro = np.asarray(val @ m[:, k])
+    agg.soo = np.asarray(ind @ S[:, k, k])
+    return agg
+
+
+def _gamma_moments(natural):
+    rate, shape_m1 = natural
+    shape, rate = shape_m1 + 1.0, -rate
+    return shape / rate, digamma(shape) - np.log(rate)
+
+
+class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEstimator):
+    """Bayesian matrix factorization of ratings by stochastic variational Bayes.
+
+    Models a rating of item ``n`` by user ``m`` as::
+
+        r_mn ~ N(mu + b_m + c_n + u_m . v_n, 1 / tau)
+
+    with ``K = n_components`` factors ``u_m``, ``v_n``, user and item biases
+    ``b_m``, ``c_n`` and a global mean ``mu``.  Each user's ``(u_m, b_m)``
+    has the prior ``N(0, diag(1 / alpha_u))`` and each item's ``(v_n, c_n)``
+    the prior ``N(0, diag(1 / alpha_v))``; the noise precision ``tau`` and
+    the per-component prior precisions ``alpha_u``, ``alpha_v``
+    (automatic relevance determination) have Gamma priors and are learned
+    by variational Bayes unless fixed with ``noise_precision`` and
+    ``factor_precision``.
+
+    The posterior is approximated by a Gaussian per user and per item
+    (``covariance='full'``: over its ``K + 1`` factors and bias jointly;
+    ``'diagonal'``: fully factorised, Paquet's eq. 7), a Gaussian for
+    ``mu`` and Gamma distributions for the precisions.
+
+    ``learning_method='batch'`` runs coordinate ascent (users, items, mean,
+    noise precision, prior precisions in turn); its ELBO never decreases.
+    ``'online'`` and ``partial_fit`` take stochastic natural-gradient steps
+    on minibatches of ratings through the shared engine: each node seen in
+    a minibatch moves towards ``prior + (N_i / C_i) * (its C_i sampled
+    ratings)`` (Paquet's eq. 6), where ``N_i`` is its number of ratings;
+    ``update_order`` picks Paquet's option (a) or (b).  Each user and item
+    counts its own steps, so ``rho`` for a node is the schedule at that
+    node's step count: a user first seen late in a stream starts with the
+    schedule's first (large) steps rather than the global ``rho_t``.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of latent factors ``K``.
+    covariance : {'full', 'diagonal'}, default='full'
+        Variational family of each user and item node.
+    noise_precision : float or None, default=None
+        Fixed noise precision ``tau``; ``None`` learns it.
+    factor_precision : float or None, default=None
+        Fixed prior precision of every factor and bias; ``None`` learns one
+        precision per component and side (ARD).
+    precision_prior : tuple of (float, float), default=(1.0, 1.0)
+        Shape and rate ``(a0, b0)`` of the Gamma priors on the learned
+        precisions.
+    mean_prior : float, default=0.0
+        Prior mean of the global mean ``mu``.
+    mean_precision_prior : float, default=1e-2
+        Prior precision of ``mu``.
+    init_scale : float, default=0.1
+        Standard deviation of the random initial factor means.
+    children_per_node : int or None, default=None
+        Online ``fit`` only.  ``None``: each step uses a minibatch of
+        ``batch_size`` ratings (Paquet's Alg. 2).  An int ``C``: each step
+        updates every user and item from ``C`` of its own ratings drawn
+        without replacement (Paquet's Alg. 1).  Such a step visits every
+        node once, so it counts as one pass (``max_iter`` is then the
+        number of Alg. 1 iterations, each with an ELBO in
+        ``lower_bounds_``).
+    learning_method : {'batch', 'online'}, default='batch'
+        Coordinate ascent on all ratings, or stochastic steps on minibatches.
+    batch_size : int, default=1000
+        Ratings per minibatch in online ``fit``.
+    max_iter : int, default=100
+        Maximum number of passes over the ratings in ``fit``.
+    tol : float, default=1e-5
+        ``fit`` stops when the relative ELBO change between passes is below
+        ``tol``.
+    learning_offset : float, default=1.0
+        ``tau_0`` of the default schedule ``rho_t = (t + tau_0) ** -kappa``,
+        evaluated at each node's own step count.
+    learning_decay : float, default=0.85
+        ``kappa`` of the default schedule.  With per-node counters the
+        steps of a node are close to a running average of its targets
+        (``kappa = 1``), which suits a single pass over a stream.
+    learning_rate : None, float or Schedule, default=None
+        Overrides the two above.
+    total_samples : 'auto' or float, default='auto'
+        ``N`` of the ``N / |S|`` scaling of the global mean and noise
+        precision in ``partial_fit``; ``'auto'`` counts the ratings seen.
+        Users and items always use their own running counts there.
+    update_order : {'sequential', 'joint'}, default='sequential'
+        Paquet's option (a) (each factor group from the groups already
+        updated) or (b) (every target from one snapshot).
+    step_safety : bool, default=True
+        Reject and shrink steps that make a factor invalid, see
+        :class:`skvi.engine.SVIMixin`.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial factors and the minibatch order.
+    verbose : int, default=0
+        Print the ELBO after each pass.
+
+    Attributes
+    ----------
+    n_users_, n_items_ : int
+        Number of user and item slots (largest id seen plus one).
+    user_mean_ : ndarray of shape (n_users_, n_components + 1)
+        Posterior means of ``(u_m, b_m)``: factors then bias.
+    user_covariance_ : ndarray of shape (n_users_, n_components + 1, n_components + 1)
+        Posterior covariances of ``(u_m, b_m)`` (diagonal when
+        ``covariance='diagonal'``).
+    item_mean_, item_covariance_ : ndarray
+        The same for ``(v_n, c_n)``.
+    user_factors_, item_factors_ : ndarray of shape (n_, n_components)
+        Posterior means of the factors alone.
+    user_bias_, item_bias_ : ndarray of shape (n_,)
+        Posterior means of the biases.
+    global_mean_, global_mean_variance_ : float
+        Posterior mean and variance of ``mu``.
+    noise_precision_ : float
+        Posterior mean of ``tau``; ``noise_shape_`` and ``noise_rate_`` give
+        its Gamma posterior when it is learned.
+    user_precision_, item_precision_ : ndarray of shape (n_components + 1,)
+        Posterior means of ``alpha_u``, ``alpha_v`` (factors then bias).
+    user_counts_, item_counts_ : ndarray
+        Ratings per user and item used for the ``N_i`` of the steps.
+    natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
+n_samples_seen_, converged_, n_rejected_steps_
+        From the engine, see :class:`skvi.engine.SVIMixin`.
+
+    See Also
+    --------
+    skvi.SVILatentDirichletAllocation : the topic model on the same engine.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVIMatrixFactorization
+    >>> rng = np.random.RandomState(0)
+    >>> U, V = rng.normal(size=(30, 2)), rng.normal(size=(20, 2))
+    >>> X = np.array([(m, n) for m in range(30) for n in range(20)])
+    >>> y = np.sum(U[X[:, 0]] * V[X[:, 1]], axis=1) + 0.1 * rng.normal(size=len(X))
+    >>> mf = SVIMatrixFactorization(n_components=2, random_state=0).fit(X, y)
+    >>> rmse = np.sqrt(np.mean((mf.predict(X) - y) ** 2))
+    >>> bool(rmse < 0.2)
+    True
+    >>> mean, std = mf.predict(np.array([[0, 0], [99, 0]]), return_std=True)
+    >>> bool(std[1] > std[0])  # user 99 is unknown: a wider prediction
+    True
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
+        "covariance": [StrOptions({"full", "diagonal"})],
+        "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "factor_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "precision_prior": [tuple, list],
+        "mean_prior": [numbers.Real],
+        "mean_precision_prior": [Interval(numbers.Real, 0, None, closed="neither")],
+        "init_scale": [Interval(numbers.Real, 0, None, closed="left")],
+        "children_per_node": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        **ENGINE_PARAMETER_CONSTRAINTS,
+    }
+
+    _local_depends_on_globals = False
+    _exact_pass_bound = True
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        covariance="full",
+        noise_precision=None,
+        factor_precision=None,
+        precision_prior=(1.0, 1.0),
+        mean_prior=0.0,
+        mean_precision_prior=1e-2,
+        init_scale=0.1,
+        children_per_node=None,
+        learning_method="batch",
+        batch_size=1000,
+        max_iter=100,
+        tol=1e-5,
+        learning_offset=1.0,
+        learning_decay=0.85,
+        learning_rate=None,
+        total_samples="auto",
+        update_order="sequential",
+        step_safety=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.covariance = covariance
+        self.noise_precision = noise_precision
+        self.factor_precision = factor_precision
+        self.precision_prior = precision_prior
+        self.mean_prior = mean_prior
+        self.mean_precision_prior = mean_precision_prior
+        self.init_scale = init_scale
+        self.children_per_node = children_per_node
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.update_order = update_order
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the posterior to ratings.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2) or sparse matrix of shape (n_users, n_items)
+            Either (user, item) index pairs, with the ratings in ``y``; or,
+            with ``y=None``, a sparse matrix whose stored entries are the
+            observed ratings.  Indices are array positions (non-negative
+            integers); a user or item never rated keeps its prior.
+        y : array-like of shape (n_ratings,) or None
+            Ratings for the index pairs.
+
+        Returns
+        -------
+        self : SVIMatrixFactorization
+            The fitted estimator.
+        """
+        data = self._as_ratings(X, y)
+        self._in_partial_fit = False
+        try:
+            self._engine_fit(data)
+        finally:
+            self._fit_prep = None
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, **kwargs):
+        """Take stochastic natural-gradient steps on a minibatch of ratings.
+
+        One step per ``batch_size`` ratings.  Users and items never seen
+        before are added as they appear; each node's ``N_i`` is its running
+        count of ratings, so the posterior describes the ratings seen so far.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2) or sparse matrix
+            As in :meth:`fit`.
+        y : array-like of shape (n_ratings,) or None
+            As in :meth:`fit`.
+        **kwargs : dict
+            Ignored (accepted for dask-ml's ``Incremental`` wrapper).
+
+        Returns
+        -------
+        self : SVIMatrixFactorization
+            The updated estimator.
+        """
+        data = self._as_ratings(X, y)
+        self._in_partial_fit = True
+        for batch in gen_batches(data.shape[0], self.batch_size):
+            self._engine_partial_fit(data[batch])
+        return self
+
+    def predict(self, X, return_std=False):
+        """Posterior predictive mean (and standard deviation) of ratings.
+
+        An unknown user or item (an index never seen in fitting) is
+        predicted from its prior: zero factors and bias, with the prior's
+        variance, so the prediction falls back to the global mean plus the
+        known side's bias and its standard deviation widens accordingly.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2)
+            (user, item) index pairs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation (noise included).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_ratings,)
+            Predictive means.
+        std : ndarray of shape (n_ratings,)
+            Predictive standard deviations, when ``return_std`` is True.
+        """
+        check_is_fitted(self)
+        users, items = self._check_pairs(X)
+        mean, var = self._predictive(users, items)
+        if return_std:
+            return mean, np.sqrt(var)
+        return mean
+
+    def score(self, X, y=None):
+        """Mean predictive log-likelihood per rating (higher is better).
+
+        The predictive density of each rating is the Gaussian with the
+        posterior predictive mean and variance of :meth:`predict`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2) or sparse matrix
+            As in :meth:`fit`.
+        y : array-like of shape (n_ratings,) or None
+            Observed ratings.
+
+        Returns
+        -------
+        score : float
+            Average log predictive density.
+        """
+        check_is_fitted(self)
+        data = self._as_ratings(X, y)
+        mean, var = self._predictive(data.users, data.items)
+        resid = data.ratings - mean
+        return float(np.mean(-0.5 * (_LOG_2PI + np.log(var) + resid * resid / var)))
+
+    def transform(self, X):
+        """Fold in new users: posterior mean factors of each row of X.
+
+        Each row of X holds one new user's ratings (stored entries) of the
+        fitted items; the user's posterior is computed with the items, the
+        global mean and the precisions held fixed.  Items beyond the fitted
+        ones are treated as unknown (their prior).
+
+        Parameters
+        ----------
+        X : sparse matrix of shape (n_new_users, n_items)
+            Ratings of the new users.
+
+        Returns
+        -------
+        factors : ndarray of shape (n_new_users, n_components)
+            Posterior means of the new users' factors ``u``.
+        """
+        check_is_fitted(self)
+        data = self._as_ratings(X, None)
+        n_rows = X.shape[0]
+        prep = _prepare(data)
+        side = prep["users"]
+        items_m = self._node_moments("items", self.natural_params_, side.other_nodes)
+        params = self.natural_params_
+        eta1, eta2 = self._node_target(
+            "users", side, _aggregate(side, items_m), params, np.ones(side.nodes.shape[0])
+        )
+        # The exact posterior mean given the fixed globals; it is also the
+        # fixed point of the coordinate updates of the diagonal family.
+        out = np.zeros((n_rows, self._dim))
+        out[side.nodes] = np.linalg.solve(-2.0 * eta2, eta1[..., None])[..., 0]
+        return out[:, : self.n_components]
+
+    def elbo(self, X, y=None):
+        """Evidence lower bound of the current posterior on ratings X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2) or sparse matrix
+            As in :meth:`fit`; for the ELBO of the fitted posterior pass the
+            training ratings.
+        y : array-like of shape (n_ratings,) or None
+            Ratings.
+
+        Returns
+        -------
+        elbo : float
+            ``E_q[log p(ratings, latent)] - E_q[log q]``.
+        """
+        check_is_fitted(self)
+        data = self._as_ratings(X, y)
+        users, items = data.users, data.items
+        if users.max(initial=-1) >= self.n_users_ or items.max(initial=-1) >= self.n_items_:
+            raise ValueError("X holds users or items the model has not seen.")
+        prep = _prepare(data)
+        params = self.natural_params_
+        return self._global_bound(params) + self._local_bound(data, prep, params)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.two_d_array = True
+        tags.target_tags.required = False
+        return tags
+
+    # ------------------------------------------------------------- input
+    def _as_ratings(self, X, y):
+        """Validate (X, y) or a sparse ratings matrix into ``_Ratings``."""
+        if y is None:
+            if not sp.issparse(X):
+                raise ValueError(
+                    "SVIMatrixFactorization: give either X of (user, item) "
+                    "pairs with ratings y, or a scipy sparse users x items "
+                    "matrix of ratings (y=None)."
+                )
+            coo = sp.coo_matrix(X)
+            users = coo.row.astype(np.int64)
+            items = coo.col.astype(np.int64)
+            ratings = np.asarray(coo.data, dtype=np.float64)
+        else:
+            users, items = self._check_pairs(X)
+            ratings = np.asarray(y)
+            if ratings.ndim == 2 and ratings.shape[1] == 1:
+                ratings = ratings[:, 0]
+            if ratings.ndim != 1 or ratings.shape[0] != users.shape[0]:
+                raise ValueError(
+                    f"y must have shape ({users.shape[0]},) to match X; got {ratings.shape}."
+                )
+            try:
+                ratings = ratings.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"y must be numeric ratings: {exc}") from None
+        if not np.all(np.isfinite(ratings)):
+            raise ValueError("Ratings must be finite; y (or X's stored entries) holds NaN or inf.")
+        return _Ratings(users, items, ratings)
+
+    @staticmethod
+    def _check_pairs(X):
+        if sp.issparse(X):
+            raise ValueError(
+                "X must be an (n, 2) array of (user, item) indices here, not a sparse matrix."
+            )
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != 2:
+            raise ValueError(
+                f"X must have shape (n_ratings, 2): (user, item) index pairs; got {X.shape}."
+            )
+        if X.dtype.kind not in "iuf" and X.dtype != bool:
+            raise ValueError(f"X must hold integer indices; got dtype {X.dtype}.")
+        if X.dtype.kind == "f":
+            if not np.all(np.isfinite(X)):
+                raise ValueError("X must hold integer indices; it holds NaN or inf.")
+            if np.any(X != np.round(X)):
+                raise ValueError("X must hold integer indices; it holds non-integer values.")
+        if X.size and X.min() < 0:
+            raise ValueError("X must hold non-negative user and item indices.")
+        X = X.astype(np.int64)
+        return X[:, 0].copy(), X[:, 1].copy()
+
+    # ------------------------------------------------------------ structure
+    @property
+    def _global_factors(self):
+        # The scalars first: in online steps their statistics then come
+        # from the minibatch before the nodes are fitted to it, an unbiased
+        # (held-out) view of the residuals; fitted-to residuals are too
+        # small and make tau overconfident.
+        names = ["mean"]
+        if self.noise_precision is None:
+            names.append("noise")
+        if self.factor_precision is None:
+            names += ["user_precision", "item_precision"]
+        return tuple(names + ["users", "items"])
+
+    @property
+    def _factor_families(self):
+        node = MultivariateGaussian if self.covariance == "full" else Gaussian
+        return {
+            "users": node,
+            "items": node,
+            "mean": Gaussian,
+            "noise": Gamma,
+            "user_precision": Gamma,
+            "item_precision": Gamma,
+        }
+
+    def _check_prior_params(self):
+        prior = tuple(self.precision_prior)
+        if len(prior) != 2 or not all(
+            isinstance(v, numbers.Real) and np.isfinite(v) and v > 0 for v in prior
+        ):
+            raise ValueError(
+                f"precision_prior must be two positive numbers (shape, rate); got {self.precision_prior!r}."
+            )
+        return float(prior[0]), float(prior[1])
+
+    def _validate_input(self, data, reset):
+        if reset:
+            self._hyper = self._check_prior_params()
+            self._moment_cache = {}
+            self.n_users_ = int(data.users.max(initial=-1)) + 1
+            self.n_items_ = int(data.items.max(initial=-1)) + 1
+            self.user_counts_ = np.zeros(self.n_users_)
+            self.item_counts_ = np.zeros(self.n_items_)
+            self._user_steps = np.zeros(self.n_users_)
+            self._item_steps = np.zeros(self.n_items_)
+        else:
+            self._grow(data)
+        if reset or self._in_partial_fit:
+            self.user_counts_ += np.bincount(data.users, minlength=self.n_users_)
+            self.item_counts_ += np.bincount(data.items, minlength=self.n_items_)
+        self._fit_prep = None
+        if reset:
+            self._probe = None
+            self._last_batch = None
+        return data
+
+    def _grow(self, data):
+        """Add slots for users and items seen for the first time."""
+        rng = getattr(self, "_partial_fit_rng", None)
+        if rng is None:
+            rng = self._partial_fit_rng = check_random_state(self.random_state)
+        for name, ids in (("users", data.users), ("items", data.items)):
+            attr = "n_users_" if name == "users" else "n_items_"
+            old = getattr(self, attr)
+            new = max(old, int(ids.max(initial=-1)) + 1)
+            if new == old:
+                continue
+            extra = self._initial_nodes(name, new - old, rng)
+            eta = self.natural_params_[name]
+            self.natural_params_[name] = tuple(
+                np.concatenate([a, b]) for a, b in zip(eta, extra)
+            )
+            counts = "user_counts_" if name == "users" else "item_counts_"
+            steps = "_user_steps" if name == "users" else "_item_steps"
+            setattr(self, counts, np.concatenate([getattr(self, counts), np.zeros(new - old)]))
+            setattr(self, steps, np.concatenate([getattr(self, steps), np.zeros(new - old)]))
+            setattr(self, attr, new)
+
+    # ------------------------------------------------------- initialisation
+    @property
+    def _dim(self):
+        return self.n_components + 1
+
+    def _initial_precision(self, name, params=None):
+        """E[alpha] of side ``name`` (factors then bias)."""
+        if self.factor_precision is not None:
+            return np.full(self._dim, float(self.factor_precision))
+        key = "user_precision" if name == "users" else "item_precision"
+        params = self.natural_params_ if params is None else params
+        if key in params:
+            return _gamma_moments(params[key])[0]
+        a0, b0 = self._hyper
+        return np.full(self._dim, a0 / b0)
+
+    def _initial_nodes(self, name, n, rng):
+        d, k = self._dim, self.n_components
+        alpha = self._initial_precision(name, getattr(self, "natural_params_", {}))
+        mean = np.zeros((n, d))
+        mean[:, :k] = self.init_scale * rng.standard_normal((n, k))
+        if self.covariance == "full":
+            prec = np.broadcast_to(np.diag(alpha), (n, d, d)).copy()
+            return (prec @ mean[..., None])[..., 0], -0.5 * prec
+        prec = np.broadcast_to(alpha, (n, d)).copy()
+        return prec * mean, -0.5 * prec
+
+    def _initialize_globals(self, data, random_state):
+        a0, b0 = self._hyper
+        params = {}
+        d = self._dim
+        params["users"] = self._initial_nodes("users", self.n_users_, random_state)
+        params["items"] = self._initial_nodes("items", self.n_items_, random_state)
+        r = data.ratings
+        n = max(r.shape[0], 1)
+        mean_r = float(np.mean(r)) if r.size else float(self.mean_prior)
+        var_r = float(np.var(r)) if r.size > 1 else 1.0
+        var_r = var_r if var_r > 0 else 1.0
+        tau0 = 1.0 / var_r if self.noise_precision is None else float(self.noise_precision)
+        prec_mu = self.mean_precision_prior + n * tau0
+        params["mean"] = (np.array(prec_mu * mean_r), np.array(-0.5 * prec_mu))
+        if self.noise_precision is None:
+            shape = a0 + 0.5 * n
+            params["noise"] = (np.array(-shape / tau0), np.array(shape - 1.0))
+        if self.factor_precision is None:
+            for key in ("user_precision", "item_precision"):
+                params[key] = (np.full(d, -b0), np.full(d, a0 - 1.0))
+        return params
+
+    def _prior_natural(self):
+        a0, b0 = self._hyper
+        b = self.mean_precision_prior
+        prior = {"mean": (np.array(b * self.mean_prior), np.array(-0.5 * b))}
+        prior["noise"] = (np.array(-b0), np.array(a0 - 1.0))
+        prior["user_precision"] = (np.full(self._dim, -b0), np.full(self._dim, a0 - 1.0))
+        prior["item_precision"] = prior["user_precision"]
+        return prior
+
+    # --------------------------------------------------------------- moments
+    def _moments_from_natural(self, eta1, eta2):
+        if self.covariance == "full":
+            return _moments_full(eta1, eta2)
+        return _moments_diag(eta1, eta2)
+
+    def _safe_moments(self, eta1, eta2):
+        """Moments of nodes, or None when one is not a valid Gaussian."""
+        if not (np.all(np.isfinite(eta1)) and np.all(np.isfinite(eta2))):
+            return None
+        if self.covariance == "diagonal":
+            if not np.all(eta2 < 0):
+                return None
+            return _moments_diag(eta1, eta2)
+        if _gaussian_fast is None:
+            if not np.all(MultivariateGaussian.valid_natural(eta1, eta2)):
+                return None
+            return _moments_full_numpy(eta1, eta2)
+        moments = _moments_full(eta1, eta2)
+        if not np.all(np.isfinite(moments.logdet)):
+            return None
+        return moments
+
+    def _moments(self, name, params):
+        """Moments of every node of side ``name`` under ``params`` (cached)."""
+        eta = params[name]
+        for key, moments in self._moment_cache.get(name, ()):
+            if key is eta[0]:
+                return moments
+        moments = self._moments_from_natural(*eta)
+        self._remember(name, eta[0], moments)
+        return moments
+
+    def _remember(self, name, key, moments):
+        entries = [e for e in self._moment_cache.get(name, ()) if e[0] is not key]
+        self._moment_cache[name] = ([(key, moments)] + entries)[:2]
+
+    def _node_moments(self, name, params, nodes):
+        """Moments of the given nodes; ids beyond the fitted ones get the prior."""
+        n_fitted = params[name][0].shape[0]
+        known = nodes < n_fitted
+        moments = self._moments(name, params)
+        if np.all(known):
+            return moments.take(nodes)
+        d = self._dim
+        out = _Moments(
+            np.zeros((nodes.shape[0], d)),
+            np.zeros((nodes.shape[0], d, d)),
+            np.zeros((nodes.shape[0], d)),
+            np.zeros(nodes.shape[0]),
+        )
+        idx = np.flatnonzero(known)
+        sub = moments.take(nodes[idx])
+        out.mean[idx], out.second[idx], out.var[idx] = sub.mean, sub.second, sub.var
+        alpha = self._initial_precision(name, params)
+        unknown = np.flatnonzero(~known)
+        diag = np.arange(d)
+        out.var[unknown] = 1.0 / alpha
+        out.second[unknown[:, None], diag, diag] = 1.0 / alpha
+        return out
+
+    def _scalars(self, params):
+        """E[mu], Var[mu], E[tau], E[log tau]."""
+        e1, e2 = params["mean"]
+        prec = -2.0 * float(e2)
+        mu = float(e1) / prec
+        if self.noise_precision is None:
+            tau, log_tau = _gamma_moments(params["noise"])
+            return mu, 1.0 / prec, float(tau), float(log_tau)
+        tau = float(self.noise_precision)
+        return mu, 1.0 / prec, tau, float(np.log(tau))
+
+    def _side_aggregates(self, prep, name, params):
+        """Aggregates of side ``name`` from the other side's moments (cached)."""
+        other = "items" if name == "users" else "users"
+        key = params[other][0]
+        cache = prep.setdefault("_agg", {})
+        hit = cache.get(name)
+        if hit is not None and hit[0] is key:
+            return hit[1]
+        side = prep[name]
+        agg = _aggregate(side, self._node_moments(other, params, side.other_nodes))
+        cache[name] = (key, agg)
+        return agg
+
+    def _prediction_sums(self, prep, params):
+        """sum E[g], sum r E[g] and sum E[g^2] over the batch (g = f - mu)."""
+        cache = prep.get("_agg", {})
+        sides = (("items", "users"), ("users", "items")) if prep["same_sides"] else ()
+        for name, other in sides:
+            hit = cache.get(name)
+            if hit is not None and hit[0] is params[other][0]:
+                break
+        else:
+            name = prep["global_side"]
+        agg = self._side_aggregates(prep, name, params)
+        side = prep[name]
+        mom = self._node_moments(name, params, side.nodes)
+        m = mom.mean
+        s_g = float(np.sum(m * agg.sx) + np.sum(agg.so))
+        s_rg = float(np.sum(m * agg.rx) + np.sum(agg.ro))
+        s_gg = float(
+            np.einsum("nij,nij->", mom.second, agg.A) + 2.0 * np.sum(m * agg.B) + np.sum(agg.soo)
+        )
+        return s_g, s_rg, s_gg
+
+    def _sum_sq_residual(self, prep, params):
+        mu, var_mu, _, _ = self._scalars(params)
+        s_g, s_rg, s_gg = self._prediction_sums(prep, params)
+        n = prep["n"]
+        return (
+            prep["sum_r2"] - 2.0 * mu * prep["sum_r"] + n * (mu * mu + var_mu)
+            - 2.0 * s_rg + 2.0 * mu * s_g + s_gg
+        )
+
+    # ------------------------------------------------------------- the step
+    def _online_batches(self, data, random_state):
+        if self._probe is None and self.step_safety:
+            self._set_probe(data, random_state)
+        if self.children_per_node is None:
+            yield from super()._online_batches(data, random_state)
+            return
+        # Paquet's Alg. 1: one step updates every node from C of its own
+        # ratings, so a "pass" (over the nodes) is a single step.
+        c = self.children_per_node
+        for_users = data[_sample_children(data.users, c, random_state)]
+        for_items = data[_sample_children(data.items, c, random_state)]
+        yield _ChildSample(for_users, for_items), data.shape[0] / for_users.shape[0]
+
+    def _local_step(self, data, params):
+        # No local latent variables: index the minibatch for aggregation.
+        return _prepare(data)
+
+    def _expected_stats(self, name, data, prep, params):
+        if name in ("users", "items"):
+            return (prep, self._side_aggregates(prep, name, params), params)
+        if name == "mean":
+            _, _, tau, _ = self._scalars(params)
+            s_g, _, _ = self._prediction_sums(prep, params)
+            return (np.array(tau * (prep["sum_r"] - s_g)), np.array(-0.5 * tau * prep["n"]))
+        if name == "noise":
+            ssr = self._sum_sq_residual(prep, params)
+            return (np.array(-0.5 * ssr), np.array(0.5 * prep["n"]))
+        side = "users" if name == "user_precision" else "items"
+        mom = self._moments(side, params)
+        sq = np.sum(np.diagonal(mom.second, axis1=-2, axis2=-1), axis=0)
+        return (-0.5 * sq, np.full(self._dim, 0.5 * mom.mean.shape[0]))
+
+    def _node_prior(self, name, params, n):
+        alpha = self._initial_precision(name, params)
+        d = self._dim
+        if self.covariance == "full":
+            return np.zeros((n, d)), np.broadcast_to(-0.5 * np.diag(alpha), (n, d, d)).copy()
+        return np.zeros((n, d)), np.broadcast_to(-0.5 * alpha, (n, d)).copy()
+
+    def _node_target(self, name, side, agg, params, node_scale):
+        """Natural parameters of ``prior + scale_i * stats_i`` for the side's nodes."""
+        mu, _, tau, _ = self._scalars(params)
+        alpha = self._initial_precision(name, params)
+        h = agg.rx - mu * agg.sx - agg.B
+        ts = (tau * node_scale)[:, None]
+        eta1 = ts * h
+        prec = ts[:, :, None] * agg.A
+        idx = np.arange(self._dim)
+        prec[:, idx, idx] += alpha
+        return eta1, -0.5 * prec
+
+    def _node_rho(self, steps):
+        if not self._step_online:
+            return np.ones_like(steps)
+        values, inv = np.unique(steps + 1.0, return_inverse=True)
+        rho = np.array([self._schedule(int(t)) for t in values]) * self._rho_backoff
+        return rho[inv]
+
+    def _update_factor(self, name, current, stats, scale, rho, grads=None):
+        if name not in ("users", "items"):
+            if name in ("user_precision", "item_precision"):
+                scale = 1.0  # alpha's children are all the nodes, in memory
+            target = tuple(p + scale * s for p, s in zip(self._prior[name], stats))
+            new = tuple(c + rho * (t - c) for c, t in zip(current, target))
+            if grads is not None:
+                grads.extend(t - c for c, t in zip(current, target))
+            return new, self._is_valid(name, new)
+        prep, agg, snapshot = stats
+        side = prep[name]
+        nodes = side.nodes
+        counts = self.user_counts_ if name == "users" else self.item_counts_
+        steps = self._user_steps if name == "users" else self._item_steps
+        node_scale = counts[nodes] / side.counts
+        rho_i = self._node_rho(steps[nodes])
+        old1, old2 = current[0][nodes], current[1][nodes]
+        tgt1, tgt2 = self._node_target(name, side, agg, snapshot, node_scale)
+        if self.covariance == "full":
+            new1 = old1 + rho_i[:, None] * (tgt1 - old1)
+            new2 = old2 + rho_i[:, None, None] * (tgt2 - old2)
+        else:
+            new1, new2 = self._diagonal_update(old1, old2, tgt1, tgt2, rho_i)
+        if grads is not None:
+            grads.extend([tgt1 - old1, tgt2 - old2])
+        eta1, eta2 = current[0].copy(), current[1].copy()
+        eta1[nodes] = new1
+        eta2[nodes] = new2
+        sub = self._safe_moments(new1, new2)
+        valid = sub is not None
+        if valid:
+            old = self._moments(name, {name: current})
+            moments = _Moments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
+            moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
+            moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
+            self._remember(name, eta1, moments)
+            self._pending_steps[name] = nodes
+        return (eta1, eta2), valid
+
+    def _diagonal_update(self, old1, old2, tgt1, tgt2, rho):
+        """Fully factorised update: one coordinate at a time (eq. 7).
+
+        ``tgt2`` holds ``-(diag(alpha) + tau s A) / 2``, the full target
+        precision; coordinate k's target uses the off-diagonal couplings
+        with the other coordinates' current means: Gauss-Seidel for
+        ``update_order='sequential'``, the snapshot for ``'joint'``.
+        """
+        d = self._dim
+        prec_full = -2.0 * tgt2
+        mean = old1 / (-2.0 * old2)
+        new1, new2 = old1.copy(), old2.copy()
+        sequential = getattr(self, "update_order", "sequential") == "sequential"
+        snap = mean.copy()
+        r = rho
+        for k in range(d):
+            src = mean if sequential else snap
+            coupling = np.einsum("nj,nj->n", prec_full[:, k, :], src) - prec_full[:, k, k] * src[:, k]
+            t1 = tgt1[:, k] - coupling
+            t2 = -0.5 * prec_full[:, k, k]
+            new1[:, k] = old1[:, k] + r * (t1 - old1[:, k])
+            new2[:, k] = old2[:, k] + r * (t2 - old2[:, k])
+            mean[:, k] = new1[:, k] / (-2.0 * new2[:, k])
+        return new1, new2
+
+    def _step(self, X, scale, online, local=None, want_bound=True):
+        self._step_online = online
+        self._pending_steps = {}
+        if self._in_partial_fit and online and self.step_safety:
+            # The probe of a stream is the previous minibatch.
+            last = self._last_batch
+            self._probe = None if last is None else _prepare(last)
+            if last is not None:
+                self._probe_best = self._sum_sq_residual(self._probe, self.natural_params_) / self._probe["n"]
+            self._last_batch = X
+        out = super()._step(X, scale, online, local=local, want_bound=want_bound)
+        # Count the node steps of the accepted update only.
+        for name, nodes in self._pending_steps.items():
+            if self.natural_params_[name][0] is self._moment_cache[name][0][0]:
+                steps = self._user_steps if name == "users" else self._item_steps
+                steps[nodes] += 1
+        return out
+
+    def _step_acceptable(self, data, params):
+        """Reject a step that more than doubles the probe's squared error.
+
+        Paquet's divergence (seed 000, Fig. 2) keeps every factor a valid
+        Gaussian while the means grow without bound, so validity alone
+        cannot catch it.  The probe is a fixed random sample of the training
+        ratings in ``fit`` (the previous minibatch in ``partial_fit``); a
+        step is rejected when its expected squared residual there exceeds
+        twice the smallest value seen after an accepted step.  A
+        stochastic step that merely adds noise never comes close; one that
+        overshoots along the bilinear coupling does at once.
+        """
+        probe = self._probe
+        if probe is None:
+            return True
+        sq = self._sum_sq_residual(probe, params) / probe["n"]
+        if not np.isfinite(sq) or sq > 2.0 * self._probe_best:
+            return False
+        self._probe_best = min(self._probe_best, sq)
+        return True
+
+    def _set_probe(self, data, random_state):
+        """Draw the probe ratings of ``_step_acceptable`` for online ``fit``."""
+        n = data.shape[0]
+        rows = random_state.choice(n, size=min(n, _PROBE_SIZE), replace=False)
+        self._probe = _prepare(data[np.sort(rows)])
+        self._probe_best = self._sum_sq_residual(self._probe, self.natural_params_) / self._probe["n"]
+
+    # ------------------------------------------------------------------ ELBO
+    def _local_bound(self, data, prep, params):
+        _, _, tau, log_tau = self._scalars(params)
+        ssr = self._sum_sq_residual(prep, params)
+        return float(0.5 * prep["n"] * (log_tau - _LOG_2PI) - 0.5 * tau * ssr)
+
+    def _global_bound(self, params):
+        total = 0.0
+        a0, b0 = self._hyper
+        for name, key in (("users", "user_precision"), ("items", "item_precision")):
+            mom = self._moments(name, params)
+            if self.factor_precision is None:
+                alpha, log_alpha = _gamma_moments(params[key])
+            else:
+                alpha = np.full(self._dim, float(self.factor_precision))
+                log_alpha = np.log(alpha)
+            n, d = mom.mean.shape
+            sq = np.diagonal(mom.second, axis1=-2, axis2=-1)
+            e_log_p = 0.5 * n * np.sum(log_alpha - _LOG_2PI) - 0.5 * np.sum(sq @ alpha)
+            entropy = 0.5 * n * d * (1.0 + _LOG_2PI) - 0.5 * np.sum(mom.logdet)
+            total += e_log_p + entropy
+        prior = self._prior
+        q_mu = Gaussian.from_natural(*params["mean"])
+        total -= float(q_mu.kl(Gaussian.from_natural(*prior["mean"])))
+        for key in ("noise", "user_precision", "item_precision"):
+            if key in params:
+                kl = Gamma.from_natural(*params[key]).kl(Gamma.from_natural(*prior[key]))
+                total -= float(np.sum(kl))
+        del a0, b0
+        return float(total)
+
+    def _pass_lower_bound(self, data, running_local):
+        prep = self._fit_prep
+        if prep is None or prep["data"] is not data:
+            prep = _prepare(data)
+            self._fit_prep = prep
+        prep.pop("_agg", None)
+        params = self.natural_params_
+        return self._global_bound(params) + self._local_bound(data, prep, params)
+
+    # ------------------------------------------------------------ prediction
+    def _predictive(self, users, items):
+        params = self.natural_params_
+        mu, var_mu, tau, _ = self._scalars(params)
+        if self.noise_precision is None:
+            rate, shape_m1 = params["noise"]
+            shape, rate = float(shape_m1) + 1.0, float(-rate)
+            noise_var = rate / (shape - 1.0) if shape > 1.0 else 1.0 / tau
+        else:
+            noise_var = 1.0 / tau
+        n = users.shape[0]
+        mean = np.empty(n)
+        var = np.empty(n)
+        k = self.n_components
+        for chunk in gen_batches(n, _CHUNK):
+            w = self._node_moments("users", params, users[chunk])
+            y = self._node_moments("items", params, items[chunk])
+            # g = u.v + b + c; w = (u, b), y = (v, c).
+            e_g = np.sum(w.mean[:, :k] * y.mean[:, :k], axis=1) + w.mean[:, k] + y.mean[:, k]
+            e_uv2 = np.einsum("nij,nij->n", w.second[:, :k, :k], y.second[:, :k, :k])
+            e_b2 = w.second[:, k, k]
+            e_c2 = y.second[:, k, k]
+            # Cross terms: E[(u.v) b] = E[u b] . E[v], E[(u.v) c] = E[u] . E[v c].
+            e_uvb = np.sum(w.second[:, :k, k] * y.mean[:, :k], axis=1)
+            e_uvc = np.sum(w.mean[:, :k] * y.second[:, :k, k], axis=1)
+            e_bc = w.mean[:, k] * y.mean[:, k]
+            e_g2 = e_uv2 + e_b2 + e_c2 + 2.0 * (e_uvb + e_uvc + e_bc)
+            mean[chunk] = mu + e_g
+            var[chunk] = var_mu + np.maximum(e_g2 - e_g * e_g, 0.0) + noise_var
+        return mean, var
+
+    def _on_params_updated(self):
+        params = self.natural_params_
+        k = self.n_components
+        for name, prefix in (("users", "user"), ("items", "item")):
+            mom = self._moments(name, params)
+            cov = mom.second - mom.mean[..., :, None] * mom.mean[..., None, :]
+            setattr(self, f"{prefix}_mean_", mom.mean)
+            setattr(self, f"{prefix}_covariance_", cov)
+            setattr(self, f"{prefix}_factors_", mom.mean[:, :k])
+            setattr(self, f"{prefix}_bias_", mom.mean[:, k])
+            setattr(self, f"{prefix}_precision_", self._initial_precision(name, params))
+        mu, var_mu, tau, _ = self._scalars(params)
+        self.global_mean_ = mu
+        self.global_mean_variance_ = var_mu
+        self.noise_precision_ = tau
+        if self.noise_precision is None:
+            rate, shape_m1 = params["noise"]
+            self.noise_shape_ = float(shape_m1) + 1.0
+            self.noise_rate_ = float(-rate)

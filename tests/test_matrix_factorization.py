@@ -1,0 +1,312 @@
+"""SVIMatrixFactorization against closed forms and the generative model."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+
+from skvi import SVIMatrixFactorization
+from skvi.models import matrix_factorization as mfmod
+
+
+def make_ratings(n_users, n_items, k=3, density=0.3, tau=4.0, seed=0, mu=3.0):
+    """Ratings drawn from the model, with the noiseless means."""
+    rng = np.random.RandomState(seed)
+    U = rng.normal(size=(n_users, k))
+    V = rng.normal(size=(n_items, k))
+    b = 0.5 * rng.normal(size=n_users)
+    c = 0.5 * rng.normal(size=n_items)
+    X = np.argwhere(rng.rand(n_users, n_items) < density)
+    f = mu + b[X[:, 0]] + c[X[:, 1]] + np.sum(U[X[:, 0]] * V[X[:, 1]], axis=1)
+    y = f + rng.normal(size=f.shape[0]) / np.sqrt(tau)
+    return X, y, f, (U, V, b, c)
+
+
+@pytest.fixture(scope="module")
+def small():
+    return make_ratings(80, 60, density=0.4, seed=1)
+
+
+def quiet_fit(est, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(*args)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+@pytest.mark.parametrize("fixed", [False, True])
+def test_batch_elbo_never_decreases(small, covariance, fixed):
+    X, y, _, _ = small
+    kw = dict(noise_precision=4.0, factor_precision=1.0) if fixed else {}
+    mf = quiet_fit(
+        SVIMatrixFactorization(3, covariance=covariance, max_iter=60, tol=0, random_state=0, **kw),
+        X,
+        y,
+    )
+    lb = np.asarray(mf.lower_bounds_)
+    assert np.all(np.diff(lb) >= -1e-9 * np.abs(lb[1:]))
+    # The reported bound is the ELBO of the final posterior.
+    assert mf.elbo(X, y) == pytest.approx(lb[-1], rel=1e-12)
+
+
+def test_noise_and_rmse_approach_truth_as_data_grows():
+    errors, taus = [], []
+    for n_users, n_items in [(40, 30), (400, 300)]:
+        X, y, f, _ = make_ratings(n_users, n_items, seed=2)
+        mf = quiet_fit(SVIMatrixFactorization(3, max_iter=200, random_state=0), X, y)
+        taus.append(mf.noise_precision_)
+        errors.append(np.sqrt(np.mean((mf.predict(X) - f) ** 2)))
+    # Generating noise precision 4: the estimate tightens around it.
+    assert abs(taus[1] - 4.0) < 0.1 * 4.0
+    assert abs(taus[1] - 4.0) < abs(taus[0] - 4.0)
+    # The error of the predictive mean against the noiseless ratings shrinks
+    # and ends well below the noise level 1 / sqrt(4) = 0.5.
+    assert errors[1] < 0.6 * errors[0]
+    assert errors[1] < 0.25
+
+
+def test_natural_gradient_step_with_rho_one_is_the_coordinate_ascent_update(small):
+    X, y, _, _ = small
+    batch = SVIMatrixFactorization(3, max_iter=1, tol=0, random_state=0)
+    quiet_fit(batch, X, y)
+    online = SVIMatrixFactorization(3, learning_rate=1.0, batch_size=len(y), random_state=0)
+    online.partial_fit(X, y)
+    for name, value in batch.natural_params_.items():
+        for a, b in zip(value, online.natural_params_[name]):
+            np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_fold_in_is_the_bayesian_linear_regression_posterior(small, covariance):
+    X, y, _, _ = small
+    alpha, tau = 2.0, 4.0
+    mf = quiet_fit(
+        SVIMatrixFactorization(
+            3, covariance=covariance, noise_precision=tau, factor_precision=alpha,
+            max_iter=30, random_state=0,
+        ),
+        X,
+        y,
+    )
+    rng = np.random.RandomState(5)
+    items = np.sort(rng.choice(mf.n_items_, size=12, replace=False))
+    ratings = rng.uniform(1, 5, size=items.shape[0])
+    R = sp.csr_matrix((ratings, (np.zeros_like(items), items)), shape=(1, mf.n_items_))
+    got = mf.transform(R)[0]
+
+    # Closed form: r = mu + c + (u, b) . (v, 1) + noise, Gaussian prior.
+    k = 3
+    m = mf.item_mean_[items]
+    S = mf.item_covariance_[items]
+    design = np.hstack([m[:, :k], np.ones((items.shape[0], 1))])
+    target = ratings - mf.global_mean_ - m[:, k]
+    if covariance == "full":
+        # Only the mean factors and the (v, c) covariance enter beyond BLR.
+        extra = np.zeros((k + 1, k + 1))
+        extra[:k, :k] = S[:, :k, :k].sum(axis=0)
+        cross = np.zeros(k + 1)
+        cross[:k] = S[:, :k, k].sum(axis=0)
+        precision = alpha * np.eye(k + 1) + tau * (design.T @ design + extra)
+        mean = np.linalg.solve(precision, tau * (design.T @ target - cross))
+        np.testing.assert_allclose(got, mean[:k], rtol=1e-8, atol=1e-10)
+    # With point-mass items both families are the textbook BLR posterior.
+    mf.natural_params_["items"] = _point_mass_items(mf)
+    mf._moment_cache.clear()
+    got = mf.transform(R)[0]
+    precision = alpha * np.eye(k + 1) + tau * design.T @ design
+    mean = np.linalg.solve(precision, tau * design.T @ target)
+    if covariance == "full":
+        np.testing.assert_allclose(got, mean[:k], rtol=1e-6, atol=1e-8)
+    else:
+        # Mean field over coordinates: the fixed point of the coordinate
+        # updates is still the exact posterior mean.
+        np.testing.assert_allclose(got, mean[:k], rtol=1e-2, atol=1e-3)
+
+
+def _point_mass_items(mf, precision=1e9):
+    """Item natural parameters with the same means and negligible variance."""
+    m = mf.item_mean_
+    if mf.covariance == "full":
+        P = np.broadcast_to(precision * np.eye(m.shape[1]), m.shape + (m.shape[1],)).copy()
+        return (m * precision, -0.5 * P)
+    return (m * precision, np.full(m.shape, -0.5 * precision))
+
+
+def test_predictive_intervals_are_calibrated():
+    X, y, _, (U, V, b, c) = make_ratings(300, 200, seed=3)
+    mf = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
+    # Held-out ratings from the same model (pairs not in the training set).
+    rng = np.random.RandomState(4)
+    seen = set(map(tuple, X))
+    pairs = np.array([p for p in zip(rng.randint(300, size=6000), rng.randint(200, size=6000)) if p not in seen])
+    f = 3.0 + b[pairs[:, 0]] + c[pairs[:, 1]] + np.sum(U[pairs[:, 0]] * V[pairs[:, 1]], axis=1)
+    y_new = f + rng.normal(size=f.shape[0]) / 2.0
+    mean, std = mf.predict(pairs, return_std=True)
+    inside = np.abs(y_new - mean) <= norm.ppf(0.95) * std
+    assert 0.85 <= inside.mean() <= 0.95
+    # score is the mean Gaussian predictive log-density.
+    assert mf.score(pairs, y_new) == pytest.approx(np.mean(norm.logpdf(y_new, mean, std)), rel=1e-12)
+
+
+def test_cold_start_falls_back_to_the_known_bias(small):
+    X, y, _, _ = small
+    mf = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
+    known = np.array([[0, 0]])
+    new_user = np.array([[1000, 0]])
+    new_both = np.array([[1000, 1000]])
+    m0, s0 = mf.predict(known, return_std=True)
+    m1, s1 = mf.predict(new_user, return_std=True)
+    m2, s2 = mf.predict(new_both, return_std=True)
+    # Unknown user: prior factors (mean zero), so mean = mu + c_item.
+    assert m1[0] == pytest.approx(mf.global_mean_ + mf.item_bias_[0], rel=1e-12)
+    assert m2[0] == pytest.approx(mf.global_mean_, rel=1e-12)
+    assert s0[0] < s1[0] < s2[0]
+    # The unknown-user variance is the prior's: 1/alpha_b plus the factor term.
+    alpha = mf.user_precision_
+    S = mf.item_covariance_[0] + np.outer(mf.item_mean_[0], mf.item_mean_[0])
+    var_g = np.sum(S[:3, :3].diagonal() / alpha[:3]) + 1.0 / alpha[3] + mf.item_covariance_[0, 3, 3]
+    rate_shape = mf.noise_rate_ / (mf.noise_shape_ - 1.0)
+    assert s1[0] ** 2 == pytest.approx(mf.global_mean_variance_ + var_g + rate_shape, rel=1e-10)
+
+
+def test_matrix_form_equals_pairs_form(small):
+    X, y, _, _ = small
+    R = sp.csr_matrix((y, (X[:, 0], X[:, 1])))
+    a = quiet_fit(SVIMatrixFactorization(3, max_iter=20, random_state=0), X, y)
+    b = quiet_fit(SVIMatrixFactorization(3, max_iter=20, random_state=0), R)
+    np.testing.assert_allclose(b.user_mean_, a.user_mean_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-12)
+    assert b.score(R) == pytest.approx(a.score(X, y), rel=1e-12)
+
+
+def test_partial_fit_grows_and_learns_a_stream():
+    X, y, f, _ = make_ratings(200, 150, seed=6)
+    # Users arrive in two waves: the second half is new in the second wave.
+    rng = np.random.RandomState(0)
+    order = np.lexsort((rng.rand(len(y)), X[:, 0] >= 100))
+    X, y, f = X[order], y[order], f[order]
+    mf = SVIMatrixFactorization(3, batch_size=500, random_state=0)
+    n_users = []
+    for epoch in range(10):
+        for batch in np.array_split(np.arange(len(y)), 8):
+            mf.partial_fit(X[batch], y[batch])
+            n_users.append(mf.n_users_)
+    assert n_users[0] == 100 and n_users[-1] == 200
+    np.testing.assert_array_equal(mf.user_counts_, 10 * np.bincount(X[:, 0], minlength=200))
+    # Repeated passes over the stream get close to coordinate ascent on
+    # all the data (the error against the noiseless ratings).
+    batch_fit = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
+    rmse_stream = np.sqrt(np.mean((mf.predict(X) - f) ** 2))
+    rmse_batch = np.sqrt(np.mean((batch_fit.predict(X) - f) ** 2))
+    assert rmse_stream < 1.5 * rmse_batch
+
+
+def test_step_safety_recovers_from_paquets_divergence():
+    X, y, _, _ = make_ratings(300, 200, seed=0)
+    common = dict(
+        n_components=3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
+        children_per_node=1, learning_method="online", learning_offset=0.0,
+        learning_decay=0.6, max_iter=40, tol=0, update_order="joint", random_state=0,
+    )
+    batch = quiet_fit(
+        SVIMatrixFactorization(3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
+                               max_iter=50, tol=0, random_state=0),
+        X, y,
+    ).lower_bounds_[-1]
+    off = quiet_fit(SVIMatrixFactorization(step_safety=False, **common), X, y)
+    on = quiet_fit(SVIMatrixFactorization(step_safety=True, **common), X, y)
+    # rho_1 = 1 with one child per node: the ELBO runs away by orders of
+    # magnitude (Paquet, Fig. 2) ...
+    assert min(off.lower_bounds_) < 1000 * batch
+    # ... while the overshoot test rejects the bad steps and it recovers.
+    assert on.n_rejected_steps_ > 0
+    assert min(on.lower_bounds_) > 10 * batch
+    assert on.lower_bounds_[-1] > 2 * batch
+
+
+def test_alg1_children_per_node_samples_and_scales(small):
+    X, y, _, _ = small
+    rng = np.random.RandomState(0)
+    users = X[:, 0]
+    rows = mfmod._sample_children(users, 2, rng)
+    counts = np.bincount(users[rows], minlength=users.max() + 1)
+    np.testing.assert_array_equal(counts, np.minimum(np.bincount(users), 2))
+    assert len(np.unique(rows)) == len(rows)
+    # With C at least every node's count, an Alg. 1 step with rho = 1 is
+    # the coordinate-ascent sweep.
+    big = SVIMatrixFactorization(
+        3, children_per_node=10**6, learning_method="online", learning_rate=1.0,
+        max_iter=1, tol=0, step_safety=False, random_state=0,
+    )
+    quiet_fit(big, X, y)
+    batch = quiet_fit(SVIMatrixFactorization(3, max_iter=1, tol=0, random_state=0), X, y)
+    np.testing.assert_allclose(big.user_mean_, batch.user_mean_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "X, y, message",
+    [
+        (np.array([[0, 1], [1, 0]]), np.array([1.0, np.nan]), "finite"),
+        (np.array([[0, 1], [1, 0]]), np.array([1.0, np.inf]), "finite"),
+        (np.array([[0, -1], [1, 0]]), np.array([1.0, 2.0]), "non-negative"),
+        (np.array([[0, 1.5], [1, 0]]), np.array([1.0, 2.0]), "non-integer"),
+        (np.array([[0, 1, 2], [1, 0, 2]]), np.array([1.0, 2.0]), "shape"),
+        (np.array([[0, 1], [1, 0]]), np.array([1.0, 2.0, 3.0]), "y must have shape"),
+        (np.array([[0, 1], [1, 0]]), None, "sparse"),
+    ],
+)
+def test_bad_input_raises(X, y, message):
+    with pytest.raises(ValueError, match=message):
+        SVIMatrixFactorization(2).fit(X, y)
+
+
+def test_sklearn_model_selection_uses_score(small):
+    X, y, _, _ = small
+    est = SVIMatrixFactorization(3, max_iter=10, random_state=0)
+    cv = KFold(3, shuffle=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        scores = cross_val_score(est, X, y, cv=cv)
+        manual = [
+            clone(est).fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in cv.split(X)
+        ]
+        grid = GridSearchCV(est, {"n_components": [1, 3]}, cv=cv).fit(X, y)
+    np.testing.assert_allclose(scores, manual, rtol=1e-12)
+    best = grid.cv_results_["mean_test_score"][grid.best_index_]
+    assert best == pytest.approx(max(np.mean(manual), best), rel=1e-12)
+
+
+def test_reproducible_random_state(small):
+    X, y, _, _ = small
+    kw = dict(learning_method="online", batch_size=200, max_iter=3, random_state=7)
+    a = quiet_fit(SVIMatrixFactorization(3, **kw), X, y)
+    b = quiet_fit(SVIMatrixFactorization(3, **kw), X, y)
+    np.testing.assert_array_equal(a.user_mean_, b.user_mean_)
+
+
+def test_compiled_moments_match_numpy():
+    if mfmod._gaussian_fast is None:
+        if os.environ.get("CI"):
+            pytest.fail("the compiled skvi._gaussian_fast kernel is not built")
+        pytest.skip("compiled kernel not built")
+    rng = np.random.RandomState(0)
+    A = rng.normal(size=(50, 4, 4))
+    P = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(4)
+    eta1 = rng.normal(size=(50, 4))
+    fast = mfmod._moments_full(eta1, -0.5 * P)
+    cov = np.linalg.inv(P)
+    mean = np.einsum("nij,nj->ni", cov, eta1)
+    np.testing.assert_allclose(fast.mean, mean, rtol=1e-10)
+    np.testing.assert_allclose(fast.second, cov + mean[:, :, None] * mean[:, None, :], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fast.logdet, np.linalg.slogdet(P)[1], rtol=1e-12)
+    # Not positive definite: flagged with NaN, not an exception.
+    bad = -0.5 * P.copy()
+    bad[3] *= -1.0
+    out = mfmod._moments_full(eta1, bad)
+    assert np.isnan(out.logdet[3]) and np.all(np.isfinite(np.delete(out.logdet, 3)))
