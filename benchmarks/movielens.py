@@ -1,0 +1,271 @@
+"""Benchmark skvi's matrix factorization against Surprise and myFM on MovieLens-100k.
+
+Issue targets (checked on the printed summary):
+  * skvi-batch: mean test RMSE at or below myFM's, in at most 1/3 of myFM's fit time;
+  * skvi-online (one pass over the ratings): mean test RMSE below Surprise SVD's.
+
+What it measures
+----------------
+For each official split u1..u5 (fit on ``uN.base``, score on ``uN.test``), in one
+process, every method fits K = 10 latent factors:
+
+``baseline``     Surprise ``BaselineOnly()`` (defaults; ``verbose=False`` only);
+``svd``          Surprise ``SVD(n_factors=10, random_state=0)`` (biased MF by SGD);
+``myfm``         ``myfm.MyFMRegressor(rank=10, random_seed=0)``, Gibbs sampling with
+                 ``n_iter=n_kept_samples=--myfm-iter`` (200) on the user and item one-hot
+                 columns (``OneHotEncoder(handle_unknown='ignore')``, CSR), as in myFM's
+                 MovieLens tutorial;
+``skvi-batch``   ``skvi.SVIMatrixFactorization(n_components=10, learning_method="batch",
+                 random_state=0, **--batch-opt)``;
+``skvi-online``  the same with ``learning_method="online", max_iter=1, batch_size=
+                 --batch-size`` (one pass in minibatches) and ``**--online-opt``.
+
+skvi gets ``X``, an (n, 2) int64 array of the (user, item) ids as in the file
+(1-based: slot 0 stays at the prior), and the float ratings ``y``.  u5.test holds
+item 1682 while u5.base stops at 1679, so ``predict`` must take ids unseen in ``fit``.
+Predictions are used as returned (Surprise clips to [1, 5] by default; others not).
+Fit time is ``time.perf_counter`` around ``fit(X, y)`` for skvi, building the
+``Trainset`` plus ``fit`` for Surprise, one-hot encoding plus ``fit`` for myFM.
+BLAS/OpenMP get one thread unless OMP_NUM_THREADS etc. are set.  The summary gives
+per method the mean test RMSE and fit seconds over the splits run, and for skvi rows
+RMSE / myFM RMSE, RMSE / SVD RMSE and the speed-ups myFM s / skvi s and SVD s /
+skvi s, all from this run; a second table lists the RMSE of every split.
+
+How to run ::
+
+    /path/to/venv/bin/pip install -e . scikit-surprise myfm   # peers: keep them out of dev
+    python benchmarks/movielens.py [DATA_DIR]                  # all rows, u1..u5
+    python benchmarks/movielens.py --methods baseline,svd,myfm --splits 1
+    python benchmarks/movielens.py --methods skvi-batch,skvi-online --batch-size 10000
+    python benchmarks/movielens.py --batch-opt max_iter=50 --online-opt learning_offset=10
+
+DATA_DIR holds u1.base, u1.test, ..., u5.test (tab-separated ``user item rating
+timestamp``); it defaults to ``$SKVI_DATA/movielens-100k`` with ``SKVI_DATA``
+defaulting to ``../shared/data`` next to the repository root.  A missing library or
+skvi estimator skips its row.
+"""
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("TQDM_DISABLE", "1")  # myFM's progress bar
+
+import argparse  # noqa: E402
+import ast  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+K = 10
+SEED = 0
+ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online")
+
+
+class Skipped(Exception):
+    """A method that cannot run here; the message says why."""
+
+
+def key_value(text):
+    """``KEY=VALUE`` -> (key, value), VALUE a Python literal or else a bare string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("wants KEY=VALUE, got %r" % text)
+    try:
+        return key.strip(), ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key.strip(), value
+
+
+def parse_args(argv=None):
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    data_root = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    default_dir = os.path.normpath(os.path.join(data_root, "movielens-100k"))
+    p = argparse.ArgumentParser(
+        description="MovieLens-100k u1..u5: test RMSE and fit time of Surprise, myFM and "
+        "skvi matrix factorization (K=10), in one process."
+    )
+    p.add_argument("data_dir", nargs="?", default=default_dir, help="folder with u1.base ... "
+                   "u5.test (default $SKVI_DATA/movielens-100k, SKVI_DATA defaulting to "
+                   "../shared/data from the repository root; now %(default)s)")
+    p.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5],
+                   choices=[1, 2, 3, 4, 5], help="splits to run (default: 1 2 3 4 5)")
+    p.add_argument("--methods", nargs="+", default=[",".join(ALL_METHODS)],
+                   help="subset of: %s, comma- or space-separated (default: all)"
+                   % ", ".join(ALL_METHODS))
+    p.add_argument("--myfm-iter", type=int, default=200, help="myFM Gibbs iterations")
+    p.add_argument("--batch-size", type=int, default=2000, help="skvi-online minibatch size")
+    for row in ("batch", "online"):
+        p.add_argument("--%s-opt" % row, action="append", default=[], type=key_value,
+                       metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument "
+                       "for skvi-%s (repeatable)" % row)
+    args = p.parse_args(argv)
+    methods = {m.strip() for item in args.methods for m in item.split(",") if m.strip()}
+    unknown = sorted(methods - set(ALL_METHODS))
+    if unknown or not methods:
+        p.error("unknown method(s) %s; choose from %s"
+                % (", ".join(unknown), ", ".join(ALL_METHODS)))
+    args.methods = [m for m in ALL_METHODS if m in methods]
+    args.splits = sorted(set(args.splits))
+    if args.myfm_iter < 1 or args.batch_size < 1:
+        p.error("--myfm-iter and --batch-size must be at least 1")
+    args.batch_opt, args.online_opt = dict(args.batch_opt), dict(args.online_opt)
+    return args
+
+
+def load_split(data_dir, split):
+    paths = [os.path.join(data_dir, "u%d.%s" % (split, part)) for part in ("base", "test")]
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        sys.exit("error: %s not found.\nPass the MovieLens-100k folder (u1.base ... u5.test) as "
+                 "DATA_DIR, e.g.\n    python benchmarks/movielens.py /path/to/movielens-100k\n"
+                 "or set SKVI_DATA to the folder that holds movielens-100k/." % ", ".join(missing))
+    return [np.loadtxt(path, dtype=np.int64, delimiter="\t", ndmin=2) for path in paths]
+
+
+def _version(name):
+    try:
+        return getattr(__import__(name), "__version__", "unknown")
+    except Exception as exc:  # report why, do not fail
+        return "not available (%s)" % type(exc).__name__
+
+
+def fit_surprise(method, train, test):
+    try:
+        from surprise import SVD, BaselineOnly, Dataset, Reader
+    except ImportError as exc:
+        raise Skipped("scikit-surprise is not installed (%s)" % exc)
+    dataset = Dataset(Reader("ml-100k"))  # only its reader (rating scale 1..5) is used
+    raw = [(str(u), str(i), float(r), None) for u, i, r, _ in train.tolist()]
+    testset = [(str(u), str(i), float(r)) for u, i, r, _ in test.tolist()]
+    if method == "baseline":
+        algo = BaselineOnly(verbose=False)
+    else:
+        algo = SVD(n_factors=K, random_state=SEED)
+    start = time.perf_counter()
+    algo.fit(dataset.construct_trainset(raw))
+    seconds = time.perf_counter() - start
+    return np.array([pred.est for pred in algo.test(testset)]), seconds
+
+
+def fit_myfm(train, test, n_iter):
+    try:
+        import myfm
+        from sklearn.preprocessing import OneHotEncoder
+    except ImportError as exc:
+        raise Skipped("myfm (or scikit-learn) is not installed (%s)" % exc)
+    fm = myfm.MyFMRegressor(rank=K, random_seed=SEED)
+    start = time.perf_counter()
+    ohe = OneHotEncoder(handle_unknown="ignore")  # user one-hot | item one-hot, CSR
+    fm.fit(ohe.fit_transform(train[:, :2]), train[:, 2].astype(np.float64),
+           n_iter=n_iter, n_kept_samples=n_iter)
+    seconds = time.perf_counter() - start
+    return fm.predict(ohe.transform(test[:, :2])), seconds
+
+
+def fit_skvi(method, train, test, args):
+    try:
+        from skvi import SVIMatrixFactorization
+    except ImportError as exc:
+        raise Skipped("skvi has no SVIMatrixFactorization yet (%s)" % exc)
+    params = dict(n_components=K, learning_method="batch", random_state=SEED)
+    if method == "skvi-online":
+        params.update(learning_method="online", max_iter=1, batch_size=args.batch_size)
+    params.update(args.batch_opt if method == "skvi-batch" else args.online_opt)  # may override
+    model = SVIMatrixFactorization(**params)
+    X, y = np.ascontiguousarray(train[:, :2]), train[:, 2].astype(np.float64)  # 1-based ids
+    start = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - start
+    try:
+        pred = model.predict(np.ascontiguousarray(test[:, :2]))
+    except Exception as exc:  # e.g. an id beyond those seen in fit
+        raise Skipped("predict failed (%s: %s)" % (type(exc).__name__, exc))
+    return np.asarray(pred, dtype=np.float64), seconds
+
+
+def format_table(header, body, right):
+    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+
+    def fmt(row):
+        return "  ".join(c.rjust(w) if r else c.ljust(w)
+                         for c, w, r in zip(row, widths, right)).rstrip()
+
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
+
+
+def main(argv=None):
+    wall_start = time.perf_counter()
+    args = parse_args(argv)
+    data = {s: load_split(args.data_dir, s) for s in args.splits}
+
+    print("Python %s on %s" % (platform.python_version(), platform.platform()))
+    for name in ("numpy", "sklearn", "skvi", "surprise", "myfm"):
+        print("  %-9s %s" % (name, _version(name)))
+    splits = " ".join("u%d" % s for s in args.splits)
+    print("data: %s, splits %s" % (os.path.abspath(args.data_dir), splits))
+    print("K=%d, myFM %d Gibbs iterations, skvi-online batch_size=%d, batch opts %s, "
+          "online opts %s" % (K, args.myfm_iter, args.batch_size, args.batch_opt, args.online_opt))
+    print()
+
+    results = {m: {} for m in args.methods}  # method -> split -> (rmse, seconds)
+    for split in args.splits:
+        train, test = data[split]
+        for method in [m for m in args.methods if m in results]:
+            try:
+                if method in ("baseline", "svd"):
+                    pred, seconds = fit_surprise(method, train, test)
+                elif method == "myfm":
+                    pred, seconds = fit_myfm(train, test, args.myfm_iter)
+                else:
+                    pred, seconds = fit_skvi(method, train, test, args)
+            except Skipped as exc:
+                print("%-12s u%d skipped: %s" % (method, split, exc), flush=True)
+                del results[method]
+                continue
+            rmse = float(np.sqrt(np.mean((test[:, 2] - pred) ** 2)))
+            results[method][split] = (rmse, seconds)
+            print("%-12s u%d  fit %8.2f s  RMSE %.4f" % (method, split, seconds, rmse), flush=True)
+    print()
+    if not results:
+        print("no method ran")
+        return 0
+
+    mean = {m: tuple(np.mean([r[split][j] for split in args.splits]) for j in (0, 1))
+            for m, r in results.items()}
+
+    body = []
+    for m, (rmse, sec) in mean.items():
+        cells = [m, "%.4f" % rmse, "%.2f" % sec, "", "", "", ""]
+        if m.startswith("skvi"):
+            if "myfm" in mean:
+                cells[3] = "%.3f" % (rmse / mean["myfm"][0])
+                cells[5] = "%.2fx" % (mean["myfm"][1] / sec)
+            if "svd" in mean:
+                cells[4] = "%.3f" % (rmse / mean["svd"][0])
+                cells[6] = "%.2fx" % (mean["svd"][1] / sec)
+        body.append(cells)
+    print("Mean over splits %s" % splits)
+    print(format_table(("method", "RMSE", "fit [s]", "RMSE/myFM", "RMSE/SVD",
+                        "myFM s/skvi s", "SVD s/skvi s"), body, (False,) + (True,) * 6))
+    print()
+    print("Test RMSE per split")
+    print(format_table(("method",) + tuple("u%d" % s for s in args.splits),
+                       [[m] + ["%.4f" % r[s][0] for s in args.splits] for m, r in results.items()],
+                       (False,) + (True,) * len(args.splits)))
+    print()
+    for row, ref, what in (("skvi-batch", "myfm", "RMSE <= myFM's in <= 1/3 of its time"),
+                           ("skvi-online", "svd", "RMSE < SVD's")):
+        if row in mean and ref in mean:
+            (r, s), (r_ref, s_ref) = mean[row], mean[ref]
+            met = (r <= r_ref and 3 * s <= s_ref) if ref == "myfm" else r < r_ref
+            print("target %s %s: %s (RMSE %.4f vs %.4f, %s s / skvi s = %.2f)"
+                  % (row, what, "met" if met else "NOT met", r, r_ref, ref, s_ref / s))
+    print("total wall time %.1f s" % (time.perf_counter() - wall_start))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
