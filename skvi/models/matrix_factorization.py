@@ -279,9 +279,9 @@ class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEst
     factor_precision : float or None, default=None
         Fixed prior precision of every factor and bias; ``None`` learns one
         precision per component and side (ARD).
-    precision_prior : tuple of (float, float), default=(1.0, 1.0)
+    precision_prior : tuple of (float, float), default=(1e-3, 1e-3)
         Shape and rate ``(a0, b0)`` of the Gamma priors on the learned
-        precisions.
+        precisions (vague by default, as in :class:`skvi.GaussianGammaVB`).
     mean_prior : float, default=0.0
         Prior mean of the global mean ``mu``.
     mean_precision_prior : float, default=1e-2
@@ -401,7 +401,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         covariance="full",
         noise_precision=None,
         factor_precision=None,
-        precision_prior=(1.0, 1.0),
+        precision_prior=(1e-3, 1e-3),
         mean_prior=0.0,
         mean_precision_prior=1e-2,
         init_scale=0.1,
