@@ -212,7 +212,7 @@ def test_step_safety_recovers_from_paquets_divergence():
     common = dict(
         n_components=3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
         children_per_node=1, learning_method="online", learning_offset=0.0,
-        learning_decay=0.6, max_iter=40, tol=0, update_order="joint", random_state=0,
+        learning_decay=0.6, max_iter=80, tol=0, update_order="joint", random_state=0,
     )
     batch = quiet_fit(
         SVIMatrixFactorization(3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
@@ -228,6 +228,7 @@ def test_step_safety_recovers_from_paquets_divergence():
     assert on.n_rejected_steps_ > 0
     assert min(on.lower_bounds_) > 10 * batch
     assert on.lower_bounds_[-1] > 2 * batch
+    assert on.lower_bounds_[-1] > off.lower_bounds_[-1]
 
 
 def test_alg1_children_per_node_samples_and_scales(small):

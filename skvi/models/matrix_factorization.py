@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import digamma, gammaln
+from scipy.special import digamma
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -1087,7 +1087,11 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _set_probe(self, data, random_state):
         """Draw the probe ratings of ``_step_acceptable`` for online ``fit``."""
         n = data.shape[0]
-        rows = random_state.choice(n, size=min(n, _PROBE_SIZE), replace=False)
+        # Drawn from a copy of the generator, so that step safety leaves the
+        # minibatch sequence unchanged: without rejections the fit is the same.
+        copy = np.random.RandomState()
+        copy.set_state(random_state.get_state())
+        rows = copy.choice(n, size=min(n, _PROBE_SIZE), replace=False)
         self._probe = _prepare(data[np.sort(rows)])
         self._probe_best = self._sum_sq_residual(self._probe, self.natural_params_) / self._probe["n"]
 
@@ -1099,7 +1103,6 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _global_bound(self, params):
         total = 0.0
-        a0, b0 = self._hyper
         for name, key in (("users", "user_precision"), ("items", "item_precision")):
             mom = self._moments(name, params)
             if self.factor_precision is None:
@@ -1119,7 +1122,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             if key in params:
                 kl = Gamma.from_natural(*params[key]).kl(Gamma.from_natural(*prior[key]))
                 total -= float(np.sum(kl))
-        del a0, b0
         return float(total)
 
     def _pass_lower_bound(self, data, running_local):
