@@ -162,8 +162,14 @@ class SVIMixin:
     _local_step(X, params) -> local
         The E-step on minibatch X with the globals ``params`` fixed.
     _update_factor(name, current, stats, scale, rho, grads) -> (new, valid)
-        Optional: the update rule of one factor (default: the blend
-        towards ``prior + scale * stats`` and the family's validity test).
+        Optional: the update of one factor (default: the factor's update
+        rule towards ``prior + scale * stats`` and the family's validity
+        test).
+    _update_rule(name) -> UpdateRule or None
+        Optional: a pluggable rule from :mod:`skvi.updates` for a Gaussian
+        factor (default None: the natural-gradient blend).  Its per-factor
+        state (AdaGrad accumulators) is kept by the engine and committed
+        only with an accepted step.
     _expected_stats(name, X, local, params) -> tuple of arrays
         Expected sufficient statistics of X for factor ``name``, summed
         over the rows of X, given the current ``params`` (which, with
@@ -371,6 +377,8 @@ class SVIMixin:
         self.n_rejected_steps_ = 0
         self._rho_backoff = 1.0
         self._rejection_warned = False
+        self._rule_states = {}
+        self._pending_rule_states = {}
 
     def _online_batches(self, X, random_state):
         """Yield ``(minibatch, N / |S|)`` for one online pass over X.
@@ -407,8 +415,26 @@ class SVIMixin:
         ``grads`` is a list, the natural gradients are appended to it.
         """
         target = tuple(p + scale * s for p, s in zip(self._prior[name], stats))
-        new = _blend(current, target, rho, grads)
+        rule = self._update_rule(name)
+        if rule is None:
+            new = _blend(current, target, rho, grads)
+        else:
+            if grads is not None:
+                grads.extend(np.subtract(t, c) for c, t in zip(current, target))
+            new, state = rule.step(
+                current, target, rho, self._rho_backoff, self._rule_states.get(name)
+            )
+            self._pending_rule_states[name] = state
         return new, self._is_valid(name, new)
+
+    def _update_rule(self, name):
+        """The :class:`~skvi.updates.UpdateRule` of factor ``name``, or None.
+
+        None (the default) is the natural-gradient blend.  Models with
+        Gaussian factors and an ``algorithm`` hyperparameter return the
+        rule of that algorithm (seed 002: MC-SSVI, H-MC-SSVI, S-DSVI).
+        """
+        return None
 
     def _is_valid(self, name, natural):
         family = self._factor_families[name]
@@ -446,11 +472,13 @@ class SVIMixin:
         want_grads = online and self._schedule.needs_gradient
         for _ in range(MAX_BACKOFF + 1):
             rho_eff = rho * self._rho_backoff
+            self._pending_rule_states = {}
             params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
             if ok and online and self.step_safety:
                 ok = self._step_acceptable(X, params)
             if ok or not self.step_safety:
                 self.natural_params_ = params
+                self._rule_states.update(self._pending_rule_states)
                 if want_grads:
                     sq = float(sum(np.vdot(g, g).real for g in grads))
                     self._schedule.observe(sq, grads)
