@@ -799,7 +799,10 @@ class MultivariateGaussian(ExponentialFamily):
             np.isfinite(eta2), axis=(-2, -1)
         )
         ok = np.broadcast_to(ok & _symmetric_mask(eta2), batch)
-        return _pd_mask(-eta2, ok)
+        # Test the very matrix from_natural factorises, so that a factor
+        # called valid can always be built (it matters at the edge of
+        # definiteness, where rounding decides).
+        return _pd_mask(-(eta2 + np.swapaxes(eta2, -1, -2)), ok)
 
     def validate(self):
         """Raise ``ValueError`` unless the parameters are finite and valid.

@@ -253,7 +253,9 @@ class Bernoulli(Likelihood):
     """
 
     def logpdf(self, y, f):
-        return y * f + _log_sigmoid(-f)
+        # log sigmoid(f) for y = 1 and log sigmoid(-f) for y = 0, each
+        # computed without cancellation.
+        return np.where(y == 1, _log_sigmoid(f), _log_sigmoid(-f))
 
     def dlogpdf(self, y, f):
         return y - expit(f)
@@ -432,10 +434,10 @@ class Ordinal(Likelihood):
 
     def category_probabilities(self, f):
         """``p(y = k | f)`` for every ``k``: shape ``f.shape + (K,)``."""
+        # exp(logpdf): the product form does not underflow in the tails as a
+        # difference of two sigmoids near 1 would.
         f = np.asarray(f, dtype=float)[..., None]
-        upper = np.concatenate((expit(self.slope * (self.thresholds - f)), np.ones_like(f)), axis=-1)
-        lower = np.concatenate((np.zeros_like(f), expit(self.slope * (self.thresholds - f))), axis=-1)
-        return upper - lower
+        return np.exp(self.logpdf(np.arange(self.n_categories), f))
 
     def predictive_probabilities(self, mean, var, n_points=40):
         """``p(y = k)`` under ``f ~ N(mean, var)``: shape ``(n, K)``."""

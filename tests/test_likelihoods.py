@@ -1,0 +1,475 @@
+"""Tests of skvi.likelihoods against independent references.
+
+References: central finite differences (derivatives), ``scipy.integrate.quad``
+against the normal density (expectations and predictive quantities),
+``scipy.stats`` (log-pmfs/pdfs and conditional moments), closed forms where
+they exist, and a 400-digit ``decimal`` evaluation of the Bernoulli and
+ordinal log-probabilities in the far tails.
+"""
+
+import decimal
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy import integrate, stats
+from scipy.special import expit
+
+from skvi.likelihoods import (
+    Bernoulli,
+    Gaussian,
+    Likelihood,
+    Ordinal,
+    Poisson,
+    get_likelihood,
+)
+
+NOISE_VARIANCE = 0.7
+N_CATEGORIES = 5
+SLOPE = 2.0
+THRESHOLDS = np.arange(N_CATEGORIES - 1) + 0.5  # the documented default
+
+
+def _make(name):
+    return {
+        "gaussian": lambda: Gaussian(noise_variance=NOISE_VARIANCE),
+        "bernoulli": Bernoulli,
+        "poisson-exp": lambda: Poisson(link="exp"),
+        "poisson-logistic": lambda: Poisson(link="logistic"),
+        "ordinal": lambda: Ordinal(n_categories=N_CATEGORIES, slope=SLOPE),
+    }[name]()
+
+
+def _targets(name, rng, n):
+    if name == "gaussian":
+        return rng.normal(0.0, 1.5, n)
+    if name == "bernoulli":
+        return rng.integers(0, 2, n).astype(float)
+    if name == "poisson-exp":
+        return rng.integers(0, 6, n).astype(float)
+    if name == "poisson-logistic":
+        return rng.integers(0, 3, n).astype(float)
+    return rng.integers(0, N_CATEGORIES, n).astype(float)
+
+
+NAMES = ["gaussian", "bernoulli", "poisson-exp", "poisson-logistic", "ordinal"]
+
+
+# --------------------------------------------------------------------------
+# independent references
+# --------------------------------------------------------------------------
+def gauss_expect(g, mean, var):
+    """``E[g(f)]`` for ``f ~ N(mean, var)`` by adaptive quadrature."""
+    sd = math.sqrt(var)
+    norm = 1.0 / (sd * math.sqrt(2.0 * math.pi))
+    val, _ = integrate.quad(
+        lambda f: g(f) * norm * math.exp(-0.5 * ((f - mean) / sd) ** 2),
+        mean - 12 * sd,
+        mean + 12 * sd,
+        epsabs=1e-13,
+        epsrel=1e-13,
+        limit=400,
+    )
+    return val
+
+
+def ordinal_probs_ref(f):
+    """``p(y = k | f)`` as differences of sigmoids at the default thresholds."""
+    cdf = np.concatenate(([0.0], expit(SLOPE * (THRESHOLDS - f)), [1.0]))
+    return np.diff(cdf)
+
+
+def _dec(x):
+    return decimal.Decimal(repr(float(x)))
+
+
+def _sigmoid_decimal(x):
+    return 1 / (1 + (-x).exp())
+
+
+def ordinal_logp_decimal(k, f):
+    """``log p(y = k | f)`` evaluated in 400-digit decimal arithmetic."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 400
+        edges = [None] + [_dec(b) for b in THRESHOLDS] + [None]
+        s, fd = _dec(SLOPE), _dec(f)
+        upper = 1 if edges[k + 1] is None else _sigmoid_decimal(s * (edges[k + 1] - fd))
+        lower = 0 if edges[k] is None else _sigmoid_decimal(s * (edges[k] - fd))
+        return float((upper - lower).ln())
+
+
+def bernoulli_logp_decimal(y, f):
+    """``log p(y | f) = log sigmoid(+-f)`` in 400-digit decimal arithmetic."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 400
+        x = _dec(f) if y == 1 else -_dec(f)
+        return float(_sigmoid_decimal(x).ln())
+
+
+def ordinal_probs_scalar(f):
+    """``ordinal_probs_ref`` for a scalar ``f`` with the math module (fast)."""
+    cdf = [0.0] + [1.0 / (1.0 + math.exp(-SLOPE * (b - f))) for b in THRESHOLDS] + [1.0]
+    return [cdf[k + 1] - cdf[k] for k in range(N_CATEGORIES)]
+
+
+def _sig(x):
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def conditional_moments_ref(name, f):
+    """``(E[y|f], Var[y|f])`` in closed form for scalar ``f``: normal
+    ``(f, s2)``, Bernoulli ``(p, p(1-p))``, Poisson ``(rate, rate)``, and the
+    ordinal from its category probabilities."""
+    if name == "gaussian":
+        return f, NOISE_VARIANCE
+    if name == "bernoulli":
+        p = _sig(f)
+        return p, p * (1.0 - p)
+    if name == "poisson-exp":
+        return math.exp(f), math.exp(f)
+    if name == "poisson-logistic":
+        return _sig(f), _sig(f)
+    p = ordinal_probs_scalar(f)
+    m = sum(k * pk for k, pk in enumerate(p))
+    return m, sum(k * k * pk for k, pk in enumerate(p)) - m * m
+
+
+def lik_ref(name, y, f):
+    """``p(y | f)`` in closed form for scalar ``y``, ``f``."""
+    if name == "gaussian":
+        return math.exp(-0.5 * (y - f) ** 2 / NOISE_VARIANCE) / math.sqrt(2 * math.pi * NOISE_VARIANCE)
+    if name == "bernoulli":
+        return _sig(f) if y == 1 else _sig(-f)
+    if name in ("poisson-exp", "poisson-logistic"):
+        rate = math.exp(f) if name == "poisson-exp" else _sig(f)
+        return rate**y * math.exp(-rate) / math.factorial(int(y))
+    return ordinal_probs_scalar(f)[int(y)]
+
+
+def log_lik_ref(name, y, f):
+    """``log p(y | f)`` from scipy.stats (or sigmoid differences)."""
+    if name == "gaussian":
+        return stats.norm.logpdf(y, f, np.sqrt(NOISE_VARIANCE))
+    if name == "bernoulli":
+        return stats.bernoulli.logpmf(y, expit(f))
+    if name == "poisson-exp":
+        return stats.poisson.logpmf(y, np.exp(f))
+    if name == "poisson-logistic":
+        return stats.poisson.logpmf(y, expit(f))
+    return np.log(ordinal_probs_ref(f)[int(y)])
+
+
+# --------------------------------------------------------------------------
+# log densities against scipy.stats
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_logpdf_matches_scipy_stats(name):
+    lik = _make(name)
+    rng = np.random.default_rng(0)
+    y = _targets(name, rng, 40)
+    f = rng.uniform(-3.0, 3.0, 40)
+    expected = [log_lik_ref(name, yi, fi) for yi, fi in zip(y, f)]
+    assert_allclose(lik.logpdf(y, f), expected, rtol=1e-12, atol=1e-13)
+
+
+def test_poisson_logistic_logpdf_is_scipy_poisson_logpmf_at_expit():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 8, 50).astype(float)
+    f = rng.uniform(-6.0, 6.0, 50)
+    assert_allclose(
+        Poisson(link="logistic").logpdf(y, f),
+        stats.poisson.logpmf(y, expit(f)),
+        rtol=1e-12,
+        atol=1e-13,
+    )
+
+
+def test_bernoulli_logpdf_is_scipy_bernoulli_logpmf_at_expit():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 50).astype(float)
+    # scipy's log(1 - p) loses relative accuracy once p rounds near 1, so the
+    # scipy reference is used where it is itself accurate to ~1e-12 ...
+    f = rng.uniform(-8.0, 8.0, 50)
+    assert_allclose(
+        Bernoulli().logpdf(y, f),
+        stats.bernoulli.logpmf(y, expit(f)),
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    # ... and a 400-digit evaluation in the tails, where the log-density must
+    # stay finite and exact to machine precision (log sigmoid(-700) = -700;
+    # log-probabilities within ~1e-16 of 0 are resolved absolutely).
+    for f in (-700.0, -50.0, -19.0, 19.0, 50.0, 700.0):
+        for yi in (0.0, 1.0):
+            got = Bernoulli().logpdf(yi, f)
+            assert np.isfinite(got)
+            assert_allclose(got, bernoulli_logp_decimal(yi, f), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_conditional_moments_match_scipy_stats(name):
+    lik = _make(name)
+    f = np.linspace(-3.0, 3.0, 13)
+    if name == "gaussian":
+        mean, var = f, np.full_like(f, NOISE_VARIANCE)
+    elif name == "bernoulli":
+        mean, var = stats.bernoulli(expit(f)).stats("mv")
+    elif name == "poisson-exp":
+        mean, var = stats.poisson(np.exp(f)).stats("mv")
+    elif name == "poisson-logistic":
+        mean, var = stats.poisson(expit(f)).stats("mv")
+    else:
+        k = np.arange(N_CATEGORIES)
+        moments = [stats.rv_discrete(values=(k, ordinal_probs_ref(fi))).stats(moments="mv") for fi in f]
+        mean, var = np.array(moments).T
+    assert_allclose(lik.conditional_mean(f), mean, rtol=1e-12, atol=1e-14)
+    assert_allclose(lik.conditional_variance(f), var, rtol=1e-10, atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# derivatives against central finite differences
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_derivatives_match_finite_differences(name):
+    lik = _make(name)
+    rng = np.random.default_rng(3)
+    y = _targets(name, rng, 30)
+    f = rng.uniform(-3.0, 3.0, 30)
+    h = 1e-5 * np.maximum(1.0, np.abs(f))
+    fd1 = (lik.logpdf(y, f + h) - lik.logpdf(y, f - h)) / (2 * h)
+    fd2 = (lik.dlogpdf(y, f + h) - lik.dlogpdf(y, f - h)) / (2 * h)
+    assert_allclose(lik.dlogpdf(y, f), fd1, rtol=1e-6, atol=1e-8)
+    assert_allclose(lik.d2logpdf(y, f), fd2, rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------
+# expectations under a Gaussian q(f)
+# --------------------------------------------------------------------------
+def _expectation_problem(name, seed, n=6, var_range=(0.05, 1.0)):
+    rng = np.random.default_rng(seed)
+    y = _targets(name, rng, n)
+    mean = rng.uniform(-1.5, 1.5, n)
+    var = rng.uniform(*var_range, n)
+    return y, mean, var
+
+
+def _quad_expectations(lik, y, mean, var, power=1):
+    fns = (lik.logpdf, lik.dlogpdf, lik.d2logpdf)
+    return np.array(
+        [
+            [gauss_expect(lambda f: fn(yi, f) ** power, mi, vi) for yi, mi, vi in zip(y, mean, var)]
+            for fn in fns
+        ]
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_quadrature_expectations_match_scipy_quad(name):
+    lik = _make(name)
+    y, mean, var = _expectation_problem(name, 4)
+    got = np.array(lik.expectations(y, mean, var, method="quadrature", n_samples=60))
+    expected = _quad_expectations(lik, y, mean, var)
+    assert_allclose(got, expected, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_monte_carlo_expectations_within_four_standard_errors(name):
+    lik = _make(name)
+    y, mean, var = _expectation_problem(name, 5, n=8, var_range=(0.05, 2.0))
+    n_samples = 4000
+    got = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11))
+    first = _quad_expectations(lik, y, mean, var)
+    second = _quad_expectations(lik, y, mean, var, power=2)
+    se = np.sqrt(np.maximum(second - first**2, 0.0) / n_samples)
+    # The Gaussian's expectations are exact (zero error); others must be
+    # within 4 standard errors of the quadrature value.
+    assert np.all(np.abs(got - first) <= 4.0 * se + 1e-12), (got, first, se)
+
+    # Same seed: bit-identical.  Another seed: different draws (not for the
+    # Gaussian, whose expectations are closed-form whatever the method).
+    again = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11))
+    assert_array_equal(got, again)
+    other = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=12))
+    if name == "gaussian":
+        assert_array_equal(other, got)
+    else:
+        assert np.all(other[0] != got[0])
+
+
+def test_expectations_reject_unknown_method():
+    with pytest.raises(ValueError, match="method"):
+        Bernoulli().expectations(np.array([1.0]), np.array([0.0]), np.array([1.0]), method="laplace")
+
+
+# --------------------------------------------------------------------------
+# predictive quantities
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_predictive_quantities_match_scipy_quad(name):
+    lik = _make(name)
+    y, mean, var = _expectation_problem(name, 6, n=6, var_range=(0.05, 0.5))
+    pred_mean = lik.predictive_mean(mean, var)
+    pred_var = lik.predictive_variance(mean, var)
+    pred_logpdf = lik.predictive_logpdf(y, mean, var)
+    for i, (yi, mi, vi) in enumerate(zip(y, mean, var)):
+        e_mean = gauss_expect(lambda f: conditional_moments_ref(name, f)[0], mi, vi)
+        e_mean2 = gauss_expect(lambda f: conditional_moments_ref(name, f)[0] ** 2, mi, vi)
+        e_var = gauss_expect(lambda f: conditional_moments_ref(name, f)[1], mi, vi)
+        e_lik = gauss_expect(lambda f: lik_ref(name, yi, f), mi, vi)
+        assert_allclose(pred_mean[i], e_mean, rtol=1e-7, atol=1e-10)
+        assert_allclose(pred_var[i], e_var + e_mean2 - e_mean**2, rtol=1e-7, atol=1e-10)
+        assert_allclose(pred_logpdf[i], np.log(e_lik), rtol=1e-7, atol=1e-7)
+
+
+def test_poisson_exp_predictive_mean_and_variance_closed_form():
+    rng = np.random.default_rng(7)
+    mean = rng.uniform(-2.0, 2.0, 10)
+    var = rng.uniform(0.05, 3.0, 10)
+    lik = Poisson(link="exp")
+    rate = np.exp(mean + var / 2)
+    assert_allclose(lik.predictive_mean(mean, var), rate, rtol=1e-12)
+    # Poisson-lognormal: Var[y] = E[e^f] + Var[e^f].
+    assert_allclose(
+        lik.predictive_variance(mean, var),
+        rate + np.exp(2 * mean + var) * np.expm1(var),
+        rtol=1e-10,
+    )
+
+
+def test_gaussian_predictive_closed_form():
+    rng = np.random.default_rng(8)
+    y = rng.normal(0.0, 2.0, 10)
+    mean = rng.normal(0.0, 1.0, 10)
+    var = rng.uniform(0.05, 3.0, 10)
+    lik = Gaussian(noise_variance=NOISE_VARIANCE)
+    assert_allclose(
+        lik.predictive_logpdf(y, mean, var),
+        stats.norm.logpdf(y, mean, np.sqrt(var + NOISE_VARIANCE)),
+        rtol=1e-13,
+    )
+    assert_allclose(lik.predictive_mean(mean, var), mean, rtol=1e-15)
+    assert_allclose(lik.predictive_variance(mean, var), var + NOISE_VARIANCE, rtol=1e-15)
+
+
+def test_bernoulli_predictive_mean_is_half_at_zero_mean():
+    var = np.array([0.01, 0.5, 1.0, 4.0, 25.0, 100.0])
+    assert_allclose(Bernoulli().predictive_mean(np.zeros_like(var), var), 0.5, rtol=0, atol=1e-14)
+    # The marginal of y is Bernoulli(p) with p the predictive mean.
+    assert_allclose(Bernoulli().predictive_variance(np.zeros_like(var), var), 0.25, rtol=0, atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# ordinal specifics
+# --------------------------------------------------------------------------
+def test_ordinal_category_probabilities_are_sigmoid_differences():
+    lik = _make("ordinal")
+    f = np.linspace(-4.0, 8.0, 25)
+    probs = lik.category_probabilities(f)
+    assert_allclose(probs, np.array([ordinal_probs_ref(fi) for fi in f]), rtol=1e-12, atol=1e-15)
+    assert_allclose(probs.sum(axis=-1), 1.0, rtol=0, atol=1e-14)
+    assert np.all(probs >= 0)
+    # The logpdf is the log of the observed category's probability.
+    for k in range(N_CATEGORIES):
+        assert_allclose(lik.logpdf(np.full_like(f, k), f), np.log(probs[:, k]), rtol=1e-10, atol=1e-12)
+
+
+def test_ordinal_logpdf_finite_and_exact_in_the_tails():
+    lik = _make("ordinal")
+    for f in (-50.0, -20.0, 0.3, 20.0, 50.0):
+        for k in range(N_CATEGORIES):
+            got = lik.logpdf(np.array([float(k)]), np.array([f]))[0]
+            assert np.isfinite(got)
+            assert_allclose(got, ordinal_logp_decimal(k, f), rtol=1e-12, atol=0)
+    # Where the probabilities themselves do not underflow (f = +50: every
+    # category is exp(-~95) or more), logpdf equals log category_probabilities.
+    probs = lik.category_probabilities(np.array([50.0]))[0]
+    # (log of a probability within 1e-16 of 1 is resolved only absolutely.)
+    assert_allclose(lik.logpdf(np.arange(5.0), 50.0), np.log(probs), rtol=1e-12, atol=1e-15)
+
+
+def test_ordinal_is_log_concave():
+    lik = _make("ordinal")
+    f = np.linspace(-50.0, 50.0, 401)
+    for k in range(N_CATEGORIES):
+        d2 = lik.d2logpdf(np.full_like(f, k), f)
+        assert np.all(d2 < 0.0)
+        # and it is bounded by the slope: -s^2/2 <= d2 (sum of two s^2/4 terms)
+        assert np.all(d2 >= -SLOPE**2 / 2)
+
+
+def test_ordinal_predictive_probabilities_match_quad():
+    lik = _make("ordinal")
+    mean = np.array([-1.0, 0.4, 1.7, 3.2])
+    var = np.array([0.1, 0.3, 0.5, 0.2])
+    probs = lik.predictive_probabilities(mean, var)
+    assert_allclose(probs.sum(axis=-1), 1.0, rtol=0, atol=1e-13)
+    for i, (m, v) in enumerate(zip(mean, var)):
+        for k in range(N_CATEGORIES):
+            ref = gauss_expect(lambda f: ordinal_probs_scalar(f)[k], m, v)
+            assert_allclose(probs[i, k], ref, rtol=1e-7, atol=1e-10)
+
+
+def test_ordinal_default_thresholds_and_categories():
+    lik = Ordinal(n_categories=N_CATEGORIES, slope=SLOPE)
+    assert lik.n_categories == N_CATEGORIES
+    assert_array_equal(lik.thresholds, THRESHOLDS)
+
+
+# --------------------------------------------------------------------------
+# target validation and the factory
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "name, bad",
+    [
+        ("bernoulli", 2.0),
+        ("bernoulli", 0.5),
+        ("bernoulli", np.nan),
+        ("poisson-exp", -1.0),
+        ("poisson-exp", 1.5),
+        ("poisson-exp", np.nan),
+        ("poisson-logistic", -1.0),
+        ("poisson-logistic", 1.5),
+        ("poisson-logistic", np.nan),
+        ("ordinal", 5.0),
+        ("ordinal", -1.0),
+        ("ordinal", 2.5),
+        ("ordinal", np.nan),
+        ("gaussian", np.nan),
+        ("gaussian", np.inf),
+    ],
+)
+def test_validate_targets_rejects_out_of_support(name, bad):
+    lik = _make(name)
+    good = _targets(name, np.random.default_rng(9), 5)
+    assert_array_equal(lik.validate_targets(good), good)
+    with pytest.raises(ValueError):
+        lik.validate_targets(np.append(good, bad))
+
+
+def test_validate_targets_accepts_the_whole_support():
+    assert_array_equal(Ordinal(n_categories=5).validate_targets([0, 1, 2, 3, 4]), np.arange(5.0))
+    assert_array_equal(Bernoulli().validate_targets([0, 1, 1]), [0.0, 1.0, 1.0])
+    assert_array_equal(Poisson().validate_targets([0, 3, 170]), [0.0, 3.0, 170.0])
+
+
+@pytest.mark.parametrize("bad", ["gamma", "Gaussian ", "", None, ["poisson"], 3])
+def test_get_likelihood_rejects_unknown_names(bad):
+    with pytest.raises(ValueError, match="likelihood"):
+        get_likelihood(bad)
+
+
+def test_get_likelihood_names_and_instances():
+    assert get_likelihood("gaussian") == Gaussian(1.0)
+    assert get_likelihood("bernoulli") == Bernoulli()
+    assert get_likelihood("poisson") == Poisson("exp")
+    assert get_likelihood("ordinal") == Ordinal(n_categories=5, slope=1.0)
+    lik = Poisson("logistic")
+    assert get_likelihood(lik) is lik
+    assert isinstance(get_likelihood("ordinal"), Likelihood)
+    # default ordinal: p(y=k | f) = sigmoid(b_k - f) - sigmoid(b_{k-1} - f)
+    assert_allclose(
+        np.exp(get_likelihood("ordinal").logpdf(2.0, 0.7)),
+        expit(2.5 - 0.7) - expit(1.5 - 0.7),
+        rtol=1e-13,
+    )
