@@ -5,13 +5,21 @@ Every estimator runs on one shared stochastic natural-gradient engine
 and variational factors from :mod:`skvi.expfam`.
 """
 
-from .models import GaussianGammaVB, SVILatentDirichletAllocation, SVIMatrixFactorization
+from .models import (
+    GaussianGammaVB,
+    SVILatentDirichletAllocation,
+    SVILogisticRegression,
+    SVIMatrixFactorization,
+    SVIPoissonRegression,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
+    "SVILogisticRegression",
     "SVIMatrixFactorization",
+    "SVIPoissonRegression",
     "__version__",
 ]

@@ -185,11 +185,13 @@ class SVIMixin:
         Optional: refresh derived fitted attributes after fit/partial_fit.
     _step_acceptable(X, params) -> bool
         Optional: with ``step_safety``, a model-specific test of a proposed
-        online step whose factors are all valid (``params``; the current
-        ones are still in ``natural_params_``).  False rejects it like an
-        invalid step.  Models whose stochastic steps can overshoot without
-        leaving the valid set (Paquet's divergence in matrix
-        factorization) use it to detect the overshoot.
+        step whose factors are all valid (``params``; the current ones are
+        still in ``natural_params_``), online or batch.  False rejects it
+        like an invalid step.  Models whose steps can overshoot without
+        leaving the valid set use it to detect the overshoot: Paquet's
+        divergence in online matrix factorization, and the non-conjugate
+        fixed-point steps of seed 002 in batch mode, which are not
+        guaranteed to increase the ELBO.
     _update_hyperparameters(X, local, rho) -> bool
         Optional: an empirical-Bayes step on the prior after each accepted
         step (the engine then re-reads ``_prior_natural()`` when it returns
@@ -474,7 +476,7 @@ class SVIMixin:
             rho_eff = rho * self._rho_backoff
             self._pending_rule_states = {}
             params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
-            if ok and online and self.step_safety:
+            if ok and self.step_safety:
                 ok = self._step_acceptable(X, params)
             if ok or not self.step_safety:
                 self.natural_params_ = params
@@ -502,8 +504,9 @@ class SVIMixin:
         if self.n_rejected_steps_ > rejected_before and not self._rejection_warned:
             self._rejection_warned = True
             warnings.warn(
-                f"{type(self).__name__}: {self.n_rejected_steps_} step(s) would "
-                "have made a global factor invalid and were rejected; the step "
+                f"{type(self).__name__}: {self.n_rejected_steps_} step(s) were "
+                "rejected by step safety (an invalid global factor or an "
+                "overshoot); the step "
                 f"size is now scaled by {self._rho_backoff:g}. Consider a smaller "
                 "initial step (larger learning_offset), a warm-up schedule or a "
                 "larger batch_size.",

@@ -2,12 +2,20 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skvi import GaussianGammaVB, SVILatentDirichletAllocation, SVIMatrixFactorization
+from skvi import (
+    GaussianGammaVB,
+    SVILatentDirichletAllocation,
+    SVILogisticRegression,
+    SVIMatrixFactorization,
+    SVIPoissonRegression,
+)
 
 ESTIMATORS = [
     GaussianGammaVB(),
     SVILatentDirichletAllocation(n_components=3, max_iter=5),
     SVIMatrixFactorization(n_components=2, max_iter=5),
+    SVILogisticRegression(max_iter=5, random_state=0),
+    SVIPoissonRegression(max_iter=30, random_state=0),
 ]
 
 # SVIMatrixFactorization's X is (user, item) index pairs (or a sparse

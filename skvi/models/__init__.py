@@ -1,7 +1,14 @@
 """Estimators: one module per model, each built on :mod:`skvi.engine`."""
 
 from .gaussian_gamma import GaussianGammaVB
+from .glm import SVILogisticRegression, SVIPoissonRegression
 from .lda import SVILatentDirichletAllocation
 from .matrix_factorization import SVIMatrixFactorization
 
-__all__ = ["GaussianGammaVB", "SVILatentDirichletAllocation", "SVIMatrixFactorization"]
+__all__ = [
+    "GaussianGammaVB",
+    "SVILatentDirichletAllocation",
+    "SVILogisticRegression",
+    "SVIMatrixFactorization",
+    "SVIPoissonRegression",
+]

@@ -1076,7 +1076,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         overshoots along the bilinear coupling does at once.
         """
         probe = self._probe
-        if probe is None:
+        if probe is None or not self._step_online:
             return True
         sq = self._sum_sq_residual(probe, params) / probe["n"]
         if not np.isfinite(sq) or sq > 2.0 * self._probe_best:

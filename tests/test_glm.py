@@ -1,0 +1,361 @@
+"""Bayesian GLMs by Monte-Carlo structured SVI (seed 002), against independent references."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit
+from sklearn.base import RegressorMixin, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+from skvi import SVILogisticRegression, SVIPoissonRegression
+from skvi.likelihoods import Gaussian
+from skvi.models.glm import _BayesianGLM
+from skvi.schedules import Constant
+
+ALGORITHMS = ["mc-ssvi", "h-mc-ssvi", "s-dsvi"]
+
+
+class _GaussianGLM(RegressorMixin, _BayesianGLM):
+    """Bayesian linear regression through the non-conjugate machinery."""
+
+    _likelihood = Gaussian(noise_variance=0.5)
+
+    def _encode_targets(self, y, reset, classes=None):
+        return np.asarray(y, dtype=float)
+
+    def fit(self, X, y):
+        return self._fit(X, y)
+
+    def partial_fit(self, X, y):
+        return self._partial_fit(X, y)
+
+
+def _blr_posterior(X, y, noise_variance, prior_variances):
+    """Closed-form Bayesian linear regression posterior (mean, covariance)."""
+    precision = np.diag(1.0 / prior_variances) + X.T @ X / noise_variance
+    cov = np.linalg.inv(precision)
+    return cov @ X.T @ y / noise_variance, cov
+
+
+@pytest.fixture
+def regression_data():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 + rng.normal(scale=0.7, size=60)
+    Xd = np.column_stack([X, np.ones(60)])
+    mean, cov = _blr_posterior(Xd, y, 0.5, np.array([2.0, 2.0, 2.0, 100.0]))
+    return X, y, mean, cov
+
+
+def _gaussian_glm(algorithm, **kw):
+    params = dict(
+        algorithm=algorithm,
+        prior_variance=2.0,
+        learning_rate=Constant(1.0),
+        total_samples=60,
+        random_state=0,
+    )
+    params.update(kw)
+    return _GaussianGLM(**params)
+
+
+def test_mc_ssvi_unit_step_is_the_conjugate_posterior(regression_data):
+    # "VGP equals GPR": with a Gaussian likelihood the natural-gradient
+    # target does not depend on q, so one rho = 1 step on all the data is the
+    # closed-form posterior, mean and covariance.
+    X, y, mean, cov = regression_data
+    est = _gaussian_glm("mc-ssvi").partial_fit(X, y)
+    np.testing.assert_allclose(est.posterior_mean_, mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.posterior_covariance_, cov, rtol=1e-10, atol=1e-13)
+    # Batch fit: the same in one pass, and the ELBO equals the exact log
+    # evidence of Bayesian linear regression (the bound is tight).
+    batch = _gaussian_glm("mc-ssvi", learning_method="batch", max_iter=3, tol=0).fit(X, y)
+    np.testing.assert_allclose(batch.posterior_mean_, mean, rtol=1e-10)
+    Xd = np.column_stack([X, np.ones(60)])
+    prior_cov = np.diag([2.0, 2.0, 2.0, 100.0])
+    marginal = Xd @ prior_cov @ Xd.T + 0.5 * np.eye(60)
+    sign, logdet = np.linalg.slogdet(marginal)
+    evidence = -0.5 * (y @ np.linalg.solve(marginal, y) + logdet + 60 * np.log(2 * np.pi))
+    np.testing.assert_allclose(batch.elbo(X, y), evidence, rtol=1e-10)
+
+
+@pytest.mark.parametrize("algorithm", ["h-mc-ssvi", "s-dsvi"])
+def test_gradient_algorithms_on_the_conjugate_case(regression_data, algorithm):
+    X, y, mean, cov = regression_data
+    est = _gaussian_glm(algorithm).partial_fit(X, y)
+    if algorithm == "h-mc-ssvi":
+        # The covariance takes the natural-gradient step: exact after one
+        # unit step; the mean takes an ordinary AdaGrad step, whose first
+        # move is gradient_learning_rate along the sign of dL/dm at the prior
+        # mean, dL/dm = X^T y / s2 (the gradient at m = 0).
+        np.testing.assert_allclose(est.posterior_covariance_, cov, rtol=1e-10, atol=1e-13)
+        grad = np.column_stack([X, np.ones(60)]).T @ y / 0.5
+        np.testing.assert_allclose(est.posterior_mean_, est.gradient_learning_rate * np.sign(grad), rtol=1e-6)
+    # Iterated, both reach the closed form: it is their only fixed point.
+    schedule = dict(learning_rate=None, learning_offset=1.0, learning_decay=0.6)
+    est = _gaussian_glm(
+        algorithm, gradient_learning_rate=0.3, learning_method="batch", max_iter=4000, tol=0, **schedule
+    )
+    est.fit(X, y)
+    np.testing.assert_allclose(est.posterior_mean_, mean, atol=2e-3)
+    np.testing.assert_allclose(est.posterior_covariance_, cov, atol=2e-3 * np.max(np.abs(cov)))
+
+
+def _logistic_data(n, w, rng):
+    X = rng.normal(size=(n, w.size - 1))
+    y = (rng.uniform(size=n) < expit(X @ w[:-1] + w[-1])).astype(int)
+    return X, y
+
+
+def _laplace(X, y, prior_variances):
+    """Mode and inverse Hessian of the log posterior of logistic regression."""
+    Xd = np.column_stack([X, np.ones(len(X))])
+
+    def neg(w):
+        f = Xd @ w
+        value = np.sum(np.logaddexp(0, f) - y * f) + 0.5 * np.sum(w**2 / prior_variances)
+        return value, Xd.T @ (expit(f) - y) + w / prior_variances
+
+    mode = minimize(neg, np.zeros(Xd.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}).x
+    p = expit(Xd @ mode)
+    hessian = np.diag(1.0 / prior_variances) + (Xd * (p * (1 - p))[:, None]).T @ Xd
+    return mode, np.linalg.inv(hessian)
+
+
+def test_logistic_posterior_approaches_truth_and_laplace():
+    # As n grows the posterior concentrates on the true weights and becomes
+    # Gaussian, so q(w) must approach the Laplace approximation at the mode.
+    w_true = np.array([1.0, -0.5, 0.25, 0.3])
+    rng = np.random.RandomState(1)
+    errors, cov_gaps = [], []
+    for n in (100, 1000, 20000):
+        X, y = _logistic_data(n, w_true, rng)
+        est = SVILogisticRegression(
+            algorithm="mc-ssvi",
+            learning_method="batch",
+            expectation="quadrature",
+            n_mc_samples=30,
+            prior_variance=1.0,
+            intercept_prior_variance=1.0,
+            max_iter=100,
+            tol=1e-12,
+        ).fit(X, y)
+        mode, laplace_cov = _laplace(X, y, np.ones(4))
+        errors.append(np.linalg.norm(est.posterior_mean_ - w_true))
+        cov_gaps.append(
+            np.linalg.norm(est.posterior_covariance_ - laplace_cov) / np.linalg.norm(laplace_cov)
+        )
+        # The posterior mean is within a few posterior sd of the truth.
+        sd = np.sqrt(np.diag(est.posterior_covariance_))
+        assert np.all(np.abs(est.posterior_mean_ - w_true) < 4 * sd)
+    assert errors[2] < errors[1] < errors[0]
+    assert cov_gaps[2] < cov_gaps[1] < cov_gaps[0]
+    assert cov_gaps[2] < 0.01
+
+
+def test_logistic_posterior_matches_metropolis():
+    # A small problem where the exact posterior is not Gaussian: compare
+    # with a long random-walk Metropolis run (400 chains in parallel).
+    rng = np.random.RandomState(0)
+    n = 100
+    X = rng.normal(size=(n, 1))
+    y = (rng.uniform(size=n) < expit(1.5 * X[:, 0] - 0.5)).astype(int)
+    est = SVILogisticRegression(
+        algorithm="mc-ssvi",
+        learning_method="batch",
+        expectation="quadrature",
+        n_mc_samples=40,
+        prior_variance=4.0,
+        intercept_prior_variance=4.0,
+        max_iter=200,
+        tol=1e-12,
+    ).fit(X, y)
+    Xd = np.column_stack([X, np.ones(n)])
+
+    def log_post(W):
+        F = W @ Xd.T
+        return np.sum(y * F - np.logaddexp(0, F), axis=1) - 0.5 * np.sum(W**2, axis=1) / 4.0
+
+    chains, steps, burn = 400, 3000, 500
+    W = est.posterior_mean_ + 0.3 * rng.normal(size=(chains, 2))
+    lp = log_post(W)
+    draws = np.empty((steps - burn, chains, 2))
+    for s in range(steps):
+        proposal = W + 0.35 * rng.normal(size=W.shape)
+        lpp = log_post(proposal)
+        accept = np.log(rng.uniform(size=chains)) < lpp - lp
+        W[accept], lp[accept] = proposal[accept], lpp[accept]
+        if s >= burn:
+            draws[s - burn] = W
+    mcmc_mean = draws.reshape(-1, 2).mean(axis=0)
+    mcmc_sd = draws.reshape(-1, 2).std(axis=0)
+    # Monte Carlo standard error from the spread of the per-chain means.
+    se = draws.mean(axis=0).std(axis=0) / np.sqrt(chains)
+    np.testing.assert_array_less(np.abs(est.posterior_mean_ - mcmc_mean), 5 * se)
+    # Gaussian VB is slightly under-dispersed for a non-Gaussian posterior;
+    # the standard deviations agree within 5%.
+    vb_sd = np.sqrt(np.diag(est.posterior_covariance_))
+    np.testing.assert_allclose(vb_sd, mcmc_sd, rtol=0.05)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_online_algorithms_reach_the_batch_posterior(algorithm):
+    rng = np.random.RandomState(2)
+    X, y = _logistic_data(4000, np.array([1.0, -1.0, 0.5, -0.2]), rng)
+    ref = SVILogisticRegression(
+        algorithm="mc-ssvi", learning_method="batch", expectation="quadrature",
+        n_mc_samples=30, max_iter=100, tol=1e-12,
+    ).fit(X, y)
+    est = SVILogisticRegression(
+        algorithm=algorithm, batch_size=400, max_iter=30, tol=0, random_state=0,
+        gradient_learning_rate=0.2,
+    )
+    est.fit(X, y)
+    sd = np.sqrt(np.diag(ref.posterior_covariance_))
+    np.testing.assert_array_less(np.abs(est.posterior_mean_ - ref.posterior_mean_), 0.25 * sd)
+    est_sd = np.sqrt(np.diag(est.posterior_covariance_))
+    np.testing.assert_allclose(est_sd, sd, rtol=0.3)
+    # The ELBO of the online fit is within 0.1% of the batch optimum.
+    assert est.elbo(X, y) == pytest.approx(ref.elbo(X, y), rel=1e-3)
+    assert est.elbo(X, y) <= ref.elbo(X, y) + 1e-6
+
+
+def test_logistic_mean_close_to_scikit_learn_map_and_predictions():
+    rng = np.random.RandomState(3)
+    X, y = _logistic_data(20000, np.array([0.8, -0.6, 0.0, 0.4]), rng)
+    est = SVILogisticRegression(
+        learning_method="batch", algorithm="mc-ssvi", expectation="quadrature",
+        prior_variance=1.0, intercept_prior_variance=1e6, max_iter=100, tol=1e-12,
+    ).fit(X, y)
+    # With many rows the posterior mean is the MAP up to O(1/n); scikit-learn
+    # with C = prior variance and an unpenalised intercept is that MAP.
+    sk = LogisticRegression(C=1.0, tol=1e-10, max_iter=1000).fit(X, y)
+    np.testing.assert_allclose(est.coef_, sk.coef_, atol=0.01)
+    np.testing.assert_allclose(est.intercept_, sk.intercept_, atol=0.01)
+    # predict_proba integrates the sigmoid over q: compare with Monte Carlo.
+    draws = rng.multivariate_normal(est.posterior_mean_, est.posterior_covariance_, size=200000)
+    Xq = np.column_stack([X[:5], np.ones(5)])
+    mc = expit(Xq @ draws.T).mean(axis=1)
+    np.testing.assert_allclose(est.predict_proba(X[:5])[:, 1], mc, atol=2e-3)
+    np.testing.assert_array_equal(est.predict(X[:50]), (est.predict_proba(X[:50])[:, 1] > 0.5).astype(int))
+    proba = est.predict_proba(X[:5])[:, 1]
+    np.testing.assert_allclose(est.decision_function(X[:5]), np.log(proba / (1 - proba)), rtol=1e-10)
+    np.testing.assert_array_equal(np.sign(est.decision_function(X[:5])), np.sign(Xq @ est.posterior_mean_))
+    assert est.score(X, y) == np.mean(est.predict(X) == y)
+
+
+def test_labels_sparse_input_and_reproducibility():
+    rng = np.random.RandomState(4)
+    X, y = _logistic_data(1000, np.array([1.0, -1.0, 0.0]), rng)
+    labels = np.where(y == 1, "spam", "ham")
+    kw = dict(batch_size=250, max_iter=3, tol=0, random_state=7)
+    a = SVILogisticRegression(**kw).fit(X, labels)
+    assert list(a.classes_) == ["ham", "spam"]
+    b = SVILogisticRegression(**kw).fit(sp.csr_matrix(X), labels)
+    np.testing.assert_allclose(a.posterior_mean_, b.posterior_mean_, rtol=1e-10)
+    np.testing.assert_allclose(a.posterior_covariance_, b.posterior_covariance_, rtol=1e-10)
+    assert set(a.predict(X)) <= {"ham", "spam"}
+
+
+def test_partial_fit_stream_matches_fit_steps():
+    # partial_fit over the same minibatches in the same order is fit's pass.
+    rng = np.random.RandomState(5)
+    X, y = _logistic_data(800, np.array([1.0, 0.5, -0.5]), rng)
+    est = SVILogisticRegression(expectation="quadrature", total_samples=800)
+    for rows in np.array_split(np.arange(800), 4):
+        est.partial_fit(X[rows], y[rows], classes=[0, 1])
+    assert est.n_batch_iter_ == 4 and est.n_samples_seen_ == 800
+    ref = SVILogisticRegression(expectation="quadrature", total_samples=800)
+    ref.partial_fit(X[:200], y[:200], classes=[0, 1])
+    for rows in np.array_split(np.arange(200, 800), 3):
+        ref.partial_fit(X[rows], y[rows])
+    np.testing.assert_allclose(est.posterior_mean_, ref.posterior_mean_, rtol=1e-12)
+
+
+def test_poisson_regression_against_truth_and_predictive_moments():
+    rng = np.random.RandomState(6)
+    X = rng.normal(size=(5000, 2))
+    w = np.array([0.3, -0.2])
+    y = rng.poisson(np.exp(0.5 + X @ w))
+    est = SVIPoissonRegression(
+        learning_method="batch", algorithm="mc-ssvi", expectation="quadrature",
+        n_mc_samples=20, max_iter=100, tol=1e-12,
+    ).fit(X, y)
+    sd = np.sqrt(np.diag(est.posterior_covariance_))
+    assert np.all(np.abs(est.posterior_mean_ - [0.3, -0.2, 0.5]) < 4 * sd)
+    # Predictive mean and sd against Monte Carlo over q(w) and the Poisson noise.
+    draws = rng.multivariate_normal(est.posterior_mean_, est.posterior_covariance_, size=200000)
+    x = np.array([[1.0, -1.0]])
+    rates = np.exp(np.column_stack([x, [1.0]]) @ draws.T).ravel()
+    mean, std = est.predict(x, return_std=True)
+    np.testing.assert_allclose(mean, rates.mean(), rtol=2e-3)
+    np.testing.assert_allclose(std**2, rates.mean() + rates.var(), rtol=5e-3)
+    # The logistic link: rates in (0, 1).
+    y01 = rng.poisson(expit(X @ w - 0.5))
+    est2 = SVIPoissonRegression(
+        link="logistic", learning_method="batch", algorithm="mc-ssvi",
+        expectation="quadrature", max_iter=200, tol=1e-10,
+    ).fit(X, y01)
+    sd2 = np.sqrt(np.diag(est2.posterior_covariance_))
+    assert np.all(np.abs(est2.posterior_mean_ - [0.3, -0.2, -0.5]) < 4 * sd2)
+
+
+def test_empirical_bayes_prior_variance():
+    # Weights drawn from N(0, 0.5^2): the learned prior variance is the mean
+    # of E[w_j^2], close to 0.25 with 40 weights and plenty of data.
+    rng = np.random.RandomState(7)
+    w = np.append(rng.normal(scale=0.5, size=40), 0.0)
+    X, y = _logistic_data(20000, w, rng)
+    est = SVILogisticRegression(
+        prior_variance="auto", learning_method="batch", algorithm="mc-ssvi",
+        expectation="quadrature", max_iter=200, tol=1e-10,
+    ).fit(X, y)
+    second = est.posterior_mean_[:40] ** 2 + np.diag(est.posterior_covariance_)[:40]
+    assert est.prior_variance_ == pytest.approx(np.mean(second), rel=1e-3)
+    assert est.prior_variance_ == pytest.approx(np.mean(w[:40] ** 2), rel=0.25)
+
+
+def test_bad_input():
+    rng = np.random.RandomState(8)
+    X = rng.normal(size=(30, 2))
+    with pytest.raises(ValueError, match="Only binary classification"):
+        SVILogisticRegression().fit(X, np.arange(30) % 3)
+    with pytest.raises(ValueError, match="only one class"):
+        SVILogisticRegression().fit(X, np.zeros(30))
+    with pytest.raises(ValueError, match="classes"):
+        SVILogisticRegression().partial_fit(X, np.zeros(30))
+    Xnan = X.copy()
+    Xnan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SVILogisticRegression().fit(Xnan, np.arange(30) % 2)
+    with pytest.raises(ValueError, match="non-negative"):
+        SVIPoissonRegression().fit(X, -np.ones(30))
+    with pytest.raises(ValueError, match="non-negative"):
+        SVIPoissonRegression().fit(X, np.full(30, -0.5))
+    est = SVILogisticRegression().partial_fit(X, np.arange(30) % 2)
+    with pytest.raises(ValueError, match="features"):
+        est.partial_fit(rng.normal(size=(5, 3)), np.arange(5) % 2)
+    with pytest.raises(ValueError, match="not in classes_"):
+        est.partial_fit(X, np.full(30, 5))
+    with pytest.raises(ValueError, match="algorithm"):
+        SVILogisticRegression(algorithm="adam").fit(X, np.arange(30) % 2)
+
+
+def test_grid_search_and_clone():
+    rng = np.random.RandomState(9)
+    X, y = _logistic_data(600, np.array([1.0, -1.0, 0.0]), rng)
+    grid = GridSearchCV(
+        SVILogisticRegression(max_iter=2, tol=0, batch_size=200, random_state=0),
+        {"algorithm": ALGORITHMS, "prior_variance": [0.1, 1.0]},
+        scoring="neg_log_loss",
+        cv=3,
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grid.fit(X, y)
+        manual = clone(grid.best_estimator_).fit(X, y)
+    np.testing.assert_allclose(manual.posterior_mean_, grid.best_estimator_.posterior_mean_)
