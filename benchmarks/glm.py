@@ -424,7 +424,7 @@ def main(argv=None):
                  "%.2f" % r["seconds"], "", ""]
         if ref is not None and m != "sklearn":
             cells[8] = "%.2f" % (r["seconds"] / ref["seconds"])
-            cells[9] = "%+.4f" % (r["nll"] - ref["nll"])
+            cells[9] = "%+.5f" % (r["nll"] - ref["nll"])
         body.append(cells)
     print("Test set a9a.t; ECE over 15 equal-width bins of the top-label confidence")
     print(format_table(("method", "prior var", "passes", "accuracy", "NLL", "ECE", "train ELBO",
@@ -441,7 +441,7 @@ def main(argv=None):
             same_acc = abs(r["acc"] - ref["acc"]) <= args.acc_tol
             met = same_acc and r["nll"] <= ref["nll"]
             print("target %s: test NLL no worse than sklearn's at equal accuracy: %s "
-                  "(NLL %.4f vs %.4f, accuracy %.4f vs %.4f, |diff| %s %.3f; fit %.2fx sklearn's)"
+                  "(NLL %.6f vs %.6f, accuracy %.4f vs %.4f, |diff| %s %.3f; fit %.2fx sklearn's)"
                   % (m, "met" if met else "NOT met", r["nll"], ref["nll"], r["acc"], ref["acc"],
                      "<=" if same_acc else ">", args.acc_tol, r["seconds"] / ref["seconds"]))
     print("total wall time %.1f s" % (time.perf_counter() - wall_start))
