@@ -448,8 +448,10 @@ class SVIMixin:
         grads = [] if want_grads else None
         names = self._global_factors
         if getattr(self, "update_order", "sequential") == "joint":
-            # Option (b): every target from the same snapshot.
-            stats = {name: self._expected_stats(name, X, local, params) for name in names}
+            # Option (b): every target from the same snapshot (a copy: the
+            # statistics may refer to it after ``params`` moves on).
+            snapshot = dict(params)
+            stats = {name: self._expected_stats(name, X, local, snapshot) for name in names}
             ok = True
             for name in names:
                 params[name], valid = self._update_factor(

@@ -104,7 +104,11 @@ class Likelihood:
         if method == "quadrature":
             z, w = _hermite(n_samples)
         elif method == "mc":
-            rng = check_random_state(random_state)
+            rng = (
+                random_state
+                if isinstance(random_state, np.random.Generator)
+                else check_random_state(random_state)
+            )
             z = rng.standard_normal(mean.shape + (n_samples,))
             w = np.full(n_samples, 1.0 / n_samples)
         else:
@@ -127,7 +131,7 @@ class Likelihood:
             Gauss-Hermite quadrature with ``n_samples`` nodes.
         n_samples : int, default=10
             Draws or nodes.
-        random_state : int, RandomState or None
+        random_state : int, RandomState, Generator or None
             For ``method='mc'``.
 
         Returns
@@ -431,6 +435,39 @@ class Ordinal(Likelihood):
     def d2logpdf(self, y, f):
         a, c = self._cuts(y, f)
         return -self.slope**2 * (expit(a) * expit(-a) + expit(c) * expit(-c))
+
+    def dlogpdf_dthresholds(self, y, f):
+        """``d log p(y | f) / d b_j`` for every threshold ``b_j``.
+
+        Only the two thresholds around category ``y`` enter ``p(y | f)``:
+        ``d/db_y = s sigmoid(-a) / (sigmoid(-c) (1 - exp(c - a)))`` and
+        ``d/db_{y-1} = -s sigmoid(c) / (sigmoid(a) (1 - exp(c - a)))``.
+
+        Returns
+        -------
+        ndarray of shape ``broadcast(y, f).shape + (K-1,)``
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.likelihoods import Ordinal
+        >>> lik = Ordinal(thresholds=[0.0, 1.0])
+        >>> g = lik.dlogpdf_dthresholds(np.array(1.0), np.array(0.5))
+        >>> eps = 1e-6
+        >>> up = Ordinal(thresholds=[0.0, 1.0 + eps]).logpdf(1.0, 0.5)
+        >>> bool(np.isclose(g[1], (up - lik.logpdf(1.0, 0.5)) / eps, rtol=1e-4))
+        True
+        """
+        a, c = self._cuts(y, f)
+        k = np.broadcast_to(np.asarray(y).astype(np.intp), a.shape)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gap = -np.expm1(c - a)
+            upper = self.slope * expit(-a) / (expit(-c) * gap)
+            lower = -self.slope * expit(c) / (expit(a) * gap)
+        j = np.arange(self.thresholds.size)
+        upper = np.where(np.isfinite(upper), upper, 0.0)
+        lower = np.where(np.isfinite(lower), lower, 0.0)
+        return (j == k[..., None]) * upper[..., None] + (j == (k - 1)[..., None]) * lower[..., None]
 
     def category_probabilities(self, f):
         """``p(y = k | f)`` for every ``k``: shape ``f.shape + (K,)``."""

@@ -88,6 +88,18 @@ def _mean_gradient(g1, g2, mean, diagonal):
     return g1 + 2.0 * (g2 @ mean[..., None])[..., 0]
 
 
+def _per_factor(rho, array):
+    """``rho`` broadcast against one natural component of a batch of factors.
+
+    ``rho`` is a scalar or holds one step size per factor (the batch shape
+    of the natural parameters); trailing axes are added to match ``array``.
+    """
+    rho = np.asarray(rho, dtype=float)
+    if rho.ndim == 0:
+        return rho
+    return rho.reshape(rho.shape + (1,) * (np.ndim(array) - rho.ndim))
+
+
 def _adagrad(grad, accumulated, learning_rate, eps=1e-8):
     """One AdaGrad step; returns (step, new accumulator)."""
     accumulated = (0.0 if accumulated is None else accumulated) + grad * grad
@@ -133,9 +145,10 @@ class UpdateRule:
         current, target : tuple of ndarray
             Natural parameters ``(eta1, eta2)`` of a batch of Gaussians: the
             current ones and the engine's target ``prior + scale * stats``.
-        rho : float
+        rho : float or ndarray
             The natural-gradient step size (the schedule's value times the
-            engine's step-safety backoff).
+            engine's step-safety backoff); an array gives one step size per
+            factor of the batch (shape ``eta1.shape[:-1]``).
         backoff : float
             The engine's step-safety backoff factor in ``(0, 1]``; ordinary
             gradient steps are scaled by it, so a rejected step is retried
@@ -177,7 +190,10 @@ class NaturalGradient(UpdateRule):
 
     def step(self, current, target, rho, backoff, state):
         # (1 - rho) c + rho t is exact at rho = 0 and rho = 1.
-        return tuple((1.0 - rho) * c + rho * t for c, t in zip(current, target)), state
+        return tuple(
+            (1.0 - _per_factor(rho, c)) * c + _per_factor(rho, c) * t
+            for c, t in zip(current, target)
+        ), state
 
 
 class HybridGradient(UpdateRule):
@@ -207,11 +223,16 @@ class HybridGradient(UpdateRule):
 
     def step(self, current, target, rho, backoff, state):
         diagonal = _is_diagonal(*current)
-        mean, _, _ = _standard(*current)
+        if diagonal:
+            mean = current[0] / (-2.0 * current[1])
+        else:
+            # Only the mean is needed: one batched solve, no inverse.
+            old_precision = -(current[1] + np.swapaxes(current[1], -1, -2))
+            mean = np.linalg.solve(old_precision, current[0][..., None])[..., 0]
         g1 = target[0] - current[0]
         g2 = target[1] - current[1]
         grad_m = _mean_gradient(g1, g2, mean, diagonal)
-        eta2 = current[1] + rho * g2
+        eta2 = current[1] + _per_factor(rho, g2) * g2
         precision = -2.0 * eta2 if diagonal else -(eta2 + np.swapaxes(eta2, -1, -2))
         if not diagonal:
             eta2 = -0.5 * precision

@@ -397,3 +397,25 @@ def test_make_update_rule():
 def test_make_update_rule_rejects_unknown_names(bad):
     with pytest.raises(ValueError, match="algorithm"):
         make_update_rule(bad)
+
+
+def test_per_factor_step_sizes_equal_separate_steps():
+    # One rho per factor of a batch is the same as stepping each factor alone.
+    from skvi.updates import HybridGradient, NaturalGradient
+
+    rng = np.random.RandomState(0)
+    d = 3
+    A = rng.normal(size=(4, d, d))
+    prec = A @ np.swapaxes(A, 1, 2) + d * np.eye(d)
+    current = (rng.normal(size=(4, d)), -0.5 * prec)
+    B = rng.normal(size=(4, d, d))
+    target = (rng.normal(size=(4, d)), -0.5 * (B @ np.swapaxes(B, 1, 2) + d * np.eye(d)))
+    rho = np.array([1.0, 0.5, 0.1, 0.0])
+    for rule in (NaturalGradient(), HybridGradient(0.3)):
+        together, _ = rule.step(current, target, rho, 1.0, None)
+        for i in range(4):
+            alone, _ = rule.step(
+                (current[0][i], current[1][i]), (target[0][i], target[1][i]), rho[i], 1.0, None
+            )
+            np.testing.assert_allclose(together[0][i], alone[0], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(together[1][i], alone[1], rtol=1e-12, atol=1e-12)

@@ -16,18 +16,25 @@ groups are symmetric: a node's "design" from the other side is
 and natural-gradient steps have closed forms (seed 000, eq. 5-6).
 """
 
+import copy
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.optimize import brentq, minimize
 from scipy.special import digamma
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
 from ..expfam import Gamma, Gaussian, MultivariateGaussian
+from ..likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
+from ..likelihoods import Gaussian as GaussianLikelihood
+from ..updates import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from . import _pmf
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from .. import _gaussian_fast
@@ -41,6 +48,14 @@ _LOG_2PI = np.log(2.0 * np.pi)
 _CHUNK = 8192
 #: Ratings in the probe sample of the step-safety overshoot test.
 _PROBE_SIZE = 2000
+#: Gauss-Hermite nodes of the predictive integrals (non-Gaussian likelihoods).
+_PREDICT_NODES = 40
+#: Gauss-Hermite nodes of the probe loss and the ordinal threshold fit.
+_PROBE_NODES = 20
+#: Damped fixed-point iterations of ``transform`` (non-Gaussian likelihoods).
+_FOLD_IN_ITER = 30
+#: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``.
+_F_NODES = 10
 
 
 class _Ratings:
@@ -68,14 +83,20 @@ class _Ratings:
 class _Side:
     """One side (users or items) of a prepared minibatch."""
 
-    __slots__ = ("nodes", "counts", "ones", "values", "other_nodes")
+    __slots__ = ("nodes", "counts", "ones", "values", "other_nodes", "row", "col", "ratings")
 
-    def __init__(self, nodes, counts, ones, values, other_nodes):
+    def __init__(self, nodes, counts, ones, values, other_nodes, row, col, ratings):
         self.nodes = nodes  # distinct node ids of this side in the batch
         self.counts = counts  # ratings per node in the batch (C_i)
         self.ones = ones  # CSR indicator, nodes x other_nodes
         self.values = values  # CSR ratings, nodes x other_nodes
         self.other_nodes = other_nodes
+        # Per rating: its node's position in ``nodes``, its partner's in
+        # ``other_nodes``, and the rating (the non-conjugate statistics are
+        # not sums over the CSR matrices).
+        self.row = row
+        self.col = col
+        self.ratings = ratings
 
 
 class _ChildSample:
@@ -100,7 +121,7 @@ def _side(nodes_of, partners_of, ratings):
     ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
     val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
     counts = np.bincount(inv, minlength=shape[0]).astype(float)
-    return _Side(nodes, counts, ind, val, partners)
+    return _Side(nodes, counts, ind, val, partners, inv, inv_p, ratings)
 
 
 def _prepare(data):
@@ -230,6 +251,19 @@ def _aggregate(side, other):
     return agg
 
 
+def _diagonal_target(tgt1, tgt2, mean):
+    """Natural target of a fully factorised node from its full-covariance one.
+
+    For ``q`` diagonal, coordinate ``k``'s natural-gradient target is
+    precision ``Lambda_kk`` and ``eta1_k - sum_{j != k} Lambda_kj m_j``
+    (``m`` the current means): the Jacobi form of :meth:`_diagonal_update`.
+    """
+    prec = -2.0 * tgt2
+    diag = np.diagonal(prec, axis1=-2, axis2=-1)
+    coupling = (prec @ mean[..., None])[..., 0] - diag * mean
+    return tgt1 - coupling, -0.5 * diag
+
+
 def _gamma_moments(natural):
     rate, shape_m1 = natural
     shape, rate = shape_m1 + 1.0, -rate
@@ -268,14 +302,43 @@ class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEst
     node's step count: a user first seen late in a stream starts with the
     schedule's first (large) steps rather than the global ``rho_t``.
 
+    **Other likelihoods** (``likelihood='bernoulli'``, ``'poisson'``,
+    ``'ordinal'`` or a :class:`skvi.likelihoods.Likelihood`) replace the
+    Gaussian by ``r_mn ~ p(r | f_mn)`` with ``f_mn = mu + b_m + c_n + u_m .
+    v_n``: generalised PMF by Monte-Carlo structured SVI (seed 002, section
+    3.6).  Each node keeps its full-covariance (or diagonal) Gaussian; given
+    a draw of the partner node a rating is a GLM example with descriptor
+    ``x = (v, 1)``, so the node's natural-gradient target is
+    ``Lambda = diag(alpha) - sum E[l''] x x^T`` and
+    ``eta1 = sum E[(l' - l'' m . x) x]`` (eqs. 48-53), estimated from
+    ``n_mc_samples`` draws of the partner per rating and ``E_f`` by Monte
+    Carlo or quadrature.  ``algorithm`` chooses how a node moves towards
+    that target (MC-SSVI, H-MC-SSVI or S-DSVI, see :mod:`skvi.updates`).
+    The global mean is updated by its own fixed point; there is no noise
+    precision.  ``predict`` gives the predictive mean and
+    :meth:`predict_proba` the class probabilities.
+
     Parameters
     ----------
     n_components : int, default=10
         Number of latent factors ``K``.
+    likelihood : {'gaussian', 'bernoulli', 'poisson', 'ordinal'} or Likelihood, \
+default='gaussian'
+        Observation model.  ``'gaussian'`` is the conjugate model above
+        (closed-form updates, learned noise precision).  ``'bernoulli'``:
+        two rating values (``classes_``; the larger is the positive class),
+        logistic link.  ``'poisson'``: counts, exponential link (pass
+        ``skvi.likelihoods.Poisson(link='logistic')`` for seed 002's link).
+        ``'ordinal'``: the sorted distinct ratings are ordered categories
+        with a cumulative-logit likelihood (:class:`skvi.likelihoods.Ordinal`,
+        thresholds ``0.5, 1.5, ...`` on the category-index scale, slope 1).
+        An instance is used as given (copied into ``likelihood_``), through
+        the Monte-Carlo updates even when it is Gaussian.
     covariance : {'full', 'diagonal'}, default='full'
         Variational family of each user and item node.
     noise_precision : float or None, default=None
-        Fixed noise precision ``tau``; ``None`` learns it.
+        Fixed noise precision ``tau``; ``None`` learns it.  Gaussian
+        likelihood only.
     factor_precision : float or None, default=None
         Fixed prior precision of every factor and bias; ``None`` learns one
         precision per component and side (ARD).
@@ -296,6 +359,27 @@ class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEst
         node once, so it counts as one pass (``max_iter`` is then the
         number of Alg. 1 iterations, each with an ELBO in
         ``lower_bounds_``).
+    algorithm : {'auto', 'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='auto'
+        Update rule of the user and item nodes (seed 002): natural-gradient
+        steps of mean and covariance, natural covariance with an AdaGrad
+        mean step, or AdaGrad on the mean and the Cholesky factor.
+        ``'auto'``: ``'mc-ssvi'`` for the Gaussian likelihood (the exact
+        conjugate updates: coordinate ascent in batch mode) and
+        ``'h-mc-ssvi'``, the paper's best for PMF, otherwise.
+    gradient_learning_rate : float, default=1.0
+        AdaGrad learning rate of the ordinary-gradient parts of
+        ``'h-mc-ssvi'`` and ``'s-dsvi'`` (seed 002 uses 1.0).
+    expectation : {'mc', 'quadrature'}, default='mc'
+        Non-Gaussian likelihoods: given each draw of the partner node,
+        ``E_f[l']``, ``E_f[l'']`` and ``E_f[log p]`` from one draw of ``f``
+        (``'mc'``) or from 10-node Gauss-Hermite quadrature.
+    n_mc_samples : int, default=10
+        Draws of the partner node per rating and step (``S1`` of seed
+        002's eq. 52; 10 as in the paper).
+    learn_thresholds : bool, default=True
+        ``likelihood='ordinal'``: learn the gaps between the thresholds
+        (point estimates maximising the expected log-likelihood; the first
+        threshold stays, since the global mean sets the location).
     learning_method : {'batch', 'online'}, default='batch'
         Coordinate ascent on all ratings, or stochastic steps on minibatches.
     batch_size : int, default=1000
@@ -346,13 +430,19 @@ class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEst
         Posterior means of the biases.
     global_mean_, global_mean_variance_ : float
         Posterior mean and variance of ``mu``.
-    noise_precision_ : float
-        Posterior mean of ``tau``; ``noise_shape_`` and ``noise_rate_`` give
+    noise_precision_ : float or None
+        Posterior mean of ``tau`` (None for non-Gaussian likelihoods); ``noise_shape_`` and ``noise_rate_`` give
         its Gamma posterior when it is learned.
     user_precision_, item_precision_ : ndarray of shape (n_components + 1,)
         Posterior means of ``alpha_u``, ``alpha_v`` (factors then bias).
     user_counts_, item_counts_ : ndarray
         Ratings per user and item used for the ``N_i`` of the steps.
+    likelihood_ : Likelihood or None
+        The fitted observation model (ordinal: with the learned
+        thresholds); None for the conjugate Gaussian model.
+    classes_ : ndarray
+        The rating values of ``'bernoulli'`` and ``'ordinal'``, sorted;
+        ratings are these classes' indices to the likelihood.
     natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
 n_samples_seen_, converged_, n_rejected_steps_
         From the engine, see :class:`skvi.engine.SVIMixin`.
@@ -376,6 +466,15 @@ n_samples_seen_, converged_, n_rejected_steps_
     >>> mean, std = mf.predict(np.array([[0, 0], [99, 0]]), return_std=True)
     >>> bool(std[1] > std[0])  # user 99 is unknown: a wider prediction
     True
+
+    Binary ratings with the logistic likelihood:
+
+    >>> clicks = (y > 0).astype(int)
+    >>> clf = SVIMatrixFactorization(n_components=2, likelihood="bernoulli",
+    ...                              max_iter=20, tol=0, random_state=0).fit(X, clicks)
+    >>> proba = clf.predict_proba(X)[:, 1]
+    >>> bool(np.mean((proba > 0.5) == clicks) > 0.8)
+    True
     """
 
     _parameter_constraints = {
@@ -388,6 +487,12 @@ n_samples_seen_, converged_, n_rejected_steps_
         "mean_precision_prior": [Interval(numbers.Real, 0, None, closed="neither")],
         "init_scale": [Interval(numbers.Real, 0, None, closed="left")],
         "children_per_node": [None, Interval(numbers.Integral, 1, None, closed="left")],
+        "likelihood": [StrOptions({"gaussian", "bernoulli", "poisson", "ordinal"}), Likelihood],
+        "algorithm": [StrOptions({"auto", *ALGORITHMS})],
+        "gradient_learning_rate": UPDATE_RULE_PARAMETER_CONSTRAINTS["gradient_learning_rate"],
+        "expectation": [StrOptions({"mc", "quadrature"})],
+        "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "learn_thresholds": ["boolean"],
         **ENGINE_PARAMETER_CONSTRAINTS,
     }
 
@@ -398,6 +503,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         self,
         n_components=10,
         *,
+        likelihood="gaussian",
         covariance="full",
         noise_precision=None,
         factor_precision=None,
@@ -406,6 +512,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         mean_precision_prior=1e-2,
         init_scale=0.1,
         children_per_node=None,
+        algorithm="auto",
+        gradient_learning_rate=1.0,
+        expectation="mc",
+        n_mc_samples=10,
+        learn_thresholds=True,
         learning_method="batch",
         batch_size=1000,
         max_iter=100,
@@ -420,6 +531,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         verbose=0,
     ):
         self.n_components = n_components
+        self.likelihood = likelihood
         self.covariance = covariance
         self.noise_precision = noise_precision
         self.factor_precision = factor_precision
@@ -428,6 +540,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.mean_precision_prior = mean_precision_prior
         self.init_scale = init_scale
         self.children_per_node = children_per_node
+        self.algorithm = algorithm
+        self.gradient_learning_rate = gradient_learning_rate
+        self.expectation = expectation
+        self.n_mc_samples = n_mc_samples
+        self.learn_thresholds = learn_thresholds
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -461,7 +578,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVIMatrixFactorization
             The fitted estimator.
         """
-        data = self._as_ratings(X, y)
+        data = self._encode_targets(self._as_ratings(X, y), reset=True)
         self._in_partial_fit = False
         try:
             self._engine_fit(data)
@@ -470,7 +587,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, **kwargs):
+    def partial_fit(self, X, y=None, classes=None, **kwargs):
         """Take stochastic natural-gradient steps on a minibatch of ratings.
 
         One step per ``batch_size`` ratings.  Users and items never seen
@@ -483,6 +600,11 @@ n_samples_seen_, converged_, n_rejected_steps_
             As in :meth:`fit`.
         y : array-like of shape (n_ratings,) or None
             As in :meth:`fit`.
+        classes : array-like or None, default=None
+            For ``likelihood='bernoulli'`` or ``'ordinal'``: all the rating
+            values the stream can hold, in order, required on the first call
+            unless its minibatch already holds them all.  Ignored afterwards
+            and for the other likelihoods.
         **kwargs : dict
             Ignored (accepted for dask-ml's ``Incremental`` wrapper).
 
@@ -491,7 +613,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVIMatrixFactorization
             The updated estimator.
         """
-        data = self._as_ratings(X, y)
+        first = not hasattr(self, "natural_params_")
+        data = self._encode_targets(self._as_ratings(X, y), reset=first, classes=classes)
         self._in_partial_fit = True
         for batch in gen_batches(data.shape[0], self.batch_size):
             self._engine_partial_fit(data[batch])
@@ -499,6 +622,15 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of ratings.
+
+        For the Gaussian likelihood the predictive mean and variance are
+        exact.  For the others the linear predictor ``f`` is approximated
+        by the Gaussian with its exact posterior mean and variance (as in
+        seed 002's experiments) and the predictive moments are integrated
+        over it by Gauss-Hermite quadrature: the probability of the
+        positive class (``classes_[1]``) for ``'bernoulli'``, the expected
+        count for ``'poisson'``, the expected rating value
+        ``sum_k p_k classes_[k]`` for ``'ordinal'``.
 
         An unknown user or item (an index never seen in fitting) is
         predicted from its prior: zero factors and bias, with the prior's
@@ -521,16 +653,63 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         check_is_fitted(self)
         users, items = self._check_pairs(X)
-        mean, var = self._predictive(users, items)
+        if self._conjugate:
+            mean, var = self._predictive(users, items)
+        else:
+            m_f, v_f = self._f_moments(users, items, self.natural_params_)
+            lik = self.likelihood_
+            if isinstance(lik, Ordinal):
+                proba = lik.predictive_probabilities(m_f, v_f, n_points=_PREDICT_NODES)
+                values = self.classes_.astype(float)
+                mean = proba @ values
+                var = proba @ (values * values) - mean * mean
+            else:
+                mean = lik.predictive_mean(m_f, v_f, n_points=_PREDICT_NODES)
+                var = lik.predictive_variance(m_f, v_f, n_points=_PREDICT_NODES)
         if return_std:
-            return mean, np.sqrt(var)
+            return mean, np.sqrt(np.maximum(var, 0.0))
         return mean
+
+    def _has_proba(self):
+        return self.likelihood in ("bernoulli", "ordinal") or isinstance(
+            self.likelihood, (Bernoulli, Ordinal)
+        )
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Predictive probability of each rating value (categorical likelihoods).
+
+        Available for ``likelihood='bernoulli'`` and ``'ordinal'``:
+        ``p(r = classes_[k])`` integrated over the Gaussian approximation of
+        the linear predictor, as in :meth:`predict`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2)
+            (user, item) index pairs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_ratings, n_classes)
+            Columns in the order of ``classes_``; rows sum to one.
+        """
+        check_is_fitted(self)
+        users, items = self._check_pairs(X)
+        m_f, v_f = self._f_moments(users, items, self.natural_params_)
+        lik = self.likelihood_
+        if isinstance(lik, Ordinal):
+            return lik.predictive_probabilities(m_f, v_f, n_points=_PREDICT_NODES)
+        p1 = lik.predictive_mean(m_f, v_f, n_points=_PREDICT_NODES)
+        return np.column_stack([1.0 - p1, p1])
 
     def score(self, X, y=None):
         """Mean predictive log-likelihood per rating (higher is better).
 
-        The predictive density of each rating is the Gaussian with the
-        posterior predictive mean and variance of :meth:`predict`.
+        For the Gaussian likelihood the predictive density of each rating
+        is the Gaussian with the posterior predictive mean and variance of
+        :meth:`predict`; for the others it is ``log E[p(r | f)]`` under the
+        Gaussian approximation of ``f`` (Gauss-Hermite quadrature).  The
+        negative of this score is the test NLL of seed 002's experiments.
 
         Parameters
         ----------
@@ -545,7 +724,11 @@ n_samples_seen_, converged_, n_rejected_steps_
             Average log predictive density.
         """
         check_is_fitted(self)
-        data = self._as_ratings(X, y)
+        data = self._encode_targets(self._as_ratings(X, y), reset=False)
+        if not self._conjugate:
+            m_f, v_f = self._f_moments(data.users, data.items, self.natural_params_)
+            logp = self.likelihood_.predictive_logpdf(data.ratings, m_f, v_f, n_points=_PREDICT_NODES)
+            return float(np.mean(logp))
         mean, var = self._predictive(data.users, data.items)
         resid = data.ratings - mean
         return float(np.mean(-0.5 * (_LOG_2PI + np.log(var) + resid * resid / var)))
@@ -569,19 +752,43 @@ n_samples_seen_, converged_, n_rejected_steps_
             Posterior means of the new users' factors ``u``.
         """
         check_is_fitted(self)
-        data = self._as_ratings(X, None)
+        data = self._encode_targets(self._as_ratings(X, None), reset=False)
         n_rows = X.shape[0]
         prep = _prepare(data)
         side = prep["users"]
-        items_m = self._node_moments("items", self.natural_params_, side.other_nodes)
-        params = self.natural_params_
-        eta1, eta2 = self._node_target(
-            "users", side, _aggregate(side, items_m), params, np.ones(side.nodes.shape[0])
-        )
-        # The exact posterior mean given the fixed globals; it is also the
-        # fixed point of the coordinate updates of the diagonal family.
+        params = dict(self.natural_params_)
+        n = side.nodes.shape[0]
+        ones = np.ones(n)
         out = np.zeros((n_rows, self._dim))
-        out[side.nodes] = np.linalg.solve(-2.0 * eta2, eta1[..., None])[..., 0]
+        if self._conjugate:
+            eta1, eta2 = self._node_target("users", *self._node_stats("users", prep, params), params, ones)
+            # The exact posterior mean given the fixed globals; it is also the
+            # fixed point of the coordinate updates of the diagonal family.
+            out[side.nodes] = np.linalg.solve(-2.0 * eta2, eta1[..., None])[..., 0]
+            return out[:, : self.n_components]
+        # Non-conjugate: damped fixed-point (natural-gradient) iterations of
+        # the new users from their prior, everything else held fixed; the
+        # new users live in a scratch copy of the user side.
+        new_ids = np.arange(n) + self.n_users_
+        prior = self._initial_nodes("users", n, np.random.RandomState(0))
+        eta = params["users"]
+        params["users"] = tuple(np.concatenate([a, b]) for a, b in zip(eta, prior))
+        rows = side.nodes
+        side.nodes = new_ids
+        rng = np.random.default_rng(0)
+        full = self.covariance == "full"
+        for _ in range(_FOLD_IN_ITER):
+            stats = self._node_stats("users", prep, params, rng=rng)
+            tgt1, tgt2 = self._node_target("users", *stats, params, ones)
+            old1, old2 = params["users"][0][new_ids], params["users"][1][new_ids]
+            if not full:
+                tgt1, tgt2 = _diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+            e1, e2 = params["users"][0].copy(), params["users"][1].copy()
+            e1[new_ids] = old1 + 0.5 * (tgt1 - old1)
+            e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
+            params["users"] = (e1, e2)
+        e1, e2 = params["users"]
+        out[rows] = self._moments_from_natural(e1[new_ids], e2[new_ids]).mean
         return out[:, : self.n_components]
 
     def elbo(self, X, y=None):
@@ -601,7 +808,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             ``E_q[log p(ratings, latent)] - E_q[log q]``.
         """
         check_is_fitted(self)
-        data = self._as_ratings(X, y)
+        data = self._encode_targets(self._as_ratings(X, y), reset=False)
         users, items = data.users, data.items
         if users.max(initial=-1) >= self.n_users_ or items.max(initial=-1) >= self.n_items_:
             raise ValueError("X holds users or items the model has not seen.")
@@ -647,6 +854,84 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("Ratings must be finite; y (or X's stored entries) holds NaN or inf.")
         return _Ratings(users, items, ratings)
 
+    @property
+    def _conjugate(self):
+        """Whether the closed-form Gaussian model (learned noise) is fitted."""
+        return isinstance(self.likelihood, str) and self.likelihood == "gaussian"
+
+    def _encode_targets(self, data, reset, classes=None):
+        """Map ratings to the likelihood's targets; on ``reset`` set it up.
+
+        Categorical likelihoods learn ``classes_`` (the sorted rating values)
+        and see ratings as class indices: ``'bernoulli'`` as 0/1 for
+        ``classes_[0]``/``classes_[1]``, ``'ordinal'`` as ``0 .. K-1``.
+        """
+        if self._conjugate:
+            if reset:
+                self.likelihood_ = None
+            return data
+        if reset:
+            lik = self.likelihood
+            lik = copy.deepcopy(lik) if isinstance(lik, Likelihood) else get_likelihood(lik)
+            if isinstance(lik, (Bernoulli, Ordinal)):
+                values = data.ratings if classes is None else np.asarray(classes, dtype=float)
+                self.classes_ = np.unique(values)
+                n_classes = self.classes_.shape[0]
+                if isinstance(lik, Bernoulli) and n_classes != 2:
+                    raise ValueError(
+                        "likelihood='bernoulli' needs exactly two rating values; "
+                        f"got {n_classes} ({self.classes_[:5]}...). Pass classes= to "
+                        "partial_fit when a minibatch does not hold both."
+                    )
+                if isinstance(lik, Ordinal):
+                    if n_classes < 2:
+                        raise ValueError(
+                            "likelihood='ordinal' needs at least two rating values; pass "
+                            "classes= to partial_fit when a minibatch does not hold them all."
+                        )
+                    if isinstance(self.likelihood, str):
+                        lik = Ordinal(n_categories=n_classes)
+                    elif lik.n_categories != n_classes:
+                        raise ValueError(
+                            f"The Ordinal likelihood has {lik.n_categories} categories but "
+                            f"the ratings hold {n_classes} values; pass classes= or matching "
+                            "thresholds."
+                        )
+            self.likelihood_ = lik
+        lik = self.likelihood_
+        ratings = data.ratings
+        if isinstance(lik, (Bernoulli, Ordinal)):
+            idx = np.searchsorted(self.classes_, ratings)
+            idx = np.minimum(idx, self.classes_.shape[0] - 1)
+            if np.any(self.classes_[idx] != ratings):
+                bad = ratings[self.classes_[idx] != ratings][:5]
+                raise ValueError(
+                    f"Ratings {bad} are not among the classes {self.classes_} seen when "
+                    "fitting started (pass classes= to the first partial_fit)."
+                )
+            ratings = idx.astype(np.float64)
+        else:
+            ratings = lik.validate_targets(ratings)
+        return _Ratings(data.users, data.items, ratings)
+
+    def _baseline(self, y):
+        """Linear predictor ``f0`` whose conditional mean is ``mean(y)``, and
+        the mean curvature ``-l''`` there (the initial global mean and its
+        precision per rating)."""
+        lik = self.likelihood_
+        target = float(np.mean(y)) if y.size else 0.0
+        lo, hi = -30.0, 30.0
+        g_lo = float(lik.conditional_mean(np.array(lo))) - target
+        g_hi = float(lik.conditional_mean(np.array(hi))) - target
+        if g_lo >= 0.0:
+            f0 = lo
+        elif g_hi <= 0.0:
+            f0 = hi
+        else:
+            f0 = brentq(lambda f: float(lik.conditional_mean(np.array(f))) - target, lo, hi)
+        curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
+        return f0, max(curvature, 1e-6)
+
     @staticmethod
     def _check_pairs(X):
         if sp.issparse(X):
@@ -678,7 +963,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         # (held-out) view of the residuals; fitted-to residuals are too
         # small and make tau overconfident.
         names = ["mean"]
-        if self.noise_precision is None:
+        if self.noise_precision is None and self._conjugate:
             names.append("noise")
         if self.factor_precision is None:
             names += ["user_precision", "item_precision"]
@@ -784,6 +1069,18 @@ n_samples_seen_, converged_, n_rejected_steps_
         params["items"] = self._initial_nodes("items", self.n_items_, random_state)
         r = data.ratings
         n = max(r.shape[0], 1)
+        if not self._conjugate:
+            # The Monte-Carlo draws, and the common random numbers of the
+            # ELBO estimate.
+            self._bound_seed = int(random_state.randint(np.iinfo(np.int32).max))
+            self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+            f0, curvature = self._baseline(r)
+            prec_mu = self.mean_precision_prior + n * curvature
+            params["mean"] = (np.array(prec_mu * f0), np.array(-0.5 * prec_mu))
+            if self.factor_precision is None:
+                for key in ("user_precision", "item_precision"):
+                    params[key] = (np.full(d, -b0), np.full(d, a0 - 1.0))
+            return params
         mean_r = float(np.mean(r)) if r.size else float(self.mean_prior)
         var_r = float(np.var(r)) if r.size > 1 else 1.0
         var_r = var_r if var_r > 0 else 1.0
@@ -873,9 +1170,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         e1, e2 = params["mean"]
         prec = -2.0 * float(e2)
         mu = float(e1) / prec
-        if self.noise_precision is None:
+        if "noise" in params:
             tau, log_tau = _gamma_moments(params["noise"])
             return mu, 1.0 / prec, float(tau), float(log_tau)
+        if not self._conjugate or self.noise_precision is None:
+            return mu, 1.0 / prec, np.nan, np.nan  # no Gaussian noise
         tau = float(self.noise_precision)
         return mu, 1.0 / prec, tau, float(np.log(tau))
 
@@ -942,7 +1241,14 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _expected_stats(self, name, data, prep, params):
         if name in ("users", "items"):
-            return (prep, self._side_aggregates(prep, name, params), params)
+            return (prep, *self._node_stats(name, prep, params), params)
+        if name == "mean" and not self._conjugate:
+            # The mean is a GLM weight with descriptor 1: the same fixed
+            # point from the ratings' E[l'] and E[l''] (seed 002, eq. 24-25).
+            mu = self._scalars(params)[0]
+            side = prep["global_side"]
+            _, _, _, e1, e2 = self._side_pass(side, prep[side], params, want_node_stats=False)
+            return (np.array(np.sum(e1 - e2 * mu)), np.array(0.5 * np.sum(e2)))
         if name == "mean":
             _, _, tau, _ = self._scalars(params)
             s_g, _, _ = self._prediction_sums(prep, params)
@@ -962,21 +1268,91 @@ n_samples_seen_, converged_, n_rejected_steps_
             return np.zeros((n, d)), np.broadcast_to(-0.5 * np.diag(alpha), (n, d, d)).copy()
         return np.zeros((n, d)), np.broadcast_to(-0.5 * alpha, (n, d)).copy()
 
-    def _node_target(self, name, side, agg, params, node_scale):
+    def _node_stats(self, name, prep, params, rng=None):
+        """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.
+
+        The target of node ``i`` is ``eta1 = w s_i h_i`` and precision
+        ``diag(alpha) + w s_i P_i`` (``s_i = N_i / C_i``).  Gaussian:
+        ``h = sum (r - mu) E[x] - E[x c]``, ``P = sum E[x x^T]`` and
+        ``w = tau`` in closed form; otherwise the Monte-Carlo statistics of
+        seed 002 (:mod:`skvi.models._pmf`) with ``w = 1``.
+        """
+        if self._conjugate:
+            agg = self._side_aggregates(prep, name, params)
+            mu, _, tau, _ = self._scalars(params)
+            return agg.rx - mu * agg.sx - agg.B, agg.A, tau
+        h, P, _, _, _ = self._side_pass(name, prep[name], params, want_node_stats=True, rng=rng)
+        return h, P, 1.0
+
+    def _side_pass(self, name, side, params, want_node_stats, rng=None):
+        """:func:`skvi.models._pmf.side_statistics` for one side of a batch."""
+        other = "items" if name == "users" else "users"
+        node = self._node_moments(name, params, side.nodes)
+        partner = self._node_moments(other, params, side.other_nodes)
+        diagonal = self.covariance == "diagonal"
+        p_mean, p_root = _pmf.partner_factors(partner.mean, partner.second, diagonal)
+        if diagonal:
+            cov = node.var
+        else:
+            cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
+        mu, var_mu, _, _ = self._scalars(params)
+        n_f = 1 if self.expectation == "mc" else _F_NODES
+        return _pmf.side_statistics(
+            self.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
+            p_mean, p_root, mu, var_mu, self.n_mc_samples, self.expectation, n_f,
+            self._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
+        )
+
+    def _node_target(self, name, h, P, weight, params, node_scale):
         """Natural parameters of ``prior + scale_i * stats_i`` for the side's nodes."""
-        mu, _, tau, _ = self._scalars(params)
         alpha = self._initial_precision(name, params)
-        h = agg.rx - mu * agg.sx - agg.B
-        ts = (tau * node_scale)[:, None]
-        eta1 = ts * h
-        prec = ts[:, :, None] * agg.A
+        s = (weight * node_scale)[:, None]
+        eta1 = s * h
+        prec = s[:, :, None] * P
         idx = np.arange(self._dim)
         prec[:, idx, idx] += alpha
         return eta1, -0.5 * prec
 
+    @property
+    def _node_rule(self):
+        """Update rule of the user and item nodes; None for the natural blend."""
+        algorithm = self.algorithm
+        if algorithm == "auto":
+            algorithm = "mc-ssvi" if self._conjugate else "h-mc-ssvi"
+        if algorithm == "mc-ssvi":
+            return None
+        return make_update_rule(algorithm, self.gradient_learning_rate)
+
+    def _node_state(self, name, nodes):
+        """The rule state (AdaGrad accumulators) of some nodes, or None."""
+        full = self._rule_states.get(name)
+        if not full:
+            return None
+        n_total = self.n_users_ if name == "users" else self.n_items_
+        out = {}
+        for key, value in full.items():
+            if value.shape[0] < n_total:  # nodes added by partial_fit: no history
+                pad = np.zeros((n_total - value.shape[0],) + value.shape[1:])
+                value = np.concatenate([value, pad])
+            out[key] = value[nodes]
+        return out
+
+    def _merged_state(self, name, nodes, state):
+        n_total = self.n_users_ if name == "users" else self.n_items_
+        full = self._rule_states.get(name) or {}
+        out = {}
+        for key, value in state.items():
+            arr = np.zeros((n_total,) + value.shape[1:])
+            old = full.get(key)
+            if old is not None:
+                arr[: old.shape[0]] = old
+            arr[nodes] = value
+            out[key] = arr
+        return out
+
     def _node_rho(self, steps):
         if not self._step_online:
-            return np.ones_like(steps)
+            return np.full_like(steps, self._rho_backoff)
         values, inv = np.unique(steps + 1.0, return_inverse=True)
         rho = np.array([self._schedule(int(t)) for t in values]) * self._rho_backoff
         return rho[inv]
@@ -990,7 +1366,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             if grads is not None:
                 grads.extend(t - c for c, t in zip(current, target))
             return new, self._is_valid(name, new)
-        prep, agg, snapshot = stats
+        prep, h, P, weight, snapshot = stats
         side = prep[name]
         nodes = side.nodes
         counts = self.user_counts_ if name == "users" else self.item_counts_
@@ -998,8 +1374,16 @@ n_samples_seen_, converged_, n_rejected_steps_
         node_scale = counts[nodes] / side.counts
         rho_i = self._node_rho(steps[nodes])
         old1, old2 = current[0][nodes], current[1][nodes]
-        tgt1, tgt2 = self._node_target(name, side, agg, snapshot, node_scale)
-        if self.covariance == "full":
+        tgt1, tgt2 = self._node_target(name, h, P, weight, snapshot, node_scale)
+        rule = self._node_rule
+        if rule is not None:
+            if self.covariance == "diagonal":
+                tgt1, tgt2 = _diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+            (new1, new2), state = rule.step(
+                (old1, old2), (tgt1, tgt2), rho_i, self._rho_backoff, self._node_state(name, nodes)
+            )
+            self._pending_rule_states[name] = self._merged_state(name, nodes, state)
+        elif self.covariance == "full":
             new1 = old1 + rho_i[:, None] * (tgt1 - old1)
             new2 = old2 + rho_i[:, None, None] * (tgt2 - old2)
         else:
@@ -1053,7 +1437,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             last = self._last_batch
             self._probe = None if last is None else _prepare(last)
             if last is not None:
-                self._probe_best = self._sum_sq_residual(self._probe, self.natural_params_) / self._probe["n"]
+                self._probe_best = self._probe_loss(self._probe, self.natural_params_)
             self._last_batch = X
         out = super()._step(X, scale, online, local=local, want_bound=want_bound)
         # Count the node steps of the accepted update only.
@@ -1064,22 +1448,23 @@ n_samples_seen_, converged_, n_rejected_steps_
         return out
 
     def _step_acceptable(self, data, params):
-        """Reject a step that more than doubles the probe's squared error.
+        """Reject a step that more than doubles the probe's expected loss.
 
         Paquet's divergence (seed 000, Fig. 2) keeps every factor a valid
         Gaussian while the means grow without bound, so validity alone
         cannot catch it.  The probe is a fixed random sample of the training
         ratings in ``fit`` (the previous minibatch in ``partial_fit``); a
-        step is rejected when its expected squared residual there exceeds
-        twice the smallest value seen after an accepted step.  A
+        step is rejected when its expected squared residual there (for a
+        non-Gaussian likelihood: its expected negative log-likelihood)
+        exceeds twice the smallest value seen after an accepted step.  A
         stochastic step that merely adds noise never comes close; one that
         overshoots along the bilinear coupling does at once.
         """
         probe = self._probe
         if probe is None or not self._step_online:
             return True
-        sq = self._sum_sq_residual(probe, params) / probe["n"]
-        if not np.isfinite(sq) or sq > 2.0 * self._probe_best:
+        sq = self._probe_loss(probe, params)
+        if not np.isfinite(sq) or sq > self._probe_best + abs(self._probe_best):
             return False
         self._probe_best = min(self._probe_best, sq)
         return True
@@ -1093,10 +1478,31 @@ n_samples_seen_, converged_, n_rejected_steps_
         copy.set_state(random_state.get_state())
         rows = copy.choice(n, size=min(n, _PROBE_SIZE), replace=False)
         self._probe = _prepare(data[np.sort(rows)])
-        self._probe_best = self._sum_sq_residual(self._probe, self.natural_params_) / self._probe["n"]
+        self._probe_best = self._probe_loss(self._probe, self.natural_params_)
+
+    def _probe_loss(self, prep, params):
+        """Expected loss per probe rating: squared residual (Gaussian) or
+        ``-E[log p(r | f)]`` under the Gaussian approximation of ``f``."""
+        if self._conjugate:
+            return self._sum_sq_residual(prep, params) / prep["n"]
+        side = prep[prep["global_side"]]
+        users, items = side.nodes[side.row], side.other_nodes[side.col]
+        m_f, v_f = self._f_moments(users, items, params)
+        e_log = self.likelihood_.expectations(
+            side.ratings, m_f, v_f, method="quadrature", n_samples=_PROBE_NODES
+        )[0]
+        return float(-np.mean(e_log))
 
     # ------------------------------------------------------------------ ELBO
     def _local_bound(self, data, prep, params):
+        if not self._conjugate:
+            # Monte-Carlo estimate of sum_j E_q[log p(r_j | f_j)] with common
+            # random numbers, so that bounds of successive passes compare
+            # the parameters rather than the draws.
+            side = prep["global_side"]
+            rng = np.random.default_rng(self._bound_seed)
+            e_log = self._side_pass(side, prep[side], params, want_node_stats=False, rng=rng)[2]
+            return float(np.sum(e_log))
         _, _, tau, log_tau = self._scalars(params)
         ssr = self._sum_sq_residual(prep, params)
         return float(0.5 * prep["n"] * (log_tau - _LOG_2PI) - 0.5 * tau * ssr)
@@ -1135,14 +1541,21 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------ prediction
     def _predictive(self, users, items):
+        """Predictive mean and variance of ratings (Gaussian likelihood)."""
         params = self.natural_params_
-        mu, var_mu, tau, _ = self._scalars(params)
+        _, _, tau, _ = self._scalars(params)
         if self.noise_precision is None:
             rate, shape_m1 = params["noise"]
             shape, rate = float(shape_m1) + 1.0, float(-rate)
             noise_var = rate / (shape - 1.0) if shape > 1.0 else 1.0 / tau
         else:
             noise_var = 1.0 / tau
+        mean, var = self._f_moments(users, items, params)
+        return mean, var + noise_var
+
+    def _f_moments(self, users, items, params):
+        """Exact posterior mean and variance of ``f = mu + u.v + b + c``."""
+        mu, var_mu, _, _ = self._scalars(params)
         n = users.shape[0]
         mean = np.empty(n)
         var = np.empty(n)
@@ -1161,8 +1574,54 @@ n_samples_seen_, converged_, n_rejected_steps_
             e_bc = w.mean[:, k] * y.mean[:, k]
             e_g2 = e_uv2 + e_b2 + e_c2 + 2.0 * (e_uvb + e_uvc + e_bc)
             mean[chunk] = mu + e_g
-            var[chunk] = var_mu + np.maximum(e_g2 - e_g * e_g, 0.0) + noise_var
+            var[chunk] = var_mu + np.maximum(e_g2 - e_g * e_g, 0.0)
         return mean, var
+
+    # ----------------------------------------------------- ordinal thresholds
+    def _update_hyperparameters(self, data, prep, rho):
+        """Learn the ordinal thresholds after each accepted step.
+
+        The thresholds are point estimates: the first stays where it is
+        (the global mean sets the location) and the log-gaps maximise the
+        minibatch's expected log-likelihood under the Gaussian
+        approximation of each ``f`` (Gauss-Hermite); online, the log-gaps
+        move to that optimum by the step size ``rho``.  The prior is
+        unchanged, so this returns False.
+        """
+        lik = self.likelihood_
+        if not (self.learn_thresholds and isinstance(lik, Ordinal)):
+            return False
+        side = prep[prep["global_side"]]
+        users, items = side.nodes[side.row], side.other_nodes[side.col]
+        m_f, v_f = self._f_moments(users, items, self.natural_params_)
+        z, w = np.polynomial.hermite.hermgauss(_PROBE_NODES)
+        f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
+        w = w / np.sqrt(np.pi)
+        y = side.ratings.astype(np.intp)
+        b0 = lik.thresholds[0]
+        n_gaps = lik.thresholds.size - 1
+        if n_gaps < 1:
+            return False
+
+        def objective(theta):
+            gaps = np.exp(theta)
+            trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
+            value = trial.logpdf(y[:, None], f) @ w
+            grad_b = np.einsum("nsk,s->k", trial.dlogpdf_dthresholds(y[:, None], f), w)
+            # d b_k / d theta_j = exp(theta_j) for k > j.
+            grad_theta = gaps * np.cumsum(grad_b[::-1])[::-1][1:]
+            n = max(y.shape[0], 1)
+            return -float(np.sum(value)) / n, -grad_theta / n
+
+        theta = np.log(np.diff(lik.thresholds))
+        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
+                       bounds=[(-10.0, 10.0)] * n_gaps, options={"maxiter": 50})
+        if not np.all(np.isfinite(res.x)):
+            return False
+        step = min(float(rho), 1.0)
+        theta = theta + step * (res.x - theta)
+        lik.thresholds = np.concatenate(([b0], b0 + np.cumsum(np.exp(theta))))
+        return False
 
     def _on_params_updated(self):
         params = self.natural_params_
@@ -1178,8 +1637,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         mu, var_mu, tau, _ = self._scalars(params)
         self.global_mean_ = mu
         self.global_mean_variance_ = var_mu
-        self.noise_precision_ = tau
-        if self.noise_precision is None:
+        self.noise_precision_ = tau if self._conjugate else None
+        if "noise" in params:
             rate, shape_m1 = params["noise"]
             self.noise_shape_ = float(shape_m1) + 1.0
             self.noise_rate_ = float(-rate)
