@@ -294,6 +294,7 @@ class SVIMixin:
         local = None
         for it in range(1, self.max_iter + 1):
             steps_before = self.n_batch_iter_
+            accepted_before = self._n_accepted_steps
             pass_start = time.perf_counter()
             evaluate = self._evaluate_pass(it)
             if online:
@@ -321,6 +322,10 @@ class SVIMixin:
                     f"elapsed {now - start:.2f} s"
                 )
             if bound is None:
+                continue
+            if self._n_accepted_steps == accepted_before:
+                # Every step of the pass was rejected: the parameters did not
+                # move, so an unchanged ELBO says nothing about convergence.
                 continue
             if previous is not None and self._pass_converged(previous, bound):
                 self.converged_ = True
@@ -378,6 +383,7 @@ class SVIMixin:
         self.n_batch_iter_ = 0
         self.n_rejected_steps_ = 0
         self._rho_backoff = 1.0
+        self._n_accepted_steps = 0
         self._rejection_warned = False
         self._rule_states = {}
         self._pending_rule_states = {}
@@ -482,6 +488,7 @@ class SVIMixin:
                 ok = self._step_acceptable(X, params)
             if ok or not self.step_safety:
                 self.natural_params_ = params
+                self._n_accepted_steps += 1
                 self._rule_states.update(self._pending_rule_states)
                 if want_grads:
                     sq = float(sum(np.vdot(g, g).real for g in grads))

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
+from skvi import GaussianGammaVB
 from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, SVIMixin
 from skvi.expfam import Gamma
 from skvi.schedules import Constant
@@ -123,3 +124,21 @@ def test_default_schedule_is_robbins_monro_from_offset_and_decay():
     rho2 = (2 + 3.0) ** -0.8
     # second target: N = 2 rows seen, |S| = 1 -> 4.0
     np.testing.assert_allclose(est.natural_params_["g"][1], [(1 - rho2) * rho1 * 2.0 + rho2 * 4.0])
+
+
+def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
+    # An unchanged ELBO after a pass in which every step was rejected is
+    # not convergence: the parameters never moved.
+    class Refusing(GaussianGammaVB):
+        def _step_acceptable(self, X, params):
+            return False
+
+    X = np.random.RandomState(0).normal(size=(200, 2))
+    est = Refusing(learning_method="online", batch_size=50, max_iter=4, tol=1e-3)
+    with pytest.warns(ConvergenceWarning):
+        est.fit(X)
+    assert not est.converged_
+    assert est.n_iter_ == 4
+    assert est.n_rejected_steps_ > 0
+    accepted = GaussianGammaVB(learning_method="online", batch_size=50, max_iter=50, tol=1e-3)
+    assert accepted.fit(X).converged_
