@@ -39,8 +39,25 @@ How to run ::
     python benchmarks/movielens.py --methods skvi-batch,skvi-online --batch-size 10000
     python benchmarks/movielens.py --batch-opt max_iter=50 --online-opt learning_offset=10
 
-DATA_DIR holds u1.base, u1.test, ..., u5.test (tab-separated ``user item rating
-timestamp``); it defaults to ``$SKVI_DATA/movielens-100k`` with ``SKVI_DATA``
+Non-Gaussian likelihoods (seed 002, section 4.4: generalised PMF) ::
+
+    python benchmarks/movielens.py --task binary     # ratings 1 vs 5, 80/20 split
+    python benchmarks/movielens.py --task ordinal    # 5 ordered categories, 80/20 split
+
+Both read ``u.data`` (all 100k ratings) and split it 80/20 at random (``--seed``,
+default 0).  ``--task binary`` keeps the ratings 1 and 5 (1 negative, 5 positive) and
+prints the test zero-one error (predicted probability > 1/2) and the test NLL (mean
+``-log p(r)``) of ``myfm`` (``MyFMClassifier(rank=10)``, ``--myfm-iter`` Gibbs
+iterations) and of ``SVIMatrixFactorization(likelihood='bernoulli')`` with each
+algorithm (``skvi-h-mc-ssvi``, ``skvi-s-dsvi``, ``skvi-mc-ssvi``).  ``--task ordinal``
+keeps every rating and prints the test mean absolute error of the expected rating and
+the NLL of ``myfm`` (``MyFMOrderedProbit(rank=10)``), of ``skvi-gaussian`` (the
+conjugate model, batch, MAE only) and of ``likelihood='ordinal'`` with each algorithm.
+skvi rows use ``learning_method=--learning-method`` (default batch) and ``max_iter=
+--passes`` (default 20, ``tol=0``); ``--pmf-opt KEY=VALUE`` adds arguments.
+
+DATA_DIR holds u1.base, u1.test, ..., u5.test and u.data (tab-separated ``user item
+rating timestamp``); it defaults to ``$SKVI_DATA/movielens-100k`` with ``SKVI_DATA``
 defaulting to ``../shared/data`` next to the repository root.  A missing library or
 skvi estimator skips its row.
 """
@@ -62,6 +79,11 @@ import numpy as np  # noqa: E402
 K = 10
 SEED = 0
 ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online")
+ALGORITHM_ROWS = ("skvi-h-mc-ssvi", "skvi-s-dsvi", "skvi-mc-ssvi")
+TASK_METHODS = {
+    "binary": ("myfm",) + ALGORITHM_ROWS,
+    "ordinal": ("myfm", "skvi-gaussian") + ALGORITHM_ROWS,
+}
 
 
 class Skipped(Exception):
@@ -87,6 +109,16 @@ def parse_args(argv=None):
         description="MovieLens-100k u1..u5: test RMSE and fit time of Surprise, myFM and "
         "skvi matrix factorization (K=10), in one process."
     )
+    p.add_argument("--task", choices=("rmse", "binary", "ordinal"), default="rmse",
+                   help="rmse: the u1..u5 regression table (default); binary/ordinal: the "
+                   "non-Gaussian likelihood tasks on an 80/20 split of u.data")
+    p.add_argument("--seed", type=int, default=0, help="80/20 split seed (binary/ordinal)")
+    p.add_argument("--passes", type=int, default=20, help="skvi max_iter (binary/ordinal)")
+    p.add_argument("--learning-method", choices=("batch", "online"), default="batch",
+                   help="skvi learning_method (binary/ordinal)")
+    p.add_argument("--pmf-opt", action="append", default=[], type=key_value,
+                   metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument for the "
+                   "binary/ordinal skvi rows (repeatable)")
     p.add_argument("data_dir", nargs="?", default=default_dir, help="folder with u1.base ... "
                    "u5.test (default $SKVI_DATA/movielens-100k, SKVI_DATA defaulting to "
                    "../shared/data from the repository root; now %(default)s)")
@@ -102,12 +134,16 @@ def parse_args(argv=None):
                        metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument "
                        "for skvi-%s (repeatable)" % row)
     args = p.parse_args(argv)
+    choices = TASK_METHODS.get(args.task, ALL_METHODS)
+    if args.methods == [",".join(ALL_METHODS)]:
+        args.methods = [",".join(choices)]
     methods = {m.strip() for item in args.methods for m in item.split(",") if m.strip()}
-    unknown = sorted(methods - set(ALL_METHODS))
+    unknown = sorted(methods - set(choices))
     if unknown or not methods:
         p.error("unknown method(s) %s; choose from %s"
-                % (", ".join(unknown), ", ".join(ALL_METHODS)))
-    args.methods = [m for m in ALL_METHODS if m in methods]
+                % (", ".join(unknown), ", ".join(choices)))
+    args.methods = [m for m in choices if m in methods]
+    args.pmf_opt = dict(args.pmf_opt)
     args.splits = sorted(set(args.splits))
     if args.myfm_iter < 1 or args.batch_size < 1:
         p.error("--myfm-iter and --batch-size must be at least 1")
@@ -196,9 +232,127 @@ def format_table(header, body, right):
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
 
 
+def load_task(data_dir, task, seed):
+    """(train, test) rows of u.data for the binary or ordinal task."""
+    path = os.path.join(data_dir, "u.data")
+    if not os.path.isfile(path):
+        sys.exit("error: %s not found (pass the MovieLens-100k folder as DATA_DIR)" % path)
+    rows = np.loadtxt(path, dtype=np.int64, delimiter="\t", ndmin=2)
+    if task == "binary":
+        rows = rows[(rows[:, 2] == 1) | (rows[:, 2] == 5)]
+    test = np.random.RandomState(seed).rand(rows.shape[0]) < 0.2
+    return rows[~test], rows[test]
+
+
+def fit_task_myfm(task, train, test, n_iter):
+    """myFM's classifier or ordered probit: (test probabilities, seconds)."""
+    try:
+        import myfm
+        from sklearn.preprocessing import OneHotEncoder
+    except ImportError as exc:
+        raise Skipped("myfm (or scikit-learn) is not installed (%s)" % exc)
+    if task == "binary":
+        fm, y = myfm.MyFMClassifier(rank=K, random_seed=SEED), (train[:, 2] == 5).astype(int)
+    else:
+        fm, y = myfm.MyFMOrderedProbit(rank=K, random_seed=SEED), train[:, 2] - 1
+    start = time.perf_counter()
+    ohe = OneHotEncoder(handle_unknown="ignore")
+    fm.fit(ohe.fit_transform(train[:, :2]), y, n_iter=n_iter, n_kept_samples=n_iter)
+    seconds = time.perf_counter() - start
+    proba = fm.predict_proba(ohe.transform(test[:, :2]))
+    if task == "binary":
+        proba = np.column_stack([1.0 - proba, proba]) if proba.ndim == 1 else proba
+    return np.asarray(proba, dtype=np.float64), seconds
+
+
+def fit_task_skvi(task, method, train, test, args):
+    """skvi's non-Gaussian (or, for skvi-gaussian, conjugate) model on the task."""
+    try:
+        from skvi import SVIMatrixFactorization
+    except ImportError as exc:
+        raise Skipped("skvi is not importable (%s)" % exc)
+    X, y = np.ascontiguousarray(train[:, :2]), train[:, 2].astype(np.float64)
+    if method == "skvi-gaussian":
+        model = SVIMatrixFactorization(n_components=K, random_state=SEED)
+    else:
+        params = dict(n_components=K, random_state=SEED, tol=0, max_iter=args.passes,
+                      learning_method=args.learning_method,
+                      likelihood="bernoulli" if task == "binary" else "ordinal",
+                      algorithm=method[len("skvi-"):])
+        params.update(args.pmf_opt)
+        model = SVIMatrixFactorization(**params)
+    start = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - start
+    Xt = np.ascontiguousarray(test[:, :2])
+    if method == "skvi-gaussian":
+        return None, model.predict(Xt), seconds
+    return model.predict_proba(Xt), None, seconds
+
+
+def main_task(args):
+    """The binary or ordinal table."""
+    wall_start = time.perf_counter()
+    train, test = load_task(args.data_dir, args.task, args.seed)
+    print("Python %s on %s" % (platform.python_version(), platform.platform()))
+    for name in ("numpy", "sklearn", "skvi", "myfm"):
+        print("  %-9s %s" % (name, _version(name)))
+    print("task %s: %d train / %d test ratings (u.data, 80/20 split, seed %d); K=%d, myFM %d "
+          "Gibbs iterations, skvi %s with max_iter=%d, extra %s"
+          % (args.task, train.shape[0], test.shape[0], args.seed, K, args.myfm_iter,
+             args.learning_method, args.passes, args.pmf_opt))
+    print()
+    if args.task == "binary":
+        truth = (test[:, 2] == 5).astype(int)
+        values = np.array([0.0, 1.0])
+    else:
+        truth = test[:, 2] - 1
+        values = np.arange(1.0, 6.0)
+    rows = {}
+    for method in args.methods:
+        try:
+            if method == "myfm":
+                proba, seconds = fit_task_myfm(args.task, train, test, args.myfm_iter)
+                point = None
+            else:
+                proba, point, seconds = fit_task_skvi(args.task, method, train, test, args)
+        except Skipped as exc:
+            print("%-15s skipped: %s" % (method, exc), flush=True)
+            continue
+        nll = None
+        if proba is not None:
+            p_true = np.clip(proba[np.arange(truth.shape[0]), truth], 1e-300, None)
+            nll = float(-np.mean(np.log(p_true)))
+            point = proba @ values
+        if args.task == "binary":
+            metric = float(np.mean((point > 0.5) != truth))
+        else:
+            metric = float(np.mean(np.abs(point - test[:, 2])))
+        rows[method] = (metric, nll, seconds)
+        print("%-15s fit %8.2f s  %s %.4f  NLL %s" % (
+            method, seconds if seconds is not None else float("nan"),
+            "error" if args.task == "binary" else "MAE", metric,
+            "-" if nll is None else "%.4f" % nll), flush=True)
+    print()
+    name = "0/1 error" if args.task == "binary" else "MAE"
+    body = []
+    for m, (metric, nll, sec) in rows.items():
+        cells = [m, "%.4f" % metric, "-" if nll is None else "%.4f" % nll, "%.2f" % sec, "", ""]
+        if m != "myfm" and "myfm" in rows:
+            cells[4] = "%+.4f" % (metric - rows["myfm"][0])
+            cells[5] = "%.2fx" % (rows["myfm"][2] / sec)
+        body.append(cells)
+    print(format_table(("method", name, "test NLL", "fit [s]", "%s - myFM" % name,
+                        "myFM s/skvi s"), body, (False,) + (True,) * 5))
+    print("total wall time %.1f s" % (time.perf_counter() - wall_start))
+    return 0
+
+
 def main(argv=None):
     wall_start = time.perf_counter()
     args = parse_args(argv)
+    if args.task != "rmse":
+        return main_task(args)
     data = {s: load_split(args.data_dir, s) for s in args.splits}
 
     print("Python %s on %s" % (platform.python_version(), platform.platform()))

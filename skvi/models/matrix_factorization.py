@@ -50,11 +50,12 @@ _CHUNK = 8192
 _PROBE_SIZE = 2000
 #: Gauss-Hermite nodes of the predictive integrals (non-Gaussian likelihoods).
 _PREDICT_NODES = 40
-#: Gauss-Hermite nodes of the probe loss and the ordinal threshold fit.
+#: Gauss-Hermite nodes of the probe loss.
 _PROBE_NODES = 20
 #: Damped fixed-point iterations of ``transform`` (non-Gaussian likelihoods).
 _FOLD_IN_ITER = 30
-#: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``.
+#: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``,
+#: and of the ordinal threshold fit.
 _F_NODES = 10
 
 
@@ -1594,7 +1595,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         side = prep[prep["global_side"]]
         users, items = side.nodes[side.row], side.other_nodes[side.col]
         m_f, v_f = self._f_moments(users, items, self.natural_params_)
-        z, w = np.polynomial.hermite.hermgauss(_PROBE_NODES)
+        z, w = np.polynomial.hermite.hermgauss(_F_NODES)
         f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
         w = w / np.sqrt(np.pi)
         y = side.ratings.astype(np.intp)
@@ -1606,12 +1607,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         def objective(theta):
             gaps = np.exp(theta)
             trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
-            value = trial.logpdf(y[:, None], f) @ w
-            grad_b = np.einsum("nsk,s->k", trial.dlogpdf_dthresholds(y[:, None], f), w)
+            value, grad_b = trial.threshold_objective(y, f, w)
             # d b_k / d theta_j = exp(theta_j) for k > j.
             grad_theta = gaps * np.cumsum(grad_b[::-1])[::-1][1:]
             n = max(y.shape[0], 1)
-            return -float(np.sum(value)) / n, -grad_theta / n
+            return -value / n, -grad_theta / n
 
         theta = np.log(np.diff(lik.thresholds))
         res = minimize(objective, theta, jac=True, method="L-BFGS-B",
