@@ -460,14 +460,18 @@ class Ordinal(Likelihood):
         """
         a, c = self._cuts(y, f)
         k = np.broadcast_to(np.asarray(y).astype(np.intp), a.shape)
+        upper, lower = self._threshold_terms(a, c)
+        j = np.arange(self.thresholds.size)
+        return (j == k[..., None]) * upper[..., None] + (j == (k - 1)[..., None]) * lower[..., None]
+
+    def _threshold_terms(self, a, c):
+        """``d log p / d b_y`` and ``d log p / d b_{y-1}`` from the cuts ``a``, ``c``."""
         with np.errstate(invalid="ignore", divide="ignore"):
             gap = -np.expm1(c - a)
             upper = self.slope * expit(-a) / (expit(-c) * gap)
             lower = -self.slope * expit(c) / (expit(a) * gap)
-        j = np.arange(self.thresholds.size)
-        upper = np.where(np.isfinite(upper), upper, 0.0)
-        lower = np.where(np.isfinite(lower), lower, 0.0)
-        return (j == k[..., None]) * upper[..., None] + (j == (k - 1)[..., None]) * lower[..., None]
+        # An infinite cut (the first or last category) has no threshold.
+        return np.where(np.isfinite(upper), upper, 0.0), np.where(np.isfinite(lower), lower, 0.0)
 
     def threshold_objective(self, y, f, weights):
         """``sum_n sum_s w_s log p(y_n | f_ns)`` and its gradient in the thresholds.
@@ -502,15 +506,10 @@ class Ordinal(Likelihood):
         True
         """
         k = np.asarray(y).astype(np.intp)
+        value = float(np.sum(self.logpdf(k[:, None], f) @ weights))
         a, c = self._cuts(k[:, None], f)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            gap = -np.expm1(c - a)
-            log_gap = np.where(np.isinf(c) | np.isinf(a), 0.0, np.log(gap))
-            value = float(np.sum((_log_sigmoid(a) + _log_sigmoid(-c) + log_gap) @ weights))
-            upper = self.slope * expit(-a) / (expit(-c) * gap)
-            lower = -self.slope * expit(c) / (expit(a) * gap)
-        upper = np.where(np.isfinite(upper), upper, 0.0) @ weights
-        lower = np.where(np.isfinite(lower), lower, 0.0) @ weights
+        upper, lower = self._threshold_terms(a, c)
+        upper, lower = upper @ weights, lower @ weights
         n_thresholds = self.thresholds.size
         grad = np.bincount(k, weights=upper, minlength=n_thresholds + 1)[:n_thresholds]
         grad += np.bincount(k, weights=lower, minlength=n_thresholds + 1)[1:]

@@ -32,7 +32,6 @@ from sklearn.utils.validation import check_is_fitted
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
 from ..expfam import Gamma, Gaussian, MultivariateGaussian
 from ..likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
-from ..likelihoods import Gaussian as GaussianLikelihood
 from ..updates import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from . import _pmf
 
@@ -1174,7 +1173,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         if "noise" in params:
             tau, log_tau = _gamma_moments(params["noise"])
             return mu, 1.0 / prec, float(tau), float(log_tau)
-        if not self._conjugate or self.noise_precision is None:
+        if not self._conjugate:
             return mu, 1.0 / prec, np.nan, np.nan  # no Gaussian noise
         tau = float(self.noise_precision)
         return mu, 1.0 / prec, tau, float(np.log(tau))
@@ -1261,13 +1260,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         mom = self._moments(side, params)
         sq = np.sum(np.diagonal(mom.second, axis1=-2, axis2=-1), axis=0)
         return (-0.5 * sq, np.full(self._dim, 0.5 * mom.mean.shape[0]))
-
-    def _node_prior(self, name, params, n):
-        alpha = self._initial_precision(name, params)
-        d = self._dim
-        if self.covariance == "full":
-            return np.zeros((n, d)), np.broadcast_to(-0.5 * np.diag(alpha), (n, d, d)).copy()
-        return np.zeros((n, d)), np.broadcast_to(-0.5 * alpha, (n, d)).copy()
 
     def _node_stats(self, name, prep, params, rng=None):
         """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.
