@@ -75,7 +75,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import ast  # noqa: E402
 import contextlib  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
@@ -84,6 +83,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _common import Skipped, format_table, key_value, version  # noqa: E402
 
 SEED = 0
 N_FEATURES = 123
@@ -92,21 +92,6 @@ INTERCEPT_PRIOR_VARIANCE = 100.0  # skvi's default; used by the Laplace row too
 ALGORITHMS = ("h-mc-ssvi", "mc-ssvi", "s-dsvi")
 ALL_METHODS = (("sklearn", "laplace") + tuple("skvi-" + a for a in ALGORITHMS)
                + ("skvi-auto", "skvi-batch"))
-
-
-class Skipped(Exception):
-    """A method that cannot run here; the message says why."""
-
-
-def key_value(text):
-    """``KEY=VALUE`` -> (key, value), VALUE a Python literal or else a bare string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError("wants KEY=VALUE, got %r" % text)
-    try:
-        return key.strip(), ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return key.strip(), value
 
 
 def parse_args(argv=None):
@@ -167,13 +152,6 @@ def load_data(data_dir):
         X.indices = X.indices.astype(np.int32)
         X.indptr = X.indptr.astype(np.int32)
     return X_train, (y_train > 0).astype(np.int64), X_test, (y_test > 0).astype(np.int64)
-
-
-def _version(name):
-    try:
-        return getattr(__import__(name), "__version__", "unknown")
-    except Exception as exc:  # report why, do not fail
-        return "not available (%s)" % type(exc).__name__
 
 
 def _one_thread():
@@ -336,16 +314,6 @@ def fit_skvi(method, C, X, y, X_test, args):
 
 
 # ----------------------------------------------------------------------- output
-def format_table(header, body, right):
-    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
-
-    def fmt(row):
-        return "  ".join(c.rjust(w) if r else c.ljust(w)
-                         for c, w, r in zip(row, widths, right)).rstrip()
-
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
-
-
 def main(argv=None):
     wall_start = time.perf_counter()
     args = parse_args(argv)
@@ -353,7 +321,7 @@ def main(argv=None):
 
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "scipy", "sklearn", "skvi", "threadpoolctl"):
-        print("  %-13s %s" % (name, _version(name)))
+        print("  %-13s %s" % (name, version(name)))
     print("data: %s" % os.path.abspath(args.data))
     print("  train %d x %d (%.1f%% positive), test %d (%.1f%% positive)"
           % (X.shape[0], X.shape[1], 100 * y.mean(), X_test.shape[0], 100 * y_test.mean()))

@@ -69,12 +69,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("TQDM_DISABLE", "1")  # myFM's progress bar
 
 import argparse  # noqa: E402
-import ast  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _common import Skipped, format_table, key_value, version  # noqa: E402
 
 K = 10
 SEED = 0
@@ -84,21 +84,6 @@ TASK_METHODS = {
     "binary": ("myfm",) + ALGORITHM_ROWS,
     "ordinal": ("myfm", "skvi-gaussian") + ALGORITHM_ROWS,
 }
-
-
-class Skipped(Exception):
-    """A method that cannot run here; the message says why."""
-
-
-def key_value(text):
-    """``KEY=VALUE`` -> (key, value), VALUE a Python literal or else a bare string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError("wants KEY=VALUE, got %r" % text)
-    try:
-        return key.strip(), ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return key.strip(), value
 
 
 def parse_args(argv=None):
@@ -161,13 +146,6 @@ def load_split(data_dir, split):
     return [np.loadtxt(path, dtype=np.int64, delimiter="\t", ndmin=2) for path in paths]
 
 
-def _version(name):
-    try:
-        return getattr(__import__(name), "__version__", "unknown")
-    except Exception as exc:  # report why, do not fail
-        return "not available (%s)" % type(exc).__name__
-
-
 def fit_surprise(method, train, test):
     try:
         from surprise import SVD, BaselineOnly, Dataset, Reader
@@ -220,16 +198,6 @@ def fit_skvi(method, train, test, args):
     except Exception as exc:  # e.g. an id beyond those seen in fit
         raise Skipped("predict failed (%s: %s)" % (type(exc).__name__, exc))
     return np.asarray(pred, dtype=np.float64), seconds
-
-
-def format_table(header, body, right):
-    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
-
-    def fmt(row):
-        return "  ".join(c.rjust(w) if r else c.ljust(w)
-                         for c, w, r in zip(row, widths, right)).rstrip()
-
-    return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
 
 
 def load_task(data_dir, task, seed):
@@ -296,7 +264,7 @@ def main_task(args):
     train, test = load_task(args.data_dir, args.task, args.seed)
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "sklearn", "skvi", "myfm"):
-        print("  %-9s %s" % (name, _version(name)))
+        print("  %-9s %s" % (name, version(name)))
     print("task %s: %d train / %d test ratings (u.data, 80/20 split, seed %d); K=%d, myFM %d "
           "Gibbs iterations, skvi %s with max_iter=%d, extra %s"
           % (args.task, train.shape[0], test.shape[0], args.seed, K, args.myfm_iter,
@@ -357,7 +325,7 @@ def main(argv=None):
 
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "sklearn", "skvi", "surprise", "myfm"):
-        print("  %-9s %s" % (name, _version(name)))
+        print("  %-9s %s" % (name, version(name)))
     splits = " ".join("u%d" % s for s in args.splits)
     print("data: %s, splits %s" % (os.path.abspath(args.data_dir), splits))
     print("K=%d, myFM %d Gibbs iterations, skvi-online batch_size=%d, batch opts %s, "
