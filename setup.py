@@ -27,7 +27,11 @@ def extensions():
         return []
     exts = cythonize(
         [
-            Extension("skvi._lda_fast", ["skvi/_lda_fast.pyx"]),
+            Extension(
+                "skvi._lda_fast",
+                ["skvi/_lda_fast.pyx"],
+                depends=["skvi/_lda_kernel.h", "skvi/_lda_kernel_body.h"],
+            ),
             Extension("skvi._gaussian_fast", ["skvi/_gaussian_fast.pyx"]),
         ],
         compiler_directives={"language_level": 3},

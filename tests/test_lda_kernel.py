@@ -71,19 +71,72 @@ def assert_close(actual, desired, dtype):
     np.testing.assert_allclose(actual, desired, rtol=rtol, atol=rtol * np.abs(desired).max())
 
 
+@pytest.fixture(params=["baseline", "avx2", "avx512"])
+def isa(request):
+    """Run the test with each instruction set the CPU has, then restore."""
+    before = _lda_fast.get_isa()
+    chosen = _lda_fast.set_isa(request.param)
+    try:
+        if chosen != request.param:
+            pytest.skip(f"this CPU has no {request.param}")
+        yield chosen
+    finally:
+        _lda_fast.set_isa(before)
+
+
+def reference_per_document(X, beta_t, alpha, gamma0, counts, max_iter, tol):
+    """The numpy E-step document by document: (gamma, sstats, loglik, counts).
+
+    Where ``counts`` (the kernel's iterations per document) differ from the
+    reference's own by one, the document's mean change landed within
+    rounding of ``tol``: the reference is rerun with the kernel's count, so
+    that what is compared is the updates, not the stopping decision.
+    Returns the reference's own counts and the documents rerun.
+    """
+    gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
+    loglik, own, rerun = 0.0, [], []
+    for d in range(X.shape[0]):
+        rows = slice(d, d + 1)
+        trial_gamma, trial_sstats = gamma0[rows].copy(), np.zeros_like(beta_t)
+        n_d, ll_d = e_step_numpy(X[rows], beta_t, alpha, trial_gamma, max_iter, tol, trial_sstats)
+        own.append(n_d)
+        if n_d != counts[d]:
+            assert abs(n_d - counts[d]) == 1, (d, n_d, counts[d])
+            rerun.append(d)
+            trial_gamma, trial_sstats = gamma0[rows].copy(), np.zeros_like(beta_t)
+            _, ll_d = e_step_numpy(X[rows], beta_t, alpha, trial_gamma, counts[d], 0.0, trial_sstats)
+        gamma[rows] = trial_gamma
+        sstats += trial_sstats
+        loglik += ll_d
+    return gamma, sstats, loglik, np.array(own), rerun
+
+
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_e_step_matches_numpy_reference(dtype, index_dtype):
+def test_e_step_matches_numpy_reference(dtype, index_dtype, isa):
     X, beta_t, alpha, gamma0 = make_problem(0, dtype, index_dtype)
     assert np.diff(X.indptr).min() == 0 and 1 in np.diff(X.indptr)
 
-    gamma_ref, sstats_ref = gamma0.copy(), np.zeros_like(beta_t)
-    n_ref, loglik_ref = e_step_numpy(X, beta_t, alpha, gamma_ref, 100, 1e-3, sstats_ref)
     gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
     n, loglik = run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
+    # Documents are independent: one call equals a call per document.
+    counts = []
+    for d in range(X.shape[0]):
+        gamma_d = gamma0[d : d + 1].copy()
+        counts.append(run_kernel(X[d : d + 1], beta_t, alpha, gamma_d, 100, 1e-3, None)[0])
+        np.testing.assert_array_equal(gamma_d, gamma[d : d + 1])
+    assert sum(counts) == n
 
-    assert n == n_ref
+    gamma_ref, sstats_ref, loglik_ref, own, rerun = reference_per_document(
+        X, beta_t, alpha, gamma0, counts, 100, 1e-3
+    )
+    n_ref, _ = e_step_numpy(X, beta_t, alpha, gamma0.copy(), 100, 1e-3)
+    assert own.sum() == n_ref  # the reference, too, is per document
     assert n_ref > 2 * X.shape[0]  # documents really iterate
+    if dtype == np.float64:
+        assert rerun == []  # float64 rounding never reaches the stopping rule here
+    else:
+        assert len(rerun) <= 1  # float32: at most one document at the boundary
     assert gamma.dtype == sstats.dtype == dtype
     assert_close(gamma, gamma_ref, dtype)
     assert_close(sstats, sstats_ref, dtype)
@@ -98,8 +151,38 @@ def test_e_step_matches_numpy_reference(dtype, index_dtype):
     assert_close(again - 1, sstats, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_e_step_long_documents_match_numpy_reference(dtype, isa):
+    # About 130 distinct words per document: the kernel's main loops (four
+    # vector blocks of words, four topics at a time) run, not only their tails.
+    X, beta_t, alpha, gamma0 = make_problem(6, dtype, n_docs=20, n_words=1600, n_topics=9)
+    X = sp.csr_matrix(sp.random(20, 1600, density=0.08, random_state=6, format="csr",
+                                data_rvs=lambda n: np.random.RandomState(7).randint(1, 4, n)),
+                      dtype=dtype)
+    assert np.diff(X.indptr).min() > 64
+    gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
+    n, loglik = run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
+    counts = []
+    for d in range(X.shape[0]):
+        counts.append(run_kernel(X[d : d + 1], beta_t, alpha, gamma0[d : d + 1].copy(), 100, 1e-3,
+                                 None)[0])
+    gamma_ref, sstats_ref, loglik_ref, own, rerun = reference_per_document(
+        X, beta_t, alpha, gamma0, counts, 100, 1e-3
+    )
+    assert own.sum() > 4 * X.shape[0]
+    assert len(rerun) <= (0 if dtype == np.float64 else 1)
+    assert_close(gamma, gamma_ref, dtype)
+    assert_close(sstats, sstats_ref, dtype)
+    np.testing.assert_allclose(loglik, loglik_ref, rtol=LOGLIK_RTOL[dtype])
+
+
+def test_set_isa_rejects_unknown_names():
+    with pytest.raises(ValueError, match="avx512"):
+        _lda_fast.set_isa("sse9")
+
+
 @pytest.mark.parametrize("max_iter, tol", [(0, 1e-3), (7, 0.0), (30, 1e-6)])
-def test_e_step_iteration_limits(max_iter, tol):
+def test_e_step_iteration_limits(max_iter, tol, isa):
     X, beta_t, alpha, gamma0 = make_problem(1, np.float64)
     gamma_ref, sstats_ref = gamma0.copy(), np.zeros_like(beta_t)
     n_ref, loglik_ref = e_step_numpy(X, beta_t, alpha, gamma_ref, max_iter, tol, sstats_ref)

@@ -1,0 +1,151 @@
+/*
+ * The inner loop of the LDA E-step, in C, for skvi/_lda_fast.pyx.
+ *
+ * skvi_doc_iterate_d / skvi_doc_iterate_f run the fixed-point iterations of
+ * one document (double / float).  The document's rows of exp(E[log beta])
+ * arrive transposed, as K columns of `stride` words each (stride a multiple
+ * of the vector width, the padding zero), so both halves of an iteration
+ * are unit-stride vector loops over the words:
+ *
+ *     phinorm_j = sum_k e_theta_k * cols[k][j] + eps,   ratio_j = n_j / phinorm_j
+ *     acc_k     = sum_j cols[k][j] * ratio_j
+ *     gamma_k   = alpha_k + e_theta_k * acc_k
+ *
+ * The loops are written with GCC/Clang vector extensions and compiled
+ * several times: for AVX-512, for AVX2 with FMA, and for the baseline ISA;
+ * skvi_lda_kernel_init() picks the widest the CPU runs.  Other compilers get
+ * the scalar loops.
+ */
+#ifndef SKVI_LDA_KERNEL_H
+#define SKVI_LDA_KERNEL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* exp(psi(x)) for x >= 6: x * exp(series(x) - shift_sum).  exp(log(x) +
+ * series) = x * exp(series) needs no logarithm; the series through the
+ * x**-12 term leaves a relative error below 2e-12. */
+static inline double skvi_exp_psi_series(double x, double shift_sum)
+{
+    double inv = 1.0 / x;
+    double g = inv * inv;
+    return x * exp(
+        -0.5 * inv
+        - g * (8.3333333333333333e-02
+        - g * (8.3333333333333333e-03
+        - g * (3.9682539682539683e-03
+        - g * (4.1666666666666667e-03
+        - g * (7.5757575757575758e-03
+        - g * 2.1092796092796093e-02)))))
+        - shift_sum);
+}
+
+/* exp(psi(x)) for x > 0 with one exp and one division.  Below 6 the
+ * recurrence psi(x) = psi(x + 6) - sum_{i<6} 1/(x + i) is applied with the
+ * sum as one fraction of three independent pairs: a fixed number of
+ * operations instead of a loop with a data-dependent trip count. */
+static inline double skvi_exp_psi(double x)
+{
+    double d1, d2, d3, n1, n2, n3;
+    if (x >= 6.0)
+        return skvi_exp_psi_series(x, 0.0);
+    n1 = 2.0 * x + 1.0;
+    d1 = x * (x + 1.0);
+    n2 = 2.0 * x + 5.0;
+    d2 = (x + 2.0) * (x + 3.0);
+    n3 = 2.0 * x + 9.0;
+    d3 = (x + 4.0) * (x + 5.0);
+    return skvi_exp_psi_series(
+        x + 6.0, ((n1 * d2 + n2 * d1) * d3 + n3 * (d1 * d2)) / ((d1 * d2) * d3));
+}
+
+/* Words per column block: 64 bytes of either type.  Column strides are
+ * multiples of these, and buffers from skvi_align64 start on 64 bytes. */
+#define SKVI_WIDTH_D 8
+#define SKVI_WIDTH_F 16
+
+static inline void *skvi_align64(void *p)
+{
+    return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define SKVI_VECTOR_EXT 1
+#endif
+#if defined(SKVI_VECTOR_EXT) && (defined(__x86_64__) || defined(__i386__)) \
+    && !defined(__INTEL_COMPILER)
+#  define SKVI_X86_DISPATCH 1
+#endif
+
+/* One body per (type, ISA); see _lda_kernel_body.h. */
+#define SKVI_T double
+#define SKVI_VBYTES 16
+#define SKVI_SUFFIX d_base
+#define SKVI_TARGET
+#include "_lda_kernel_body.h"
+#define SKVI_T float
+#define SKVI_VBYTES 16
+#define SKVI_SUFFIX f_base
+#define SKVI_TARGET
+#include "_lda_kernel_body.h"
+
+#ifdef SKVI_X86_DISPATCH
+#define SKVI_T double
+#define SKVI_VBYTES 32
+#define SKVI_SUFFIX d_avx2
+#define SKVI_TARGET __attribute__((target("avx2,fma")))
+#include "_lda_kernel_body.h"
+#define SKVI_T float
+#define SKVI_VBYTES 32
+#define SKVI_SUFFIX f_avx2
+#define SKVI_TARGET __attribute__((target("avx2,fma")))
+#include "_lda_kernel_body.h"
+#define SKVI_T double
+#define SKVI_VBYTES 64
+#define SKVI_SUFFIX d_avx512
+#define SKVI_TARGET __attribute__((target("avx512f,avx2,fma")))
+#include "_lda_kernel_body.h"
+#define SKVI_T float
+#define SKVI_VBYTES 64
+#define SKVI_SUFFIX f_avx512
+#define SKVI_TARGET __attribute__((target("avx512f,avx2,fma")))
+#include "_lda_kernel_body.h"
+#endif
+
+typedef int (*skvi_iterate_d_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *,
+                                 const double *, double *, double *, double *, double *,
+                                 int, double, double);
+typedef int (*skvi_iterate_f_fn)(const float *, ptrdiff_t, ptrdiff_t, const float *,
+                                 const float *, float *, float *, float *, float *,
+                                 int, double, float);
+
+static skvi_iterate_d_fn skvi_doc_iterate_d = skvi_doc_iterate_d_base;
+static skvi_iterate_f_fn skvi_doc_iterate_f = skvi_doc_iterate_f_base;
+
+/* Pick the widest variant this CPU runs; `level` caps it (0: baseline,
+ * 1: AVX2, 2: AVX-512).  Returns the level chosen. */
+static int skvi_lda_kernel_init(int level)
+{
+    int chosen = 0;
+    skvi_doc_iterate_d = skvi_doc_iterate_d_base;
+    skvi_doc_iterate_f = skvi_doc_iterate_f_base;
+#ifdef SKVI_X86_DISPATCH
+    __builtin_cpu_init();
+    if (level >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        skvi_doc_iterate_d = skvi_doc_iterate_d_avx2;
+        skvi_doc_iterate_f = skvi_doc_iterate_f_avx2;
+        chosen = 1;
+        if (level >= 2 && __builtin_cpu_supports("avx512f")) {
+            skvi_doc_iterate_d = skvi_doc_iterate_d_avx512;
+            skvi_doc_iterate_f = skvi_doc_iterate_f_avx512;
+            chosen = 2;
+        }
+    }
+#else
+    (void)level;
+#endif
+    return chosen;
+}
+
+#endif /* SKVI_LDA_KERNEL_H */
