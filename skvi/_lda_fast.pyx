@@ -35,11 +35,18 @@ cdef extern from "_lda_kernel.h" nogil:
     int doc_iterate_d "skvi_doc_iterate_d"(
         const double* cols, Py_ssize_t stride, Py_ssize_t K, const double* cnt,
         const double* alpha, double* gamma, double* e_theta, double* ratio, double* acc,
-        int max_iter, double tol, double eps)
+        double* work, int max_iter, double tol, double eps)
     int doc_iterate_f "skvi_doc_iterate_f"(
         const float* cols, Py_ssize_t stride, Py_ssize_t K, const float* cnt,
         const float* alpha, float* gamma, float* e_theta, float* ratio, float* acc,
-        int max_iter, double tol, float eps)
+        double* work, int max_iter, double tol, float eps)
+    void exp_psi_array "skvi_exp_psi_array"(const double* x, double* out, Py_ssize_t n)
+    void doc_ratio_d "skvi_doc_ratio_d"(
+        const double* cols, Py_ssize_t stride, Py_ssize_t K, const double* cnt,
+        const double* e_theta, double* ratio, double* phinorm, double eps)
+    void doc_ratio_f "skvi_doc_ratio_f"(
+        const float* cols, Py_ssize_t stride, Py_ssize_t K, const float* cnt,
+        const float* e_theta, float* ratio, float* phinorm, float eps)
 
 
 _LEVELS = {"baseline": 0, "avx2": 1, "avx512": 2}
@@ -179,14 +186,17 @@ def e_step(
     cdef Py_ssize_t max_stride = (max_len + width - 1) // width * width
     cdef Py_ssize_t stride
     cdef void* block = malloc(
-        (2 * max(K, 1) + (K + 2) * max(max_stride, 1)) * sizeof(floating) + 4 * 64)
+        (2 * max(K, 1) + (K + 3) * max(max_stride, 1)) * sizeof(floating)
+        + max(K, 1) * sizeof(double) + 6 * 64)
     if block == NULL:
         raise MemoryError()
     cdef floating* cols = <floating*>align64(block)
     cdef floating* cnt_p = <floating*>align64(cols + K * max_stride)
     cdef floating* ratio = <floating*>align64(cnt_p + max_stride)
-    cdef floating* e_theta = <floating*>align64(ratio + max_stride)
+    cdef floating* phin = <floating*>align64(ratio + max_stride)
+    cdef floating* e_theta = <floating*>align64(phin + max_stride)
     cdef floating* acc = e_theta + K
+    cdef double* work = <double*>align64(acc + K)
 
     cdef const floating* beta = &exp_elog_beta_t[0, 0] if n_words > 0 else NULL
     cdef const floating* a = &alpha[0] if K > 0 else NULL
@@ -195,7 +205,7 @@ def e_step(
     cdef floating* srow
     cdef const floating* brow
     cdef const index_t* idx
-    cdef floating r, phinorm
+    cdef floating r
     cdef double loglik = 0.0
     cdef long long n_updates = 0
 
@@ -211,27 +221,29 @@ def e_step(
                 for k in range(K):
                     cols[k * stride + j] = brow[k]
                 cnt_p[j] = data[start + j]
-            for j in range(nd, stride):
-                for k in range(K):
+            for k in range(K):
+                for j in range(nd, stride):
                     cols[k * stride + j] = 0
+            for j in range(nd, stride):
                 cnt_p[j] = 0
             exp_dirichlet(g, e_theta, K)
             if max_iter > 0:
                 if floating is float:
                     n_updates += doc_iterate_f(cols, stride, K, cnt_p, a, g, e_theta, ratio,
-                                               acc, max_iter, tol, eps)
+                                               acc, work, max_iter, tol, eps)
                 else:
                     n_updates += doc_iterate_d(cols, stride, K, cnt_p, a, g, e_theta, ratio,
-                                               acc, max_iter, tol, eps)
+                                               acc, work, max_iter, tol, eps)
             # phinorm at the final gamma: the bound and the statistics.
+            if floating is float:
+                doc_ratio_f(cols, stride, K, cnt_p, e_theta, ratio, phin, eps)
+            else:
+                doc_ratio_d(cols, stride, K, cnt_p, e_theta, ratio, phin, eps)
             for j in range(nd):
-                phinorm = 0
-                for k in range(K):
-                    phinorm = phinorm + e_theta[k] * cols[k * stride + j]
-                phinorm = phinorm + eps
-                loglik += <double>cnt_p[j] * log(<double>phinorm)
-                if has_sstats:
-                    r = cnt_p[j] / phinorm
+                loglik += <double>cnt_p[j] * log(<double>phin[j])
+            if has_sstats:
+                for j in range(nd):
+                    r = ratio[j]
                     srow = sstats + <Py_ssize_t>idx[j] * K
                     for k in range(K):
                         srow[k] += r * e_theta[k]
@@ -271,16 +283,28 @@ def exp_digamma_diff(
         raise ValueError("totals must have one entry per column of values")
     if out.shape[0] != n or out.shape[1] != K:
         raise ValueError("out must have the shape of values")
-    cdef double* psi_tot = <double*>malloc(max(K, 1) * sizeof(double))
+    cdef Py_ssize_t chunk = 4096
+    cdef double* psi_tot = <double*>malloc((max(K, 1) + max(chunk, K)) * sizeof(double))
     if psi_tot == NULL:
         raise MemoryError()
-    cdef Py_ssize_t i, k
+    cdef double* buf = psi_tot + max(K, 1)
+    cdef Py_ssize_t i, k, start, stop
+    cdef const floating* src = &values[0, 0] if n * K > 0 else NULL
+    cdef floating* dst = &out[0, 0] if n * K > 0 else NULL
     with nogil:
         for k in range(K):
             psi_tot[k] = 1.0 / exp_psi(totals[k])
-        for i in range(n):
-            for k in range(K):
-                out[i, k] = <floating>(exp_psi(values[i, k]) * psi_tot[k])
+        # exp(psi) of whole rows at a time, `chunk` values or more per call.
+        start = 0
+        while start < n:
+            stop = min(n, start + max(1, chunk // max(K, 1)))
+            for i in range((stop - start) * K):
+                buf[i] = src[start * K + i]
+            exp_psi_array(buf, buf, (stop - start) * K)
+            for i in range(start, stop):
+                for k in range(K):
+                    dst[i * K + k] = <floating>(buf[(i - start) * K + k] * psi_tot[k])
+            start = stop
     free(psi_tot)
     return out.base
 
@@ -301,9 +325,9 @@ def exp_digamma(const double[::1] x):
     result = np.empty(x.shape[0], dtype=np.float64)
     cdef double[::1] res = result
     cdef Py_ssize_t i
-    with nogil:
-        for i in range(x.shape[0]):
-            res[i] = exp_psi(x[i])
+    if x.shape[0] > 0:
+        with nogil:
+            exp_psi_array(&x[0], &res[0], x.shape[0])
     return result
 
 

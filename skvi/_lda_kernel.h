@@ -11,8 +11,9 @@
  *     acc_k     = sum_j cols[k][j] * ratio_j
  *     gamma_k   = alpha_k + e_theta_k * acc_k
  *
- * The loops are written with GCC/Clang vector extensions and compiled
- * several times: for AVX-512, for AVX2 with FMA, and for the baseline ISA;
+ * exp(psi(gamma)) is computed a vector at a time too (skvi_exp_psi_array:
+ * the series below with a polynomial exp).  The loops are written with
+ * GCC/Clang vector extensions and compiled several times: for AVX-512, for AVX2 with FMA, and for the baseline ISA;
  * skvi_lda_kernel_init() picks the widest the CPU runs.  Other compilers get
  * the scalar loops.
  */
@@ -22,6 +23,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* exp(psi(x)) for x >= 6: x * exp(series(x) - shift_sum).  exp(log(x) +
  * series) = x * exp(series) needs no logarithm; the series through the
@@ -78,50 +80,45 @@ static inline void *skvi_align64(void *p)
 #  define SKVI_X86_DISPATCH 1
 #endif
 
-/* One body per (type, ISA); see _lda_kernel_body.h. */
-#define SKVI_T double
+/* One body per (type, ISA); see _lda_kernel_body.h.  The double body of
+ * an ISA comes first: it also defines that ISA's skvi_exp_psi_array_<isa>,
+ * which the float body calls. */
+#define SKVI_ISA base
 #define SKVI_VBYTES 16
-#define SKVI_SUFFIX d_base
-#define SKVI_TARGET
-#include "_lda_kernel_body.h"
-#define SKVI_T float
-#define SKVI_VBYTES 16
-#define SKVI_SUFFIX f_base
 #define SKVI_TARGET
 #include "_lda_kernel_body.h"
 
 #ifdef SKVI_X86_DISPATCH
-#define SKVI_T double
+#define SKVI_ISA avx2
 #define SKVI_VBYTES 32
-#define SKVI_SUFFIX d_avx2
 #define SKVI_TARGET __attribute__((target("avx2,fma")))
 #include "_lda_kernel_body.h"
-#define SKVI_T float
-#define SKVI_VBYTES 32
-#define SKVI_SUFFIX f_avx2
-#define SKVI_TARGET __attribute__((target("avx2,fma")))
-#include "_lda_kernel_body.h"
-#define SKVI_T double
+
+#define SKVI_ISA avx512
 #define SKVI_VBYTES 64
-#define SKVI_SUFFIX d_avx512
-#define SKVI_TARGET __attribute__((target("avx512f,avx2,fma")))
-#include "_lda_kernel_body.h"
-#define SKVI_T float
-#define SKVI_VBYTES 64
-#define SKVI_SUFFIX f_avx512
 #define SKVI_TARGET __attribute__((target("avx512f,avx2,fma")))
 #include "_lda_kernel_body.h"
 #endif
 
 typedef int (*skvi_iterate_d_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *,
                                  const double *, double *, double *, double *, double *,
-                                 int, double, double);
+                                 double *, int, double, double);
 typedef int (*skvi_iterate_f_fn)(const float *, ptrdiff_t, ptrdiff_t, const float *,
                                  const float *, float *, float *, float *, float *,
-                                 int, double, float);
+                                 double *, int, double, float);
+
+typedef void (*skvi_exp_psi_array_fn)(const double *, double *, ptrdiff_t);
+typedef void (*skvi_ratio_d_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *,
+                                const double *, double *, double *, double);
+typedef void (*skvi_ratio_f_fn)(const float *, ptrdiff_t, ptrdiff_t, const float *,
+                                const float *, float *, float *, float);
 
 static skvi_iterate_d_fn skvi_doc_iterate_d = skvi_doc_iterate_d_base;
 static skvi_iterate_f_fn skvi_doc_iterate_f = skvi_doc_iterate_f_base;
+static skvi_ratio_d_fn skvi_doc_ratio_d = skvi_doc_ratio_d_base;
+static skvi_ratio_f_fn skvi_doc_ratio_f = skvi_doc_ratio_f_base;
+/* out[i] = exp(psi(x[i])) for x[i] > 0; out may be x. */
+static skvi_exp_psi_array_fn skvi_exp_psi_array = skvi_exp_psi_array_base;
 
 /* Pick the widest variant this CPU runs; `level` caps it (0: baseline,
  * 1: AVX2, 2: AVX-512).  Returns the level chosen. */
@@ -130,15 +127,24 @@ static int skvi_lda_kernel_init(int level)
     int chosen = 0;
     skvi_doc_iterate_d = skvi_doc_iterate_d_base;
     skvi_doc_iterate_f = skvi_doc_iterate_f_base;
+    skvi_exp_psi_array = skvi_exp_psi_array_base;
+    skvi_doc_ratio_d = skvi_doc_ratio_d_base;
+    skvi_doc_ratio_f = skvi_doc_ratio_f_base;
 #ifdef SKVI_X86_DISPATCH
     __builtin_cpu_init();
     if (level >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         skvi_doc_iterate_d = skvi_doc_iterate_d_avx2;
         skvi_doc_iterate_f = skvi_doc_iterate_f_avx2;
+        skvi_exp_psi_array = skvi_exp_psi_array_avx2;
+        skvi_doc_ratio_d = skvi_doc_ratio_d_avx2;
+        skvi_doc_ratio_f = skvi_doc_ratio_f_avx2;
         chosen = 1;
         if (level >= 2 && __builtin_cpu_supports("avx512f")) {
             skvi_doc_iterate_d = skvi_doc_iterate_d_avx512;
             skvi_doc_iterate_f = skvi_doc_iterate_f_avx512;
+            skvi_exp_psi_array = skvi_exp_psi_array_avx512;
+            skvi_doc_ratio_d = skvi_doc_ratio_d_avx512;
+            skvi_doc_ratio_f = skvi_doc_ratio_f_avx512;
             chosen = 2;
         }
     }

@@ -1,142 +1,111 @@
 /*
- * One variant of the document iteration of _lda_kernel.h, included once per
- * (type, ISA) with SKVI_T (element type), SKVI_VBYTES (bytes of the ISA's
- * vector registers: 16, 32 or 64), SKVI_SUFFIX (name suffix) and SKVI_TARGET
- * (function attribute) defined; they are undefined again at the end.
- * Vectors wider than the target's registers would be kept in memory by the
- * compiler, so each variant uses its own register width.
+ * The vector kernels of _lda_kernel.h for one ISA, included once per ISA
+ * with SKVI_ISA (name suffix), SKVI_VBYTES (bytes of the ISA's vector
+ * registers: 16, 32 or 64) and SKVI_TARGET (function attribute) defined;
+ * they are undefined again at the end.  Vectors wider than the target's
+ * registers would be kept in memory by the compiler, so each ISA uses its
+ * own register width.
+ *
+ * Defines skvi_exp_psi_array_<isa> and skvi_doc_iterate_{d,f}_<isa>.
  */
 #define SKVI_CAT_(a, b) a##b
 #define SKVI_CAT(a, b) SKVI_CAT_(a, b)
-#define SKVI_FN SKVI_CAT(skvi_doc_iterate_, SKVI_SUFFIX)
-#define SKVI_VL ((ptrdiff_t)(SKVI_VBYTES / sizeof(SKVI_T)))
+#define SKVI_EXPPSI SKVI_CAT(skvi_exp_psi_array_, SKVI_ISA)
+#define SKVI_VLD ((ptrdiff_t)(SKVI_VBYTES / sizeof(double)))
 
 #ifdef SKVI_VECTOR_EXT
-#define SKVI_VT SKVI_CAT(skvi_block_, SKVI_SUFFIX)
-typedef SKVI_T SKVI_VT __attribute__((vector_size(SKVI_VBYTES)));
-#define SKVI_LOAD(p) (*(const SKVI_VT *)(p))
+#define SKVI_VD SKVI_CAT(skvi_vd_, SKVI_ISA)
+#define SKVI_VI SKVI_CAT(skvi_vi_, SKVI_ISA)
+typedef double SKVI_VD __attribute__((vector_size(SKVI_VBYTES)));
+typedef long long SKVI_VI __attribute__((vector_size(SKVI_VBYTES)));
 #endif
 
-/*
- * Iterate document d's variational parameters until the mean absolute
- * change of gamma falls below tol, at most max_iter times.
- *
- * cols:    K columns of `stride` entries, 64-byte aligned: cols[k * stride
- *          + j] = exp(E[log beta_kw]) of the document's j-th word; zero
- *          beyond the document's words.
- * cnt:     stride counts, 64-byte aligned, zero beyond the words.
- * gamma:   K entries, updated in place; e_theta must hold
- *          exp(E[log theta]) of gamma on entry and holds it on return.
- * ratio:   scratch of stride entries, 64-byte aligned; acc: K entries.
- * Returns the number of iterations made.
- */
-SKVI_TARGET static int SKVI_FN(
-    const SKVI_T *cols, ptrdiff_t stride, ptrdiff_t K, const SKVI_T *cnt,
-    const SKVI_T *alpha, SKVI_T *gamma, SKVI_T *e_theta, SKVI_T *ratio, SKVI_T *acc,
-    int max_iter, double tol, SKVI_T eps)
+/* out[i] = exp(psi(x[i])) for x[i] > 0 (out may be x): skvi_exp_psi a
+ * vector at a time, with exp(y) = 2**n * p(y - n log 2), p the Taylor
+ * polynomial of degree 13 (relative error below 2e-16 on |r| <= log(2)/2),
+ * y clamped below at -708 (where exp(psi(x)) is under 1e-307). */
+SKVI_TARGET static void SKVI_EXPPSI(const double *x, double *out, ptrdiff_t n)
 {
-    int it, n_iter = 0;
-    ptrdiff_t j, k, i;
-    for (it = 0; it < max_iter; it++) {
-        double change = 0.0, total = 0.0, inv_total;
+    ptrdiff_t i = 0, m;
 #ifdef SKVI_VECTOR_EXT
-        /* ratio = cnt / (sum_k e_theta_k * cols_k + eps), four blocks of
-         * words at a time so that four sums are in flight. */
-        for (j = 0; j + 4 * SKVI_VL <= stride; j += 4 * SKVI_VL) {
-            SKVI_VT s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            for (k = 0; k < K; k++) {
-                const SKVI_T *c = cols + k * stride + j;
-                SKVI_T e = e_theta[k];
-                s0 += e * SKVI_LOAD(c);
-                s1 += e * SKVI_LOAD(c + SKVI_VL);
-                s2 += e * SKVI_LOAD(c + 2 * SKVI_VL);
-                s3 += e * SKVI_LOAD(c + 3 * SKVI_VL);
-            }
-            *(SKVI_VT *)(ratio + j) = SKVI_LOAD(cnt + j) / (s0 + eps);
-            *(SKVI_VT *)(ratio + j + SKVI_VL) = SKVI_LOAD(cnt + j + SKVI_VL) / (s1 + eps);
-            *(SKVI_VT *)(ratio + j + 2 * SKVI_VL) = SKVI_LOAD(cnt + j + 2 * SKVI_VL) / (s2 + eps);
-            *(SKVI_VT *)(ratio + j + 3 * SKVI_VL) = SKVI_LOAD(cnt + j + 3 * SKVI_VL) / (s3 + eps);
+    double pad[SKVI_VBYTES / sizeof(double)];
+    for (; i < n; i += SKVI_VLD) {
+        SKVI_VD v, x6, n1, n2, n3, d1, d2, d3, frac, xs, shift, inv, g, y, t, nf, r, p;
+        SKVI_VI small, low;
+        const SKVI_VD zero = {0};
+        m = n - i < SKVI_VLD ? n - i : SKVI_VLD;
+        if (m < SKVI_VLD) {  /* the tail, padded with ones */
+            ptrdiff_t q;
+            for (q = 0; q < SKVI_VLD; q++)
+                pad[q] = q < m ? x[i + q] : 1.0;
+            memcpy(&v, pad, sizeof v);
+        } else {
+            memcpy(&v, x + i, sizeof v);
         }
-        for (; j < stride; j += SKVI_VL) {
-            SKVI_VT s0 = {0};
-            for (k = 0; k < K; k++)
-                s0 += e_theta[k] * SKVI_LOAD(cols + k * stride + j);
-            *(SKVI_VT *)(ratio + j) = SKVI_LOAD(cnt + j) / (s0 + eps);
+        /* psi(x) = psi(x + 6) - sum_{i<6} 1/(x + i) below 6 */
+        small = v < 6.0;
+        x6 = v + 6.0;
+        n1 = 2.0 * v + 1.0;
+        d1 = v * (v + 1.0);
+        n2 = 2.0 * v + 5.0;
+        d2 = (v + 2.0) * (v + 3.0);
+        n3 = 2.0 * v + 9.0;
+        d3 = (v + 4.0) * (v + 5.0);
+        frac = ((n1 * d2 + n2 * d1) * d3 + n3 * (d1 * d2)) / ((d1 * d2) * d3);
+        xs = (SKVI_VD)((small & (SKVI_VI)x6) | (~small & (SKVI_VI)v));
+        shift = (SKVI_VD)(small & (SKVI_VI)frac);
+        inv = 1.0 / xs;
+        g = inv * inv;
+        y = -0.5 * inv
+            - g * (8.3333333333333333e-02
+            - g * (8.3333333333333333e-03
+            - g * (3.9682539682539683e-03
+            - g * (4.1666666666666667e-03
+            - g * (7.5757575757575758e-03
+            - g * 2.1092796092796093e-02)))))
+            - shift;
+        low = y < -708.0;
+        y = (SKVI_VD)((low & (SKVI_VI)(zero - 708.0)) | (~low & (SKVI_VI)y));
+        /* n = round(y / log 2) by the 1.5 * 2**52 trick; t's low bits hold n */
+        t = y * 1.4426950408889634 + 6755399441055744.0;
+        nf = t - 6755399441055744.0;
+        r = (y - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+        p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120
+            + r * (1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880
+            + r * (1.0 / 3628800 + r * (1.0 / 39916800 + r * (1.0 / 479001600
+            + r * (1.0 / 6227020800.0)))))))))))));
+        p = xs * p * (SKVI_VD)((((SKVI_VI)t) + 1023) << 52);
+        if (m < SKVI_VLD) {
+            ptrdiff_t q;
+            memcpy(pad, &p, sizeof p);
+            for (q = 0; q < m; q++)
+                out[i + q] = pad[q];
+        } else {
+            memcpy(out + i, &p, sizeof p);
         }
-        /* acc_k = cols_k . ratio, four topics at a time. */
-        for (k = 0; k + 4 <= K; k += 4) {
-            const SKVI_T *c0 = cols + k * stride;
-            const SKVI_T *c1 = c0 + stride, *c2 = c1 + stride, *c3 = c2 + stride;
-            SKVI_VT s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            SKVI_T t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-            for (j = 0; j < stride; j += SKVI_VL) {
-                SKVI_VT r = SKVI_LOAD(ratio + j);
-                s0 += SKVI_LOAD(c0 + j) * r;
-                s1 += SKVI_LOAD(c1 + j) * r;
-                s2 += SKVI_LOAD(c2 + j) * r;
-                s3 += SKVI_LOAD(c3 + j) * r;
-            }
-            for (i = 0; i < SKVI_VL; i++) {
-                t0 += s0[i];
-                t1 += s1[i];
-                t2 += s2[i];
-                t3 += s3[i];
-            }
-            acc[k] = t0;
-            acc[k + 1] = t1;
-            acc[k + 2] = t2;
-            acc[k + 3] = t3;
-        }
-        for (; k < K; k++) {
-            const SKVI_T *c0 = cols + k * stride;
-            SKVI_VT s0 = {0};
-            SKVI_T t0 = 0;
-            for (j = 0; j < stride; j += SKVI_VL)
-                s0 += SKVI_LOAD(c0 + j) * SKVI_LOAD(ratio + j);
-            for (i = 0; i < SKVI_VL; i++)
-                t0 += s0[i];
-            acc[k] = t0;
-        }
-#else
-        for (j = 0; j < stride; j++) {
-            SKVI_T s = 0;
-            for (k = 0; k < K; k++)
-                s += e_theta[k] * cols[k * stride + j];
-            ratio[j] = cnt[j] / (s + eps);
-        }
-        for (k = 0; k < K; k++) {
-            SKVI_T s = 0;
-            for (j = 0; j < stride; j++)
-                s += cols[k * stride + j] * ratio[j];
-            acc[k] = s;
-        }
-#endif
-        for (k = 0; k < K; k++) {
-            SKVI_T updated = alpha[k] + e_theta[k] * acc[k];
-            change += fabs((double)updated - (double)gamma[k]);
-            gamma[k] = updated;
-            total += gamma[k];
-        }
-        /* e_theta = exp(psi(gamma) - psi(sum gamma)), in double. */
-        inv_total = 1.0 / skvi_exp_psi(total);
-        for (k = 0; k < K; k++)
-            e_theta[k] = (SKVI_T)(skvi_exp_psi(gamma[k]) * inv_total);
-        n_iter++;
-        if (change / K < tol)
-            break;
     }
-    return n_iter;
+#else
+    (void)m;
+    for (; i < n; i++)
+        out[i] = skvi_exp_psi(x[i]);
+#endif
 }
 
+#define SKVI_T double
+#define SKVI_TC d
+#include "_lda_kernel_iterate.h"
+#define SKVI_T float
+#define SKVI_TC f
+#include "_lda_kernel_iterate.h"
+
 #ifdef SKVI_VECTOR_EXT
-#undef SKVI_VT
-#undef SKVI_LOAD
+#undef SKVI_VD
+#undef SKVI_VI
 #endif
-#undef SKVI_FN
-#undef SKVI_VL
-#undef SKVI_VBYTES
+#undef SKVI_EXPPSI
+#undef SKVI_VLD
 #undef SKVI_CAT
 #undef SKVI_CAT_
-#undef SKVI_T
-#undef SKVI_SUFFIX
+#undef SKVI_ISA
+#undef SKVI_VBYTES
 #undef SKVI_TARGET

@@ -238,11 +238,12 @@ def test_e_step_rejects_bad_input():
                          10, 1e-3, None)
 
 
+@pytest.mark.parametrize("n_rows", [50, 1001])  # 1001 x 6: several chunks of 4096 values
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_exp_digamma_diff_matches_scipy(dtype):
+def test_exp_digamma_diff_matches_scipy(dtype, n_rows, isa):
     rng = np.random.RandomState(4)
     # Variational topic-word parameters, eta = 0.05 plus expected counts.
-    values = (0.05 + rng.gamma(0.3, 20.0, (50, 6))).astype(dtype)
+    values = (0.05 + rng.gamma(0.3, 20.0, (n_rows, 6))).astype(dtype)
     totals = values.sum(axis=0, dtype=np.float64) + rng.uniform(0, 1e4, 6)
     out = np.empty_like(values)
     assert _lda_fast.exp_digamma_diff(values, totals, out) is out
@@ -252,8 +253,8 @@ def test_exp_digamma_diff_matches_scipy(dtype):
     np.testing.assert_allclose(out, ref, rtol=5e-12 if dtype == np.float64 else 1e-7)
 
 
-def test_exp_digamma_matches_scipy():
-    x = np.concatenate([np.logspace(-8, 8, 4001), np.linspace(0.01, 20.0, 4001)])
+def test_exp_digamma_matches_scipy(isa):
+    x = np.concatenate([np.logspace(-8, 8, 4001), np.linspace(0.01, 20.0, 4003)])
     ref = np.exp(scipy_digamma(x))
     got = _lda_fast.exp_digamma(x)
     big = ref > 1e-290  # exp(psi(x)) underflows for x below about 1e-3
