@@ -18,7 +18,7 @@ import numpy as np
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
-from libc.math cimport log
+from libc.math cimport INFINITY, log
 from libc.stdlib cimport free, malloc
 
 ctypedef fused index_t:
@@ -256,21 +256,29 @@ def exp_digamma_diff(
     const floating[:, ::1] values,
     const double[::1] totals,
     floating[:, ::1] out,
+    const index_t[::1] rows=None,
+    double offset=0.0,
 ):
-    """Write ``exp(psi(values[i, k]) - psi(totals[k]))`` into ``out``.
+    """Write ``exp(psi(values[i, k] + offset) - psi(totals[k]))`` into ``out``.
 
     Used for ``exp(E[log beta])`` of a minibatch's words: ``values`` holds
     the words' variational topic parameters (transposed) and ``totals``
-    each topic's sum over the whole vocabulary.
+    each topic's sum over the whole vocabulary.  With ``rows``, row ``i``
+    of ``out`` is computed from ``values[rows[i]]``, so the words' rows need
+    not be gathered first.
 
     Parameters
     ----------
     values : ndarray of shape (n, K)
-        Positive values, C-contiguous, float32 or float64.
+        C-contiguous, float32 or float64; ``values + offset`` positive.
     totals : ndarray of shape (K,)
         Positive float64 column totals.
-    out : ndarray of shape (n, K)
+    out : ndarray of shape (n, K), or (len(rows), K) with ``rows``
         Output, C-contiguous, dtype of ``values``.
+    rows : ndarray of shape (m,) or None
+        Rows of ``values`` to read (int32 or int64), in range.
+    offset : float
+        Added to ``values`` before ``psi``.
 
     Returns
     -------
@@ -279,27 +287,35 @@ def exp_digamma_diff(
     """
     cdef Py_ssize_t n = values.shape[0]
     cdef Py_ssize_t K = values.shape[1]
+    cdef Py_ssize_t m = n if rows is None else rows.shape[0]
+    cdef bint gather = rows is not None
+    cdef Py_ssize_t i, k, start, stop, r
     if totals.shape[0] != K:
         raise ValueError("totals must have one entry per column of values")
-    if out.shape[0] != n or out.shape[1] != K:
-        raise ValueError("out must have the shape of values")
+    if out.shape[0] != m or out.shape[1] != K:
+        raise ValueError("out must have shape (len(rows), K), or that of values without rows")
+    if gather:
+        for i in range(m):
+            if rows[i] < 0 or rows[i] >= n:
+                raise ValueError("row index out of range")
     cdef Py_ssize_t chunk = 4096
     cdef double* psi_tot = <double*>malloc((max(K, 1) + max(chunk, K)) * sizeof(double))
     if psi_tot == NULL:
         raise MemoryError()
     cdef double* buf = psi_tot + max(K, 1)
-    cdef Py_ssize_t i, k, start, stop
     cdef const floating* src = &values[0, 0] if n * K > 0 else NULL
-    cdef floating* dst = &out[0, 0] if n * K > 0 else NULL
+    cdef floating* dst = &out[0, 0] if m * K > 0 else NULL
     with nogil:
         for k in range(K):
             psi_tot[k] = 1.0 / exp_psi(totals[k])
         # exp(psi) of whole rows at a time, `chunk` values or more per call.
         start = 0
-        while start < n:
-            stop = min(n, start + max(1, chunk // max(K, 1)))
-            for i in range((stop - start) * K):
-                buf[i] = src[start * K + i]
+        while start < m:
+            stop = min(m, start + max(1, chunk // max(K, 1)))
+            for i in range(start, stop):
+                r = rows[i] if gather else i
+                for k in range(K):
+                    buf[(i - start) * K + k] = src[r * K + k] + offset
             exp_psi_array(buf, buf, (stop - start) * K)
             for i in range(start, stop):
                 for k in range(K):
@@ -331,8 +347,42 @@ def exp_digamma(const double[::1] x):
     return result
 
 
+def blend(floating[:, ::1] out, const floating[:, ::1] x, double a, double b,
+          double[::1] totals):
+    """``out = a * x + b`` in one pass, with ``totals[k] = sum_i out[i, k]``.
+
+    The online topic update scales every topic weight; the column totals
+    that ``psi(sum)`` needs come from the same pass.
+
+    Parameters
+    ----------
+    out, x : ndarray of shape (n, K)
+        C-contiguous, same dtype; ``out`` is overwritten (it may be ``x``).
+    a, b : float
+        The affine map.
+    totals : ndarray of shape (K,)
+        float64, overwritten with the column sums of ``out``.
+    """
+    cdef Py_ssize_t n = x.shape[0]
+    cdef Py_ssize_t K = x.shape[1]
+    if out.shape[0] != n or out.shape[1] != K or totals.shape[0] != K:
+        raise ValueError("out must have the shape of x and totals one entry per column")
+    cdef Py_ssize_t i, k
+    cdef floating fa = <floating>a
+    cdef floating fb = <floating>b
+    cdef floating v
+    with nogil:
+        for k in range(K):
+            totals[k] = 0.0
+        for i in range(n):
+            for k in range(K):
+                v = fa * x[i, k] + fb
+                out[i, k] = v
+                totals[k] += v
+
+
 def add_rows(floating[:, ::1] dest, const index_t[::1] rows, const floating[:, ::1] values,
-             double scale):
+             double scale, double[::1] totals=None, double lower=-INFINITY):
     """``dest[rows[i]] += scale * values[i]`` for distinct ``rows``, in place.
 
     The online topic update adds a minibatch's statistics to the topics of
@@ -348,13 +398,27 @@ def add_rows(floating[:, ::1] dest, const index_t[::1] rows, const floating[:, :
         C-contiguous rows to add, dtype of ``dest``.
     scale : float
         Multiplier of ``values``.
+    totals : ndarray of shape (K,) or None
+        float64 column totals of ``dest``, kept up to date when given.
+    lower : float
+        Bound for the validity check.
+
+    Returns
+    -------
+    valid : bool
+        Whether every updated entry is finite and above ``lower``.
     """
     cdef Py_ssize_t m = rows.shape[0]
     cdef Py_ssize_t K = dest.shape[1]
     cdef Py_ssize_t n = dest.shape[0]
     cdef Py_ssize_t i, k, r
+    cdef bint has_totals = totals is not None
+    cdef bint valid = True
+    cdef floating v
     if values.shape[0] != m or values.shape[1] != K:
         raise ValueError("values must have shape (len(rows), dest.shape[1])")
+    if has_totals and totals.shape[0] != K:
+        raise ValueError("totals must have one entry per column of dest")
     for i in range(m):
         if rows[i] < 0 or rows[i] >= n:
             raise ValueError("row index out of range")
@@ -363,4 +427,11 @@ def add_rows(floating[:, ::1] dest, const index_t[::1] rows, const floating[:, :
         for i in range(m):
             r = rows[i]
             for k in range(K):
-                dest[r, k] += s * values[i, k]
+                v = dest[r, k] + s * values[i, k]
+                dest[r, k] = v
+                # NaN fails the comparison; +inf is caught below.
+                if not (v > lower and v < INFINITY):
+                    valid = False
+                if has_totals:
+                    totals[k] += s * values[i, k]
+    return bool(valid)

@@ -282,3 +282,42 @@ def test_e_step_agrees_with_scikit_learn():
     np.testing.assert_allclose(gamma_sk, gamma_ref, atol=1e-5)
     np.testing.assert_allclose(gamma_sk, gamma, atol=1e-5)
     np.testing.assert_allclose(sstats_sk.T, sstats, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blend_and_add_rows_keep_column_totals(dtype):
+    rng = np.random.RandomState(8)
+    x = rng.gamma(0.5, 2.0, (300, 7)).astype(dtype)
+    out = np.empty_like(x)
+    totals = np.empty(7)
+    _lda_fast.blend(out, x, 0.3, 0.05, totals)
+    np.testing.assert_allclose(out, 0.3 * x.astype(np.float64) + 0.05, rtol=RTOL[dtype])
+    np.testing.assert_allclose(totals, out.sum(axis=0, dtype=np.float64), rtol=1e-12)
+
+    rows = np.array([4, 0, 299, 17], dtype=np.int64)
+    values = rng.rand(4, 7).astype(dtype)
+    expected = out.astype(np.float64)
+    expected[rows] += 2.5 * values
+    assert _lda_fast.add_rows(out, rows, values, 2.5, totals, -1.0) is True
+    np.testing.assert_allclose(out, expected, rtol=RTOL[dtype])
+    np.testing.assert_allclose(totals, out.sum(axis=0, dtype=np.float64), rtol=RTOL[dtype])
+
+    # Validity: an entry pushed below the bound, or to NaN or inf, is reported.
+    for bad in (-10.0, np.nan, np.inf):
+        values[2, 3] = bad
+        assert _lda_fast.add_rows(out.copy(), rows, values, 1.0, None, -1.0) is False
+    with pytest.raises(ValueError, match="range"):
+        _lda_fast.add_rows(out, np.array([300]), values[:1], 1.0)
+
+
+def test_exp_digamma_diff_reads_rows_with_an_offset():
+    rng = np.random.RandomState(9)
+    values = rng.gamma(0.3, 5.0, (40, 5))
+    rows = np.array([39, 2, 2, 11], dtype=np.int32)
+    totals = values.sum(axis=0) + 40 + 3.0
+    out = np.empty((4, 5))
+    _lda_fast.exp_digamma_diff(values, totals, out, rows, 1.0)
+    ref = np.exp(scipy_digamma(values[rows] + 1.0) - scipy_digamma(totals))
+    np.testing.assert_allclose(out, ref, rtol=5e-12)
+    with pytest.raises(ValueError, match="range"):
+        _lda_fast.exp_digamma_diff(values, totals, out, np.array([0, 1, 2, 40], np.int32), 1.0)

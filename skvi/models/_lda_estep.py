@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-__all__ = ["add_rows", "e_step", "e_step_blocks", "e_step_numpy", "exp_digamma_diff",
+__all__ = ["add_rows", "blend", "e_step", "e_step_blocks", "e_step_numpy", "exp_digamma_diff",
            "exp_dirichlet_expectation"]
 
 try:  # pragma: no cover - depends on the build
@@ -120,31 +120,58 @@ def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
     return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t)
 
 
-def exp_digamma_diff(values, totals):
-    """Return ``exp(digamma(values) - digamma(totals))`` in the dtype of values.
+def exp_digamma_diff(values, totals, rows=None, offset=0.0):
+    """Return ``exp(digamma(values[rows] + offset) - digamma(totals))``.
 
-    ``values`` has shape (n, K) and ``totals`` shape (K,): with ``values``
-    the Dirichlet parameters of K topics at n words and ``totals`` the
-    topics' sums, this is ``exp(E[log beta])`` at those words, transposed.
+    ``values`` has shape (n, K), C-contiguous, and ``totals`` shape (K,):
+    with ``values + offset`` the Dirichlet parameters of K topics at n words
+    and ``totals`` the topics' sums, this is ``exp(E[log beta])`` at the
+    words ``rows`` (all words when None), transposed, in the dtype of
+    ``values``.
     """
     values = np.ascontiguousarray(values)
+    totals = np.ascontiguousarray(totals, dtype=np.float64)
     if _lda_fast is not None:
-        out = np.empty_like(values)
-        _lda_fast.exp_digamma_diff(values, np.ascontiguousarray(totals, dtype=np.float64), out)
+        n = values.shape[0] if rows is None else len(rows)
+        out = np.empty((n, values.shape[1]), dtype=values.dtype)
+        _lda_fast.exp_digamma_diff(values, totals, out, rows, float(offset))
         return out
-    return np.exp(digamma(values) - digamma(totals)).astype(values.dtype, copy=False)
+    picked = (values if rows is None else values[rows]) + offset
+    return np.exp(digamma(picked) - digamma(totals)).astype(values.dtype, copy=False)
 
 
-def add_rows(dest, rows, values, scale):
+def blend(out, x, a, b):
+    """``out = a * x + b`` in place; return the float64 column sums of ``out``.
+
+    ``out`` and ``x`` are C-contiguous of shape (n, K), one dtype.
+    """
+    if _lda_fast is not None:
+        totals = np.empty(x.shape[1], dtype=np.float64)
+        _lda_fast.blend(out, x, float(a), float(b), totals)
+        return totals
+    np.multiply(x, a, out=out)
+    out += b
+    return out.sum(axis=0, dtype=np.float64)
+
+
+def add_rows(dest, rows, values, scale, totals=None, lower=-np.inf):
     """``dest[rows] += scale * values`` in place, for distinct ``rows``.
 
     ``dest`` is C-contiguous of shape (n, K), ``values`` of shape
-    (len(rows), K) in the dtype of ``dest``.
+    (len(rows), K) in the dtype of ``dest``.  ``totals``, the float64
+    column sums of ``dest``, is updated in place when given.  Returns
+    whether every updated entry is finite and above ``lower``.
     """
     if _lda_fast is not None:
-        _lda_fast.add_rows(dest, rows, np.ascontiguousarray(values), float(scale))
-    else:
-        dest[rows] += scale * values
+        return _lda_fast.add_rows(
+            dest, rows, np.ascontiguousarray(values), float(scale), totals, float(lower)
+        )
+    added = scale * values
+    dest[rows] += added
+    if totals is not None:
+        totals += added.sum(axis=0, dtype=np.float64)
+    touched = dest[rows]
+    return bool(np.all(np.isfinite(touched)) and np.all(touched > lower))
 
 
 def _split_rows(indptr, n_blocks):

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from ..engine import SVIMixin
 from ..expfam import Dirichlet
-from ._lda_estep import add_rows, e_step_blocks, exp_digamma_diff
+from ._lda_estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
 __all__ = ["SVILatentDirichletAllocation"]
 
@@ -461,6 +461,7 @@ class SVILatentDirichletAllocation(
     def _forget_fit_data(self):
         self._fit_X = None
         self._buffers = None
+        self._totals_of = None
 
     def _check_priors(self):
         K = self.n_components
@@ -506,10 +507,19 @@ class SVILatentDirichletAllocation(
 
     def _topic_columns(self, natural, cols):
         """``exp(E[log beta])`` of the words ``cols``, shape (len(cols), K)."""
-        totals = natural.sum(axis=1, dtype=np.float64) + natural.shape[1]
-        lam_t = natural.T[cols]
-        lam_t += 1.0
-        return exp_digamma_diff(lam_t, totals)
+        return exp_digamma_diff(natural.T, self._lambda_totals(natural), rows=cols, offset=1.0)
+
+    def _lambda_totals(self, natural):
+        """Each topic's ``sum_w lambda_kw`` for the natural parameters ``natural``.
+
+        The online update computes them while writing the new topics (see
+        :meth:`_update_factor`) and keeps them with that array; any other
+        array is summed here.
+        """
+        cached = getattr(self, "_totals_of", None)
+        if cached is not None and cached[0] is natural:
+            return cached[1]
+        return natural.sum(axis=1, dtype=np.float64) + natural.shape[1]
 
     def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None):
         if max_iter is None:
@@ -547,16 +557,16 @@ class SVILatentDirichletAllocation(
         (natural,) = current
         prior = self._prior["topics"][0]
         new = self._spare_buffer(natural)
-        np.multiply(natural, 1.0 - rho, out=new)
-        new += rho * prior
-        add_rows(new.T, cols, sstats, rho * scale)
+        self._totals_of = None  # `new` is being overwritten
+        totals = blend(new.T, natural.T, 1.0 - rho, rho * float(prior))
+        # Untouched words are convex combinations of valid values; the
+        # touched ones must stay above -1 (lambda > 0).
+        valid = add_rows(new.T, cols, sstats, rho * scale, totals=totals, lower=-1.0)
+        self._totals_of = (new, totals + new.shape[1])
         if grads is not None:
             grad = np.asfortranarray(prior - natural)
             add_rows(grad.T, cols, sstats, scale)
             grads.append(grad)
-        # Untouched words are convex combinations of valid values.
-        touched = new[:, cols]
-        valid = bool(np.all(np.isfinite(touched)) and np.all(touched > -1.0))
         return (new,), valid
 
     def _spare_buffer(self, natural):
