@@ -26,6 +26,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -37,6 +38,8 @@ __all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS"]
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
 MAX_BACKOFF = 30
+# Rows of a sparse X gathered at once by the default online batching.
+SPARSE_GATHER_ROWS = 8192
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
@@ -399,6 +402,17 @@ class SVIMixin:
         """
         n_samples = X.shape[0]
         order = random_state.permutation(n_samples)
+        if sp.issparse(X):
+            # Gather a block of minibatches at once and slice it: scipy's
+            # fancy row indexing costs a fixed ~0.5 ms per call, and the
+            # block bounds the extra memory to a few minibatches' rows.
+            block = max(1, SPARSE_GATHER_ROWS // max(self.batch_size, 1)) * self.batch_size
+            for start in range(0, n_samples, block):
+                rows = X[order[start : start + block]]
+                for batch in gen_batches(rows.shape[0], self.batch_size):
+                    Xb = rows[batch]
+                    yield Xb, n_samples / Xb.shape[0]
+            return
         for batch in gen_batches(n_samples, self.batch_size):
             Xb = X[order[batch]]
             yield Xb, n_samples / Xb.shape[0]

@@ -142,3 +142,24 @@ def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
     assert est.n_rejected_steps_ > 0
     accepted = GaussianGammaVB(learning_method="online", batch_size=50, max_iter=50, tol=1e-3)
     assert accepted.fit(X).converged_
+
+
+def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
+    # Sparse X is gathered a block of minibatches at a time; the minibatches
+    # must be exactly X[order[batch]] of the plain scheme, short last one too.
+    import scipy.sparse as sp
+    from sklearn.utils import gen_batches
+
+    from skvi import SVILatentDirichletAllocation
+    from skvi import engine
+
+    monkeypatch.setattr(engine, "SPARSE_GATHER_ROWS", 10)  # blocks of 8 rows
+    X = sp.random(23, 6, density=0.5, format="csr", random_state=0)
+    model = SVILatentDirichletAllocation(batch_size=4)
+    got = list(model._online_batches(X, np.random.RandomState(3)))
+    order = np.random.RandomState(3).permutation(23)
+    expected = [X[order[batch]] for batch in gen_batches(23, 4)]
+    assert len(got) == len(expected) == 6
+    for (Xb, scale), ref in zip(got, expected):
+        np.testing.assert_array_equal(Xb.toarray(), ref.toarray())
+        assert scale == 23 / ref.shape[0]
