@@ -348,37 +348,81 @@ def exp_digamma(const double[::1] x):
 
 
 def blend(floating[:, ::1] out, const floating[:, ::1] x, double a, double b,
-          double[::1] totals):
-    """``out = a * x + b`` in one pass, with ``totals[k] = sum_i out[i, k]``.
+          double[::1] totals, const index_t[::1] rows=None,
+          const floating[:, ::1] values=None, double scale=0.0, double lower=-INFINITY):
+    """``out = a * x + b`` (plus ``scale * values`` at ``rows``) in one pass.
 
-    The online topic update scales every topic weight; the column totals
-    that ``psi(sum)`` needs come from the same pass.
+    The online topic update scales every topic weight and adds the
+    minibatch's statistics at its words; the column totals that
+    ``psi(sum)`` needs come from the same pass.
 
     Parameters
     ----------
     out, x : ndarray of shape (n, K)
-        C-contiguous, same dtype; ``out`` is overwritten (it may be ``x``).
+        C-contiguous, same dtype; ``out`` is overwritten (it must not be
+        ``values``).
     a, b : float
         The affine map.
     totals : ndarray of shape (K,)
         float64, overwritten with the column sums of ``out``.
+    rows : ndarray of shape (m,) or None
+        Distinct rows of ``out`` that also get ``scale * values``.
+    values : ndarray of shape (m, K) or None
+        C-contiguous, dtype of ``out``; required with ``rows``.
+    scale : float
+        Multiplier of ``values``.
+    lower : float
+        Bound for the validity check of the rows in ``rows``.
+
+    Returns
+    -------
+    valid : bool
+        Whether every entry of ``out`` at ``rows`` is finite and above
+        ``lower``.
     """
     cdef Py_ssize_t n = x.shape[0]
     cdef Py_ssize_t K = x.shape[1]
+    cdef Py_ssize_t m = 0 if rows is None else rows.shape[0]
     if out.shape[0] != n or out.shape[1] != K or totals.shape[0] != K:
         raise ValueError("out must have the shape of x and totals one entry per column")
-    cdef Py_ssize_t i, k
+    if rows is not None and (values is None or values.shape[0] != m or values.shape[1] != K):
+        raise ValueError("values must have shape (len(rows), x.shape[1])")
+    cdef Py_ssize_t i, k, p
+    cdef Py_ssize_t* pos = <Py_ssize_t*>malloc(max(n, 1) * sizeof(Py_ssize_t))
+    if pos == NULL:
+        raise MemoryError()
+    for i in range(n):
+        pos[i] = -1
+    for i in range(m):
+        if rows[i] < 0 or rows[i] >= n or pos[rows[i]] != -1:
+            free(pos)
+            raise ValueError("rows must be distinct and in range")
+        pos[rows[i]] = i
     cdef floating fa = <floating>a
     cdef floating fb = <floating>b
+    cdef floating fs = <floating>scale
     cdef floating v
+    cdef bint valid = True
     with nogil:
         for k in range(K):
             totals[k] = 0.0
         for i in range(n):
-            for k in range(K):
-                v = fa * x[i, k] + fb
-                out[i, k] = v
-                totals[k] += v
+            p = pos[i]
+            if p < 0:
+                for k in range(K):
+                    v = fa * x[i, k] + fb
+                    out[i, k] = v
+                    totals[k] += v
+            else:
+                for k in range(K):
+                    v = fa * x[i, k] + fb + fs * values[p, k]
+                    out[i, k] = v
+                    totals[k] += v
+                    # NaN fails the comparison; +inf is caught too.
+                    if not (v > lower and v < INFINITY):
+                        valid = False
+    free(pos)
+    return bool(valid)
 
 
 def add_rows(floating[:, ::1] dest, const index_t[::1] rows, const floating[:, ::1] values,

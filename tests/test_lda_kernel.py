@@ -321,3 +321,23 @@ def test_exp_digamma_diff_reads_rows_with_an_offset():
     np.testing.assert_allclose(out, ref, rtol=5e-12)
     with pytest.raises(ValueError, match="range"):
         _lda_fast.exp_digamma_diff(values, totals, out, np.array([0, 1, 2, 40], np.int32), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blend_with_rows_equals_blend_then_add(dtype):
+    rng = np.random.RandomState(10)
+    x = rng.gamma(0.5, 2.0, (200, 6)).astype(dtype)
+    rows = np.array([150, 3, 77, 0, 199], dtype=np.int32)
+    values = rng.rand(5, 6).astype(dtype)
+    expected = 0.7 * x.astype(np.float64) + 0.02
+    expected[rows] += 3.0 * values
+    out, totals = np.empty_like(x), np.empty(6)
+    assert _lda_fast.blend(out, x, 0.7, 0.02, totals, rows, values, 3.0, -1.0) is True
+    np.testing.assert_allclose(out, expected, rtol=RTOL[dtype])
+    np.testing.assert_allclose(totals, out.sum(axis=0, dtype=np.float64), rtol=RTOL[dtype])
+    # Invalid touched entries are reported; untouched ones are not checked.
+    values[1, 2] = -100.0
+    assert _lda_fast.blend(out, x, 0.7, 0.02, totals, rows, values, 1.0, -1.0) is False
+    assert _lda_fast.blend(out, x - 50, 0.7, 0.02, totals, rows[:0], values[:0], 1.0, -1.0)
+    with pytest.raises(ValueError, match="distinct"):
+        _lda_fast.blend(out, x, 0.7, 0.02, totals, np.array([3, 3], np.int32), values[:2], 1.0)

@@ -140,18 +140,29 @@ def exp_digamma_diff(values, totals, rows=None, offset=0.0):
     return np.exp(digamma(picked) - digamma(totals)).astype(values.dtype, copy=False)
 
 
-def blend(out, x, a, b):
-    """``out = a * x + b`` in place; return the float64 column sums of ``out``.
+def blend(out, x, a, b, rows=None, values=None, scale=0.0, lower=-np.inf):
+    """``out = a * x + b``, plus ``scale * values`` at the distinct ``rows``.
 
-    ``out`` and ``x`` are C-contiguous of shape (n, K), one dtype.
+    ``out`` and ``x`` are C-contiguous of shape (n, K), one dtype; ``values``
+    has shape (len(rows), K).  Returns ``(totals, valid)``: the float64
+    column sums of ``out``, and whether the entries at ``rows`` are finite
+    and above ``lower``.
     """
     if _lda_fast is not None:
         totals = np.empty(x.shape[1], dtype=np.float64)
-        _lda_fast.blend(out, x, float(a), float(b), totals)
-        return totals
+        if rows is not None:
+            values = np.ascontiguousarray(values, dtype=out.dtype)
+        valid = _lda_fast.blend(out, x, float(a), float(b), totals, rows, values, float(scale),
+                                float(lower))
+        return totals, valid
     np.multiply(x, a, out=out)
     out += b
-    return out.sum(axis=0, dtype=np.float64)
+    valid = True
+    if rows is not None:
+        out[rows] += scale * values
+        touched = out[rows]
+        valid = bool(np.all(np.isfinite(touched)) and np.all(touched > lower))
+    return out.sum(axis=0, dtype=np.float64), valid
 
 
 def add_rows(dest, rows, values, scale, totals=None, lower=-np.inf):

@@ -558,10 +558,10 @@ class SVILatentDirichletAllocation(
         prior = self._prior["topics"][0]
         new = self._spare_buffer(natural)
         self._totals_of = None  # `new` is being overwritten
-        totals = blend(new.T, natural.T, 1.0 - rho, rho * float(prior))
-        # Untouched words are convex combinations of valid values; the
-        # touched ones must stay above -1 (lambda > 0).
-        valid = add_rows(new.T, cols, sstats, rho * scale, totals=totals, lower=-1.0)
+        # One pass: untouched words are convex combinations of valid values;
+        # the touched ones must stay above -1 (lambda > 0).
+        totals, valid = blend(new.T, natural.T, 1.0 - rho, rho * float(prior), rows=cols,
+                              values=sstats, scale=rho * scale, lower=-1.0)
         self._totals_of = (new, totals + new.shape[1])
         if grads is not None:
             grad = np.asfortranarray(prior - natural)
