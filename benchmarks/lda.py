@@ -43,7 +43,11 @@ The fit time is the wall time (``time.perf_counter``) of the fit call alone:
 ``fit(X_train)`` for scikit-learn and skvi, the ``LdaModel(corpus=...)``
 constructor (initialisation plus all passes) for gensim, and ``train`` for
 tomotopy.  BLAS and OpenMP are limited to one thread (environment variables set
-before numpy is imported, and threadpoolctl when it is installed).
+before numpy is imported, and threadpoolctl when it is installed).  With
+``--repeat R`` every method is fitted R times, the methods taking turns, and the
+median time is reported (the fits are seeded alike, so the first one is
+scored): the speed of a shared machine drifts over minutes, and taking turns
+exposes every method to the same drift.
 
 Every fitted model is scored the same way, with
 ``skvi.metrics.document_completion_perplexity(model, X_test, random_state=0)``:
@@ -78,6 +82,7 @@ environment, e.g.::
     /path/to/venv/bin/python benchmarks/lda.py [CORPUS_DIR]
     /path/to/venv/bin/python benchmarks/lda.py --methods sklearn-online,skvi-online
     /path/to/venv/bin/python benchmarks/lda.py --passes 2 --gibbs-iter 50   # quick run
+    /path/to/venv/bin/python benchmarks/lda.py --repeat 3   # median of 3 interleaved runs
 
 CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR int32
 document-term counts, read with ``scipy.sparse.load_npz``); it defaults to
@@ -178,6 +183,14 @@ def parse_args(argv=None):
         default=",".join(ALL_METHODS),
         help="comma-separated subset of: %s (default: all)" % ", ".join(ALL_METHODS),
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="fit every method this many times, the methods taking turns (round robin), and "
+        "report the median fit time: on a shared machine whose speed drifts over minutes, "
+        "each method then sees the same conditions (default: 1)",
+    )
     args = parser.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in ALL_METHODS]
@@ -187,8 +200,8 @@ def parse_args(argv=None):
         )
     # Run in the canonical order, whatever order they were given in.
     args.methods = [m for m in ALL_METHODS if m in methods]
-    if args.passes < 1 or args.gibbs_iter < 1:
-        parser.error("--passes and --gibbs-iter must be at least 1")
+    if args.passes < 1 or args.gibbs_iter < 1 or args.repeat < 1:
+        parser.error("--passes, --gibbs-iter and --repeat must be at least 1")
     return args
 
 
@@ -401,19 +414,36 @@ def main(argv=None):
     )
     print()
 
-    rows = []
+    times = {}
+    models = {}
+    skipped = set()
     with single_thread_limit(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        for turn in range(args.repeat):
+            for method in args.methods:
+                if method in skipped:
+                    continue
+                try:
+                    model, seconds = run_method(method, X_train, args)
+                except Skipped as exc:
+                    print("%-15s skipped: %s" % (method, exc), flush=True)
+                    skipped.add(method)
+                    continue
+                times.setdefault(method, []).append(seconds)
+                models.setdefault(method, model)  # every run is seeded alike
+                print("%-15s fit %8.2f s   (run %d of %d)" % (method, seconds, turn + 1,
+                                                            args.repeat), flush=True)
+        rows = []
         for method in args.methods:
-            try:
-                model, seconds = run_method(method, X_train, args)
-            except Skipped as exc:
-                print("%-15s skipped: %s" % (method, exc), flush=True)
+            if method not in times:
                 continue
-            perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
+            perplexity = document_completion_perplexity(models[method], X_test, random_state=SEED)
+            seconds = float(np.median(times[method]))
             rows.append({"method": method, "seconds": seconds, "perplexity": float(perplexity)})
             print(
-                "%-15s fit %8.2f s   perplexity %9.1f" % (method, seconds, perplexity), flush=True
+                "%-15s fit %8.2f s (median of %s)   perplexity %9.1f"
+                % (method, seconds, ", ".join("%.2f" % t for t in times[method]), perplexity),
+                flush=True,
             )
 
     print()
