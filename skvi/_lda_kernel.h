@@ -25,41 +25,44 @@
 #include <stdint.h>
 #include <string.h>
 
-/* exp(psi(x)) for x >= 6: x * exp(series(x) - shift_sum).  exp(log(x) +
- * series) = x * exp(series) needs no logarithm; the series through the
- * x**-12 term leaves a relative error below 2e-12. */
-static inline double skvi_exp_psi_series(double x, double shift_sum)
-{
-    double inv = 1.0 / x;
-    double g = inv * inv;
-    return x * exp(
-        -0.5 * inv
-        - g * (8.3333333333333333e-02
-        - g * (8.3333333333333333e-03
-        - g * (3.9682539682539683e-03
-        - g * (4.1666666666666667e-03
-        - g * (7.5757575757575758e-03
-        - g * 2.1092796092796093e-02)))))
-        - shift_sum);
-}
+/* The two pieces of psi, written once as expressions that hold for double
+ * and for vector operands (the scalar and vector exp(psi) share them).
+ *
+ * SKVI_PSI_SERIES(inv, g): psi(x) - log(x) for x >= 6, with inv = 1/x and
+ * g = inv**2; through the x**-12 term the relative error of exp(psi) is
+ * below 2e-12.
+ * SKVI_PSI_SHIFT(T, x, out): out = sum_{i<6} 1/(x + i), as one fraction of
+ * three independent pairs (a fixed number of operations instead of a loop
+ * with a data-dependent trip count), so that psi(x) = psi(x + 6) - out. */
+#define SKVI_PSI_SERIES(inv, g)                                              \
+    (-0.5 * (inv)                                                            \
+     - (g) * (8.3333333333333333e-02                                         \
+     - (g) * (8.3333333333333333e-03                                         \
+     - (g) * (3.9682539682539683e-03                                         \
+     - (g) * (4.1666666666666667e-03                                         \
+     - (g) * (7.5757575757575758e-03                                         \
+     - (g) * 2.1092796092796093e-02))))))
+#define SKVI_PSI_SHIFT(T, x, out)                                            \
+    do {                                                                     \
+        T d1_ = (x) * ((x) + 1.0);                                           \
+        T d2_ = ((x) + 2.0) * ((x) + 3.0);                                   \
+        T d3_ = ((x) + 4.0) * ((x) + 5.0);                                   \
+        (out) = (((2.0 * (x) + 1.0) * d2_ + (2.0 * (x) + 5.0) * d1_) * d3_  \
+                 + (2.0 * (x) + 9.0) * (d1_ * d2_)) / ((d1_ * d2_) * d3_);  \
+    } while (0)
 
-/* exp(psi(x)) for x > 0 with one exp and one division.  Below 6 the
- * recurrence psi(x) = psi(x + 6) - sum_{i<6} 1/(x + i) is applied with the
- * sum as one fraction of three independent pairs: a fixed number of
- * operations instead of a loop with a data-dependent trip count. */
+/* exp(psi(x)) for x > 0 with one exp: x * exp(series(x)) for x >= 6 (no
+ * logarithm needed), the shift below. */
 static inline double skvi_exp_psi(double x)
 {
-    double d1, d2, d3, n1, n2, n3;
-    if (x >= 6.0)
-        return skvi_exp_psi_series(x, 0.0);
-    n1 = 2.0 * x + 1.0;
-    d1 = x * (x + 1.0);
-    n2 = 2.0 * x + 5.0;
-    d2 = (x + 2.0) * (x + 3.0);
-    n3 = 2.0 * x + 9.0;
-    d3 = (x + 4.0) * (x + 5.0);
-    return skvi_exp_psi_series(
-        x + 6.0, ((n1 * d2 + n2 * d1) * d3 + n3 * (d1 * d2)) / ((d1 * d2) * d3));
+    double shift = 0.0, inv, g;
+    if (x < 6.0) {
+        SKVI_PSI_SHIFT(double, x, shift);
+        x += 6.0;
+    }
+    inv = 1.0 / x;
+    g = inv * inv;
+    return x * exp(SKVI_PSI_SERIES(inv, g) - shift);
 }
 
 /* Words per column block: 64 bytes of either type.  Column strides are

@@ -30,7 +30,7 @@ SKVI_TARGET static void SKVI_EXPPSI(const double *x, double *out, ptrdiff_t n)
 #ifdef SKVI_VECTOR_EXT
     double pad[SKVI_VBYTES / sizeof(double)];
     for (; i < n; i += SKVI_VLD) {
-        SKVI_VD v, x6, n1, n2, n3, d1, d2, d3, frac, xs, shift, inv, g, y, t, nf, r, p;
+        SKVI_VD v, frac, xs, shift, inv, g, y, t, nf, r, p;
         SKVI_VI small, low;
         const SKVI_VD zero = {0};
         m = n - i < SKVI_VLD ? n - i : SKVI_VLD;
@@ -44,26 +44,12 @@ SKVI_TARGET static void SKVI_EXPPSI(const double *x, double *out, ptrdiff_t n)
         }
         /* psi(x) = psi(x + 6) - sum_{i<6} 1/(x + i) below 6 */
         small = v < 6.0;
-        x6 = v + 6.0;
-        n1 = 2.0 * v + 1.0;
-        d1 = v * (v + 1.0);
-        n2 = 2.0 * v + 5.0;
-        d2 = (v + 2.0) * (v + 3.0);
-        n3 = 2.0 * v + 9.0;
-        d3 = (v + 4.0) * (v + 5.0);
-        frac = ((n1 * d2 + n2 * d1) * d3 + n3 * (d1 * d2)) / ((d1 * d2) * d3);
-        xs = (SKVI_VD)((small & (SKVI_VI)x6) | (~small & (SKVI_VI)v));
+        SKVI_PSI_SHIFT(SKVI_VD, v, frac);
+        xs = (SKVI_VD)((small & (SKVI_VI)(v + 6.0)) | (~small & (SKVI_VI)v));
         shift = (SKVI_VD)(small & (SKVI_VI)frac);
         inv = 1.0 / xs;
         g = inv * inv;
-        y = -0.5 * inv
-            - g * (8.3333333333333333e-02
-            - g * (8.3333333333333333e-03
-            - g * (3.9682539682539683e-03
-            - g * (4.1666666666666667e-03
-            - g * (7.5757575757575758e-03
-            - g * 2.1092796092796093e-02)))))
-            - shift;
+        y = SKVI_PSI_SERIES(inv, g) - shift;
         low = y < -708.0;
         y = (SKVI_VD)((low & (SKVI_VI)(zero - 708.0)) | (~low & (SKVI_VI)y));
         /* n = round(y / log 2) by the 1.5 * 2**52 trick; t's low bits hold n */
