@@ -16,6 +16,7 @@ from skvi.expfam import (
     Gamma,
     Gaussian,
     MultivariateGaussian,
+    Wishart,
 )
 
 N_MC = 200_000
@@ -59,11 +60,16 @@ def random_dirichlet(rng, batch=(3,), k=4):
     return Dirichlet(rng.uniform(0.5, 5.0, batch + (k,)))
 
 
+def random_wishart(rng, batch=(3,), d=3):
+    return Wishart(rng.uniform(d - 0.5, d + 6.0, batch), random_spd(rng, batch, d) / d)
+
+
 FACTORIES = {
     "gaussian": random_gaussian,
     "mvn": random_mvn,
     "gamma": random_gamma,
     "dirichlet": random_dirichlet,
+    "wishart": random_wishart,
 }
 
 
@@ -73,6 +79,8 @@ def params_of(q):
         return (q.loc, q.precision)
     if isinstance(q, Gamma):
         return (q.shape, q.rate)
+    if isinstance(q, Wishart):
+        return (q.df, q.scale)
     return (q.concentration,)
 
 
@@ -290,6 +298,7 @@ def _fd_check(cls, q, h=1e-5, rtol=1e-6, atol=1e-8):
         (MultivariateGaussian, "mvn"),
         (Gamma, "gamma"),
         (Dirichlet, "dirichlet"),
+        (Wishart, "wishart"),
     ],
 )
 def test_log_normalizer_gradient(cls, family):
@@ -308,6 +317,7 @@ def test_log_normalizer_gradient(cls, family):
         (MultivariateGaussian, "mvn"),
         (Gamma, "gamma"),
         (Dirichlet, "dirichlet"),
+        (Wishart, "wishart"),
     ],
 )
 def test_from_natural_round_trip(cls, family):
@@ -586,3 +596,72 @@ def test_expected_log_special_values():
         special.betaln(2.0, 3.0),
         rtol=1e-14,
     )
+
+
+# --------------------------------------------------------------------------
+# Wishart
+# --------------------------------------------------------------------------
+def test_wishart_against_scipy():
+    rng = np.random.default_rng(40)
+    q = random_wishart(rng, batch=(4,), d=3)
+    x = np.stack([stats.wishart(q.df[b], q.scale[b]).rvs(random_state=b) for b in range(4)])
+    for b in range(4):
+        ref = stats.wishart(q.df[b], q.scale[b])
+        assert_allclose(q.mean()[b], ref.mean(), rtol=1e-12)
+        assert_allclose(q.entropy()[b], ref.entropy(), rtol=1e-10)
+        assert_allclose(q.log_prob(x)[b], ref.logpdf(x[b]), rtol=1e-10)
+
+
+def test_wishart_one_dimensional_is_gamma():
+    # Natural parameters (-b I, a - 1): for d = 1 exactly Gamma(a, rate=b).
+    a, b = np.array([0.7, 2.0, 5.5]), np.array([0.3, 1.0, 4.0])
+    w = Wishart.from_natural(-b[:, None, None] * np.eye(1), a - 1.0)
+    g = Gamma(a, b)
+    assert_allclose(w.mean()[:, 0, 0], g.mean(), rtol=1e-12)
+    assert_allclose(w.expected_log_det(), g.expected_log(), rtol=1e-12)
+    assert_allclose(w.entropy(), g.entropy(), rtol=1e-10)
+    p = Wishart.from_natural(-1.5 * np.eye(1), 0.2)
+    assert_allclose(w.kl(p), g.kl(Gamma(1.2, 1.5)), rtol=1e-10)
+
+
+def test_wishart_expected_log_det_mc():
+    rng = np.random.default_rng(41)
+    q = random_wishart(rng, batch=(2,), d=3)
+    for b in range(2):
+        x = stats.wishart(q.df[b], q.scale[b]).rvs(size=N_MC // 4, random_state=rng)
+        assert_mc_close(np.linalg.slogdet(x)[1], q.expected_log_det()[b])
+
+
+def test_wishart_kl_mc():
+    rng = np.random.default_rng(42)
+    q = random_wishart(rng, batch=(2,), d=2)
+    p = Wishart(4.0, np.array([[0.5, 0.1], [0.1, 0.8]]))
+    kl = q.kl(p)
+    ref_p = stats.wishart(4.0, p.scale)
+    for b in range(2):
+        ref_q = stats.wishart(q.df[b], q.scale[b])
+        x = ref_q.rvs(size=N_MC // 4, random_state=rng)
+        assert_mc_close(ref_q.logpdf(np.moveaxis(x, 0, -1)) - ref_p.logpdf(np.moveaxis(x, 0, -1)), kl[b])
+
+
+def test_wishart_sample_moments():
+    q = Wishart([3.5, 8.0], np.array([[[1.0, 0.3], [0.3, 0.5]], [[0.2, -0.1], [-0.1, 0.4]]]))
+    x = q.sample(N_MC, random_state=4)
+    assert x.shape == (N_MC, 2, 2, 2)
+    w = q.scale
+    diag = np.diagonal(w, axis1=-2, axis2=-1)
+    # Var(X_ij) = df (W_ij^2 + W_ii W_jj)
+    var = q.df[:, None, None] * (w**2 + diag[..., :, None] * diag[..., None, :])
+    _check_sample_moments(x, q.mean(), var)
+    assert_mc_close(np.linalg.slogdet(x)[1], q.expected_log_det())
+
+
+def test_valid_natural_wishart():
+    eye = np.eye(2)
+    eta1 = np.stack([-eye, eye, -eye, np.array([[-1.0, 0.5], [0.0, -1.0]]), -eye])
+    eta2 = np.array([0.0, 0.0, -1.0, 0.0, np.nan])
+    assert_array_equal(Wishart.valid_natural(eta1, eta2), [True, False, False, False, False])
+    with pytest.raises(ValueError):
+        Wishart(0.5, eye).validate()  # df <= d - 1
+    with pytest.raises(ValueError):
+        Wishart(3.0, -eye).validate()
