@@ -40,10 +40,12 @@ def quiet_fit(est, *args):
 
 
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
-@pytest.mark.parametrize("fixed", [False, True])
+@pytest.mark.parametrize("fixed", [False, True, "wishart"])
 def test_batch_elbo_never_decreases(small, covariance, fixed):
     X, y, _, _ = small
-    kw = dict(noise_precision=4.0, factor_precision=1.0) if fixed else {}
+    kw = dict(noise_precision=4.0, factor_precision=1.0) if fixed is True else {}
+    if fixed == "wishart":
+        kw = dict(factor_prior="wishart")
     mf = quiet_fit(
         SVIMatrixFactorization(3, covariance=covariance, max_iter=60, tol=0, random_state=0, **kw),
         X,
@@ -53,6 +55,37 @@ def test_batch_elbo_never_decreases(small, covariance, fixed):
     assert np.all(np.diff(lb) >= -1e-9 * np.abs(lb[1:]))
     # The reported bound is the ELBO of the final posterior.
     assert mf.elbo(X, y) == pytest.approx(lb[-1], rel=1e-12)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
+    # q(Lambda_u) given the users' q: Wishart with df0 + n degrees of freedom
+    # and scale (W0^-1 + sum_m E[w_m w_m^T])^-1, where the prior
+    # (a0, b0) = (2, 3) means df0 = d - 1 + 2 a0 and W0^-1 = 2 b0 I.  The
+    # users with no ratings (ids 80..99 here) are integrated out and stay at
+    # the prior mean.
+    X, y, _, _ = small
+    X = X.copy()
+    X[:, 0] = np.where(X[:, 0] >= 40, X[:, 0] + 20, X[:, 0])  # ids 40..59 unrated
+    mf = quiet_fit(
+        SVIMatrixFactorization(
+            3, covariance=covariance, factor_prior="wishart", precision_prior=(2.0, 3.0),
+            max_iter=15, tol=0, random_state=0,
+        ),
+        X, y,
+    )
+    d = 4
+    rated = np.bincount(X[:, 0], minlength=mf.n_users_) > 0
+    assert rated.sum() == 80 and mf.n_users_ == 100
+    m, S = mf.user_mean_[rated], mf.user_covariance_[rated]
+    second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
+    df = d - 1 + 2 * 2.0 + 80
+    expected = df * np.linalg.inv(2 * 3.0 * np.eye(d) + second)
+    np.testing.assert_allclose(mf.user_precision_, expected, rtol=1e-10)
+    np.testing.assert_array_equal(mf.user_mean_[~rated], 0.0)
+    prior_cov = np.linalg.inv(mf.user_precision_)
+    np.testing.assert_allclose(mf.user_covariance_[~rated], np.broadcast_to(prior_cov, (20, d, d)),
+                               rtol=1e-10, atol=1e-14)
 
 
 def test_noise_and_rmse_approach_truth_as_data_grows():
@@ -71,11 +104,17 @@ def test_noise_and_rmse_approach_truth_as_data_grows():
     assert errors[1] < 0.25
 
 
-def test_natural_gradient_step_with_rho_one_is_the_coordinate_ascent_update(small):
+@pytest.mark.parametrize("factor_prior", ["ard", "wishart"])
+def test_natural_gradient_step_with_rho_one_is_the_coordinate_ascent_update(
+    small, factor_prior, prior_start_mf
+):
     X, y, _, _ = small
-    batch = SVIMatrixFactorization(3, max_iter=1, tol=0, random_state=0)
+    # Batch fits start tighter than online ones; compare from one start.
+    batch = prior_start_mf(3, factor_prior=factor_prior, max_iter=1, tol=0, random_state=0)
     quiet_fit(batch, X, y)
-    online = SVIMatrixFactorization(3, learning_rate=1.0, batch_size=len(y), random_state=0)
+    online = SVIMatrixFactorization(
+        3, factor_prior=factor_prior, learning_rate=1.0, batch_size=len(y), random_state=0
+    )
     online.partial_fit(X, y)
     for name, value in batch.natural_params_.items():
         for a, b in zip(value, online.natural_params_[name]):
@@ -231,7 +270,7 @@ def test_step_safety_recovers_from_paquets_divergence():
     assert on.lower_bounds_[-1] > off.lower_bounds_[-1]
 
 
-def test_alg1_children_per_node_samples_and_scales(small):
+def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
     X, y, _, _ = small
     rng = np.random.RandomState(0)
     users = X[:, 0]
@@ -246,7 +285,7 @@ def test_alg1_children_per_node_samples_and_scales(small):
         max_iter=1, tol=0, step_safety=False, random_state=0,
     )
     quiet_fit(big, X, y)
-    batch = quiet_fit(SVIMatrixFactorization(3, max_iter=1, tol=0, random_state=0), X, y)
+    batch = quiet_fit(prior_start_mf(3, max_iter=1, tol=0, random_state=0), X, y)
     np.testing.assert_allclose(big.user_mean_, batch.user_mean_, rtol=1e-9, atol=1e-12)
 
 

@@ -1,0 +1,24 @@
+"""Shared test helpers."""
+
+import pytest
+
+from skvi import SVIMatrixFactorization
+
+
+class _PriorStartMF(SVIMatrixFactorization):
+    """Matrix factorization whose every fit starts at the prior covariances.
+
+    A batch ``fit`` starts its nodes tighter than an online one (see
+    ``SVIMatrixFactorization._initial_nodes``); tests that compare one
+    coordinate-ascent sweep with one online step, or one sweep of two
+    update paths, use this to start both from the same state.
+    """
+
+    def _initial_nodes(self, name, n, rng, rated, tight=False):
+        return super()._initial_nodes(name, n, rng, rated, tight=False)
+
+
+@pytest.fixture
+def prior_start_mf():
+    """:class:`SVIMatrixFactorization` starting at the prior covariances."""
+    return _PriorStartMF
