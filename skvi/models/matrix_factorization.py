@@ -1085,10 +1085,19 @@ n_samples_seen_, converged_, n_rejected_steps_
             return np.full(self._dim, float(self.factor_precision))
         key = "user_precision" if name == "users" else "item_precision"
         params = self.natural_params_ if params is None else params
-        natural = params.get(key, self._initial_precision_natural())
+        natural = params.get(key)
+        if natural is None:
+            natural = self._initial_precision_natural()
+        cache = self.__dict__.setdefault("_precision_cache", {})
+        hit = cache.get(key)
+        if hit is not None and hit[0] is natural[0]:  # holds natural[0]: ids stay unique
+            return hit[1]
         if self.factor_prior == "wishart":
-            return Wishart.from_natural(*natural).mean()
-        return _gamma_moments(natural)[0]
+            value = Wishart.from_natural(*natural).mean()
+        else:
+            value = _gamma_moments(natural)[0]
+        cache[key] = (natural[0], value)
+        return value
 
     def _precision_prior_natural(self):
         """Natural parameters of the prior of ``alpha_u`` (and ``alpha_v``).
@@ -1241,6 +1250,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         known[gaps] &= counts[nodes[gaps]] > 0
         moments = self._moments(name, params)
         if np.all(known):
+            n = moments.mean.shape[0]
+            if nodes.shape[0] == n and np.array_equal(nodes, np.arange(n)):
+                return moments  # every node, in order: no copy
             return moments.take(nodes)
         d = self._dim
         out = _Moments(
@@ -1351,12 +1363,19 @@ n_samples_seen_, converged_, n_rejected_steps_
             ssr = self._sum_sq_residual(prep, params)
             return (np.array(-0.5 * ssr), np.array(0.5 * prep["n"]))
         side = "users" if name == "user_precision" else "items"
-        second = self._moments(side, params).second[self._fitted(side)]
-        n = second.shape[0]
+        n, second, _ = self._fitted_sums(side, params)
         if self.factor_prior == "wishart":
-            return (-0.5 * np.sum(second, axis=0), np.array(0.5 * n))
-        sq = np.sum(np.diagonal(second, axis1=-2, axis2=-1), axis=0)
-        return (-0.5 * sq, np.full(self._dim, 0.5 * n))
+            return (-0.5 * second, np.array(0.5 * n))
+        return (-0.5 * np.diagonal(second).copy(), np.full(self._dim, 0.5 * n))
+
+    def _fitted_sums(self, name, params):
+        """Count, sum of ``E[w w^T]`` and of ``log|precision|`` over the
+        fitted nodes of side ``name`` (see :meth:`_fitted`)."""
+        mom = self._moments(name, params)
+        weight = self._fitted(name).astype(np.float64)
+        d = self._dim
+        second = (weight @ mom.second.reshape(-1, d * d)).reshape(d, d)
+        return float(np.sum(weight)), second, float(weight @ mom.logdet)
 
     def _fitted(self, name):
         """Mask of the nodes of side ``name`` updated from ratings so far.
@@ -1492,6 +1511,8 @@ n_samples_seen_, converged_, n_rejected_steps_
                 (old1, old2), (tgt1, tgt2), rho_i, self._rho_backoff, self._node_state(name, nodes)
             )
             self._pending_rule_states[name] = self._merged_state(name, nodes, state)
+        elif self.covariance == "full" and np.all(rho_i == 1.0):
+            new1, new2 = tgt1, tgt2  # coordinate ascent
         elif self.covariance == "full":
             new1 = old1 + rho_i[:, None] * (tgt1 - old1)
             new2 = old2 + rho_i[:, None, None] * (tgt2 - old2)
@@ -1619,11 +1640,11 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _global_bound(self, params):
         total = 0.0
         for name, key in (("users", "user_precision"), ("items", "item_precision")):
-            mom = self._moments(name, params).take(np.flatnonzero(self._fitted(name)))
-            n, d = mom.mean.shape
+            n, second, sum_logdet = self._fitted_sums(name, params)
+            d = self._dim
             if self.factor_precision is None and self.factor_prior == "wishart":
                 alpha, log_det = Wishart.from_natural(*params[key]).expected_stats()
-                quad = np.sum(np.sum(mom.second, axis=0) * alpha)
+                quad = np.sum(second * alpha)
             else:
                 if self.factor_precision is None:
                     alpha, log_alpha = _gamma_moments(params[key])
@@ -1631,9 +1652,9 @@ n_samples_seen_, converged_, n_rejected_steps_
                     alpha = np.full(d, float(self.factor_precision))
                     log_alpha = np.log(alpha)
                 log_det = np.sum(log_alpha)
-                quad = np.sum(np.diagonal(mom.second, axis1=-2, axis2=-1) @ alpha)
+                quad = np.diagonal(second) @ alpha
             e_log_p = 0.5 * n * (log_det - d * _LOG_2PI) - 0.5 * quad
-            entropy = 0.5 * n * d * (1.0 + _LOG_2PI) - 0.5 * np.sum(mom.logdet)
+            entropy = 0.5 * n * d * (1.0 + _LOG_2PI) - 0.5 * sum_logdet
             total += e_log_p + entropy
         prior = self._prior
         q_mu = Gaussian.from_natural(*params["mean"])
