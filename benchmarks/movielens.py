@@ -15,10 +15,13 @@ process, every method fits K = 10 latent factors:
                  ``n_iter=n_kept_samples=--myfm-iter`` (200) on the user and item one-hot
                  columns (``OneHotEncoder(handle_unknown='ignore')``, CSR), as in myFM's
                  MovieLens tutorial;
-``skvi-batch``   ``skvi.SVIMatrixFactorization(n_components=10, learning_method="batch",
-                 random_state=0, **--batch-opt)``;
+``skvi-batch``   ``skvi.SVIMatrixFactorization(n_components=10, factor_prior="wishart",
+                 learning_method="batch", random_state=0, **--batch-opt)``: the
+                 Bayesian-PMF prior (a Wishart on each side's prior precision);
 ``skvi-online``  the same with ``learning_method="online", max_iter=1, batch_size=
-                 --batch-size`` (one pass in minibatches) and ``**--online-opt``.
+                 --batch-size`` (one pass in minibatches) and ``**--online-opt``;
+``skvi-batch-ard`` skvi-batch with the default ``factor_prior="ard"`` (a Gamma per
+                 component) instead, and ``**--batch-opt``.
 
 skvi gets ``X``, an (n, 2) int64 array of the (user, item) ids as in the file
 (1-based: slot 0 stays at the prior), and the float ratings ``y``.  u5.test holds
@@ -78,7 +81,7 @@ from _common import Skipped, format_table, key_value, version  # noqa: E402
 
 K = 10
 SEED = 0
-ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online")
+ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online", "skvi-batch-ard")
 ALGORITHM_ROWS = ("skvi-h-mc-ssvi", "skvi-s-dsvi", "skvi-mc-ssvi")
 TASK_METHODS = {
     "binary": ("myfm",) + ALGORITHM_ROWS,
@@ -117,7 +120,8 @@ def parse_args(argv=None):
     for row in ("batch", "online"):
         p.add_argument("--%s-opt" % row, action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument "
-                       "for skvi-%s (repeatable)" % row)
+                       "for skvi-%s (repeatable)"
+                       % ("batch and skvi-batch-ard" if row == "batch" else row))
     args = p.parse_args(argv)
     choices = TASK_METHODS.get(args.task, ALL_METHODS)
     if args.methods == [",".join(ALL_METHODS)]:
@@ -184,10 +188,13 @@ def fit_skvi(method, train, test, args):
         from skvi import SVIMatrixFactorization
     except ImportError as exc:
         raise Skipped("skvi has no SVIMatrixFactorization yet (%s)" % exc)
-    params = dict(n_components=K, learning_method="batch", random_state=SEED)
+    params = dict(n_components=K, factor_prior="wishart", learning_method="batch",
+                  random_state=SEED)
+    if method == "skvi-batch-ard":
+        params.update(factor_prior="ard")
     if method == "skvi-online":
         params.update(learning_method="online", max_iter=1, batch_size=args.batch_size)
-    params.update(args.batch_opt if method == "skvi-batch" else args.online_opt)  # may override
+    params.update(args.online_opt if method == "skvi-online" else args.batch_opt)  # may override
     model = SVIMatrixFactorization(**params)
     X, y = np.ascontiguousarray(train[:, :2]), train[:, 2].astype(np.float64)  # 1-based ids
     start = time.perf_counter()
@@ -344,12 +351,12 @@ def main(argv=None):
                 else:
                     pred, seconds = fit_skvi(method, train, test, args)
             except Skipped as exc:
-                print("%-12s u%d skipped: %s" % (method, split, exc), flush=True)
+                print("%-14s u%d skipped: %s" % (method, split, exc), flush=True)
                 del results[method]
                 continue
             rmse = float(np.sqrt(np.mean((test[:, 2] - pred) ** 2)))
             results[method][split] = (rmse, seconds)
-            print("%-12s u%d  fit %8.2f s  RMSE %.4f" % (method, split, seconds, rmse), flush=True)
+            print("%-14s u%d  fit %8.2f s  RMSE %.4f" % (method, split, seconds, rmse), flush=True)
     print()
     if not results:
         print("no method ran")
