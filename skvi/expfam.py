@@ -187,6 +187,11 @@ def _pd_mask(a, ok):
     return pd.reshape(ok.shape)
 
 
+def _cholesky_logdet(chol):
+    """``log|A|`` of symmetric positive definite matrices from their Cholesky factors."""
+    return 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+
+
 def _event_sum(a, ndim):
     if ndim == 0:
         return a
@@ -697,7 +702,7 @@ class MultivariateGaussian(ExponentialFamily):
 
     def _logdet_precision(self):
         chol, _ = self._factors()
-        return 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        return _cholesky_logdet(chol)
 
     # -- properties -----------------------------------------------------------
     @property
@@ -1341,8 +1346,7 @@ class Wishart(ExponentialFamily):
         return self.scale.shape[-1]
 
     def _logdet_scale(self):
-        chol = np.linalg.cholesky(self.scale)
-        return 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        return _cholesky_logdet(np.linalg.cholesky(self.scale))
 
     @property
     def natural(self):

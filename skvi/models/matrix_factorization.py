@@ -30,7 +30,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
-from ..expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
+from ..expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
 from ..likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ..updates import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from . import _pmf
@@ -194,7 +194,7 @@ def _moments_full_numpy(eta1, eta2):
     cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
     mean = (cov @ eta1[..., None])[..., 0]
     second = cov + mean[..., :, None] * mean[..., None, :]
-    logdet = 2.0 * np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    logdet = _cholesky_logdet(chol)
     return _Moments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
 
 
