@@ -19,7 +19,7 @@ process, every method fits K = 10 latent factors:
                  learning_method="batch", random_state=0, **--batch-opt)``: the
                  Bayesian-PMF prior (a Wishart on each side's prior precision);
 ``skvi-online``  the same with ``learning_method="online", max_iter=1, batch_size=
-                 --batch-size`` (one pass in minibatches) and ``**--online-opt``;
+                 --batch-size`` (200; one pass in minibatches) and ``**--online-opt``;
 ``skvi-batch-ard`` skvi-batch with the default ``factor_prior="ard"`` (a Gamma per
                  component) instead, and ``**--batch-opt``.
 
@@ -116,7 +116,7 @@ def parse_args(argv=None):
                    help="subset of: %s, comma- or space-separated (default: all)"
                    % ", ".join(ALL_METHODS))
     p.add_argument("--myfm-iter", type=int, default=200, help="myFM Gibbs iterations")
-    p.add_argument("--batch-size", type=int, default=2000, help="skvi-online minibatch size")
+    p.add_argument("--batch-size", type=int, default=200, help="skvi-online minibatch size")
     for row in ("batch", "online"):
         p.add_argument("--%s-opt" % row, action="append", default=[], type=key_value,
                        metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument "

@@ -409,9 +409,11 @@ default='gaussian'
         Ratings per minibatch in online ``fit``.
     max_iter : int, default=100
         Maximum number of passes over the ratings in ``fit``.
-    tol : float, default=1e-5
+    tol : float, default=1e-4
         ``fit`` stops when the relative ELBO change between passes is below
-        ``tol``.
+        ``tol``.  The batch ELBO creeps up for many passes near the optimum;
+        on MovieLens-100k, ``1e-5`` took about twice the passes of ``1e-4``
+        for a test RMSE lower by about 0.0003.
     learning_offset : float, default=1.0
         ``tau_0`` of the default schedule ``rho_t = (t + tau_0) ** -kappa``,
         evaluated at each node's own step count.
@@ -547,7 +549,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         learning_method="batch",
         batch_size=1000,
         max_iter=100,
-        tol=1e-5,
+        tol=1e-4,
         learning_offset=1.0,
         learning_decay=0.85,
         learning_rate=None,
