@@ -38,6 +38,8 @@ __all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS"]
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
 MAX_BACKOFF = 30
+#: Rows of the probe sample that online ``fit`` tests its steps on.
+PROBE_SIZE = 2000
 # Rows of a sparse X gathered at once by the default online batching.
 SPARSE_GATHER_ROWS = 8192
 
@@ -125,8 +127,10 @@ class SVIMixin:
     step_safety : bool
         When True, a step that makes a global factor invalid (non-finite,
         non-positive precision, Gamma shape or rate, or a covariance that is
-        not positive definite), or that the model's ``_step_acceptable``
-        flags as an overshoot, is rejected: the previous parameters are
+        not positive definite), that the model's ``_step_acceptable``
+        flags as an overshoot, or (online, for models with a
+        ``_probe_loss``) that raises the expected loss per row of a probe
+        sample too far, is rejected: the previous parameters are
         restored, ``rho`` is halved for this and every later step, and the
         step is retried, up to ``MAX_BACKOFF`` halvings, after which the
         minibatch is skipped.  Rejections are counted in
@@ -191,10 +195,31 @@ class SVIMixin:
         step whose factors are all valid (``params``; the current ones are
         still in ``natural_params_``), online or batch.  False rejects it
         like an invalid step.  Models whose steps can overshoot without
-        leaving the valid set use it to detect the overshoot: Paquet's
-        divergence in online matrix factorization, and the non-conjugate
-        fixed-point steps of seed 002 in batch mode, which are not
-        guaranteed to increase the ELBO.
+        leaving the valid set use it to detect the overshoot, e.g. the
+        non-conjugate fixed-point steps of seed 002 in batch mode, which
+        are not guaranteed to increase the ELBO (online steps have the probe
+        test of ``_probe_loss``).
+    _probe_loss(probe, params) -> float or None
+        Optional: the expected negative log-likelihood per row of the probe
+        under ``params`` (default None: no probe test).  With
+        ``step_safety``, an online step is rejected when this loss is not
+        finite or exceeds the smallest value seen after an accepted step by
+        more than ``_probe_growth`` times that value.  The probe is a
+        fixed random sample of ``PROBE_SIZE`` rows in
+        online ``fit`` (drawn from a copy of the random state, so the
+        minibatches are unchanged) and the previous minibatch in
+        ``partial_fit``.  A noisy step that merely jitters the parameters
+        never comes close; an overshoot along an unstable direction (the
+        growing means of Paquet's divergence, seed 000 Fig. 2, or a
+        fixed-point mean step of seed 002 that jumps) does at once, while
+        every factor stays valid.
+    _probe_growth : float
+        The fraction of its best value by which a step may raise the
+        probe's loss (default 1.0: rejected when the loss more than
+        doubles).
+    _prepare_probe(X) -> probe
+        Optional: index the probe rows once for ``_probe_loss`` (default:
+        the rows as they are).
     _update_hyperparameters(X, local, rho) -> bool
         Optional: an empirical-Bayes step on the prior after each accepted
         step (the engine then re-reads ``_prior_natural()`` when it returns
@@ -274,6 +299,14 @@ class SVIMixin:
     def _step_acceptable(self, X, params):
         return True
 
+    _probe_growth = 1.0
+
+    def _probe_loss(self, probe, params):
+        return None
+
+    def _prepare_probe(self, X):
+        return X
+
     def _pass_converged(self, previous, bound):
         change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
         return change < self.tol
@@ -290,6 +323,8 @@ class SVIMixin:
         n_samples = X.shape[0]
         self.n_samples_seen_ = n_samples
         online = self.learning_method == "online"
+        if online and self.step_safety:
+            self._set_probe(X, random_state)
         start = time.perf_counter()
         previous = None
         self.converged_ = False
@@ -364,6 +399,12 @@ class SVIMixin:
         else:
             total = float(self.total_samples)
         scale = total / n_batch if n_batch else 0.0
+        if self.step_safety:
+            # The probe of a stream is the previous minibatch.
+            last, self._last_batch = self._last_batch, X
+            self._probe = None
+            if last is not None:
+                self._use_probe(self._prepare_probe(last))
         _, bound = self._step(X, scale, online=True)
         bound = self._global_bound(self.natural_params_) + scale * bound
         self.lower_bounds_.append(float(bound))
@@ -390,6 +431,37 @@ class SVIMixin:
         self._rejection_warned = False
         self._rule_states = {}
         self._pending_rule_states = {}
+        self._probe = None
+        self._probe_best = None
+        self._last_batch = None
+
+    def _set_probe(self, X, random_state):
+        """Draw the fixed probe sample of online ``fit`` (see ``_probe_loss``)."""
+        # From a copy of the generator, so that step safety leaves the
+        # minibatch sequence unchanged: without rejections the fit is the same.
+        copy = np.random.RandomState()
+        copy.set_state(random_state.get_state())
+        n = X.shape[0]
+        rows = np.sort(copy.choice(n, size=min(n, PROBE_SIZE), replace=False))
+        self._use_probe(self._prepare_probe(X[rows]))
+
+    def _use_probe(self, probe):
+        """Make ``probe`` the probe, its loss under the current parameters the best."""
+        best = self._probe_loss(probe, self.natural_params_)
+        if best is None:
+            self._probe = None
+            return
+        self._probe, self._probe_best = probe, best
+
+    def _probe_acceptable(self, params):
+        """The probe test of an online step (see ``_probe_loss``)."""
+        loss = self._probe_loss(self._probe, params)
+        best = self._probe_best
+        too_far = np.isfinite(best) and loss > best + self._probe_growth * abs(best)
+        if not np.isfinite(loss) or too_far:
+            return False
+        self._probe_best = min(best, loss) if np.isfinite(best) else loss
+        return True
 
     def _online_batches(self, X, random_state):
         """Yield ``(minibatch, N / |S|)`` for one online pass over X.
@@ -500,6 +572,8 @@ class SVIMixin:
             params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
             if ok and self.step_safety:
                 ok = self._step_acceptable(X, params)
+                if ok and online and self._probe is not None:
+                    ok = self._probe_acceptable(params)
             if ok or not self.step_safety:
                 self.natural_params_ = params
                 self._n_accepted_steps += 1

@@ -45,8 +45,6 @@ __all__ = ["SVIMatrixFactorization"]
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Ratings per chunk when per-rating d x d products are formed (predict).
 _CHUNK = 8192
-#: Ratings in the probe sample of the step-safety overshoot test.
-_PROBE_SIZE = 2000
 #: Gauss-Hermite nodes of the predictive integrals (non-Gaussian likelihoods).
 _PREDICT_NODES = 40
 #: Gauss-Hermite nodes of the probe loss.
@@ -1043,9 +1041,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             self.user_counts_ += np.bincount(data.users, minlength=self.n_users_)
             self.item_counts_ += np.bincount(data.items, minlength=self.n_items_)
         self._fit_prep = None
-        if reset:
-            self._probe = None
-            self._last_batch = None
         return data
 
     def _grow(self, data):
@@ -1337,8 +1332,6 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------- the step
     def _online_batches(self, data, random_state):
-        if self._probe is None and self.step_safety:
-            self._set_probe(data, random_state)
         if self.children_per_node is None:
             yield from super()._online_batches(data, random_state)
             return
@@ -1570,13 +1563,6 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _step(self, X, scale, online, local=None, want_bound=True):
         self._step_online = online
         self._pending_steps = {}
-        if self._in_partial_fit and online and self.step_safety:
-            # The probe of a stream is the previous minibatch.
-            last = self._last_batch
-            self._probe = None if last is None else _prepare(last)
-            if last is not None:
-                self._probe_best = self._probe_loss(self._probe, self.natural_params_)
-            self._last_batch = X
         out = super()._step(X, scale, online, local=local, want_bound=want_bound)
         # Count the node steps of the accepted update only.
         for name, nodes in self._pending_steps.items():
@@ -1585,42 +1571,18 @@ n_samples_seen_, converged_, n_rejected_steps_
                 steps[nodes] += 1
         return out
 
-    def _step_acceptable(self, data, params):
-        """Reject a step that more than doubles the probe's expected loss.
+    def _prepare_probe(self, data):
+        return _prepare(data)
+
+    def _probe_loss(self, prep, params):
+        """Expected loss per probe rating, for the engine's step safety.
 
         Paquet's divergence (seed 000, Fig. 2) keeps every factor a valid
         Gaussian while the means grow without bound, so validity alone
-        cannot catch it.  The probe is a fixed random sample of the training
-        ratings in ``fit`` (the previous minibatch in ``partial_fit``); a
-        step is rejected when its expected squared residual there (for a
-        non-Gaussian likelihood: its expected negative log-likelihood)
-        exceeds twice the smallest value seen after an accepted step.  A
-        stochastic step that merely adds noise never comes close; one that
-        overshoots along the bilinear coupling does at once.
+        cannot catch it; the engine rejects a step that more than doubles
+        this loss.  Gaussian: the expected squared residual; otherwise
+        ``-E[log p(r | f)]`` under the Gaussian approximation of ``f``.
         """
-        probe = self._probe
-        if probe is None or not self._step_online:
-            return True
-        sq = self._probe_loss(probe, params)
-        if not np.isfinite(sq) or sq > self._probe_best + abs(self._probe_best):
-            return False
-        self._probe_best = min(self._probe_best, sq)
-        return True
-
-    def _set_probe(self, data, random_state):
-        """Draw the probe ratings of ``_step_acceptable`` for online ``fit``."""
-        n = data.shape[0]
-        # Drawn from a copy of the generator, so that step safety leaves the
-        # minibatch sequence unchanged: without rejections the fit is the same.
-        copy = np.random.RandomState()
-        copy.set_state(random_state.get_state())
-        rows = copy.choice(n, size=min(n, _PROBE_SIZE), replace=False)
-        self._probe = _prepare(data[np.sort(rows)])
-        self._probe_best = self._probe_loss(self._probe, self.natural_params_)
-
-    def _probe_loss(self, prep, params):
-        """Expected loss per probe rating: squared residual (Gaussian) or
-        ``-E[log p(r | f)]`` under the Gaussian approximation of ``f``."""
         if self._conjugate:
             return self._sum_sq_residual(prep, params) / prep["n"]
         side = prep[prep["global_side"]]
