@@ -28,12 +28,12 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .schedules import make_schedule
 
-__all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS"]
+__all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS", "even_batches"]
 
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
@@ -84,6 +84,42 @@ def _blend(current, target, rho, grads=None):
     return tuple(out)
 
 
+def even_batches(n_samples, batch_size):
+    """Slices cutting ``n_samples`` rows into near-equal minibatches.
+
+    ``ceil(n_samples / batch_size)`` slices whose sizes differ by at most
+    one, none larger than ``batch_size`` (unlike
+    :func:`sklearn.utils.gen_batches`, whose last slice takes the
+    remainder, however small).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows.
+    batch_size : int
+        Largest minibatch size, at least 1.
+
+    Returns
+    -------
+    list of slice
+        Consecutive slices covering ``range(n_samples)``; empty for no rows.
+
+    Examples
+    --------
+    >>> from skvi.engine import even_batches
+    >>> [(s.start, s.stop) for s in even_batches(10, 4)]
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    n_samples, batch_size = int(n_samples), int(batch_size)
+    n_batches = -(-n_samples // batch_size)
+    if n_batches == 0:
+        return []
+    sizes = np.full(n_batches, n_samples // n_batches)
+    sizes[: n_samples % n_batches] += 1
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
 class SVIMixin:
     """Mixin that runs stochastic (and batch) variational inference.
 
@@ -99,7 +135,8 @@ class SVIMixin:
         ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
         shuffled minibatches of ``batch_size`` rows.
     batch_size : int
-        Rows per minibatch in online ``fit``.
+        Largest number of rows per minibatch in online ``fit``: a pass cuts
+        the shuffled rows into ``ceil(N / batch_size)`` near-equal minibatches.
     max_iter : int
         Maximum number of passes over the data in ``fit``.
     tol : float
@@ -160,7 +197,7 @@ class SVIMixin:
         a small container of aligned arrays for supervised data.
     _online_batches(X, random_state)
         Optional: yield ``(minibatch, N / |S|)`` for one online pass
-        (default: shuffled slices of ``batch_size`` rows).
+        (default: shuffled near-equal minibatches of at most ``batch_size`` rows).
     _initialize_globals(X, random_state) -> dict
         Initial natural parameters of every global factor.
     _prior_natural() -> dict
@@ -466,26 +503,34 @@ class SVIMixin:
     def _online_batches(self, X, random_state):
         """Yield ``(minibatch, N / |S|)`` for one online pass over X.
 
-        The default shuffles the rows and cuts them into ``batch_size``
-        pieces.  ``X`` is whatever ``_validate_input`` returned: an array, a
-        sparse matrix, or any object with ``shape[0]`` and row indexing.  A
-        model with its own sampling scheme (e.g. a fixed number of children
-        per node) overrides this.
+        The default shuffles the rows and cuts them into
+        ``ceil(N / batch_size)`` minibatches of near-equal size (they differ
+        by at most one row, none larger than ``batch_size``).  Equal sizes
+        matter: a short last minibatch, e.g. 561 of a9a's 32,561 rows after
+        sixteen of 2000, would be weighted ``N / |S|`` = 58 and take the
+        noisiest step of the pass, right where a pass's ELBO is measured and
+        a fit stops.  ``X`` is whatever ``_validate_input`` returned: an
+        array, a sparse matrix, or any object with ``shape[0]`` and row
+        indexing.  A model with its own sampling scheme (e.g. a fixed number
+        of children per node) overrides this.
         """
         n_samples = X.shape[0]
         order = random_state.permutation(n_samples)
+        batches = even_batches(n_samples, self.batch_size)
         if sp.issparse(X):
             # Gather a block of minibatches at once and slice it: scipy's
             # fancy row indexing costs a fixed ~0.5 ms per call, and the
             # block bounds the extra memory to a few minibatches' rows.
-            block = max(1, SPARSE_GATHER_ROWS // max(self.batch_size, 1)) * self.batch_size
-            for start in range(0, n_samples, block):
-                rows = X[order[start : start + block]]
-                for batch in gen_batches(rows.shape[0], self.batch_size):
-                    Xb = rows[batch]
+            per_block = max(1, SPARSE_GATHER_ROWS // max(self.batch_size, 1))
+            for first in range(0, len(batches), per_block):
+                group = batches[first : first + per_block]
+                offset = group[0].start
+                rows = X[order[offset : group[-1].stop]]
+                for batch in group:
+                    Xb = rows[batch.start - offset : batch.stop - offset]
                     yield Xb, n_samples / Xb.shape[0]
             return
-        for batch in gen_batches(n_samples, self.batch_size):
+        for batch in batches:
             Xb = X[order[batch]]
             yield Xb, n_samples / Xb.shape[0]
 

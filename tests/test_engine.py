@@ -144,22 +144,40 @@ def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
     assert accepted.fit(X).converged_
 
 
+def test_even_batches_cover_every_row_once_in_near_equal_sizes():
+    from skvi.engine import even_batches
+
+    for n, size in [(0, 3), (1, 1), (5, 10), (10, 4), (23, 4), (32561, 2000), (4000, 2000)]:
+        batches = even_batches(n, size)
+        rows = np.concatenate([np.arange(n)[b] for b in batches]) if batches else np.array([])
+        np.testing.assert_array_equal(rows, np.arange(n))  # every row once, in order
+        assert len(batches) == -(-n // size)  # as many as gen_batches makes
+        sizes = [b.stop - b.start for b in batches]
+        if sizes:
+            assert max(sizes) <= size and max(sizes) - min(sizes) <= 1
+
+
 def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     # Sparse X is gathered a block of minibatches at a time; the minibatches
-    # must be exactly X[order[batch]] of the plain scheme, short last one too.
+    # must be exactly X[order[batch]] of the plain (dense) scheme.
     import scipy.sparse as sp
-    from sklearn.utils import gen_batches
 
     from skvi import SVILatentDirichletAllocation
     from skvi import engine
 
-    monkeypatch.setattr(engine, "SPARSE_GATHER_ROWS", 10)  # blocks of 8 rows
-    X = sp.random(23, 6, density=0.5, format="csr", random_state=0)
+    monkeypatch.setattr(engine, "SPARSE_GATHER_ROWS", 10)  # blocks of 2 minibatches
+    X = sp.random(22, 6, density=0.5, format="csr", random_state=0)
     model = SVILatentDirichletAllocation(batch_size=4)
     got = list(model._online_batches(X, np.random.RandomState(3)))
-    order = np.random.RandomState(3).permutation(23)
-    expected = [X[order[batch]] for batch in gen_batches(23, 4)]
+    order = np.random.RandomState(3).permutation(22)
+    # 22 rows in ceil(22 / 4) = 6 minibatches: four of 4 and two of 3, not
+    # five of 4 and a last one of 2.
+    bounds = [0, 4, 8, 12, 16, 19, 22]
+    expected = [X[order[a:b]] for a, b in zip(bounds[:-1], bounds[1:])]
     assert len(got) == len(expected) == 6
     for (Xb, scale), ref in zip(got, expected):
         np.testing.assert_array_equal(Xb.toarray(), ref.toarray())
-        assert scale == 23 / ref.shape[0]
+        assert scale == 22 / ref.shape[0]
+    dense = list(model._online_batches(X.toarray(), np.random.RandomState(3)))
+    for (Xb, _), (Db, _) in zip(got, dense):
+        np.testing.assert_array_equal(Xb.toarray(), Db)

@@ -54,7 +54,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         ``'batch'``: VMP on all the data.  ``'online'``: SVI over shuffled
         minibatches of ``batch_size`` rows.
     batch_size : int, default=128
-        Rows per minibatch in online ``fit``.
+        Largest number of rows per minibatch in online ``fit``, which cuts
+        each pass into ``ceil(N / batch_size)`` near-equal minibatches.
     max_iter : int, default=100
         Maximum number of passes over the data.
     tol : float, default=1e-8

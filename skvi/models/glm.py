@@ -397,7 +397,9 @@ _GLM_PARAMS_DOC = """
         Khardon; with ``expectation='quadrature'`` and ``'mc-ssvi'`` it is
         deterministic and, for the Gaussian likelihood, exact in one step.
     batch_size : int, default=2000
-        Rows per minibatch (the paper's 2000).
+        Largest number of rows per minibatch (the paper's 2000): online
+        ``fit`` cuts each pass into ``ceil(N / batch_size)`` near-equal
+        minibatches (17 of 1915-1916 rows for a9a's 32,561).
     max_iter : int, default=20
         Maximum passes over the data in ``fit``.
     tol : float, default=1e-4

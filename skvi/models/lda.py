@@ -104,7 +104,10 @@ class SVILatentDirichletAllocation(
     max_iter : int, default=10
         Passes over the data in ``fit``.
     batch_size : int, default=128
-        Documents per minibatch in online ``fit``.
+        Documents per minibatch.  Online ``fit`` cuts each pass into
+        ``ceil(N / batch_size)`` near-equal minibatches; ``partial_fit``
+        steps on consecutive slices of ``batch_size`` documents, as
+        scikit-learn does.
     evaluate_every : int, default=-1
         Compute the ELBO (and perplexity) every this many passes in
         ``fit``, recording it in ``lower_bounds_`` and stopping when the

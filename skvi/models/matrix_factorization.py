@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin, even_batches
 from ..expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
 from ..likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ..updates import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -404,7 +404,9 @@ default='gaussian'
     learning_method : {'batch', 'online'}, default='batch'
         Coordinate ascent on all ratings, or stochastic steps on minibatches.
     batch_size : int, default=1000
-        Ratings per minibatch in online ``fit``.
+        Largest number of ratings per minibatch in online ``fit`` and
+        ``partial_fit``, which cut their ratings into
+        ``ceil(N / batch_size)`` near-equal minibatches.
     max_iter : int, default=100
         Maximum number of passes over the ratings in ``fit``.
     tol : float, default=1e-4
@@ -644,7 +646,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         first = not hasattr(self, "natural_params_")
         data = self._encode_targets(self._as_ratings(X, y), reset=first, classes=classes)
         self._in_partial_fit = True
-        for batch in gen_batches(data.shape[0], self.batch_size):
+        for batch in even_batches(data.shape[0], self.batch_size):
             self._engine_partial_fit(data[batch])
         return self
 
