@@ -32,12 +32,13 @@ Every method is fitted, in one process, on the LIBSVM ``a9a`` training file (32,
     ``skvi.SVILogisticRegression(algorithm=..., prior_variance=C*, random_state=0,
     max_iter=--max-iter, **--opt)`` for 'h-mc-ssvi', 'mc-ssvi' and 's-dsvi'; every other
     argument keeps the estimator default (printed at the start of the run; at the time of
-    writing: online, batch_size 2000, max_iter 20, tol 1e-4, Monte-Carlo expectations with
-    10 draws, rho_t = (t + 1)^-0.7, AdaGrad gradient_learning_rate 0.5,
+    writing: algorithm 'mc-ssvi', online, batch_size 2000 (a pass in 17 near-equal
+    minibatches), max_iter 20, tol 1e-4, Monte-Carlo expectations with 10 draws,
+    rho_t = (t + 1)^-0.7, AdaGrad gradient_learning_rate 0.5 for the other two algorithms,
     intercept_prior_variance 100).  A fit that raises (e.g. ``LinAlgError``) is reported as
     failed and its row left out.
 ``skvi-auto``
-    The same with the default algorithm and ``prior_variance='auto'`` (empirical Bayes; the
+    The same with the default algorithm (MC-SSVI) and ``prior_variance='auto'`` (empirical Bayes; the
     learned value is printed), i.e. without the cross-validated ``C*``.
 ``skvi-batch``
     ``prior_variance=C*, algorithm='mc-ssvi', learning_method='batch',

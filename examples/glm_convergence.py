@@ -11,8 +11,9 @@ does):
   ``v = --prior-variance`` (default 0.316, the C chosen by 5-fold cross-validation in
   ``benchmarks/glm.py``), and starts from the estimator's own initialisation (see
   ``docs/glm.md``), the same for every algorithm;
-* online runs are driven by ``partial_fit`` over the same shuffled minibatches of
-  ``--batch-size`` rows (2000; the last one of a pass is smaller), the same order for every
+* online runs are driven by ``partial_fit`` over the same shuffled minibatches of at most
+  ``--batch-size`` rows (2000; a pass is cut into near-equal minibatches by
+  ``skvi.engine.even_batches``, as online ``fit`` cuts it), the same order for every
   algorithm (one ``RandomState(--seed)`` permutation per pass), with ``classes=[0, 1]`` on
   the first call and ``total_samples`` = the training-set size, so ``N / |S|`` is exact;
 * all runs share the schedule ``rho_t = (t + learning_offset) ** -learning_decay`` of the
@@ -76,6 +77,7 @@ from sklearn.datasets import load_svmlight_file  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skvi import SVILogisticRegression  # noqa: E402
+from skvi.engine import even_batches  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -175,12 +177,13 @@ def run_online(args, X, y):
                               gradient_learning_rate=rate, **common))
     n = X.shape[0]
     rng = np.random.RandomState(args.seed)
-    per_pass = -(-n // args.batch_size)
+    batches = even_batches(n, args.batch_size)
+    per_pass = len(batches)
     early = {1, 2, 4, 8}
     for p in range(args.passes):
         order = rng.permutation(n)
-        for b in range(per_pass):
-            rows = order[b * args.batch_size:(b + 1) * args.batch_size]
+        for b, batch in enumerate(batches):
+            rows = order[batch]
             for run in runs:  # interleaved: machine noise hits every run alike
                 run.step(rows)
                 if run.steps in early or b == per_pass - 1:

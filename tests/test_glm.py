@@ -392,3 +392,63 @@ def test_online_step_safety_stops_the_fixed_point_mean_oscillation():
     assert np.all(gaps[True] < 0.02), gaps[True]
     # Without it the same run oscillates far from the optimum for passes.
     assert np.max(gaps[False]) > 0.5, gaps[False]
+
+
+def _one_hot_logistic_data(n, rng):
+    """Three categorical features, one-hot coded: each group of columns sums
+    to one, so the groups are collinear with the intercept (as a9a's)."""
+    cols, weights = [], []
+    for levels in (5, 4, 3):
+        p = rng.dirichlet(np.ones(levels)) * 0.8 + 0.2 / levels
+        cols.append(np.eye(levels)[rng.choice(levels, size=n, p=p)])
+        weights.append(rng.normal(size=levels))
+    X = np.hstack(cols)
+    y = (rng.rand(n) < expit(X @ np.concatenate(weights) - 0.5)).astype(int)
+    return X, y
+
+
+def _vi_stationarity(X, y, mean, cov, prior_variance, intercept_prior_variance=100.0):
+    """How far N(mean, cov) is from the Gaussian VI optimum of Bayesian
+    logistic regression, from its stationarity conditions (40-point
+    Gauss-Hermite, written out here):
+
+        dL/dm = sum_i E[y_i - sigmoid(f_i)] x_i - Lambda_0 m = 0
+        V^-1  = Lambda_0 + sum_i E[sigmoid'(f_i)] x_i x_i^T
+
+    Returns the Newton decrement sqrt(g^T V g) of the mean (about the
+    distance to the optimal mean in posterior standard deviations) and the
+    relative Frobenius error of the precision.
+    """
+    Xd = np.column_stack([X, np.ones(len(X))])
+    z, w = np.polynomial.hermite.hermgauss(40)
+    z, w = np.sqrt(2.0) * z, w / np.sqrt(np.pi)
+    sd = np.sqrt(np.einsum("ij,jk,ik->i", Xd, cov, Xd))
+    p = expit((Xd @ mean)[:, None] + sd[:, None] * z)
+    prior_precision = np.r_[np.full(X.shape[1], 1.0 / prior_variance), 1.0 / intercept_prior_variance]
+    grad = Xd.T @ ((y[:, None] - p) @ w) - prior_precision * mean
+    target = np.diag(prior_precision) + Xd.T @ (((p * (1 - p)) @ w)[:, None] * Xd)
+    relative = np.linalg.norm(np.linalg.inv(cov) - target) / np.linalg.norm(target)
+    return np.sqrt(grad @ cov @ grad), relative
+
+
+def test_default_online_fit_reaches_the_vi_optimum_on_one_hot_features():
+    # The default algorithm (MC-SSVI) against the Gaussian VI optimality
+    # conditions, on collinear one-hot columns where AdaGrad's diagonal mean
+    # steps stall: with these settings H-MC-SSVI ends 2.3 posterior standard
+    # deviations from the optimal mean and S-DSVI 1.1 (measured, not
+    # asserted); MC-SSVI's mean steps are preconditioned by the covariance.
+    rng = np.random.RandomState(0)
+    X, y = _one_hot_logistic_data(4000, rng)
+    batch = SVILogisticRegression(
+        algorithm="mc-ssvi", learning_method="batch", expectation="quadrature",
+        n_mc_samples=30, max_iter=100, tol=1e-12,
+    ).fit(X, y)
+    decrement, relative = _vi_stationarity(X, y, batch.posterior_mean_, batch.posterior_covariance_, 1.0)
+    assert decrement < 1e-5 and relative < 1e-5  # the batch fixed point is the optimum
+    est = SVILogisticRegression(batch_size=400, max_iter=50, tol=0, random_state=0)
+    assert est.get_params()["algorithm"] == "mc-ssvi"
+    est.fit(X, y)
+    decrement, relative = _vi_stationarity(X, y, est.posterior_mean_, est.posterior_covariance_, 1.0)
+    # Measured: 0.042 and 0.0004 (10 Monte-Carlo draws per row and step).
+    assert decrement < 0.15
+    assert relative < 0.005
