@@ -1,7 +1,8 @@
 """Build the optional compiled kernels; metadata lives in pyproject.toml.
 
-``skvi._lda_fast`` (the LDA E-step) and ``skvi._gaussian_fast`` (moments of
-many small Gaussians, for matrix factorization) are ``optional``: where they
+``skvi.models.lda._lda_fast`` (the LDA E-step) and
+``skvi.models.matrix_factorization._gaussian_fast`` (moments of many small
+Gaussians) are ``optional``: where they
 cannot be compiled (no C compiler), the pure-Python package still installs
 and falls back to numpy.
 """
@@ -28,11 +29,18 @@ def extensions():
     exts = cythonize(
         [
             Extension(
-                "skvi._lda_fast",
-                ["skvi/_lda_fast.pyx"],
-                depends=["skvi/_lda_kernel.h", "skvi/_lda_kernel_body.h"],
+                "skvi.models.lda._lda_fast",
+                ["skvi/models/lda/_lda_fast.pyx"],
+                depends=[
+                    "skvi/models/lda/_lda_kernel.h",
+                    "skvi/models/lda/_lda_kernel_body.h",
+                    "skvi/models/lda/_lda_kernel_iterate.h",
+                ],
             ),
-            Extension("skvi._gaussian_fast", ["skvi/_gaussian_fast.pyx"]),
+            Extension(
+                "skvi.models.matrix_factorization._gaussian_fast",
+                ["skvi/models/matrix_factorization/_gaussian_fast.pyx"],
+            ),
         ],
         compiler_directives={"language_level": 3},
     )

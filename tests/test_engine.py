@@ -163,7 +163,7 @@ def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     import scipy.sparse as sp
 
     from skvi import SVILatentDirichletAllocation
-    from skvi import engine
+    from skvi.engine import base as engine
 
     monkeypatch.setattr(engine, "SPARSE_GATHER_ROWS", 10)  # blocks of 2 minibatches
     X = sp.random(22, 6, density=0.5, format="csr", random_state=0)

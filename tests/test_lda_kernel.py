@@ -13,16 +13,16 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import digamma as scipy_digamma
 
-from skvi.models._lda_estep import e_step_numpy, exp_dirichlet_expectation
+from skvi.models.lda.estep import e_step_numpy, exp_dirichlet_expectation
 
 try:
-    from skvi import _lda_fast
+    from skvi.models.lda import _lda_fast
 except ImportError as exc:  # pragma: no cover - depends on the build
     if os.environ.get("CI") == "true":
         raise ImportError(
-            "skvi._lda_fast is not built; CI requires the compiled kernel"
+            "skvi.models.lda._lda_fast is not built; CI requires the compiled kernel"
         ) from exc
-    pytest.skip(f"compiled kernel skvi._lda_fast not built ({exc})", allow_module_level=True)
+    pytest.skip(f"compiled kernel skvi.models.lda._lda_fast not built ({exc})", allow_module_level=True)
 
 # float32 tolerances.  Both implementations round every operation to float32
 # (eps = 1.2e-7) but sum in different orders, and the fixed-point iteration

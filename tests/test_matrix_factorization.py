@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from skvi import SVIMatrixFactorization
-from skvi.models import matrix_factorization as mfmod
+from skvi.models.matrix_factorization import estimator as mfmod
 
 
 def make_ratings(n_users, n_items, k=3, density=0.3, tau=4.0, seed=0, mu=3.0):
@@ -334,7 +334,7 @@ def test_reproducible_random_state(small):
 def test_compiled_moments_match_numpy():
     if mfmod._gaussian_fast is None:
         if os.environ.get("CI"):
-            pytest.fail("the compiled skvi._gaussian_fast kernel is not built")
+            pytest.fail("the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built")
         pytest.skip("compiled kernel not built")
     rng = np.random.RandomState(0)
     A = rng.normal(size=(50, 4, 4))

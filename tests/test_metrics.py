@@ -376,3 +376,43 @@ def test_bad_model_and_parameters_raise(small_model):
             topic_coherence(small_model, X, top_n=top_n)
     with pytest.raises(ValueError, match="measure"):
         topic_coherence(small_model, X, top_n=2, measure="c_v")
+
+
+# ----------------------------------------------------------- regression metrics
+def test_regression_metrics_match_scipy_and_sklearn():
+    from scipy.stats import norm
+    from sklearn.metrics import mean_squared_error
+
+    from skvi.metrics import gaussian_interval_coverage, gaussian_nlpd, rmse
+
+    rng = np.random.RandomState(0)
+    y = rng.normal(size=500)
+    mean = y + rng.normal(scale=0.5, size=500)
+    std = rng.uniform(0.2, 2.0, size=500)
+    assert rmse(y, mean) == pytest.approx(np.sqrt(mean_squared_error(y, mean)), rel=1e-12)
+    assert gaussian_nlpd(y, mean, std) == pytest.approx(
+        -np.mean(norm.logpdf(y, loc=mean, scale=std)), rel=1e-12
+    )
+    # Coverage of the central 80% interval: the same count from scipy's interval.
+    lo, hi = norm.interval(0.8, loc=mean, scale=std)
+    expected = np.mean((y >= lo) & (y <= hi))
+    assert gaussian_interval_coverage(y, mean, std, level=0.8) == pytest.approx(expected)
+    # Calibrated predictions cover about the stated share (binomial sd ~0.001).
+    z = rng.normal(size=200_000)
+    assert gaussian_interval_coverage(z, 0 * z, 1 + 0 * z, 0.95) == pytest.approx(0.95, abs=0.005)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([1.0, np.nan], [0.0, 0.0], [1.0, 1.0]), "finite"),
+        (([1.0, 2.0], [0.0], [1.0, 1.0]), "inconsistent"),
+        (([1.0], [0.0], [0.0]), "positive"),
+        (([], [], []), "at least one"),
+    ],
+)
+def test_gaussian_nlpd_rejects_bad_input(args, message):
+    from skvi.metrics import gaussian_nlpd
+
+    with pytest.raises(ValueError, match=message):
+        gaussian_nlpd(*args)

@@ -17,7 +17,7 @@ minibatch S is (seed 002 eqs. 23-25)::
     eta1_hat    = Lambda_0 m_0 + (N/|S|) sum_i (E1_i - E2_i x_i . m) x_i
 
 The engine moves ``q(w)`` towards it with the rule of ``algorithm``
-(:mod:`skvi.updates`).  For the Gaussian likelihood the target does not
+(:mod:`skvi.update_rules`).  For the Gaussian likelihood the target does not
 depend on ``q``: one ``rho = 1`` step is the conjugate posterior.
 """
 
@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
-from ..updates import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
@@ -376,7 +376,7 @@ _GLM_PARAMS_DOC = """
     intercept_prior_variance : float, default=100.0
         Prior variance of the intercept: wide, so it is barely shrunk.
     algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
-        How ``q(w)`` moves (seed 002, :mod:`skvi.updates`): natural-gradient
+        How ``q(w)`` moves (seed 002, :mod:`skvi.update_rules`): natural-gradient
         steps on both the mean and the covariance (``'mc-ssvi'``),
         natural-gradient covariance and AdaGrad mean (``'h-mc-ssvi'``), or
         AdaGrad on the mean and the Cholesky factor (``'s-dsvi'``).

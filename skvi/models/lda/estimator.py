@@ -18,9 +18,9 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ..engine import SVIMixin
-from ..expfam import Dirichlet
-from ._lda_estep import add_rows, blend, e_step_blocks, exp_digamma_diff
+from ...engine import SVIMixin
+from ...expfam import Dirichlet
+from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
 __all__ = ["SVILatentDirichletAllocation"]
 

@@ -124,7 +124,7 @@ class UpdateRule:
     A unit natural-gradient step lands on the target:
 
     >>> import numpy as np
-    >>> from skvi.updates import NaturalGradient
+    >>> from skvi.update_rules import NaturalGradient
     >>> current = (np.zeros(2), -0.5 * np.eye(2))
     >>> target = (np.ones(2), -np.eye(2))
     >>> new, _ = NaturalGradient().step(current, target, 1.0, 1.0, None)
@@ -179,7 +179,7 @@ class NaturalGradient(UpdateRule):
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.updates import NaturalGradient
+    >>> from skvi.update_rules import NaturalGradient
     >>> new, _ = NaturalGradient().step((np.zeros(1), -np.ones(1)),
     ...                                 (np.ones(1), -2 * np.ones(1)), 0.5, 1.0, None)
     >>> new
@@ -210,7 +210,7 @@ class HybridGradient(UpdateRule):
     AdaGrad step:
 
     >>> import numpy as np
-    >>> from skvi.updates import HybridGradient
+    >>> from skvi.update_rules import HybridGradient
     >>> rule = HybridGradient(gradient_learning_rate=0.1)
     >>> new, state = rule.step((np.zeros(1), -0.5 * np.ones(1)),
     ...                        (np.ones(1), -np.ones(1)), 1.0, 1.0, None)
@@ -255,7 +255,7 @@ class StandardGradient(UpdateRule):
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.updates import StandardGradient
+    >>> from skvi.update_rules import StandardGradient
     >>> rule = StandardGradient(gradient_learning_rate=0.1)
     >>> new, state = rule.step((np.zeros(1), -0.5 * np.ones(1)),
     ...                        (np.ones(1), -np.ones(1)), 1.0, 1.0, None)
@@ -330,7 +330,7 @@ def make_update_rule(algorithm, gradient_learning_rate=1.0):
 
     Examples
     --------
-    >>> from skvi.updates import make_update_rule
+    >>> from skvi.update_rules import make_update_rule
     >>> make_update_rule("h-mc-ssvi", 0.5)
     HybridGradient(gradient_learning_rate=0.5)
     """

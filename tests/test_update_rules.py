@@ -1,4 +1,4 @@
-"""Tests of skvi.updates against independent references.
+"""Tests of skvi.update_rules against independent references.
 
 The reference problem is Bayesian linear regression, one per factor of a
 batch: ``y = X w + noise`` with noise precision ``beta`` and prior
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from skvi.updates import (
+from skvi.update_rules import (
     HybridGradient,
     NaturalGradient,
     StandardGradient,
@@ -401,7 +401,7 @@ def test_make_update_rule_rejects_unknown_names(bad):
 
 def test_per_factor_step_sizes_equal_separate_steps():
     # One rho per factor of a batch is the same as stepping each factor alone.
-    from skvi.updates import HybridGradient, NaturalGradient
+    from skvi.update_rules import HybridGradient, NaturalGradient
 
     rng = np.random.RandomState(0)
     d = 3

@@ -29,14 +29,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin, even_batches
-from ..expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
-from ..likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
-from ..updates import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
-from . import _pmf
+from ...engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin, even_batches
+from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
+from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
+from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from . import nonconjugate
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
-    from .. import _gaussian_fast
+    from . import _gaussian_fast
 except ImportError:  # pragma: no cover - exercised where it is not built
     _gaussian_fast = None
 
@@ -325,7 +325,7 @@ class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEst
     ``eta1 = sum E[(l' - l'' m . x) x]`` (eqs. 48-53), estimated from
     ``n_mc_samples`` draws of the partner per rating and ``E_f`` by Monte
     Carlo or quadrature.  ``algorithm`` chooses how a node moves towards
-    that target (MC-SSVI, H-MC-SSVI or S-DSVI, see :mod:`skvi.updates`).
+    that target (MC-SSVI, H-MC-SSVI or S-DSVI, see :mod:`skvi.update_rules`).
     The global mean is updated by its own fixed point; there is no noise
     precision.  ``predict`` gives the predictive mean and
     :meth:`predict_proba` the class probabilities.
@@ -1403,7 +1403,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         ``diag(alpha) + w s_i P_i`` (``s_i = N_i / C_i``).  Gaussian:
         ``h = sum (r - mu) E[x] - E[x c]``, ``P = sum E[x x^T]`` and
         ``w = tau`` in closed form; otherwise the Monte-Carlo statistics of
-        seed 002 (:mod:`skvi.models._pmf`) with ``w = 1``.
+        seed 002 (:mod:`skvi.models.matrix_factorization.nonconjugate`) with ``w = 1``.
         """
         if self._conjugate:
             agg = self._side_aggregates(prep, name, params)
@@ -1413,19 +1413,19 @@ n_samples_seen_, converged_, n_rejected_steps_
         return h, P, 1.0
 
     def _side_pass(self, name, side, params, want_node_stats, rng=None):
-        """:func:`skvi.models._pmf.side_statistics` for one side of a batch."""
+        """:func:`skvi.models.nonconjugate.side_statistics` for one side of a batch."""
         other = "items" if name == "users" else "users"
         node = self._node_moments(name, params, side.nodes)
         partner = self._node_moments(other, params, side.other_nodes)
         diagonal = self.covariance == "diagonal"
-        p_mean, p_root = _pmf.partner_factors(partner.mean, partner.second, diagonal)
+        p_mean, p_root = nonconjugate.partner_factors(partner.mean, partner.second, diagonal)
         if diagonal:
             cov = node.var
         else:
             cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
         mu, var_mu, _, _ = self._scalars(params)
         n_f = 1 if self.expectation == "mc" else _F_NODES
-        return _pmf.side_statistics(
+        return nonconjugate.side_statistics(
             self.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
             p_mean, p_root, mu, var_mu, self.n_mc_samples, self.expectation, n_f,
             self._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_non_negative
 
-from .models._lda_estep import e_step, exp_dirichlet_expectation
+from ..models.lda.estep import e_step, exp_dirichlet_expectation
 
 __all__ = [
     "split_document_tokens",

@@ -72,7 +72,7 @@ def test_gaussian_likelihood_mc_targets_equal_closed_form(covariance):
     # At a fitted posterior, every user's and item's Monte-Carlo statistics
     # equal the closed-form conjugate ones (seed 002: "identical to the
     # closed-form update of [22]") within the Monte-Carlo error.
-    from skvi.models import matrix_factorization as mfmod
+    from skvi.models.matrix_factorization import estimator as mfmod
 
     X, y, exact, mc = _gaussian_pair(covariance, 10, mc_iter=1)
     data = mfmod._Ratings(X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), y)

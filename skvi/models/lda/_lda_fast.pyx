@@ -3,7 +3,7 @@
 """Compiled LDA E-step: per-document coordinate ascent in C.
 
 :func:`e_step` has the semantics of
-:func:`skvi.models._lda_estep.e_step_numpy` and runs its whole document
+:func:`skvi.models.lda.estep.e_step_numpy` and runs its whole document
 loop without the GIL, so several Python threads can work on disjoint blocks
 of documents at once (each with its own ``sstats_t`` buffer).  The
 iterations of one document run in ``_lda_kernel.h``: vector loops over the
@@ -109,7 +109,7 @@ def e_step(
     """Run the LDA E-step on a CSR minibatch, updating ``gamma`` in place.
 
     Same updates, stopping rule and returns as
-    :func:`skvi.models._lda_estep.e_step_numpy`, computed document by
+    :func:`skvi.models.lda.estep.e_step_numpy`, computed document by
     document in C with the GIL released.
 
     Parameters

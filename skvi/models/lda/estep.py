@@ -15,7 +15,7 @@ word's topic weights are contiguous; only the rows of words that occur in
 
 :func:`e_step_numpy` is vectorised over the minibatch: every document's
 update is one sparse-matrix product, and documents leave the active set as
-they converge.  The compiled kernel in :mod:`skvi._lda_fast` (built when a C
+they converge.  The compiled kernel in :mod:`skvi.models.lda._lda_fast` (built when a C
 compiler is available at install time) runs the same updates document by
 document in C; :func:`e_step` picks it when present.
 """
@@ -28,7 +28,7 @@ __all__ = ["add_rows", "blend", "e_step", "e_step_blocks", "e_step_numpy", "exp_
            "exp_dirichlet_expectation"]
 
 try:  # pragma: no cover - depends on the build
-    from .. import _lda_fast
+    from . import _lda_fast
 except ImportError:  # pragma: no cover
     _lda_fast = None
 

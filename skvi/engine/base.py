@@ -31,7 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .schedules import make_schedule
+from ..schedules import make_schedule
 
 __all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS", "even_batches"]
 
@@ -210,7 +210,7 @@ class SVIMixin:
         rule towards ``prior + scale * stats`` and the family's validity
         test).
     _update_rule(name) -> UpdateRule or None
-        Optional: a pluggable rule from :mod:`skvi.updates` for a Gaussian
+        Optional: a pluggable rule from :mod:`skvi.update_rules` for a Gaussian
         factor (default None: the natural-gradient blend).  Its per-factor
         state (AdaGrad accumulators) is kept by the engine and committed
         only with an accepted step.
@@ -567,7 +567,7 @@ class SVIMixin:
         return new, self._is_valid(name, new)
 
     def _update_rule(self, name):
-        """The :class:`~skvi.updates.UpdateRule` of factor ``name``, or None.
+        """The :class:`~skvi.update_rules.UpdateRule` of factor ``name``, or None.
 
         None (the default) is the natural-gradient blend.  Models with
         Gaussian factors and an ``algorithm`` hyperparameter return the

@@ -1,0 +1,20 @@
+"""Held-out evaluation that means the same for every model and library.
+
+:mod:`skvi.metrics.topics`
+    Topic models: document-completion perplexity and topic coherence.
+:mod:`skvi.metrics.regression`
+    Regression and ratings: RMSE, mean negative log predictive density of
+    Gaussian predictions, and the coverage of central predictive intervals.
+"""
+
+from .regression import gaussian_interval_coverage, gaussian_nlpd, rmse
+from .topics import document_completion_perplexity, split_document_tokens, topic_coherence
+
+__all__ = [
+    "document_completion_perplexity",
+    "gaussian_interval_coverage",
+    "gaussian_nlpd",
+    "rmse",
+    "split_document_tokens",
+    "topic_coherence",
+]
