@@ -4,17 +4,16 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
 from skvi import GaussianGammaVB
-from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, SVIMixin
+from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, SVIEstimator
 from skvi.expfam import Gamma
 from skvi.schedules import Constant
 
 
-class OneGamma(SVIMixin, BaseEstimator):
+class OneGamma(SVIEstimator):
     """A single Gamma factor whose natural-gradient target the test sets.
 
     Prior Gamma(1, 1): natural (-1, 0).  A row (u, v) of X contributes
@@ -55,6 +54,9 @@ class OneGamma(SVIMixin, BaseEstimator):
     def _prior_natural(self):
         return {"g": (np.array([-1.0]), np.array([0.0]))}
 
+    def _local_step(self, X, params):
+        return None
+
     def _expected_stats(self, name, X, local, params):
         return X[:, :1].sum(0), X[:, 1:].sum(0)
 
@@ -93,7 +95,7 @@ def test_hopeless_step_is_skipped_and_step_size_kept():
         est.partial_fit(np.array([[np.nan, 1.0]]))
     assert est.n_rejected_steps_ == MAX_BACKOFF + 1
     np.testing.assert_array_equal(est.natural_params_["g"][0], before[0])
-    assert est._rho_backoff == 1.0
+    assert est._svi.backoff == 1.0
     est.partial_fit(np.array([[0.0, 1.0]]))
     # total_samples='auto': N = 3 rows seen, |S| = 1, so the target is 3.
     np.testing.assert_allclose(est.natural_params_["g"][1], [0.5 * 0.5 + 0.5 * 3.0])
@@ -107,7 +109,7 @@ def test_step_safety_off_accepts_invalid_step():
 
 
 def test_total_samples_fixed_scales_statistics():
-    est = OneGamma(learning_rate=Constant(1.0), total_samples=10)
+    est = OneGamma(learning_rate=Constant(1.0), total_samples=10, batch_size=2)
     est.partial_fit(np.array([[-0.5, 1.0], [-0.5, 2.0]]))
     # N / |S| = 10 / 2; target = prior + 5 * sums.
     np.testing.assert_allclose(est.natural_params_["g"][0], [-1.0 - 5 * 1.0])
@@ -130,7 +132,7 @@ def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
     # An unchanged ELBO after a pass in which every step was rejected is
     # not convergence: the parameters never moved.
     class Refusing(GaussianGammaVB):
-        def _step_acceptable(self, X, params):
+        def _step_acceptable(self, X, params, ctx):
             return False
 
     X = np.random.RandomState(0).normal(size=(200, 2))

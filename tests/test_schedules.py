@@ -94,7 +94,7 @@ def test_make_schedule_clones_and_never_mutates():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X)
     assert not hasattr(user, "_state")
-    assert hasattr(est._schedule, "_state")
+    assert hasattr(est._svi.schedule, "_state")
     assert isinstance(make_schedule(0.25, 10.0, 0.7), Constant)
     assert make_schedule(0.25, 10.0, 0.7)(3) == 0.25
     with pytest.raises(ValueError, match="learning_rate"):

@@ -1,5 +1,35 @@
-"""The shared stochastic natural-gradient engine (see :mod:`skvi.engine.base`)."""
+"""The shared stochastic natural-gradient engine.
 
-from .base import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, PROBE_SIZE, SVIMixin, even_batches
+:mod:`skvi.engine.base`
+    :class:`SVIEstimator`, the loop every estimator runs, and the hooks a
+    model implements.
+:mod:`skvi.engine.statistics`
+    Summed sufficient statistics: the map-reduce split's currency.
+"""
 
-__all__ = ["ENGINE_PARAMETER_CONSTRAINTS", "MAX_BACKOFF", "PROBE_SIZE", "SVIMixin", "even_batches"]
+from .base import (
+    ENGINE_PARAMETER_CONSTRAINTS,
+    MAX_BACKOFF,
+    OPTIONAL_HOOKS,
+    PROBE_SIZE,
+    REQUIRED_HOOKS,
+    StepContext,
+    SVIEstimator,
+    even_batches,
+)
+from .statistics import RowStatistics, Samples, Statistics, add_statistics
+
+__all__ = [
+    "ENGINE_PARAMETER_CONSTRAINTS",
+    "MAX_BACKOFF",
+    "OPTIONAL_HOOKS",
+    "PROBE_SIZE",
+    "REQUIRED_HOOKS",
+    "RowStatistics",
+    "SVIEstimator",
+    "Samples",
+    "Statistics",
+    "StepContext",
+    "add_statistics",
+    "even_batches",
+]

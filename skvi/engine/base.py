@@ -10,11 +10,11 @@ Every estimator in skvi is the same loop with a different model plugged in::
         lam     <- (1 - rho_t) * lam + rho_t * lam_hat               (step)
 
 Batch coordinate ascent (CAVI / VMP) is the case ``S = all data`` and
-``rho = 1``.  :class:`SVIMixin` owns this loop: minibatches and passes, the
-step counter, the schedule, the ``N / |S|`` scaling, Paquet's update orders,
-the ELBO history and convergence test, step safety, verbose output and
-``random_state``.  A model supplies only the hooks listed in
-:class:`SVIMixin`.
+``rho = 1``.  :class:`SVIEstimator` owns this loop: minibatches and passes,
+the step counters, the schedule, the ``N / |S|`` scaling, Paquet's update
+orders, per-row factor groups, the ELBO history and convergence test, step
+safety, verbose output and ``random_state``.  A model supplies the hooks
+listed in :class:`SVIEstimator`.
 
 Natural parameters of a global factor are a tuple of arrays (for a Gaussian:
 ``(precision * mean, -precision / 2)``), see :mod:`skvi.expfam`; the engine
@@ -27,13 +27,24 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..schedules import make_schedule
+from .statistics import RowStatistics, Statistics
 
-__all__ = ["SVIMixin", "ENGINE_PARAMETER_CONSTRAINTS", "even_batches"]
+__all__ = [
+    "ENGINE_PARAMETER_CONSTRAINTS",
+    "MAX_BACKOFF",
+    "PROBE_SIZE",
+    "REQUIRED_HOOKS",
+    "OPTIONAL_HOOKS",
+    "StepContext",
+    "SVIEstimator",
+    "even_batches",
+]
 
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
@@ -65,23 +76,67 @@ ENGINE_PARAMETER_CONSTRAINTS = {
     "verbose": ["verbose"],
 }
 
+#: The hooks every model must implement (each has a stub that raises).
+REQUIRED_HOOKS = (
+    "_initialize_globals",
+    "_prior_natural",
+    "_local_step",
+    "_expected_stats",
+    "_local_bound",
+    "_global_bound",
+)
+#: The hooks a model may override; each has a documented default.
+OPTIONAL_HOOKS = (
+    "_global_factors",
+    "_factor_families",
+    "_row_groups",
+    "_hierarchical_factors",
+    "_local_depends_on_globals",
+    "_validate_input",
+    "_prepare_block",
+    "_row_ids",
+    "_grow_rows",
+    "_online_batches",
+    "_prior_message",
+    "_update_factor",
+    "_update_rule",
+    "_pass_lower_bound",
+    "_step_acceptable",
+    "_probe_loss",
+    "_prepare_probe",
+    "_probe_growth",
+    "_hyperparameter_statistics",
+    "_update_hyperparameters",
+    "_evaluate_pass",
+    "_pass_converged",
+    "_warn_not_converged",
+    "_on_params_updated",
+)
+
 
 def _blend(current, target, rho, grads=None):
     """Return ``current + rho * (target - current)`` for a tuple of arrays.
 
-    Computed in place in fresh arrays (``current`` and ``target`` are left
-    untouched).  When ``grads`` is a list, the natural gradients
-    ``target - current`` are appended to it.
+    ``rho`` is a scalar or one value per row (leading axis).  When
+    ``grads`` is a list, the natural gradients ``target - current`` are
+    appended to it.
     """
     out = []
     for c, g in zip(current, target):
         diff = np.subtract(g, c)
         if grads is not None:
             grads.append(diff.copy())
-        diff *= rho
+        diff *= _per_row(rho, diff)
         diff += c
         out.append(diff)
     return tuple(out)
+
+
+def _per_row(rho, a):
+    """``rho`` shaped to broadcast over the rows (leading axis) of ``a``."""
+    if np.ndim(rho) == 0:
+        return rho
+    return np.reshape(rho, np.shape(rho) + (1,) * (np.ndim(a) - np.ndim(rho)))
 
 
 def even_batches(n_samples, batch_size):
@@ -120,23 +175,137 @@ def even_batches(n_samples, batch_size):
     return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-class SVIMixin:
-    """Mixin that runs stochastic (and batch) variational inference.
+class StepContext:
+    """What the hooks of one step are told: online or batch, ``t``, ``rho``.
 
-    An estimator inherits from this mixin and from
-    :class:`sklearn.base.BaseEstimator`, stores the engine's
-    hyperparameters in its ``__init__`` (names below) and implements the
-    model hooks.  ``fit`` and ``partial_fit`` come from the mixin.
+    The engine builds one per attempt of a step (a rejected step is retried
+    with a smaller ``rho`` and a new context) and hands it to
+    :meth:`~SVIEstimator._update_factor`,
+    :meth:`~SVIEstimator._step_acceptable` and
+    :meth:`~SVIEstimator._update_hyperparameters`.
+
+    Parameters
+    ----------
+    online : bool
+        False for a batch (coordinate-ascent) step, ``rho = 1``.
+    t : int
+        The step's number, counting from 1 over the fit.
+    rho : float
+        The step size of factors with one counter: the schedule's value at
+        ``t`` times :attr:`backoff`.
+    backoff : float
+        The step-safety factor in ``(0, 1]`` (halved at each rejection).
+    scale : float
+        ``N / |S|``: the scaling of the minibatch's statistics.
+    prior : dict
+        Natural parameters of every factor's prior.
+    grads : list or None, default=None
+        When the schedule needs the natural gradient (``AdaptiveRate``),
+        a list to which the updates append ``target - current``.
+
+    Attributes
+    ----------
+    params : dict
+        The natural parameters of the step so far (with
+        ``update_order='sequential'``, the factors already updated).
+    row_scale, row_rho : ndarray or None
+        For a factor of a per-row group, while :meth:`~SVIEstimator._update_factor`
+        runs: each updated row's ``N_i / C_i`` and its own step size.
+    rule_state : dict or None
+        The update rule's state (AdaGrad accumulators) of the factor being
+        updated, for its rows when it is a row group.
+
+    Examples
+    --------
+    >>> from skvi.engine import StepContext
+    >>> ctx = StepContext(online=True, t=3, rho=0.5, backoff=1.0, scale=10.0, prior={})
+    >>> ctx.online, ctx.t, ctx.rho
+    (True, 3, 0.5)
+    """
+
+    def __init__(self, online, t, rho, backoff, scale, prior, grads=None):
+        self.online = online
+        self.t = t
+        self.rho = rho
+        self.backoff = backoff
+        self.scale = scale
+        self.prior = prior
+        self.grads = grads
+        self.params = None
+        self.row_scale = None
+        self.row_rho = None
+        self.rule_state = None
+        self.new_rule_state = None
+
+    def keep_rule_state(self, state):
+        """Record the update rule's new state, kept if the step is accepted.
+
+        Parameters
+        ----------
+        state : dict or None
+            The rule's state after this step (for a row group: of the
+            updated rows, in the order of their statistics).
+        """
+        self.new_rule_state = state
+
+
+class _RowGroup:
+    """The engine's bookkeeping of one per-row factor group."""
+
+    __slots__ = ("steps", "totals", "rule_state", "pending")
+
+    def __init__(self, n_rows):
+        self.steps = np.zeros(n_rows)  # accepted updates of each row
+        self.totals = np.zeros(n_rows)  # N_i: data points of each row
+        self.rule_state = {}
+        self.pending = None  # rows updated by the step being tried
+
+    def grow(self, n_new):
+        self.steps = np.concatenate([self.steps, np.zeros(n_new)])
+        self.totals = np.concatenate([self.totals, np.zeros(n_new)])
+        self.rule_state = {
+            k: np.concatenate([v, np.zeros((n_new,) + v.shape[1:])])
+            for k, v in self.rule_state.items()
+        }
+
+
+class _EngineState:
+    """Everything the engine keeps between steps; no model reads it."""
+
+    def __init__(self, schedule, prior):
+        self.schedule = schedule
+        self.prior = prior
+        self.backoff = 1.0
+        self.n_accepted = 0
+        self.rejection_warned = False
+        self.rule_states = {}
+        self.rows = {}
+        self.probe = None
+        self.probe_best = None
+        self.last_batch = None
+        self.rng = None
+
+
+class SVIEstimator(BaseEstimator):
+    """Base of every skvi estimator: stochastic (and batch) variational inference.
+
+    An estimator inherits from this class (after scikit-learn's mixins),
+    stores the engine's hyperparameters in its ``__init__`` (names below)
+    and implements the model hooks.  Its ``fit`` and ``partial_fit`` call
+    :meth:`_engine_fit` and :meth:`_engine_partial_fit`; the map-reduce
+    split, :meth:`compute_statistics` and :meth:`apply_statistics`, comes
+    with the base.
 
     **Engine hyperparameters** (read from ``self``):
 
     learning_method : {'batch', 'online'}
         ``'batch'``: coordinate ascent, every step uses all the data with
         ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
-        shuffled minibatches of ``batch_size`` rows.
+        shuffled minibatches of at most ``batch_size`` rows.
     batch_size : int
-        Largest number of rows per minibatch in online ``fit``: a pass cuts
-        the shuffled rows into ``ceil(N / batch_size)`` near-equal minibatches.
+        Largest number of rows per minibatch, in online ``fit`` and in
+        ``partial_fit``: both cut their rows into ``ceil(n / batch_size)``
+        near-equal minibatches (:func:`even_batches`).
     max_iter : int
         Maximum number of passes over the data in ``fit``.
     tol : float
@@ -160,7 +329,8 @@ class SVIMixin:
         already updated in this step; ``'joint'`` (option (b), Hoffman et
         al.) computes every target from the same snapshot, then updates all.
         Only ``'sequential'`` is coordinate ascent, which guarantees a
-        non-decreasing ELBO in batch mode.
+        non-decreasing ELBO in batch mode.  Estimators without this
+        parameter use ``'sequential'``.
     step_safety : bool
         When True, a step that makes a global factor invalid (non-finite,
         non-positive precision, Gamma shape or rate, or a covariance that is
@@ -178,109 +348,149 @@ class SVIMixin:
     verbose : int
         Print one line per pass (ELBO, steps per second, elapsed time).
 
-    **Model hooks**:
+    **Required model hooks** (each stub raises ``NotImplementedError``
+    naming the hook):
 
-    _global_factors : tuple of str
-        Names of the global factors, in sequential update order.
-    _factor_families : dict
-        Factor name to an exponential family of :mod:`skvi.expfam` (its
-        ``valid_natural`` is the step-safety test).
-    _local_depends_on_globals : bool
-        False when the local step only summarises the data (no local
-        latent variables), so batch mode computes it once.
-    _exact_pass_bound : bool
-        True when the model overrides ``_pass_lower_bound`` with the exact
-        full-data ELBO after each online pass.
-    _validate_input(X, reset)
-        Check and convert X; ``reset=True`` on the first fit.  It may return
-        any object with ``shape[0]`` and row indexing (``X[rows]``), e.g.
-        a small container of aligned arrays for supervised data.
-    _online_batches(X, random_state)
-        Optional: yield ``(minibatch, N / |S|)`` for one online pass
-        (default: shuffled near-equal minibatches of at most ``batch_size`` rows).
     _initialize_globals(X, random_state) -> dict
-        Initial natural parameters of every global factor.
+        Initial natural parameters of every global factor,
+        ``{name: tuple of arrays}``.
     _prior_natural() -> dict
         Natural parameters of the prior of every global factor
         (broadcastable to the posterior's).
     _local_step(X, params) -> local
-        The E-step on minibatch X with the globals ``params`` fixed.
-    _update_factor(name, current, stats, scale, rho, grads) -> (new, valid)
-        Optional: the update of one factor (default: the factor's update
-        rule towards ``prior + scale * stats`` and the family's validity
-        test).
-    _update_rule(name) -> UpdateRule or None
-        Optional: a pluggable rule from :mod:`skvi.update_rules` for a Gaussian
-        factor (default None: the natural-gradient blend).  Its per-factor
-        state (AdaGrad accumulators) is kept by the engine and committed
-        only with an accepted step.
-    _expected_stats(name, X, local, params) -> tuple of arrays
+        The E-step on minibatch X with the globals ``params`` fixed:
+        whatever the other hooks need about X (None when there are no
+        local latent variables and nothing to precompute).
+    _expected_stats(name, X, local, params) -> statistics
         Expected sufficient statistics of X for factor ``name``, summed
-        over the rows of X, given the current ``params`` (which, with
-        ``update_order='sequential'``, hold the factors already updated
-        in this step).
+        over the rows of X, given ``params``: a tuple of arrays shaped like
+        the natural parameters, or a
+        :class:`~skvi.engine.RowStatistics` for the rows they touch.  With
+        ``update_order='sequential'`` ``params`` holds the factors already
+        updated in this step.  For a factor of ``_hierarchical_factors``
+        X and local are None.
     _local_bound(X, local, params) -> float
         The data part of the ELBO for the rows of X (expected log joint of
         data and local variables minus the local entropies), unscaled.
     _global_bound(params) -> float
         The global part of the ELBO: minus the KL divergence of every global
         factor to its prior.
-    _on_params_updated()
-        Optional: refresh derived fitted attributes after fit/partial_fit.
-    _step_acceptable(X, params) -> bool
-        Optional: with ``step_safety``, a model-specific test of a proposed
-        step whose factors are all valid (``params``; the current ones are
-        still in ``natural_params_``), online or batch.  False rejects it
-        like an invalid step.  Models whose steps can overshoot without
-        leaving the valid set use it to detect the overshoot, e.g. the
-        non-conjugate fixed-point steps of seed 002 in batch mode, which
-        are not guaranteed to increase the ELBO (online steps have the probe
-        test of ``_probe_loss``).
+
+    **Optional model hooks** (with their defaults):
+
+    _global_factors : tuple of str
+        Names of the global factors, in sequential update order (default:
+        the keys of ``_factor_families``).
+    _factor_families : dict
+        Factor name to an exponential family of :mod:`skvi.expfam` (its
+        ``valid_natural`` is the step-safety test).
+    _row_groups : tuple of str
+        Factors that are stacks of per-row factors along their first axis
+        (users and items of matrix factorization).  For each the engine
+        keeps per-row step counters (step ``t_i``, size ``rho(t_i)``),
+        per-row totals ``N_i`` (from ``_row_ids``) and update-rule state,
+        scales row ``i``'s statistics by ``N_i / C_i`` (Paquet's Alg. 1),
+        tests every updated row's validity, and commits counters and state
+        only with an accepted step.  Default: none.
+    _hierarchical_factors : tuple of str
+        Factors whose children are other global factors rather than data
+        (the prior precisions of matrix factorization's nodes): their
+        statistics come from ``params`` alone, once per step, unscaled.
+        Default: none.
+    _local_depends_on_globals : bool
+        False when the local step only summarises the data, so batch mode
+        computes it once (default True).
+    _validate_input(X, reset)
+        Check and convert X; ``reset=True`` on the first fit.  It may return
+        any object with ``shape[0]`` and row indexing (``X[rows]``), e.g.
+        a small container of aligned arrays for supervised data.  Default:
+        X unchanged.
+    _prepare_block(X, y) -> data
+        Check and convert a block of :meth:`compute_statistics` as
+        ``partial_fit`` does after its first call (default:
+        ``_validate_input(X, reset=False)``).
+    _row_ids(X) -> dict
+        For each row group, the row of every data point of X (an int array
+        of length ``X.shape[0]``): the engine counts them into ``N_i`` and
+        grows the group when an id is new.  Default: no row groups.
+    _grow_rows(name, n_new, rated, random_state) -> tuple of arrays
+        Natural parameters of ``n_new`` rows appended to group ``name`` by
+        ``partial_fit`` (``rated``: which of them the minibatch rates).
+    _online_batches(X, random_state)
+        Yield ``(minibatch, N / |S|)`` for one online pass (default:
+        shuffled near-equal minibatches of at most ``batch_size`` rows).
+    _prior_message(name, params, rows) -> tuple of arrays
+        The prior part of factor ``name``'s target under ``params`` (for a
+        row group: of ``rows``).  Default: the fixed prior; a factor with a
+        hierarchical prior returns its parent's expected natural
+        parameters.
+    _update_factor(name, current, stats, ctx) -> (new, valid)
+        The update of one factor towards ``prior + scale * stats`` (for a
+        row group, each row by its own ``ctx.row_scale`` and
+        ``ctx.row_rho``) with its update rule, and its validity.
+        Override it for a cheaper representation of the statistics (LDA's
+        words of the minibatch) or a factor-specific update.
+    _update_rule(name) -> UpdateRule or None
+        A rule from :mod:`skvi.update_rules` for a Gaussian factor
+        (default None: the natural-gradient blend).  Its state (AdaGrad
+        accumulators) is kept by the engine and committed only with an
+        accepted step.
+    _pass_lower_bound(X) -> float
+        The full-data ELBO after a pass of ``fit`` (default:
+        ``_global_bound`` plus ``_local_bound`` of a fresh ``_local_step``
+        on X).
+    _step_acceptable(X, params, ctx) -> bool
+        With ``step_safety``, a model's test of a proposed step whose
+        factors are all valid (``params``; the current ones are still in
+        ``natural_params_``).  False rejects it like an invalid step.
+        Default True.  X is None for a step from summed statistics.
     _probe_loss(probe, params) -> float or None
-        Optional: the expected negative log-likelihood per row of the probe
-        under ``params`` (default None: no probe test).  With
-        ``step_safety``, an online step is rejected when this loss is not
-        finite or exceeds the smallest value seen after an accepted step by
-        more than ``_probe_growth`` times that value.  The probe is a
-        fixed random sample of ``PROBE_SIZE`` rows in
-        online ``fit`` (drawn from a copy of the random state, so the
-        minibatches are unchanged) and the previous minibatch in
-        ``partial_fit``.  A noisy step that merely jitters the parameters
-        never comes close; an overshoot along an unstable direction (the
-        growing means of Paquet's divergence, seed 000 Fig. 2, or a
-        fixed-point mean step of seed 002 that jumps) does at once, while
-        every factor stays valid.
+        The expected negative log-likelihood per row of the probe under
+        ``params`` (default None: no probe test).  With ``step_safety``, an
+        online step is rejected when this loss is not finite or exceeds the
+        smallest value seen after an accepted step by more than
+        ``_probe_growth`` times that value.  The probe is a fixed random
+        sample of ``PROBE_SIZE`` rows in online ``fit`` (drawn from a copy
+        of the random state, so the minibatches are unchanged) and the
+        previous minibatch in ``partial_fit``.
+    _prepare_probe(X) -> probe
+        Index the probe rows once for ``_probe_loss`` (default: as they are).
     _probe_growth : float
         The fraction of its best value by which a step may raise the
         probe's loss (default 1.0: rejected when the loss more than
         doubles).
-    _prepare_probe(X) -> probe
-        Optional: index the probe rows once for ``_probe_loss`` (default:
-        the rows as they are).
-    _update_hyperparameters(X, local, rho) -> bool
-        Optional: an empirical-Bayes step on the prior after each accepted
-        step (the engine then re-reads ``_prior_natural()`` when it returns
-        True).
+    _hyperparameter_statistics(X, local) -> statistics or None
+        What the empirical-Bayes step needs from a block (added over
+        blocks like the factors' statistics; default None).
+    _update_hyperparameters(hyper, ctx) -> bool
+        An empirical-Bayes step on the prior after each accepted step, from
+        the summed ``_hyperparameter_statistics``; return True to have the
+        engine re-read ``_prior_natural()`` (default: no step).
     _evaluate_pass(it) -> bool
-        Optional: whether ``fit`` computes the ELBO after pass ``it``
-        (default: every pass).  Passes not evaluated add nothing to
+        Whether ``fit`` computes the ELBO after pass ``it`` (default:
+        every pass).  Passes not evaluated add nothing to
         ``lower_bounds_`` and are not tested for convergence.
     _pass_converged(previous, bound) -> bool
-        Optional: the convergence test between two evaluated passes
-        (default: relative ELBO change below ``tol``).
+        The convergence test between two evaluated passes (default:
+        relative ELBO change below ``tol``).
     _warn_not_converged() -> bool
-        Optional: whether ``fit`` warns when it stops at ``max_iter``
-        (default: when ``tol > 0`` and ``max_iter > 1``).
+        Whether ``fit`` warns when it stops at ``max_iter`` (default: when
+        ``tol > 0`` and ``max_iter > 1``).
+    _on_params_updated()
+        Refresh derived fitted attributes after fit and partial_fit.
+
+    **Services for models**: ``_row_steps(name)`` (accepted updates of each
+    row, counting the rows of the step being tried) and
+    ``_row_totals(name)`` (each row's ``N_i``).
 
     Attributes
     ----------
     natural_params_ : dict
         Natural parameters of every global factor.
     lower_bounds_ : list of float
-        ELBO after each pass of ``fit`` (in online mode, the running
-        estimate: the global part plus the data parts of the minibatches as
-        they were visited), and after each ``partial_fit`` call (the global
-        part plus ``N / |S|`` times the minibatch's data part).
+        ELBO after each evaluated pass of ``fit`` (the exact full-data
+        ELBO), and after each ``partial_fit`` minibatch (the global part
+        plus ``N / |S|`` times the minibatch's data part).
     lower_bound_ : float
         The last entry of ``lower_bounds_``.
     n_iter_ : int
@@ -296,17 +506,18 @@ class SVIMixin:
 
     See Also
     --------
-    skvi.GaussianGammaVB : a complete model built on this mixin.
+    skvi.GaussianGammaVB : a complete model built on this base.
 
     Examples
     --------
-    Every skvi estimator is an ``SVIMixin``; its ``fit`` is the engine's loop.
+    Every skvi estimator is an ``SVIEstimator``; its ``fit`` is the engine's
+    loop.
 
     >>> import numpy as np
     >>> from skvi import GaussianGammaVB
-    >>> from skvi.engine import SVIMixin
+    >>> from skvi.engine import SVIEstimator
     >>> est = GaussianGammaVB(learning_method="online", batch_size=10, max_iter=2, tol=0)
-    >>> isinstance(est, SVIMixin)
+    >>> isinstance(est, SVIEstimator)
     True
     >>> X = np.random.RandomState(0).normal(size=(100, 2))
     >>> est.fit(X).n_batch_iter_
@@ -315,34 +526,90 @@ class SVIMixin:
     ['mean', 'precision']
     """
 
-    _global_factors = ()
     _factor_families = {}
+    _row_groups = ()
+    _hierarchical_factors = ()
     _local_depends_on_globals = True
-    _exact_pass_bound = False
+    _probe_growth = 1.0
 
-    # ------------------------------------------------------------------ hooks
+    # --------------------------------------------------------- required hooks
+    def _missing_hook(self, hook, what):
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement the engine hook {hook}: {what} "
+            "(see skvi.engine.SVIEstimator)."
+        )
+
+    def _initialize_globals(self, X, random_state):
+        self._missing_hook(
+            "_initialize_globals(X, random_state)",
+            "the initial natural parameters of every global factor",
+        )
+
+    def _prior_natural(self):
+        self._missing_hook("_prior_natural()", "the natural parameters of every factor's prior")
+
     def _local_step(self, X, params):
+        self._missing_hook(
+            "_local_step(X, params)", "the E-step of a minibatch (return None if there is none)"
+        )
+
+    def _expected_stats(self, name, X, local, params):
+        self._missing_hook(
+            "_expected_stats(name, X, local, params)",
+            "the expected sufficient statistics of X for one global factor",
+        )
+
+    def _local_bound(self, X, local, params):
+        self._missing_hook("_local_bound(X, local, params)", "the data part of the ELBO of X")
+
+    def _global_bound(self, params):
+        self._missing_hook("_global_bound(params)", "minus the KL of the global factors to their priors")
+
+    # --------------------------------------------------------- optional hooks
+    @property
+    def _global_factors(self):
+        return tuple(self._factor_families)
+
+    def _validate_input(self, X, reset):
+        return X
+
+    def _row_ids(self, X):
+        return {}
+
+    def _grow_rows(self, name, n_new, rated, random_state):
+        raise NotImplementedError(
+            f"{type(self).__name__} has the row group {name!r} but no _grow_rows hook "
+            "to add the rows partial_fit meets for the first time."
+        )
+
+    def _prior_message(self, name, params, rows=None):
+        return self._svi.prior[name]
+
+    def _update_rule(self, name):
         return None
 
-    def _on_params_updated(self):
-        pass
+    def _pass_lower_bound(self, X):
+        params = self.natural_params_
+        local = self._local_step(X, params)
+        return self._global_bound(params) + self._local_bound(X, local, params)
 
-    def _update_hyperparameters(self, X, local, rho):
-        return False
-
-    def _evaluate_pass(self, it):
+    def _step_acceptable(self, X, params, ctx):
         return True
-
-    def _step_acceptable(self, X, params):
-        return True
-
-    _probe_growth = 1.0
 
     def _probe_loss(self, probe, params):
         return None
 
     def _prepare_probe(self, X):
         return X
+
+    def _hyperparameter_statistics(self, X, local):
+        return None
+
+    def _update_hyperparameters(self, hyper, ctx):
+        return False
+
+    def _evaluate_pass(self, it):
+        return True
 
     def _pass_converged(self, previous, bound):
         change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
@@ -351,12 +618,98 @@ class SVIMixin:
     def _warn_not_converged(self):
         return self.tol > 0 and self.max_iter > 1
 
+    def _on_params_updated(self):
+        pass
+
+    # -------------------------------------------------------------- services
+    def _row_steps(self, name):
+        """Accepted updates of each row of group ``name``, the current step's rows counted."""
+        group = self._svi.rows[name]
+        if group.pending is None:
+            return group.steps
+        steps = group.steps.copy()
+        steps[group.pending] += 1
+        return steps
+
+    def _row_totals(self, name):
+        """``N_i``: the data points of each row of group ``name``."""
+        return self._svi.rows[name].totals
+
     # ------------------------------------------------------------ public API
+    def compute_statistics(self, X, y=None):
+        """Summed sufficient statistics of a block of data, globals held fixed.
+
+        The map step of the map-reduce split: the E-step of X with the
+        current global factors, and the expected sufficient statistics of
+        every factor summed over X's rows.  Statistics of two blocks add
+        (``a + b``), and :meth:`apply_statistics` takes one step from any
+        sum: computing blocks on several workers and adding their
+        statistics gives the step of the blocks stacked.  All factors'
+        statistics come from one snapshot of the globals (Hoffman et al.'s
+        joint update, ``update_order='joint'``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix
+            A block of data, as ``partial_fit`` takes it.
+        y : array-like or None, default=None
+            Its targets, for a supervised estimator.
+
+        Returns
+        -------
+        Statistics
+            The block's statistics and its number of rows.
+        """
+        self._check_engine_ready("compute_statistics")
+        data = self._prepare_block(X, y)
+        params = self.natural_params_
+        local = self._local_step(data, params)
+        factors = {
+            name: self._expected_stats(name, data, local, params)
+            for name in self._global_factors
+            if name not in self._hierarchical_factors
+        }
+        return Statistics(data.shape[0], factors, self._hyperparameter_statistics(data, local))
+
+    def apply_statistics(self, statistics, total_samples=None):
+        """One natural-gradient step of every global factor from summed statistics.
+
+        The reduce step of the map-reduce split: ``lam <- (1 - rho_t) lam +
+        rho_t (eta_prior + N / |S| stats)`` with ``rho_t`` from the schedule,
+        step safety and every other rule of a ``partial_fit`` step.
+
+        Parameters
+        ----------
+        statistics : Statistics
+            From :meth:`compute_statistics`, possibly summed over blocks.
+        total_samples : float or None, default=None
+            ``N``; None uses the estimator's ``total_samples`` (a number),
+            or, for ``'auto'``, the rows seen so far by ``partial_fit``.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        self._check_engine_ready("apply_statistics")
+        n = statistics.n_samples
+        if total_samples is None:
+            if self.total_samples == "auto":
+                total_samples = max(self.n_samples_seen_, n)
+            else:
+                total_samples = float(self.total_samples)
+        scale = float(total_samples) / n if n else 0.0
+        self._step(None, scale, online=True, stats=statistics)
+        self._on_params_updated()
+        return self
+
+    # ------------------------------------------------------- fit / partial_fit
     def _engine_fit(self, X):
         """Run ``fit``: batch coordinate ascent or online passes."""
         X = self._validate_input(X, reset=True)
         random_state = check_random_state(self.random_state)
         self._reset_engine(X, random_state)
+        self._count_rows(X)
         n_samples = X.shape[0]
         self.n_samples_seen_ = n_samples
         online = self.learning_method == "online"
@@ -369,21 +722,22 @@ class SVIMixin:
         local = None
         for it in range(1, self.max_iter + 1):
             steps_before = self.n_batch_iter_
-            accepted_before = self._n_accepted_steps
+            accepted_before = self._svi.n_accepted
             pass_start = time.perf_counter()
             evaluate = self._evaluate_pass(it)
             if online:
-                running = 0.0
-                want_bound = evaluate and not self._exact_pass_bound
                 for Xb, scale in self._online_batches(X, random_state):
-                    _, bound = self._step(Xb, scale, online=True, want_bound=want_bound)
-                    running += bound
-                bound = self._pass_lower_bound(X, running) if evaluate else None
+                    self._step(Xb, scale, online=True)
+                bound = self._pass_lower_bound(X) if evaluate else None
             else:
                 if local is None or self._local_depends_on_globals:
                     local = self._local_step(X, self.natural_params_)
-                _, bound = self._step(X, 1.0, online=False, local=local, want_bound=evaluate)
-                bound = bound + self._global_bound(self.natural_params_) if evaluate else None
+                self._step(X, 1.0, online=False, local=local)
+                if evaluate:
+                    params = self.natural_params_
+                    bound = self._local_bound(X, local, params) + self._global_bound(params)
+                else:
+                    bound = None
             self.n_iter_ = it
             if bound is not None:
                 self.lower_bounds_.append(float(bound))
@@ -398,7 +752,7 @@ class SVIMixin:
                 )
             if bound is None:
                 continue
-            if self._n_accepted_steps == accepted_before:
+            if self._svi.n_accepted == accepted_before:
                 # Every step of the pass was rejected: the parameters did not
                 # move, so an unchanged ELBO says nothing about convergence.
                 continue
@@ -418,17 +772,34 @@ class SVIMixin:
         self._on_params_updated()
         return self
 
-    def _engine_partial_fit(self, X):
-        """Run one natural-gradient step on minibatch X."""
+    def _engine_partial_fit(self, X, batches=None):
+        """Run ``partial_fit``: one step per minibatch of at most ``batch_size`` rows.
+
+        ``batches`` (slices of the validated X) overrides the default cut,
+        :func:`even_batches`; LDA passes scikit-learn's.
+        """
         first = not hasattr(self, "natural_params_")
         X = self._validate_input(X, reset=first)
         if first:
-            self._partial_fit_rng = check_random_state(self.random_state)
-            self._reset_engine(X, self._partial_fit_rng)
+            rng = check_random_state(self.random_state)
+            self._reset_engine(X, rng)
+            self._svi.rng = rng
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False
         rejected_before = self.n_rejected_steps_
+        if batches is None:
+            batches = even_batches(X.shape[0], self.batch_size)
+        for batch in batches:
+            self._partial_step(X[batch])
+        self._warn_rejections(rejected_before)
+        self._on_params_updated()
+        return self
+
+    def _partial_step(self, X):
+        """One ``partial_fit`` step on the minibatch X (already validated)."""
+        st = self._svi
+        self._grow_and_count(X)
         n_batch = X.shape[0]
         self.n_samples_seen_ += n_batch
         if self.total_samples == "auto":
@@ -438,39 +809,63 @@ class SVIMixin:
         scale = total / n_batch if n_batch else 0.0
         if self.step_safety:
             # The probe of a stream is the previous minibatch.
-            last, self._last_batch = self._last_batch, X
-            self._probe = None
+            last, st.last_batch = st.last_batch, X
+            st.probe = None
             if last is not None:
                 self._use_probe(self._prepare_probe(last))
-        _, bound = self._step(X, scale, online=True)
-        bound = self._global_bound(self.natural_params_) + scale * bound
+        local = self._step(X, scale, online=True)
+        # The minibatch's data part at the new globals, with its local
+        # factors from the step.
+        params = self.natural_params_
+        bound = self._global_bound(params) + scale * self._local_bound(X, local, params)
         self.lower_bounds_.append(float(bound))
         self.lower_bound_ = float(bound)
-        self._warn_rejections(rejected_before)
-        self._on_params_updated()
-        return self
+
+    def _prepare_block(self, X, y=None):
+        return self._validate_input(X, reset=False)
+
+    def _check_engine_ready(self, method):
+        if not hasattr(self, "natural_params_"):
+            raise AttributeError(
+                f"{type(self).__name__}.{method} needs initialised global factors: "
+                "call fit or partial_fit first."
+            )
 
     # -------------------------------------------------------------- internals
     def _reset_engine(self, X, random_state):
-        self._schedule = make_schedule(
-            self.learning_rate, self.learning_offset, self.learning_decay
-        )
+        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
         self.natural_params_ = {
             name: tuple(np.asarray(a) for a in value)
             for name, value in self._initialize_globals(X, random_state).items()
         }
-        self._prior = self._prior_natural()
+        self._svi = _EngineState(schedule, self._prior_natural())
+        for name in self._row_groups:
+            self._svi.rows[name] = _RowGroup(self.natural_params_[name][0].shape[0])
         self.lower_bounds_ = []
         self.n_batch_iter_ = 0
         self.n_rejected_steps_ = 0
-        self._rho_backoff = 1.0
-        self._n_accepted_steps = 0
-        self._rejection_warned = False
-        self._rule_states = {}
-        self._pending_rule_states = {}
-        self._probe = None
-        self._probe_best = None
-        self._last_batch = None
+
+    def _count_rows(self, X):
+        """``N_i`` of every row group from the whole of X (fit)."""
+        for name, ids in self._row_ids(X).items():
+            group = self._svi.rows[name]
+            group.totals = np.bincount(ids, minlength=group.totals.shape[0]).astype(float)
+
+    def _grow_and_count(self, X):
+        """Add the rows X meets for the first time; add X's points to ``N_i``."""
+        for name, ids in self._row_ids(X).items():
+            group = self._svi.rows[name]
+            n_old = group.totals.shape[0]
+            n_new = max(n_old, int(ids.max(initial=-1)) + 1) - n_old
+            if n_new:
+                rated = np.zeros(n_new, dtype=bool)
+                rated[ids[ids >= n_old] - n_old] = True
+                extra = self._grow_rows(name, n_new, rated, self._svi.rng)
+                self.natural_params_[name] = tuple(
+                    np.concatenate([a, b]) for a, b in zip(self.natural_params_[name], extra)
+                )
+                group.grow(n_new)
+            group.totals += np.bincount(ids, minlength=group.totals.shape[0])
 
     def _set_probe(self, X, random_state):
         """Draw the fixed probe sample of online ``fit`` (see ``_probe_loss``)."""
@@ -484,20 +879,22 @@ class SVIMixin:
 
     def _use_probe(self, probe):
         """Make ``probe`` the probe, its loss under the current parameters the best."""
+        st = self._svi
         best = self._probe_loss(probe, self.natural_params_)
         if best is None:
-            self._probe = None
+            st.probe = None
             return
-        self._probe, self._probe_best = probe, best
+        st.probe, st.probe_best = probe, best
 
     def _probe_acceptable(self, params):
         """The probe test of an online step (see ``_probe_loss``)."""
-        loss = self._probe_loss(self._probe, params)
-        best = self._probe_best
+        st = self._svi
+        loss = self._probe_loss(st.probe, params)
+        best = st.probe_best
         too_far = np.isfinite(best) and loss > best + self._probe_growth * abs(best)
         if not np.isfinite(loss) or too_far:
             return False
-        self._probe_best = min(best, loss) if np.isfinite(best) else loss
+        st.probe_best = min(best, loss) if np.isfinite(best) else loss
         return True
 
     def _online_batches(self, X, random_state):
@@ -534,122 +931,195 @@ class SVIMixin:
             Xb = X[order[batch]]
             yield Xb, n_samples / Xb.shape[0]
 
-    def _pass_lower_bound(self, X, running_local):
-        """ELBO reported after an online pass.
-
-        The running estimate by default.  A model whose full-data ELBO is
-        cheap sets ``_exact_pass_bound = True`` (the engine then skips the
-        per-step data bounds) and overrides this to compute it exactly.
-        """
-        return self._global_bound(self.natural_params_) + running_local
-
-    def _update_factor(self, name, current, stats, scale, rho, grads=None):
+    def _update_factor(self, name, current, stats, ctx):
         """Step factor ``name`` towards ``prior + scale * stats``.
 
-        Returns the new natural parameters and whether they are valid.  The
-        default blends every array and tests the family's
-        ``valid_natural``; a model overrides this for a factor with its own
-        update rule or a cheaper representation of ``stats`` (e.g. LDA's
-        statistics, non-zero only at the words of the minibatch).  When
-        ``grads`` is a list, the natural gradients are appended to it.
+        Returns the new natural parameters and whether they are valid.  For
+        a row group, ``stats`` is a :class:`RowStatistics`: only its rows
+        move, each by ``ctx.row_rho`` towards its prior message plus
+        ``ctx.row_scale`` times its statistics.
         """
-        target = tuple(p + scale * s for p, s in zip(self._prior[name], stats))
         rule = self._update_rule(name)
-        if rule is None:
-            new = _blend(current, target, rho, grads)
+        if isinstance(stats, RowStatistics) and name in self._row_groups:
+            rows = stats.rows
+            prior = self._prior_message(name, ctx.params, rows)
+            scale = ctx.row_scale
+            target = tuple(p + _per_row(scale, s) * s for p, s in zip(prior, stats.values))
+            old = tuple(c[rows] for c in current)
+            rho = ctx.row_rho
         else:
-            if grads is not None:
-                grads.extend(np.subtract(t, c) for c, t in zip(current, target))
-            new, state = rule.step(
-                current, target, rho, self._rho_backoff, self._rule_states.get(name)
-            )
-            self._pending_rule_states[name] = state
-        return new, self._is_valid(name, new)
-
-    def _update_rule(self, name):
-        """The :class:`~skvi.update_rules.UpdateRule` of factor ``name``, or None.
-
-        None (the default) is the natural-gradient blend.  Models with
-        Gaussian factors and an ``algorithm`` hyperparameter return the
-        rule of that algorithm (seed 002: MC-SSVI, H-MC-SSVI, S-DSVI).
-        """
-        return None
+            prior = self._prior_message(name, ctx.params)
+            target = tuple(p + ctx.scale * s for p, s in zip(prior, stats))
+            old, rows, rho = current, None, ctx.rho
+        if rule is None:
+            new = _blend(old, target, rho, ctx.grads)
+        else:
+            if ctx.grads is not None:
+                ctx.grads.extend(np.subtract(t, c) for c, t in zip(old, target))
+            new, state = rule.step(old, target, rho, ctx.backoff, ctx.rule_state)
+            ctx.keep_rule_state(state)
+        valid = self._is_valid(name, new)
+        if rows is not None:
+            full = tuple(c.copy() for c in current)
+            for f, n in zip(full, new):
+                f[rows] = n
+            new = full
+        return new, valid
 
     def _is_valid(self, name, natural):
         family = self._factor_families[name]
         return bool(np.all(family.valid_natural(*natural)))
 
-    def _global_update(self, X, local, scale, rho, want_grads):
-        """One update of every global factor; returns (params, grads, ok)."""
+    def _statistics_of(self, name, X, local, params, stats):
+        """One factor's statistics: given (a step from summed statistics) or computed."""
+        if name in self._hierarchical_factors:
+            return self._expected_stats(name, None, None, params)
+        if stats is not None:
+            return stats.factors[name]
+        return self._expected_stats(name, X, local, params)
+
+    def _factor_step(self, name, params, stats, ctx, pending):
+        """Update one factor inside a step; returns (new, valid)."""
+        st = self._svi
+        if isinstance(stats, RowStatistics) and name in self._row_groups:
+            group = st.rows[name]
+            rows = stats.rows
+            counts = stats.counts
+            totals = group.totals[rows]
+            if counts is None:
+                ctx.row_scale = np.full(rows.shape[0], ctx.scale)
+            else:
+                ctx.row_scale = totals / np.maximum(counts, 1e-300)
+            if ctx.online:
+                steps, inverse = np.unique(group.steps[rows] + 1.0, return_inverse=True)
+                values = np.array([st.schedule(int(t)) for t in steps])
+                ctx.row_rho = values[inverse] * ctx.backoff
+            else:
+                ctx.row_rho = np.full(rows.shape[0], ctx.backoff)
+            ctx.rule_state = (
+                {k: v[rows] for k, v in group.rule_state.items()} if group.rule_state else None
+            )
+            group.pending = rows
+        else:
+            ctx.row_scale = ctx.row_rho = None
+            ctx.rule_state = st.rule_states.get(name)
+        ctx.new_rule_state = None
+        hook_scale = ctx.scale
+        if name in self._hierarchical_factors:
+            ctx.scale = 1.0  # the children are all in memory
+        try:
+            new, valid = self._update_factor(name, params[name], stats, ctx)
+        finally:
+            ctx.scale = hook_scale
+        if ctx.new_rule_state is not None:
+            pending[name] = (stats.rows if ctx.row_rho is not None else None, ctx.new_rule_state)
+        return new, valid
+
+    def _global_update(self, X, local, ctx, stats=None):
+        """One update of every global factor; returns (params, pending rule states, ok)."""
         params = dict(self.natural_params_)
-        grads = [] if want_grads else None
+        ctx.params = params
+        pending = {}
         names = self._global_factors
-        if getattr(self, "update_order", "sequential") == "joint":
+        joint = stats is not None or getattr(self, "update_order", "sequential") == "joint"
+        if joint:
             # Option (b): every target from the same snapshot (a copy: the
             # statistics may refer to it after ``params`` moves on).
             snapshot = dict(params)
-            stats = {name: self._expected_stats(name, X, local, snapshot) for name in names}
+            all_stats = {
+                name: self._statistics_of(name, X, local, snapshot, stats)
+                for name in names
+                if name not in self._hierarchical_factors
+            }
             ok = True
             for name in names:
-                params[name], valid = self._update_factor(
-                    name, params[name], stats[name], scale, rho, grads
-                )
+                s = all_stats.get(name)
+                if s is None:
+                    s = self._statistics_of(name, X, local, params, stats)
+                params[name], valid = self._factor_step(name, params, s, ctx, pending)
                 ok = ok and valid
-            return params, grads, ok
+            return params, pending, ok
         # Option (a): each target from the factors already updated.
         for name in names:
-            stats = self._expected_stats(name, X, local, params)
-            params[name], valid = self._update_factor(name, params[name], stats, scale, rho, grads)
+            s = self._statistics_of(name, X, local, params, None)
+            params[name], valid = self._factor_step(name, params, s, ctx, pending)
             if not valid:
-                return params, grads, False
-        return params, grads, True
+                return params, pending, False
+        return params, pending, True
 
-    def _step(self, X, scale, online, local=None, want_bound=True):
-        """Take one step on X; return (local, data part of the ELBO or 0)."""
-        if local is None:
+    def _step(self, X, scale, online, local=None, stats=None):
+        """Take one step on X (or from summed ``stats``); return the local step."""
+        st = self._svi
+        if local is None and stats is None:
             local = self._local_step(X, self.natural_params_)
-        rho = self._schedule(self.n_batch_iter_ + 1) if online else 1.0
-        backoff_before = self._rho_backoff
-        want_grads = online and self._schedule.needs_gradient
-        for _ in range(MAX_BACKOFF + 1):
-            rho_eff = rho * self._rho_backoff
-            self._pending_rule_states = {}
-            params, grads, ok = self._global_update(X, local, scale, rho_eff, want_grads)
-            if ok and self.step_safety:
-                ok = self._step_acceptable(X, params)
-                if ok and online and self._probe is not None:
-                    ok = self._probe_acceptable(params)
-            if ok or not self.step_safety:
-                self.natural_params_ = params
-                self._n_accepted_steps += 1
-                self._rule_states.update(self._pending_rule_states)
-                if want_grads:
-                    sq = float(sum(np.vdot(g, g).real for g in grads))
-                    self._schedule.observe(sq, grads)
-                if self._update_hyperparameters(X, local, rho_eff):
-                    self._prior = self._prior_natural()
-                break
-            # Reject: the previous parameters stay in natural_params_.
-            self.n_rejected_steps_ += 1
-            self._rho_backoff *= 0.5
-        else:
-            # No step size helped (the target itself is invalid, e.g. not
-            # finite): the minibatch is skipped and later steps keep the
-            # step size they had.
-            self._rho_backoff = backoff_before
+        t = self.n_batch_iter_ + 1
+        base_rho = st.schedule(t) if online else 1.0
+        backoff_before = st.backoff
+        want_grads = online and st.schedule.needs_gradient
+        try:
+            for _ in range(MAX_BACKOFF + 1):
+                ctx = StepContext(
+                    online, t, base_rho * st.backoff, st.backoff, scale, st.prior,
+                    [] if want_grads else None,
+                )
+                params, pending, ok = self._global_update(X, local, ctx, stats)
+                if ok and self.step_safety:
+                    ok = self._step_acceptable(X, params, ctx)
+                    if ok and online and st.probe is not None:
+                        ok = self._probe_acceptable(params)
+                if ok or not self.step_safety:
+                    self._commit(params, pending, ctx, X, local, stats)
+                    break
+                # Reject: the previous parameters stay in natural_params_.
+                self.n_rejected_steps_ += 1
+                st.backoff *= 0.5
+            else:
+                # No step size helped (the target itself is invalid, e.g. not
+                # finite): the minibatch is skipped and later steps keep the
+                # step size they had.
+                st.backoff = backoff_before
+        finally:
+            for group in st.rows.values():
+                group.pending = None
         self.n_batch_iter_ += 1
-        if not want_bound:
-            return local, 0.0
-        return local, self._local_bound(X, local, self.natural_params_)
+        return local
+
+    def _commit(self, params, pending, ctx, X, local, stats):
+        """Accept a step: parameters, rule states, row counters, schedule, priors."""
+        st = self._svi
+        self.natural_params_ = params
+        st.n_accepted += 1
+        for name, (rows, state) in pending.items():
+            if rows is None:
+                st.rule_states[name] = state
+                continue
+            group = st.rows[name]
+            for key, value in state.items():
+                full = group.rule_state.get(key)
+                if full is None:
+                    full = np.zeros((group.steps.shape[0],) + value.shape[1:])
+                    group.rule_state[key] = full
+                full[rows] = value
+        for group in st.rows.values():
+            if group.pending is not None:
+                group.steps[group.pending] += 1
+                group.pending = None
+        if ctx.grads is not None:
+            sq = float(sum(np.vdot(g, g).real for g in ctx.grads))
+            st.schedule.observe(sq, ctx.grads)
+        hyper = stats.hyper if stats is not None else self._hyperparameter_statistics(X, local)
+        if self._update_hyperparameters(hyper, ctx):
+            st.prior = self._prior_natural()
 
     def _warn_rejections(self, rejected_before):
-        if self.n_rejected_steps_ > rejected_before and not self._rejection_warned:
-            self._rejection_warned = True
+        st = self._svi
+        if self.n_rejected_steps_ > rejected_before and not st.rejection_warned:
+            st.rejection_warned = True
             warnings.warn(
                 f"{type(self).__name__}: {self.n_rejected_steps_} step(s) were "
                 "rejected by step safety (an invalid global factor or an "
                 "overshoot); the step "
-                f"size is now scaled by {self._rho_backoff:g}. Consider a smaller "
+                f"size is now scaled by {st.backoff:g}. Consider a smaller "
                 "initial step (larger learning_offset), a warm-up schedule or a "
                 "larger batch_size.",
                 ConvergenceWarning,

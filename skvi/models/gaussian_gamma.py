@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 from scipy.special import digamma
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.base import OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, Gaussian
 
 __all__ = ["GaussianGammaVB"]
@@ -16,7 +16,7 @@ __all__ = ["GaussianGammaVB"]
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEstimator):
+class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     """Variational Bayes for the mean and precision of Gaussian features.
 
     Each feature ``j`` is modelled independently::
@@ -96,9 +96,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         Final ELBO, with every normalising constant: comparable with other
         libraries' values for the same data and priors.
     lower_bounds_ : list of float
-        ELBO history (see :class:`skvi.engine.SVIMixin`).
+        ELBO history (see :class:`skvi.engine.SVIEstimator`).
     n_iter_, n_batch_iter_, n_samples_seen_, converged_, n_rejected_steps_
-        Engine history, see :class:`skvi.engine.SVIMixin`.
+        Engine history, see :class:`skvi.engine.SVIEstimator`.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -131,7 +131,6 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
     _global_factors = ("mean", "precision")
     _factor_families = {"mean": Gaussian, "precision": Gamma}
     _local_depends_on_globals = False
-    _exact_pass_bound = True
 
     def __init__(
         self,
@@ -191,11 +190,13 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, **kwargs):
-        """Take one stochastic natural-gradient step on a minibatch.
+        """Take stochastic natural-gradient steps on X, one per minibatch.
 
-        The first call initialises the posterior at the prior.  The step
-        size follows the schedule; ``total_samples`` sets the ``N`` of the
-        ``N / |S|`` scaling.
+        X is cut into ``ceil(n / batch_size)`` near-equal minibatches, as
+        every skvi estimator's ``partial_fit`` does.  The first call
+        initialises the posterior at the prior.  The step size follows the
+        schedule; ``total_samples`` sets the ``N`` of the ``N / |S|``
+        scaling.
 
         Parameters
         ----------
@@ -388,21 +389,13 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIMixin, BaseEsti
         )
 
     def _global_bound(self, params):
-        prior = self._prior
+        prior = self._prior_natural()
         kl = Gaussian.from_natural(*params["mean"]).kl(
             Gaussian.from_natural(*prior["mean"])
         ) + Gamma.from_natural(*params["precision"]).kl(
             Gamma.from_natural(*prior["precision"])
         )
         return float(-np.sum(kl))
-
-    def _pass_lower_bound(self, X, running_local):
-        # The data part of the ELBO depends on X only through three sums per
-        # feature, so the exact full-data ELBO is cheap after an online pass.
-        local = self._local_step(X, self.natural_params_)
-        return self._global_bound(self.natural_params_) + self._local_bound(
-            X, local, self.natural_params_
-        )
 
     def _on_params_updated(self):
         m, b = self._mean_moments(self.natural_params_["mean"])

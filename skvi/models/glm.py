@@ -25,13 +25,13 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -72,7 +72,7 @@ def _weighted_gram(X, weights):
     return (X * weights[:, None]).T @ X
 
 
-class _BayesianGLM(SVIMixin, BaseEstimator):
+class _BayesianGLM(SVIEstimator):
     """Shared code of the GLM estimators; subclasses set the likelihood."""
 
     _parameter_constraints = {
@@ -87,8 +87,6 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
 
     _global_factors = ("weights",)
     _factor_families = {"weights": MultivariateGaussian}
-    _local_depends_on_globals = True
-    _exact_pass_bound = True
 
     def __init__(
         self,
@@ -242,13 +240,13 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
 
     def _global_bound(self, params):
         q = MultivariateGaussian.from_natural(*params["weights"])
-        p = MultivariateGaussian.from_natural(*self._prior["weights"])
+        p = MultivariateGaussian.from_natural(*self._prior_natural()["weights"])
         return float(-q.kl(p))
 
-    def _pass_lower_bound(self, data, running_local):
-        return self._global_bound(self.natural_params_) + self._local_bound(
-            data, None, self.natural_params_
-        )
+    def _pass_lower_bound(self, data):
+        # The exact ELBO by quadrature, without a Monte-Carlo local step.
+        params = self.natural_params_
+        return self._global_bound(params) + self._local_bound(data, None, params)
 
     # A GLM's online steps barely move the probe's loss once near the
     # optimum, while MC-SSVI's unstable mean steps raise it by 30-400% on
@@ -262,7 +260,7 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
         # Newton point (MC-SSVI's instability, seed 002 section 4.1).
         return -self._local_bound(probe, None, params) / max(probe.shape[0], 1)
 
-    def _step_acceptable(self, data, params):
+    def _step_acceptable(self, data, params, ctx):
         """In batch mode, reject a step that lowers the ELBO.
 
         A unit natural-gradient step on the mean is a Newton-like fixed-point
@@ -271,7 +269,7 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
         and retries.  Online steps are noisy by design; the engine tests
         them on a probe sample instead (:meth:`_probe_loss`).
         """
-        if self._step_online:
+        if ctx.online or data is None:
             return True
         new = self._global_bound(params) + self._local_bound(data, None, params)
         old = self._accepted_bound
@@ -285,11 +283,7 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
         self._accepted_bound = new
         return True
 
-    def _step(self, X, scale, online, local=None, want_bound=True):
-        self._step_online = online
-        return super()._step(X, scale, online, local=local, want_bound=want_bound)
-
-    def _update_hyperparameters(self, data, local, rho):
+    def _update_hyperparameters(self, hyper, ctx):
         if self.prior_variance != "auto":
             return False
         # Empirical Bayes for the shared weight variance (intercept excluded):
@@ -300,6 +294,7 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
             return False
         second = q.loc[:k] ** 2 + q.variance[:k]
         target = float(np.mean(second))
+        rho = ctx.rho
         self._prior_var = max((1.0 - rho) * self._prior_var + rho * target, 1e-12)
         self._accepted_bound = None  # the prior moved: the ELBO with it
         return True
@@ -324,6 +319,10 @@ class _BayesianGLM(SVIMixin, BaseEstimator):
         X, y = self._check_X_y(X, y, reset=first)
         y = self._encode_targets(y, reset=first, classes=reset_classes)
         return self._engine_partial_fit(_Rows(X, y))
+
+    def _prepare_block(self, X, y=None):
+        X, y = self._check_X_y(X, y, reset=False)
+        return _Rows(X, self._encode_targets(y, reset=False))
 
     def _predictive_moments(self, X):
         """Mean and variance of the linear predictor for new rows."""
@@ -542,7 +541,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, **kwargs):
-        """One stochastic step on a minibatch of rows.
+        """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
         ----------
@@ -793,7 +792,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, **kwargs):
-        """One stochastic step on a minibatch of rows.
+        """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
         ----------

@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 from scipy.special import digamma, polygamma
 from sklearn.base import (
-    BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _fit_context,
@@ -18,7 +17,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import SVIMixin
+from ...engine import RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
@@ -26,7 +25,7 @@ __all__ = ["SVILatentDirichletAllocation"]
 
 
 class SVILatentDirichletAllocation(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIMixin, BaseEstimator
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
 ):
     """Latent Dirichlet allocation fitted by batch or stochastic variational inference.
 
@@ -195,7 +194,6 @@ class SVILatentDirichletAllocation(
 
     _global_factors = ("topics",)
     _factor_families = {"topics": Dirichlet}
-    _exact_pass_bound = True
 
     _parameter_constraints = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -322,13 +320,13 @@ class SVILatentDirichletAllocation(
         self : SVILatentDirichletAllocation
             The updated estimator.
         """
-        first = not hasattr(self, "natural_params_")
-        X = self._validate_input(X, reset=first)
         with self._threads():
             try:
-                # As scikit-learn: one step per batch_size documents.
-                for batch in gen_batches(max(X.shape[0], 1), self.batch_size):
-                    self._engine_partial_fit(X[batch])
+                # As scikit-learn: one step per batch_size documents, the last
+                # minibatch taking the remainder, so that the steps equal
+                # scikit-learn's partial_fit steps.
+                batches = gen_batches(X.shape[0], self.batch_size)
+                self._engine_partial_fit(X, batches=batches)
             finally:
                 self._forget_fit_data()
         return self
@@ -549,16 +547,18 @@ class SVILatentDirichletAllocation(
         return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik}
 
     def _expected_stats(self, name, X, local, params):
-        # Non-zero only at the words of the minibatch: (columns, values).
-        return (local["cols"], local["sstats"])
+        # Non-zero only at the words of the minibatch (rows of the
+        # word-major topics).
+        return RowStatistics(local["cols"], (local["sstats"],))
 
-    def _update_factor(self, name, current, stats, scale, rho, grads=None):
+    def _update_factor(self, name, current, stats, ctx):
         # The engine's blend, lambda <- (1 - rho) lambda + rho (eta + scale
         # sstats), written for statistics that are non-zero only at the
         # minibatch's words: two passes over the topics and a small update.
-        cols, sstats = stats
+        cols, (sstats,) = stats.rows, stats.values
+        rho, scale, grads = ctx.rho, ctx.scale, ctx.grads
         (natural,) = current
-        prior = self._prior["topics"][0]
+        prior = ctx.prior["topics"][0]
         new = self._spare_buffer(natural)
         self._totals_of = None  # `new` is being overwritten
         # One pass: untouched words are convex combinations of valid values;
@@ -602,7 +602,7 @@ class SVILatentDirichletAllocation(
         prior = Dirichlet(np.full(lam.shape[1], float(self.topic_word_prior_)))
         return -float(np.sum(Dirichlet(lam).kl(prior)))
 
-    def _pass_lower_bound(self, X, running_local):
+    def _pass_lower_bound(self, X):
         # As scikit-learn: an E-step over all of X from gamma = 1.
         self._on_params_updated()
         gamma = self._infer(X)
@@ -618,15 +618,22 @@ class SVILatentDirichletAllocation(
     def _warn_not_converged(self):
         return False
 
-    def _update_hyperparameters(self, X, local, rho):
+    def _hyperparameter_statistics(self, X, local):
+        # The documents' number and sum of E[log theta_d], for alpha's step.
+        if not self.learn_priors:
+            return None
+        gamma = local["gamma"].astype(np.float64)
+        e_log = digamma(gamma) - digamma(gamma.sum(axis=1))[:, None]
+        return (np.array(float(gamma.shape[0])), e_log.sum(axis=0))
+
+    def _update_hyperparameters(self, hyper, ctx):
         if not self.learn_priors:
             return False
-        gamma = local["gamma"].astype(np.float64)
-        n = gamma.shape[0]
+        rho = ctx.rho
+        n = int(hyper[0]) if hyper is not None else 0
         if n:
-            logphat = (digamma(gamma) - digamma(gamma.sum(axis=1))[:, None]).mean(axis=0)
             self.doc_topic_prior_ = _dirichlet_newton(
-                np.asarray(self._alpha_vector(), dtype=np.float64), n, logphat, rho
+                np.asarray(self._alpha_vector(), dtype=np.float64), n, hyper[1] / n, rho
             )
         lam = self.natural_params_["topics"][0].astype(np.float64) + 1.0
         K, V = lam.shape

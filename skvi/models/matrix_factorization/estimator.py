@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ...engine import ENGINE_PARAMETER_CONSTRAINTS, SVIMixin, even_batches
+from ...engine import ENGINE_PARAMETER_CONSTRAINTS, RowStatistics, Samples, SVIEstimator
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -282,7 +282,7 @@ def _gamma_moments(natural):
     return shape / rate, digamma(shape) - np.log(rate)
 
 
-class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIMixin, BaseEstimator):
+class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIEstimator):
     """Bayesian matrix factorization of ratings by stochastic variational Bayes.
 
     Models a rating of item ``n`` by user ``m`` as::
@@ -525,7 +525,9 @@ n_samples_seen_, converged_, n_rejected_steps_
     }
 
     _local_depends_on_globals = False
-    _exact_pass_bound = True
+    _row_groups = ("users", "items")
+    # The prior precisions' children are the nodes, all in memory.
+    _hierarchical_factors = ("user_precision", "item_precision")
 
     def __init__(
         self,
@@ -646,9 +648,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         first = not hasattr(self, "natural_params_")
         data = self._encode_targets(self._as_ratings(X, y), reset=first, classes=classes)
         self._in_partial_fit = True
-        for batch in even_batches(data.shape[0], self.batch_size):
-            self._engine_partial_fit(data[batch])
-        return self
+        return self._engine_partial_fit(data)
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of ratings.
@@ -1031,43 +1031,26 @@ n_samples_seen_, converged_, n_rejected_steps_
         if reset:
             self._hyper = self._check_prior_params()
             self._moment_cache = {}
-            self.n_users_ = int(data.users.max(initial=-1)) + 1
-            self.n_items_ = int(data.items.max(initial=-1)) + 1
-            self.user_counts_ = np.zeros(self.n_users_)
-            self.item_counts_ = np.zeros(self.n_items_)
-            self._user_steps = np.zeros(self.n_users_)
-            self._item_steps = np.zeros(self.n_items_)
-        else:
-            self._grow(data)
-        if reset or self._in_partial_fit:
-            self.user_counts_ += np.bincount(data.users, minlength=self.n_users_)
-            self.item_counts_ += np.bincount(data.items, minlength=self.n_items_)
+            # Sizes and ratings per node of the first data, for the initial
+            # nodes; the engine keeps the counts N_i from here on.
+            self.user_counts_ = np.bincount(data.users).astype(float)
+            self.item_counts_ = np.bincount(data.items).astype(float)
+            self.n_users_ = self.user_counts_.shape[0]
+            self.n_items_ = self.item_counts_.shape[0]
         self._fit_prep = None
         return data
 
-    def _grow(self, data):
-        """Add slots for users and items seen for the first time."""
-        rng = getattr(self, "_partial_fit_rng", None)
-        if rng is None:
-            rng = self._partial_fit_rng = check_random_state(self.random_state)
-        for name, ids in (("users", data.users), ("items", data.items)):
-            attr = "n_users_" if name == "users" else "n_items_"
-            old = getattr(self, attr)
-            new = max(old, int(ids.max(initial=-1)) + 1)
-            if new == old:
-                continue
-            rated = np.zeros(new - old, dtype=bool)
-            rated[ids[ids >= old] - old] = True
-            extra = self._initial_nodes(name, new - old, rng, rated)
-            eta = self.natural_params_[name]
-            self.natural_params_[name] = tuple(
-                np.concatenate([a, b]) for a, b in zip(eta, extra)
-            )
-            counts = "user_counts_" if name == "users" else "item_counts_"
-            steps = "_user_steps" if name == "users" else "_item_steps"
-            setattr(self, counts, np.concatenate([getattr(self, counts), np.zeros(new - old)]))
-            setattr(self, steps, np.concatenate([getattr(self, steps), np.zeros(new - old)]))
-            setattr(self, attr, new)
+    def _prepare_block(self, X, y=None):
+        return self._encode_targets(self._as_ratings(X, y), reset=False)
+
+    def _row_ids(self, data):
+        if isinstance(data, _ChildSample):
+            data = data.for_users
+        return {"users": data.users, "items": data.items}
+
+    def _grow_rows(self, name, n_new, rated, random_state):
+        """Users or items seen for the first time by ``partial_fit``."""
+        return self._initial_nodes(name, n_new, random_state, rated)
 
     # ------------------------------------------------------- initialisation
     @property
@@ -1249,7 +1232,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         the ids), is described by the prior alone.
         """
         n_fitted = params[name][0].shape[0]
-        counts = self.user_counts_ if name == "users" else self.item_counts_
+        counts = self._row_totals(name)
         known = nodes < n_fitted
         gaps = nodes < counts.shape[0]
         known[gaps] &= counts[nodes[gaps]] > 0
@@ -1350,7 +1333,9 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _expected_stats(self, name, data, prep, params):
         if name in ("users", "items"):
-            return (prep, *self._node_stats(name, prep, params), params)
+            h, P, weight = self._node_stats(name, prep, params)
+            side = prep[name]
+            return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
         if name == "mean" and not self._conjugate:
             # The mean is a GLM weight with descriptor 1: the same fixed
             # point from the ratings' E[l'] and E[l''] (seed 002, eq. 24-25).
@@ -1389,12 +1374,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         random start would pass its small initial covariance to the
         precisions.  The nodes being updated in the current step count.
         """
-        steps = self._user_steps if name == "users" else self._item_steps
-        mask = steps > 0
-        pending = getattr(self, "_pending_steps", {}).get(name)
-        if pending is not None:
-            mask[pending] = True
-        return mask
+        return self._row_steps(name) > 0
 
     def _node_stats(self, name, prep, params, rng=None):
         """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.
@@ -1454,66 +1434,28 @@ n_samples_seen_, converged_, n_rejected_steps_
             return None
         return make_update_rule(algorithm, self.gradient_learning_rate)
 
-    def _node_state(self, name, nodes):
-        """The rule state (AdaGrad accumulators) of some nodes, or None."""
-        full = self._rule_states.get(name)
-        if not full:
-            return None
-        n_total = self.n_users_ if name == "users" else self.n_items_
-        out = {}
-        for key, value in full.items():
-            if value.shape[0] < n_total:  # nodes added by partial_fit: no history
-                pad = np.zeros((n_total - value.shape[0],) + value.shape[1:])
-                value = np.concatenate([value, pad])
-            out[key] = value[nodes]
-        return out
+    def _update_rule(self, name):
+        return self._node_rule if name in self._row_groups else None
 
-    def _merged_state(self, name, nodes, state):
-        n_total = self.n_users_ if name == "users" else self.n_items_
-        full = self._rule_states.get(name) or {}
-        out = {}
-        for key, value in state.items():
-            arr = np.zeros((n_total,) + value.shape[1:])
-            old = full.get(key)
-            if old is not None:
-                arr[: old.shape[0]] = old
-            arr[nodes] = value
-            out[key] = arr
-        return out
-
-    def _node_rho(self, steps):
-        if not self._step_online:
-            return np.full_like(steps, self._rho_backoff)
-        values, inv = np.unique(steps + 1.0, return_inverse=True)
-        rho = np.array([self._schedule(int(t)) for t in values]) * self._rho_backoff
-        return rho[inv]
-
-    def _update_factor(self, name, current, stats, scale, rho, grads=None):
-        if name not in ("users", "items"):
-            if name in ("user_precision", "item_precision"):
-                scale = 1.0  # alpha's children are all the nodes, in memory
-            target = tuple(p + scale * s for p, s in zip(self._prior[name], stats))
-            new = tuple(c + rho * (t - c) for c, t in zip(current, target))
-            if grads is not None:
-                grads.extend(t - c for c, t in zip(current, target))
-            return new, self._is_valid(name, new)
-        prep, h, P, weight, snapshot = stats
-        side = prep[name]
-        nodes = side.nodes
-        counts = self.user_counts_ if name == "users" else self.item_counts_
-        steps = self._user_steps if name == "users" else self._item_steps
-        node_scale = counts[nodes] / side.counts
-        rho_i = self._node_rho(steps[nodes])
+    def _update_factor(self, name, current, stats, ctx):
+        if name not in self._row_groups:
+            return super()._update_factor(name, current, stats, ctx)
+        # The engine gives every node its own N_i / C_i (ctx.row_scale) and
+        # step size (ctx.row_rho); the target's prior part is the current
+        # E[alpha] of this side.
+        nodes = stats.rows
+        h, P = stats.values
+        rho_i = ctx.row_rho
         old1, old2 = current[0][nodes], current[1][nodes]
-        tgt1, tgt2 = self._node_target(name, h, P, weight, snapshot, node_scale)
+        tgt1, tgt2 = self._node_target(name, h, P, 1.0, ctx.params, ctx.row_scale)
         rule = self._node_rule
         if rule is not None:
             if self.covariance == "diagonal":
                 tgt1, tgt2 = _diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
             (new1, new2), state = rule.step(
-                (old1, old2), (tgt1, tgt2), rho_i, self._rho_backoff, self._node_state(name, nodes)
+                (old1, old2), (tgt1, tgt2), rho_i, ctx.backoff, ctx.rule_state
             )
-            self._pending_rule_states[name] = self._merged_state(name, nodes, state)
+            ctx.keep_rule_state(state)
         elif self.covariance == "full" and np.all(rho_i == 1.0):
             new1, new2 = tgt1, tgt2  # coordinate ascent
         elif self.covariance == "full":
@@ -1521,8 +1463,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             new2 = old2 + rho_i[:, None, None] * (tgt2 - old2)
         else:
             new1, new2 = self._diagonal_update(old1, old2, tgt1, tgt2, rho_i)
-        if grads is not None:
-            grads.extend([tgt1 - old1, tgt2 - old2])
+        if ctx.grads is not None:
+            ctx.grads.extend([tgt1 - old1, tgt2 - old2])
         eta1, eta2 = current[0].copy(), current[1].copy()
         eta1[nodes] = new1
         eta2[nodes] = new2
@@ -1534,7 +1476,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
             moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
             self._remember(name, eta1, moments)
-            self._pending_steps[name] = nodes
         return (eta1, eta2), valid
 
     def _diagonal_update(self, old1, old2, tgt1, tgt2, rho):
@@ -1561,17 +1502,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             new2[:, k] = old2[:, k] + r * (t2 - old2[:, k])
             mean[:, k] = new1[:, k] / (-2.0 * new2[:, k])
         return new1, new2
-
-    def _step(self, X, scale, online, local=None, want_bound=True):
-        self._step_online = online
-        self._pending_steps = {}
-        out = super()._step(X, scale, online, local=local, want_bound=want_bound)
-        # Count the node steps of the accepted update only.
-        for name, nodes in self._pending_steps.items():
-            if self.natural_params_[name][0] is self._moment_cache[name][0][0]:
-                steps = self._user_steps if name == "users" else self._item_steps
-                steps[nodes] += 1
-        return out
 
     def _prepare_probe(self, data):
         return _prepare(data)
@@ -1628,7 +1558,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             e_log_p = 0.5 * n * (log_det - d * _LOG_2PI) - 0.5 * quad
             entropy = 0.5 * n * d * (1.0 + _LOG_2PI) - 0.5 * sum_logdet
             total += e_log_p + entropy
-        prior = self._prior
+        prior = self._prior_natural()
         q_mu = Gaussian.from_natural(*params["mean"])
         total -= float(q_mu.kl(Gaussian.from_natural(*prior["mean"])))
         for key in ("noise", "user_precision", "item_precision"):
@@ -1638,7 +1568,7 @@ n_samples_seen_, converged_, n_rejected_steps_
                 total -= float(np.sum(kl))
         return float(total)
 
-    def _pass_lower_bound(self, data, running_local):
+    def _pass_lower_bound(self, data):
         prep = self._fit_prep
         if prep is None or prep["data"] is not data:
             prep = _prepare(data)
@@ -1686,7 +1616,14 @@ n_samples_seen_, converged_, n_rejected_steps_
         return mean, var
 
     # ----------------------------------------------------- ordinal thresholds
-    def _update_hyperparameters(self, data, prep, rho):
+    def _hyperparameter_statistics(self, data, prep):
+        # The ordinal thresholds' step needs the minibatch's ratings.
+        if not (self.learn_thresholds and isinstance(self.likelihood_, Ordinal)):
+            return None
+        side = prep[prep["global_side"]]
+        return Samples(side.nodes[side.row], side.other_nodes[side.col], side.ratings)
+
+    def _update_hyperparameters(self, hyper, ctx):
         """Learn the ordinal thresholds after each accepted step.
 
         The thresholds are point estimates: the first stays where it is
@@ -1697,15 +1634,14 @@ n_samples_seen_, converged_, n_rejected_steps_
         unchanged, so this returns False.
         """
         lik = self.likelihood_
-        if not (self.learn_thresholds and isinstance(lik, Ordinal)):
+        if hyper is None or not (self.learn_thresholds and isinstance(lik, Ordinal)):
             return False
-        side = prep[prep["global_side"]]
-        users, items = side.nodes[side.row], side.other_nodes[side.col]
+        users, items, ratings = hyper.arrays
         m_f, v_f = self._f_moments(users, items, self.natural_params_)
         z, w = np.polynomial.hermite.hermgauss(_F_NODES)
         f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
         w = w / np.sqrt(np.pi)
-        y = side.ratings.astype(np.intp)
+        y = ratings.astype(np.intp)
         b0 = lik.thresholds[0]
         n_gaps = lik.thresholds.size - 1
         if n_gaps < 1:
@@ -1725,13 +1661,16 @@ n_samples_seen_, converged_, n_rejected_steps_
                        bounds=[(-10.0, 10.0)] * n_gaps, options={"maxiter": 50})
         if not np.all(np.isfinite(res.x)):
             return False
-        step = min(float(rho), 1.0)
+        step = min(float(ctx.rho), 1.0)
         theta = theta + step * (res.x - theta)
         lik.thresholds = np.concatenate(([b0], b0 + np.cumsum(np.exp(theta))))
         return False
 
     def _on_params_updated(self):
         params = self.natural_params_
+        self.user_counts_ = self._row_totals("users").copy()
+        self.item_counts_ = self._row_totals("items").copy()
+        self.n_users_, self.n_items_ = self.user_counts_.shape[0], self.item_counts_.shape[0]
         k = self.n_components
         for name, prefix in (("users", "user"), ("items", "item")):
             mom = self._node_moments(name, params, np.arange(params[name][0].shape[0]))

@@ -1,0 +1,189 @@
+"""Summed sufficient statistics: what one block of data tells the globals.
+
+The map-reduce split of the engine (Hoffman et al., "Stochastic variational
+inference", section on parallelisation) rests on one fact: with the global
+factors held fixed, the expected sufficient statistics of two blocks of data
+add.  :meth:`~skvi.engine.SVIEstimator.compute_statistics` returns them as
+a :class:`Statistics`; ``a + b`` is the statistics of the two blocks
+stacked, and :meth:`~skvi.engine.SVIEstimator.apply_statistics` takes one
+natural-gradient step from any such sum.
+
+A factor's statistics take one of three forms, each of which knows how to
+add itself:
+
+* a tuple of arrays, dense like the factor's natural parameters (added
+  elementwise);
+* :class:`RowStatistics`, non-zero only at some rows of a factor (the words
+  of a minibatch for LDA's topics, the users and items it rates for matrix
+  factorization), added by the union of the rows;
+* :class:`Samples`, aligned arrays that are concatenated (for the rare
+  hyperparameter step that needs the data points themselves).
+"""
+
+import numpy as np
+
+__all__ = ["RowStatistics", "Samples", "Statistics", "add_statistics"]
+
+
+class RowStatistics:
+    """Statistics that are non-zero only at some rows of a factor.
+
+    Parameters
+    ----------
+    rows : ndarray of int, shape (n_rows,)
+        Distinct row indices (along the factor's row axis), increasing.
+    values : tuple of ndarray
+        One array per natural parameter, each with leading axis ``n_rows``.
+    counts : ndarray of shape (n_rows,) or None, default=None
+        Data points behind each row's statistics (Paquet's ``C_i``): the
+        engine scales row ``i``'s statistics by ``N_i / C_i``.  None for a
+        factor whose rows share the minibatch's ``N / |S|``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import RowStatistics
+    >>> a = RowStatistics(np.array([0, 2]), (np.array([1.0, 2.0]),), np.array([1.0, 1.0]))
+    >>> b = RowStatistics(np.array([2, 5]), (np.array([10.0, 20.0]),), np.array([3.0, 1.0]))
+    >>> s = a + b
+    >>> s.rows, s.values[0], s.counts
+    (array([0, 2, 5]), array([ 1., 12., 20.]), array([1., 4., 1.]))
+    """
+
+    __slots__ = ("rows", "values", "counts")
+
+    def __init__(self, rows, values, counts=None):
+        self.rows = np.asarray(rows)
+        self.values = tuple(values)
+        self.counts = counts
+
+    def __add__(self, other):
+        if not isinstance(other, RowStatistics):
+            return NotImplemented
+        rows, inverse = np.unique(np.concatenate([self.rows, other.rows]), return_inverse=True)
+        values = []
+        for a, b in zip(self.values, other.values):
+            out = np.zeros((rows.shape[0],) + a.shape[1:], dtype=np.result_type(a, b))
+            np.add.at(out, inverse, np.concatenate([a, b]))
+            values.append(out)
+        counts = None
+        if self.counts is not None and other.counts is not None:
+            counts = np.bincount(
+                inverse, weights=np.concatenate([self.counts, other.counts]),
+                minlength=rows.shape[0],
+            )
+        return RowStatistics(rows, tuple(values), counts)
+
+
+class Samples:
+    """Aligned arrays whose "sum" over blocks is their concatenation.
+
+    Parameters
+    ----------
+    *arrays : ndarray
+        Arrays with a common leading axis (one entry per data point).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import Samples
+    >>> s = Samples(np.array([1, 2])) + Samples(np.array([3]))
+    >>> s.arrays[0]
+    array([1, 2, 3])
+    """
+
+    __slots__ = ("arrays",)
+
+    def __init__(self, *arrays):
+        self.arrays = arrays
+
+    def __add__(self, other):
+        if not isinstance(other, Samples):
+            return NotImplemented
+        return Samples(*(np.concatenate([a, b]) for a, b in zip(self.arrays, other.arrays)))
+
+
+def add_statistics(a, b):
+    """Sum of two blocks' statistics of one factor, in any of the three forms.
+
+    Parameters
+    ----------
+    a, b : tuple of ndarray, RowStatistics, Samples or None
+        The statistics of the same factor from two blocks; None stands for
+        "no statistics" (the other operand is returned).
+
+    Returns
+    -------
+    tuple of ndarray, RowStatistics, Samples or None
+        The statistics of the two blocks together.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import add_statistics
+    >>> add_statistics((np.array([1.0]), np.array(2.0)), (np.array([3.0]), np.array(4.0)))
+    (array([4.]), array(6.))
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, tuple):
+        return tuple(np.asarray(np.add(x, y)) for x, y in zip(a, b))
+    return a + b
+
+
+class Statistics:
+    """Summed sufficient statistics of a block of data, globals held fixed.
+
+    Returned by :meth:`~skvi.engine.SVIEstimator.compute_statistics`; the
+    statistics of two blocks add (``a + b``), and
+    :meth:`~skvi.engine.SVIEstimator.apply_statistics` takes one step from
+    any sum.  Picklable and of the size of the globals (plus, for a model
+    whose hyperparameter step needs them, the block's data points).
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows of data behind the statistics (the ``|S|`` of ``N / |S|``).
+    factors : dict
+        Factor name to its statistics (see :func:`add_statistics`).
+    hyper : tuple of ndarray, RowStatistics, Samples or None, default=None
+        Statistics of the model's empirical-Bayes step, if it has one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> X = np.random.RandomState(0).normal(size=(100, 2))
+    >>> est = GaussianGammaVB().partial_fit(X[:10])
+    >>> a, b = est.compute_statistics(X[:60]), est.compute_statistics(X[60:])
+    >>> (a + b).n_samples
+    100
+    """
+
+    __slots__ = ("n_samples", "factors", "hyper")
+
+    def __init__(self, n_samples, factors, hyper=None):
+        self.n_samples = int(n_samples)
+        self.factors = dict(factors)
+        self.hyper = hyper
+
+    def __add__(self, other):
+        if not isinstance(other, Statistics):
+            return NotImplemented
+        if set(self.factors) != set(other.factors):
+            raise ValueError("Statistics of different factors cannot be added.")
+        return Statistics(
+            self.n_samples + other.n_samples,
+            {k: add_statistics(v, other.factors[k]) for k, v in self.factors.items()},
+            add_statistics(self.hyper, other.hyper),
+        )
+
+    def __radd__(self, other):
+        if other == 0:  # so that sum() of a list works
+            return self
+        return NotImplemented
+
+    def __repr__(self):
+        return f"Statistics(n_samples={self.n_samples}, factors={sorted(self.factors)})"
