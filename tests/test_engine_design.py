@@ -1,0 +1,242 @@
+"""The engine's contract: hooks, per-row factor groups, the map-reduce split."""
+
+import copy
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
+
+from skvi import (
+    GaussianGammaVB,
+    SVILatentDirichletAllocation,
+    SVILogisticRegression,
+    SVIMatrixFactorization,
+    SVIPoissonRegression,
+)
+from skvi.engine import (
+    ENGINE_PARAMETER_CONSTRAINTS,
+    OPTIONAL_HOOKS,
+    REQUIRED_HOOKS,
+    RowStatistics,
+    Statistics,
+    SVIEstimator,
+)
+from skvi.expfam import Gaussian
+from skvi.schedules import RobbinsMonro
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ------------------------------------------------------------------- hooks
+def _hooks_named_in(text):
+    return set(re.findall(r"(?<![\w.])(_[a-z][a-z_]*)(?=[`(\s:])", text))
+
+
+def test_docs_and_docstring_list_the_same_hooks():
+    hooks = set(REQUIRED_HOOKS) | set(OPTIONAL_HOOKS)
+    doc = SVIEstimator.__doc__
+    section = doc[doc.index("**Required model hooks**") : doc.index("**Services for models**")]
+    assert _hooks_named_in(section) == hooks
+    page = (ROOT / "docs" / "engine.md").read_text()
+    table = page[page.index("## What a model supplies") : page.index("## Per-row factor groups")]
+    assert _hooks_named_in(table) == hooks
+
+
+@pytest.mark.parametrize("hook", REQUIRED_HOOKS)
+def test_missing_required_hook_raises_naming_it(hook):
+    class Empty(SVIEstimator):
+        pass
+
+    args = {
+        "_initialize_globals": (None, None),
+        "_prior_natural": (),
+        "_local_step": (None, None),
+        "_expected_stats": ("f", None, None, None),
+        "_local_bound": (None, None, None),
+        "_global_bound": (None,),
+    }[hook]
+    with pytest.raises(NotImplementedError, match=re.escape(hook)):
+        getattr(Empty(), hook)(*args)
+
+
+# ------------------------------------------------------ per-row factor groups
+class RowMeans(SVIEstimator):
+    """Per-row Gaussian means: x ~ N(m_r, 1) for the row r of each point, m_r ~ N(0, 1).
+
+    X has two columns: the row id and the value.  Each row's statistics are
+    ``(sum x, -n / 2)`` over its points; its target is ``prior + N_r / C_r``
+    times them.
+    """
+
+    _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
+    _factor_families = {"means": Gaussian}
+    _row_groups = ("means",)
+
+    def __init__(self, learning_method="online", batch_size=4, max_iter=1, tol=0.0,
+                 learning_offset=1.0, learning_decay=0.7, learning_rate=None,
+                 total_samples="auto", update_order="sequential", step_safety=True,
+                 random_state=None, verbose=0):
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.update_order = update_order
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def partial_fit(self, X, y=None):
+        self._validate_params()
+        return self._engine_partial_fit(X)
+
+    def _validate_input(self, X, reset):
+        return validate_data(self, X, reset=reset, ensure_all_finite=False)
+
+    def _row_ids(self, X):
+        return {"means": X[:, 0].astype(np.int64)}
+
+    def _grow_rows(self, name, n_new, rated, random_state):
+        return np.zeros(n_new), np.full(n_new, -0.5)
+
+    def _initialize_globals(self, X, random_state):
+        n = int(X[:, 0].max()) + 1
+        return {"means": (np.zeros(n), np.full(n, -0.5))}
+
+    def _prior_natural(self):
+        return {"means": (np.array(0.0), np.array(-0.5))}
+
+    def _local_step(self, X, params):
+        return None
+
+    def _expected_stats(self, name, X, local, params):
+        ids = X[:, 0].astype(np.int64)
+        rows, inverse = np.unique(ids, return_inverse=True)
+        sums = np.bincount(inverse, weights=X[:, 1])
+        counts = np.bincount(inverse).astype(float)
+        return RowStatistics(rows, (sums, -0.5 * counts), counts)
+
+    def _local_bound(self, X, local, params):
+        return 0.0
+
+    def _global_bound(self, params):
+        return 0.0
+
+
+def test_row_groups_step_each_row_by_its_own_counter_and_count():
+    # Three minibatches; row 2 is first seen in the second, row 3 in the third.
+    schedule = RobbinsMonro(offset=1.0, decay=0.7)
+    batches = [
+        np.array([[0, 1.0], [0, 3.0], [1, 2.0]]),
+        np.array([[0, 5.0], [2, -1.0], [2, -3.0]]),
+        np.array([[1, 4.0], [2, 0.0], [3, 7.0]]),
+    ]
+    est = RowMeans(batch_size=3)
+    for X in batches:
+        est.partial_fit(X)
+    # By hand: row r's step k uses rho = schedule(k) and its N_r / C_r, with
+    # N_r the running count of its points.
+    eta = {r: np.array([0.0, -0.5]) for r in range(4)}
+    steps = dict.fromkeys(range(4), 0)
+    totals = dict.fromkeys(range(4), 0)
+    for X in batches:
+        for r, n in zip(*np.unique(X[:, 0].astype(int), return_counts=True)):
+            totals[r] += n
+        for r in np.unique(X[:, 0].astype(int)):
+            x = X[X[:, 0] == r, 1]
+            steps[r] += 1
+            rho = schedule(steps[r])
+            target = np.array([0.0, -0.5]) + totals[r] / x.size * np.array([x.sum(), -0.5 * x.size])
+            eta[r] = (1 - rho) * eta[r] + rho * target
+    got = est.natural_params_["means"]
+    for r in range(4):
+        np.testing.assert_allclose([got[0][r], got[1][r]], eta[r], rtol=1e-12)
+    np.testing.assert_array_equal(est._row_steps("means"), [2, 2, 2, 1])
+    np.testing.assert_array_equal(est._row_totals("means"), [3, 2, 3, 1])
+
+
+def test_rejected_step_commits_no_row_counter():
+    est = RowMeans(batch_size=2).partial_fit(np.array([[0, 1.0], [1, 1.0]]))
+    before = est.natural_params_["means"]
+    with pytest.warns(Warning):
+        est.partial_fit(np.array([[0, np.inf], [1, 1.0]]))  # target not finite: skipped
+    np.testing.assert_array_equal(est._row_steps("means"), [1, 1])
+    np.testing.assert_array_equal(est.natural_params_["means"][0], before[0])
+
+
+# ------------------------------------------------------- the map-reduce split
+def _ratings(n_users=30, n_items=20, n=400, seed=0):
+    rng = np.random.RandomState(seed)
+    X = np.column_stack([rng.randint(n_users, size=n), rng.randint(n_items, size=n)])
+    y = 3 + rng.normal(size=n)
+    return X, y
+
+
+def _cases():
+    rng = np.random.RandomState(0)
+    Xg = rng.normal(2.0, 1.5, size=(300, 3))
+    counts = sp.csr_matrix(rng.poisson(0.4, size=(120, 25)).astype(float))
+    Xl = rng.normal(size=(300, 4))
+    yb = (Xl @ [1.0, -1.0, 0.5, 0.0] + rng.normal(size=300) > 0).astype(int)
+    yp = rng.poisson(np.exp(0.3 * Xl[:, 0]))
+    Xr, yr = _ratings()
+    return [
+        ("gaussian_gamma", GaussianGammaVB(), Xg, None),
+        ("lda", SVILatentDirichletAllocation(n_components=3, random_state=0), counts, None),
+        ("logistic", SVILogisticRegression(expectation="quadrature", random_state=0), Xl, yb),
+        ("poisson", SVIPoissonRegression(expectation="quadrature", random_state=0), Xl, yp),
+        ("mf", SVIMatrixFactorization(n_components=2, random_state=0), Xr, yr),
+    ]
+
+
+def _flat(params):
+    return np.concatenate([np.ravel(a) for name in sorted(params) for a in params[name]])
+
+
+@pytest.mark.parametrize("name, est, X, y", _cases(), ids=[c[0] for c in _cases()])
+def test_statistics_of_two_blocks_add_to_those_of_the_blocks_stacked(name, est, X, y):
+    n = X.shape[0]
+    warm = slice(0, n // 3)
+    a, b = slice(n // 3, 2 * n // 3), slice(2 * n // 3, n)
+    if y is None:
+        est.partial_fit(X[warm])
+        blocks = [(X[a], None), (X[b], None)]
+        both = (X[n // 3 :], None)
+    else:
+        est.partial_fit(X[warm], y[warm])
+        blocks = [(X[a], y[a]), (X[b], y[b])]
+        both = (X[n // 3 :], y[n // 3 :])
+    one, two = copy.deepcopy(est), copy.deepcopy(est)
+    summed = sum(one.compute_statistics(*blk) for blk in blocks)
+    stacked = two.compute_statistics(*both)
+    assert isinstance(summed, Statistics) and summed.n_samples == stacked.n_samples
+    one.apply_statistics(summed, total_samples=n)
+    two.apply_statistics(stacked, total_samples=n)
+    before = _flat(est.natural_params_)
+    after_one, after_two = _flat(one.natural_params_), _flat(two.natural_params_)
+    assert not np.allclose(after_one, before)  # the step moved the globals
+    np.testing.assert_allclose(after_one, after_two, rtol=1e-10, atol=1e-12)
+
+
+def test_apply_statistics_with_unit_step_is_the_closed_form_posterior():
+    # Gaussian-Gamma with the precision fixed at its current mean: one unit
+    # step from all the data is the conjugate update of the mean's factor.
+    X = np.random.RandomState(1).normal(4.0, 2.0, size=(500, 1))
+    est = GaussianGammaVB(learning_rate=1.0, update_order="joint").partial_fit(X[:5])
+    e_gamma = est.precision_shape_ / est.precision_rate_
+    est.apply_statistics(est.compute_statistics(X), total_samples=500)
+    b0, m0 = 1e-3, 0.0
+    precision = b0 + 500 * e_gamma
+    np.testing.assert_allclose(est.mean_precision_, precision, rtol=1e-12)
+    np.testing.assert_allclose(est.mean_, (b0 * m0 + e_gamma * X.sum()) / precision, rtol=1e-12)
+
+
+def test_compute_statistics_before_fit_raises():
+    with pytest.raises(AttributeError, match="fit or partial_fit first"):
+        GaussianGammaVB().compute_statistics(np.zeros((3, 1)))
