@@ -3,6 +3,8 @@
 :mod:`skvi.engine.base`
     :class:`SVIEstimator`, the loop every estimator runs, and the hooks a
     model implements.
+:mod:`skvi.engine.factor`
+    :class:`Factor`, a global factor's current value with its moments.
 :mod:`skvi.engine.statistics`
     Summed sufficient statistics: the map-reduce split's currency.
 """
@@ -17,10 +19,12 @@ from .base import (
     SVIEstimator,
     even_batches,
 )
+from .factor import Factor
 from .statistics import RowStatistics, Samples, Statistics, add_statistics
 
 __all__ = [
     "ENGINE_PARAMETER_CONSTRAINTS",
+    "Factor",
     "MAX_BACKOFF",
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",

@@ -16,9 +16,12 @@ orders, per-row factor groups, the ELBO history and convergence test, step
 safety, verbose output and ``random_state``.  A model supplies the hooks
 listed in :class:`SVIEstimator`.
 
-Natural parameters of a global factor are a tuple of arrays (for a Gaussian:
-``(precision * mean, -precision / 2)``), see :mod:`skvi.expfam`; the engine
-keeps them in ``natural_params_``, a dict from factor name to that tuple.
+The current value of a global factor is a :class:`~skvi.engine.Factor`: the
+tuple of its natural parameters (for a Gaussian: ``(precision * mean,
+-precision / 2)``, see :mod:`skvi.expfam`) that also knows its family and
+caches its moments.  The engine keeps them in ``natural_params_``, a dict
+from factor name to factor; a model asks ``params[name].distribution`` or
+``params[name].cached(key, compute)`` for moments.
 """
 
 import numbers
@@ -33,6 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..schedules import make_schedule
+from .factor import Factor
 from .statistics import RowStatistics, Statistics
 
 __all__ = [
@@ -835,7 +839,7 @@ class SVIEstimator(BaseEstimator):
     def _reset_engine(self, X, random_state):
         schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
         self.natural_params_ = {
-            name: tuple(np.asarray(a) for a in value)
+            name: self._as_factor(name, value)
             for name, value in self._initialize_globals(X, random_state).items()
         }
         self._svi = _EngineState(schedule, self._prior_natural())
@@ -861,8 +865,9 @@ class SVIEstimator(BaseEstimator):
                 rated = np.zeros(n_new, dtype=bool)
                 rated[ids[ids >= n_old] - n_old] = True
                 extra = self._grow_rows(name, n_new, rated, self._svi.rng)
-                self.natural_params_[name] = tuple(
-                    np.concatenate([a, b]) for a, b in zip(self.natural_params_[name], extra)
+                self.natural_params_[name] = self._as_factor(
+                    name,
+                    [np.concatenate([a, b]) for a, b in zip(self.natural_params_[name], extra)],
                 )
                 group.grow(n_new)
             group.totals += np.bincount(ids, minlength=group.totals.shape[0])
@@ -966,6 +971,12 @@ class SVIEstimator(BaseEstimator):
             new = full
         return new, valid
 
+    def _as_factor(self, name, natural):
+        """``natural`` as a :class:`Factor` of its family (unchanged if it is one)."""
+        if isinstance(natural, Factor):
+            return natural
+        return Factor(natural, self._factor_families.get(name))
+
     def _is_valid(self, name, natural):
         family = self._factor_families[name]
         return bool(np.all(family.valid_natural(*natural)))
@@ -1011,6 +1022,7 @@ class SVIEstimator(BaseEstimator):
             new, valid = self._update_factor(name, params[name], stats, ctx)
         finally:
             ctx.scale = hook_scale
+        new = self._as_factor(name, new)
         if ctx.new_rule_state is not None:
             pending[name] = (stats.rows if ctx.row_rho is not None else None, ctx.new_rule_state)
         return new, valid

@@ -355,23 +355,17 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         Y = np.asarray(X, dtype=np.float64) - self._shift
         return X.shape[0], Y.sum(axis=0), np.einsum("ij,ij->j", Y, Y)
 
-    @staticmethod
-    def _mean_moments(natural):
-        precision = -2.0 * natural[1]
-        return natural[0] / precision, precision
-
     def _expected_sq_residual(self, summary, params):
         """sum_i E[(x_i - mu)^2] per feature, from shifted statistics."""
         n, s1, s2 = summary
-        m, b = self._mean_moments(params["mean"])
-        d = m - self._shift
-        return s2 - 2.0 * s1 * d + n * (d * d + 1.0 / b)
+        q_mu = params["mean"].distribution
+        d = q_mu.loc - self._shift
+        return s2 - 2.0 * s1 * d + n * (d * d + q_mu.variance)
 
     def _expected_stats(self, name, X, local, params):
         n, s1, _ = local
         if name == "mean":
-            rate, shape_m1 = params["precision"]
-            e_gamma = (shape_m1 + 1.0) / -rate
+            e_gamma = params["precision"].distribution.mean()
             total = s1 + n * self._shift
             return e_gamma * total, -0.5 * e_gamma * n
         residual = self._expected_sq_residual(local, params)
@@ -379,28 +373,23 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
 
     def _local_bound(self, X, local, params):
         n = local[0]
-        rate, shape_m1 = params["precision"]
-        shape, rate = shape_m1 + 1.0, -rate
-        e_gamma = shape / rate
-        e_log_gamma = digamma(shape) - np.log(rate)
+        q_gamma = params["precision"].distribution
         residual = self._expected_sq_residual(local, params)
         return float(
-            np.sum(0.5 * n * (e_log_gamma - _LOG_2PI) - 0.5 * e_gamma * residual)
+            np.sum(0.5 * n * (q_gamma.expected_log() - _LOG_2PI) - 0.5 * q_gamma.mean() * residual)
         )
 
     def _global_bound(self, params):
         prior = self._prior_natural()
-        kl = Gaussian.from_natural(*params["mean"]).kl(
-            Gaussian.from_natural(*prior["mean"])
-        ) + Gamma.from_natural(*params["precision"]).kl(
-            Gamma.from_natural(*prior["precision"])
-        )
+        kl = params["mean"].distribution.kl(Gaussian.from_natural(*prior["mean"])) + params[
+            "precision"
+        ].distribution.kl(Gamma.from_natural(*prior["precision"]))
         return float(-np.sum(kl))
 
     def _on_params_updated(self):
-        m, b = self._mean_moments(self.natural_params_["mean"])
-        rate, shape_m1 = self.natural_params_["precision"]
-        self.mean_ = m
-        self.mean_precision_ = b
-        self.precision_shape_ = shape_m1 + 1.0
-        self.precision_rate_ = -rate
+        q_mu = self.natural_params_["mean"].distribution
+        q_gamma = self.natural_params_["precision"].distribution
+        self.mean_ = q_mu.loc
+        self.mean_precision_ = q_mu.precision
+        self.precision_shape_ = q_gamma.shape
+        self.precision_rate_ = q_gamma.rate

@@ -160,13 +160,14 @@ class _BayesianGLM(SVIEstimator):
 
     def _linear_moments(self, Xd, params):
         """Mean and variance of ``f_i = x_i . w`` under q, for the design rows Xd."""
-        q = MultivariateGaussian.from_natural(*params["weights"])
-        mean = np.asarray(Xd @ q.loc).ravel()
-        var = np.maximum(_row_quadratic(Xd, q.covariance), 0.0)
+        weights = params["weights"]
+        cov = weights.cached("covariance", lambda f: f.distribution.covariance)
+        mean = np.asarray(Xd @ weights.distribution.loc).ravel()
+        var = np.maximum(_row_quadratic(Xd, cov), 0.0)
         return mean, var
 
     def _posterior(self):
-        return MultivariateGaussian.from_natural(*self.natural_params_["weights"])
+        return self.natural_params_["weights"].distribution
 
     # ------------------------------------------------------------ model hooks
     def _update_rule(self, name):
@@ -239,7 +240,7 @@ class _BayesianGLM(SVIEstimator):
         return float(np.sum(e_log))
 
     def _global_bound(self, params):
-        q = MultivariateGaussian.from_natural(*params["weights"])
+        q = params["weights"].distribution
         p = MultivariateGaussian.from_natural(*self._prior_natural()["weights"])
         return float(-q.kl(p))
 
@@ -288,7 +289,7 @@ class _BayesianGLM(SVIEstimator):
             return False
         # Empirical Bayes for the shared weight variance (intercept excluded):
         # argmax of the ELBO is mean over weights of E[w_j^2].
-        q = MultivariateGaussian.from_natural(*self.natural_params_["weights"])
+        q = self.natural_params_["weights"].distribution
         k = self._n_weights - int(self.fit_intercept)
         if k == 0:
             return False
@@ -439,7 +440,7 @@ _GLM_ATTRS_DOC = """
         The prior variance of the weights (learned when ``'auto'``).
     natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
 n_samples_seen_, converged_, n_rejected_steps_
-        Engine history, see :class:`skvi.engine.SVIMixin`.
+        Engine history, see :class:`skvi.engine.SVIEstimator`.
     n_features_in_ : int
         Number of features seen during fit.
 """

@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state, gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import RowStatistics, SVIEstimator
+from ...engine import Factor, RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
@@ -137,7 +137,7 @@ class SVILatentDirichletAllocation(
         ``learning_decay``.  A float is a constant step.
     step_safety : bool, default=True
         Reject steps that make a topic's Dirichlet invalid and halve the
-        step size (see :class:`skvi.engine.SVIMixin`).
+        step size (see :class:`skvi.engine.SVIEstimator`).
     learn_priors : bool, default=False
         Learn ``doc_topic_prior_`` and ``topic_word_prior_`` by empirical
         Bayes during fitting.
@@ -462,7 +462,6 @@ class SVILatentDirichletAllocation(
     def _forget_fit_data(self):
         self._fit_X = None
         self._buffers = None
-        self._totals_of = None
 
     def _check_priors(self):
         K = self.n_components
@@ -506,21 +505,20 @@ class SVILatentDirichletAllocation(
     def _random_gamma(self, n):
         return self._rng.gamma(100.0, 0.01, (n, self.n_components)).astype(self._dtype)
 
-    def _topic_columns(self, natural, cols):
+    def _topic_columns(self, topics, cols):
         """``exp(E[log beta])`` of the words ``cols``, shape (len(cols), K)."""
-        return exp_digamma_diff(natural.T, self._lambda_totals(natural), rows=cols, offset=1.0)
+        return exp_digamma_diff(topics[0].T, self._lambda_totals(topics), rows=cols, offset=1.0)
 
-    def _lambda_totals(self, natural):
-        """Each topic's ``sum_w lambda_kw`` for the natural parameters ``natural``.
+    @staticmethod
+    def _lambda_totals(topics):
+        """Each topic's ``sum_w lambda_kw``, cached by the factor.
 
         The online update computes them while writing the new topics (see
-        :meth:`_update_factor`) and keeps them with that array; any other
-        array is summed here.
+        :meth:`_update_factor`) and hands them over with the new value.
         """
-        cached = getattr(self, "_totals_of", None)
-        if cached is not None and cached[0] is natural:
-            return cached[1]
-        return natural.sum(axis=1, dtype=np.float64) + natural.shape[1]
+        return topics.cached(
+            "totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1]
+        )
 
     def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None):
         if max_iter is None:
@@ -532,14 +530,14 @@ class SVILatentDirichletAllocation(
         )
 
     def _local_step(self, X, params):
-        natural = params["topics"][0]
-        n_features = natural.shape[1]
+        topics = params["topics"]
+        n_features = topics[0].shape[1]
         used = np.zeros(n_features, dtype=bool)
         used[X.indices] = True
         cols = np.flatnonzero(used)
         remap = np.cumsum(used, dtype=X.indices.dtype) - 1
         Xc = sp.csr_matrix((X.data, remap[X.indices], X.indptr), shape=(X.shape[0], cols.size))
-        eb_t = self._topic_columns(natural, cols)
+        eb_t = self._topic_columns(topics, cols)
         gamma = self._random_gamma(X.shape[0])
         sstats_t = np.zeros_like(eb_t)
         _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t)
@@ -560,17 +558,15 @@ class SVILatentDirichletAllocation(
         (natural,) = current
         prior = ctx.prior["topics"][0]
         new = self._spare_buffer(natural)
-        self._totals_of = None  # `new` is being overwritten
         # One pass: untouched words are convex combinations of valid values;
         # the touched ones must stay above -1 (lambda > 0).
         totals, valid = blend(new.T, natural.T, 1.0 - rho, rho * float(prior), rows=cols,
                               values=sstats, scale=rho * scale, lower=-1.0)
-        self._totals_of = (new, totals + new.shape[1])
         if grads is not None:
             grad = np.asfortranarray(prior - natural)
             add_rows(grad.T, cols, sstats, scale)
             grads.append(grad)
-        return (new,), valid
+        return Factor((new,), Dirichlet, {"totals": totals + new.shape[1]}), valid
 
     def _spare_buffer(self, natural):
         """One of two buffers for the updated topics, never ``natural`` itself.
@@ -587,7 +583,7 @@ class SVILatentDirichletAllocation(
     def _local_bound(self, X, local, params):
         # The data part at the (updated) topics with gamma fixed and phi
         # at its optimum: one pass over the words, no gamma update.
-        eb_t = self._topic_columns(params["topics"][0], local["cols"])
+        eb_t = self._topic_columns(params["topics"], local["cols"])
         _, loglik = self._run_e_step(local["X"], eb_t, local["gamma"].copy(), max_iter=0)
         return loglik + self._doc_bound(local["gamma"])
 
