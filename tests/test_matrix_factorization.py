@@ -9,10 +9,11 @@ import scipy.sparse as sp
 from scipy.stats import norm
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from skvi import SVIMatrixFactorization
-from skvi.models.matrix_factorization import estimator as mfmod
+from skvi.models.matrix_factorization import nodes
 
 
 def make_ratings(n_users, n_items, k=3, density=0.3, tau=4.0, seed=0, mu=3.0):
@@ -61,9 +62,9 @@ def test_batch_elbo_never_decreases(small, covariance, fixed):
 def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
     # q(Lambda_u) given the users' q: Wishart with df0 + n degrees of freedom
     # and scale (W0^-1 + sum_m E[w_m w_m^T])^-1, where the prior
-    # (a0, b0) = (2, 3) means df0 = d - 1 + 2 a0 and W0^-1 = 2 b0 I.  The
-    # users with no ratings (ids 80..99 here) are integrated out and stay at
-    # the prior mean.
+    # (a0, b0) = (2, 3) means df0 = d - 1 + 2 a0 and W0^-1 = 2 b0 I.  Ids
+    # are encoded: the gap in them (40..59 unrated) takes no memory, and an
+    # unknown user is described by the prior.
     X, y, _, _ = small
     X = X.copy()
     X[:, 0] = np.where(X[:, 0] >= 40, X[:, 0] + 20, X[:, 0])  # ids 40..59 unrated
@@ -75,17 +76,17 @@ def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
         X, y,
     )
     d = 4
-    rated = np.bincount(X[:, 0], minlength=mf.n_users_) > 0
-    assert rated.sum() == 80 and mf.n_users_ == 100
-    m, S = mf.user_mean_[rated], mf.user_covariance_[rated]
+    assert mf.n_users_ == 80
+    np.testing.assert_array_equal(mf.user_ids_, np.unique(X[:, 0]))
+    m, S = mf.user_mean_, mf.user_covariance_
     second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
     df = d - 1 + 2 * 2.0 + 80
     expected = df * np.linalg.inv(2 * 3.0 * np.eye(d) + second)
     np.testing.assert_allclose(mf.user_precision_, expected, rtol=1e-10)
-    np.testing.assert_array_equal(mf.user_mean_[~rated], 0.0)
+    unknown = mf._node_moments("users", mf.natural_params_, mf._user_ids.encode(np.array([45])))
+    np.testing.assert_array_equal(unknown.mean, 0.0)
     prior_cov = np.linalg.inv(mf.user_precision_)
-    np.testing.assert_allclose(mf.user_covariance_[~rated], np.broadcast_to(prior_cov, (20, d, d)),
-                               rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(unknown.second[0], prior_cov, rtol=1e-10, atol=1e-14)
 
 
 def test_noise_and_rmse_approach_truth_as_data_grows():
@@ -156,7 +157,6 @@ def test_fold_in_is_the_bayesian_linear_regression_posterior(small, covariance):
         np.testing.assert_allclose(got, mean[:k], rtol=1e-8, atol=1e-10)
     # With point-mass items both families are the textbook BLR posterior.
     mf.natural_params_["items"] = _point_mass_items(mf)
-    mf._moment_cache.clear()
     got = mf.transform(R)[0]
     precision = alpha * np.eye(k + 1) + tau * design.T @ design
     mean = np.linalg.solve(precision, tau * design.T @ target)
@@ -189,8 +189,12 @@ def test_predictive_intervals_are_calibrated():
     mean, std = mf.predict(pairs, return_std=True)
     inside = np.abs(y_new - mean) <= norm.ppf(0.95) * std
     assert 0.85 <= inside.mean() <= 0.95
-    # score is the mean Gaussian predictive log-density.
-    assert mf.score(pairs, y_new) == pytest.approx(np.mean(norm.logpdf(y_new, mean, std)), rel=1e-12)
+    # log_predictive_density is the mean Gaussian predictive log-density;
+    # score is R^2 of the predictive mean, as for every regressor.
+    assert mf.log_predictive_density(pairs, y_new) == pytest.approx(
+        np.mean(norm.logpdf(y_new, mean, std)), rel=1e-12
+    )
+    assert mf.score(pairs, y_new) == pytest.approx(r2_score(y_new, mean), rel=1e-12)
 
 
 def test_cold_start_falls_back_to_the_known_bias(small):
@@ -237,7 +241,8 @@ def test_partial_fit_grows_and_learns_a_stream():
             mf.partial_fit(X[batch], y[batch])
             n_users.append(mf.n_users_)
     assert n_users[0] == 100 and n_users[-1] == 200
-    np.testing.assert_array_equal(mf.user_counts_, 10 * np.bincount(X[:, 0], minlength=200))
+    # Rows are the users in order of arrival (user_ids_).
+    np.testing.assert_array_equal(mf.user_counts_, 10 * np.bincount(X[:, 0], minlength=200)[mf.user_ids_])
     # Repeated passes over the stream get close to coordinate ascent on
     # all the data (the error against the noiseless ratings).
     batch_fit = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
@@ -274,7 +279,7 @@ def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
     X, y, _, _ = small
     rng = np.random.RandomState(0)
     users = X[:, 0]
-    rows = mfmod._sample_children(users, 2, rng)
+    rows = nodes.sample_children(users, 2, rng)
     counts = np.bincount(users[rows], minlength=users.max() + 1)
     np.testing.assert_array_equal(counts, np.minimum(np.bincount(users), 2))
     assert len(np.unique(rows)) == len(rows)
@@ -294,9 +299,11 @@ def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
     [
         (np.array([[0, 1], [1, 0]]), np.array([1.0, np.nan]), "finite"),
         (np.array([[0, 1], [1, 0]]), np.array([1.0, np.inf]), "finite"),
-        (np.array([[0, -1], [1, 0]]), np.array([1.0, 2.0]), "non-negative"),
-        (np.array([[0, 1.5], [1, 0]]), np.array([1.0, 2.0]), "non-integer"),
-        (np.array([[0, 1, 2], [1, 0, 2]]), np.array([1.0, 2.0]), "shape"),
+        (np.array([[0, np.nan], [1, 0]]), np.array([1.0, 2.0]), "NaN"),
+        (np.array([[0, 1j], [1, 0]]), np.array([1.0, 2.0]), "Complex"),
+        (np.array([[0, 1], [1, 0]]), np.array([1.0, 2j]), "Complex"),
+        (np.array([[0, 1, 2], [1, 0, 2]]), np.array([1.0, 2.0]), "3 feature"),
+        (np.array([[0], [1]]), np.array([1.0, 2.0]), "1 feature"),
         (np.array([[0, 1], [1, 0]]), np.array([1.0, 2.0, 3.0]), "y must have shape"),
         (np.array([[0, 1], [1, 0]]), None, "sparse"),
     ],
@@ -332,7 +339,7 @@ def test_reproducible_random_state(small):
 
 
 def test_compiled_moments_match_numpy():
-    if mfmod._gaussian_fast is None:
+    if nodes._gaussian_fast is None:
         if os.environ.get("CI"):
             pytest.fail("the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built")
         pytest.skip("compiled kernel not built")
@@ -340,7 +347,7 @@ def test_compiled_moments_match_numpy():
     A = rng.normal(size=(50, 4, 4))
     P = A @ np.swapaxes(A, 1, 2) + 0.1 * np.eye(4)
     eta1 = rng.normal(size=(50, 4))
-    fast = mfmod._moments_full(eta1, -0.5 * P)
+    fast = nodes.moments_full(eta1, -0.5 * P)
     cov = np.linalg.inv(P)
     mean = np.einsum("nij,nj->ni", cov, eta1)
     np.testing.assert_allclose(fast.mean, mean, rtol=1e-10)
@@ -349,5 +356,48 @@ def test_compiled_moments_match_numpy():
     # Not positive definite: flagged with NaN, not an exception.
     bad = -0.5 * P.copy()
     bad[3] *= -1.0
-    out = mfmod._moments_full(eta1, bad)
+    out = nodes.moments_full(eta1, bad)
     assert np.isnan(out.logdet[3]) and np.all(np.isfinite(np.delete(out.logdet, 3)))
+
+
+def test_ids_of_any_kind_fit_as_their_integer_codes(small):
+    # Strings, large sparse integers and floats as ids: the same fit as the
+    # dense integer codes they encode to (in the same order), with memory
+    # for the distinct ids only.
+    X, y, _, _ = small
+    ref = quiet_fit(SVIMatrixFactorization(3, max_iter=10, tol=0, random_state=0), X, y)
+    names = np.array([f"user-{i:03d}" for i in range(X[:, 0].max() + 1)])
+    for users, items in [
+        (names[X[:, 0]], X[:, 1]),
+        (X[:, 0].astype(np.uint64) * 2**40 + 7, 0.5 * X[:, 1] - 3.25),
+    ]:
+        pairs = np.empty((len(y), 2), dtype=object)
+        pairs[:, 0], pairs[:, 1] = users, items
+        mf = quiet_fit(SVIMatrixFactorization(3, max_iter=10, tol=0, random_state=0), pairs, y)
+        assert mf.n_users_ == ref.n_users_ and mf.n_items_ == ref.n_items_
+        np.testing.assert_allclose(mf.predict(pairs), ref.predict(X), rtol=1e-8)
+        np.testing.assert_allclose(mf.user_mean_, ref.user_mean_, rtol=1e-8, atol=1e-12)
+    # A data frame keeps its column names and each column's type.
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"user": names[X[:, 0]], "item": X[:, 1]})
+    mf = quiet_fit(SVIMatrixFactorization(3, max_iter=10, tol=0, random_state=0), frame, y)
+    np.testing.assert_allclose(mf.predict(frame), ref.predict(X), rtol=1e-8)
+    np.testing.assert_array_equal(mf.feature_names_in_, ["user", "item"])
+    assert mf.n_features_in_ == 2
+    # An unknown id is the prior: the same prediction whatever its kind.
+    a = mf.predict(pd.DataFrame({"user": ["nobody"], "item": [0]}))
+    b = ref.predict(np.array([[10**6, 0]]))
+    np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_transform_output_follows_set_output(small):
+    pd = pytest.importorskip("pandas")
+    X, y, _, _ = small
+    mf = quiet_fit(SVIMatrixFactorization(2, max_iter=3, random_state=0), X, y)
+    R = sp.csr_matrix((y[:30], (np.zeros(30, int), X[:30, 1])), shape=(1, X[:, 1].max() + 1))
+    plain = mf.transform(R)
+    out = mf.set_output(transform="pandas").transform(R)
+    assert list(out.columns) == list(mf.get_feature_names_out()) == [
+        "svimatrixfactorization0", "svimatrixfactorization1"
+    ]
+    np.testing.assert_allclose(out.to_numpy(), plain)

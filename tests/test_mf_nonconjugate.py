@@ -72,13 +72,13 @@ def test_gaussian_likelihood_mc_targets_equal_closed_form(covariance):
     # At a fitted posterior, every user's and item's Monte-Carlo statistics
     # equal the closed-form conjugate ones (seed 002: "identical to the
     # closed-form update of [22]") within the Monte-Carlo error.
-    from skvi.models.matrix_factorization import estimator as mfmod
+    from skvi.models.matrix_factorization import nodes
 
     X, y, exact, mc = _gaussian_pair(covariance, 10, mc_iter=1)
-    data = mfmod._Ratings(X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), y)
+    data = nodes.Ratings(X[:, 0].astype(np.int64), X[:, 1].astype(np.int64), y)
     for name in ("users", "items"):
-        h1, P1, w1 = exact._node_stats(name, mfmod._prepare(data), exact.natural_params_)
-        h2, P2, w2 = mc._node_stats(name, mfmod._prepare(data), exact.natural_params_)
+        h1, P1, w1 = exact._node_stats(name, nodes.prepare(data), exact.natural_params_)
+        h2, P2, w2 = mc._node_stats(name, nodes.prepare(data), exact.natural_params_)
         # 3000 partner draws per rating: Monte-Carlo errors of 0.1-0.3%.
         assert np.max(np.abs(w2 * h2 - w1 * h1)) < 5e-3 * np.max(np.abs(w1 * h1))
         assert np.max(np.abs(w2 * P2 - w1 * P1)) < 5e-3 * np.max(np.abs(w1 * P1))
@@ -133,7 +133,6 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum():
     mean = np.linalg.solve(-2 * eta2, eta1[..., None])[..., 0]
     big = 1e9 * np.eye(3)
     mf.natural_params_["items"] = (mean @ big, np.broadcast_to(-0.5 * big, eta2.shape).copy())
-    mf._moment_cache.clear()
 
     items = rng.choice(40, size=25, replace=False)
     truth = rng.normal(size=2)
@@ -167,7 +166,7 @@ def test_binary_pmf_approaches_the_oracle():
     err_oracle = np.mean((p_true > 0.5) != y[test])
     nll_oracle = -np.mean(np.where(y[test] == 1, np.log(p_true), np.log1p(-p_true)))
     err = np.mean((mf.predict(X[test]) > 0.5) != y[test])
-    nll = -mf.score(X[test], y[test])
+    nll = -mf.log_predictive_density(X[test], y[test])
     # Chance is 0.5 error and 0.69 NLL.
     assert err < err_oracle + 0.04
     assert nll < nll_oracle + 0.05

@@ -18,34 +18,36 @@ ESTIMATORS = [
     SVIPoissonRegression(max_iter=30, random_state=0),
 ]
 
-# SVIMatrixFactorization's X is (user, item) index pairs (or a sparse
-# ratings matrix), not a feature matrix: these checks feed random float
-# features of other widths, which it must reject with a ValueError.  The
-# remaining checks (cloning, parameters, validation, tags...) still run.
-_RATINGS_INPUT = (
-    "X holds (user, item) integer index pairs, not features; random float "
-    "feature matrices are rejected by design"
-)
-_MF_CHECKS = """
-check_complex_data check_dict_unchanged check_dont_overwrite_parameters
-check_dtype_object check_estimator_sparse_tag check_estimators_dtypes
-check_estimators_empty_data_messages check_estimators_fit_returns_self
-check_estimators_nan_inf check_estimators_overwrite_params
-check_estimators_partial_fit_n_features check_estimators_pickle
-check_f_contiguous_array_estimator check_fit2d_1feature check_fit2d_1sample
-check_fit2d_predict1d check_fit_check_is_fitted check_fit_idempotent
+# SVIMatrixFactorization's X is two columns of (user, item) ids, of any
+# kind (or, with y=None, a sparse users x items matrix of ratings).  These
+# checks feed feature matrices of 1, 3, 4, 5 or 10 float columns, which it
+# rejects with a ValueError naming the shape: reading a third column as part
+# of an id would silently misread the common (user, item, rating) array.
+_TWO_ID_COLUMNS = "X is two columns of (user, item) ids; wider feature matrices are rejected"
+_MF_CHECKS = {
+    name: _TWO_ID_COLUMNS
+    for name in """
+check_dict_unchanged check_dont_overwrite_parameters check_dtype_object
+check_estimators_dtypes check_estimators_nan_inf check_estimators_pickle
+check_f_contiguous_array_estimator check_fit2d_1sample check_fit2d_predict1d
 check_fit_score_takes_y check_methods_sample_order_invariance
-check_methods_subset_invariance check_n_features_in
-check_n_features_in_after_fitting check_non_transformer_estimators_n_iter
-check_pipeline_consistency check_positive_only_tag_during_fit
-check_readonly_memmap_input check_regressor_data_not_an_array
+check_methods_subset_invariance check_n_features_in_after_fitting
+check_non_transformer_estimators_n_iter check_pipeline_consistency
+check_positive_only_tag_during_fit check_regressor_data_not_an_array
 check_regressors_int check_regressors_no_decision_function
 check_regressors_train check_supervised_y_2d
 check_transformer_data_not_an_array check_transformer_general
 check_transformer_n_iter check_transformer_preserve_dtypes
 """.split()
+}
+_MF_CHECKS["check_estimator_sparse_tag"] = (
+    "a sparse X is the users x items ratings matrix, taken with y=None only"
+)
+_MF_CHECKS["check_fit_idempotent"] = (
+    "transform folds in new users from a sparse users x items matrix, not id pairs"
+)
 EXPECTED_FAILED_CHECKS = {
-    "SVIMatrixFactorization": {name: _RATINGS_INPUT for name in _MF_CHECKS},
+    "SVIMatrixFactorization": _MF_CHECKS,
 }
 
 

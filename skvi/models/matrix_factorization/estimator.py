@@ -1,6 +1,7 @@
 """Bayesian matrix factorization of ratings by (stochastic) variational Bayes.
 
-The model (seed 000, eq. 7, with biases and learned precisions)::
+The model (Paquet, "On the convergence of stochastic variational inference
+in Bayesian networks", eq. 7, with biases and learned precisions)::
 
     r_mn   ~ N(mu + b_m + c_n + u_m . v_n, 1 / tau)
     w_m = (u_m, b_m) ~ N(0, diag(1 / alpha_u))        user node, K + 1 dims
@@ -9,11 +10,13 @@ The model (seed 000, eq. 7, with biases and learned precisions)::
     tau, alpha_u[k], alpha_v[k] ~ Gamma(a0, rate=b0)
 
 Each user's factors and bias form one Gaussian node (full covariance, or
-fully factorised as Paquet's eq. 7), and likewise for each item, so the two
-groups are symmetric: a node's "design" from the other side is
-``x = (v, 1)`` with offset ``c`` (for a user) or ``z = (u, 1)`` with offset
-``b`` (for an item).  Every conditional is conjugate, so coordinate ascent
-and natural-gradient steps have closed forms (seed 000, eq. 5-6).
+fully factorised as Paquet's eq. 7), and likewise for each item; the users
+and the items are the engine's per-row factor groups, and the two sides are
+symmetric (:data:`~skvi.models.matrix_factorization.nodes.SIDES`).  What
+depends on the likelihood is a strategy: the conjugate Gaussian one
+(:mod:`~skvi.models.matrix_factorization.conjugate`, closed-form updates) or
+the Monte Carlo structured SVI one for the other likelihoods
+(:mod:`~skvi.models.matrix_factorization.nonconjugate`).
 """
 
 import copy
@@ -21,19 +24,37 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import brentq, minimize
-from scipy.special import digamma
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
-from sklearn.utils import check_random_state, gen_batches
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import (
+    ClassNamePrefixFeaturesOutMixin,
+    RegressorMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.metrics import r2_score
+from sklearn.utils import gen_batches
 from sklearn.utils._available_if import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
-from ...engine import ENGINE_PARAMETER_CONSTRAINTS, RowStatistics, Samples, SVIEstimator
-from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart, _cholesky_logdet
+from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
+from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
-from . import nonconjugate
+from .conjugate import GaussianRatings
+from .ids import IdEncoder
+from .nodes import (
+    SIDES,
+    ChildSample,
+    Moments,
+    Ratings,
+    diagonal_target,
+    moments_diag,
+    moments_full,
+    moments_full_numpy,
+    prepare,
+    sample_children,
+)
+from .nonconjugate import GLMRatings
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
@@ -45,244 +66,11 @@ __all__ = ["SVIMatrixFactorization"]
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Ratings per chunk when per-rating d x d products are formed (predict).
 _CHUNK = 8192
-#: Gauss-Hermite nodes of the predictive integrals (non-Gaussian likelihoods).
-_PREDICT_NODES = 40
-#: Gauss-Hermite nodes of the probe loss.
-_PROBE_NODES = 20
-#: Damped fixed-point iterations of ``transform`` (non-Gaussian likelihoods).
-_FOLD_IN_ITER = 30
-#: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``,
-#: and of the ordinal threshold fit.
-_F_NODES = 10
 
 
-class _Ratings:
-    """Ratings as three aligned arrays; indexable by rows like an ndarray.
-
-    The engine only needs ``shape[0]`` and ``data[rows]``, so this is how
-    the (user, item, rating) triples travel through its minibatch loop.
-    """
-
-    __slots__ = ("users", "items", "ratings")
-
-    def __init__(self, users, items, ratings):
-        self.users = users
-        self.items = items
-        self.ratings = ratings
-
-    @property
-    def shape(self):
-        return (self.users.shape[0],)
-
-    def __getitem__(self, rows):
-        return _Ratings(self.users[rows], self.items[rows], self.ratings[rows])
-
-
-class _Side:
-    """One side (users or items) of a prepared minibatch."""
-
-    __slots__ = ("nodes", "counts", "ones", "values", "other_nodes", "row", "col", "ratings")
-
-    def __init__(self, nodes, counts, ones, values, other_nodes, row, col, ratings):
-        self.nodes = nodes  # distinct node ids of this side in the batch
-        self.counts = counts  # ratings per node in the batch (C_i)
-        self.ones = ones  # CSR indicator, nodes x other_nodes
-        self.values = values  # CSR ratings, nodes x other_nodes
-        self.other_nodes = other_nodes
-        # Per rating: its node's position in ``nodes``, its partner's in
-        # ``other_nodes``, and the rating (the non-conjugate statistics are
-        # not sums over the CSR matrices).
-        self.row = row
-        self.col = col
-        self.ratings = ratings
-
-
-class _ChildSample:
-    """Paquet's Alg. 1 minibatch: the users' and the items' own samples.
-
-    ``for_users`` holds up to C ratings of every user, ``for_items`` up to C
-    of every item; the global mean and noise precision use ``for_users``.
-    """
-
-    __slots__ = ("for_users", "for_items")
-
-    def __init__(self, for_users, for_items):
-        self.for_users = for_users
-        self.for_items = for_items
-
-
-def _side(nodes_of, partners_of, ratings):
-    """CSR indicator and rating matrices of one side of a minibatch."""
-    nodes, inv = np.unique(nodes_of, return_inverse=True)
-    partners, inv_p = np.unique(partners_of, return_inverse=True)
-    shape = (nodes.shape[0], partners.shape[0])
-    ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
-    val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
-    counts = np.bincount(inv, minlength=shape[0]).astype(float)
-    return _Side(nodes, counts, ind, val, partners, inv, inv_p, ratings)
-
-
-def _prepare(data):
-    """Index a minibatch of ratings for sparse aggregation per node."""
-    if isinstance(data, _ChildSample):
-        for_users, for_items = data.for_users, data.for_items
-    else:
-        for_users = for_items = data
-    r = for_users.ratings
-    return {
-        "users": _side(for_users.users, for_users.items, r),
-        "items": _side(for_items.items, for_items.users, for_items.ratings),
-        # The side whose ratings are the minibatch of the global factors.
-        "global_side": "users",
-        "same_sides": for_users is for_items,
-        "n": float(r.shape[0]),
-        "sum_r": float(np.sum(r)),
-        "sum_r2": float(np.dot(r, r)),
-        "data": data,
-    }
-
-
-def _sample_children(nodes, n_children, rng):
-    """Positions of up to ``n_children`` random ratings of every node."""
-    order = np.lexsort((rng.random_sample(nodes.shape[0]), nodes))
-    sorted_nodes = nodes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
-    rank = np.arange(nodes.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, nodes.shape[0]]))
-    return np.sort(order[rank < n_children])
-
-
-class _Moments:
-    """Mean and second moment of every node of one side.
-
-    ``mean`` is (n, d); ``second`` is (n, d, d) = Sigma + m m^T; ``var`` is
-    the (n, d) diagonal of Sigma; ``logdet`` the (n,) log-determinant of the
-    precision.
-    """
-
-    __slots__ = ("mean", "second", "var", "logdet")
-
-    def __init__(self, mean, second, var, logdet):
-        self.mean = mean
-        self.second = second
-        self.var = var
-        self.logdet = logdet
-
-    def take(self, rows):
-        return _Moments(self.mean[rows], self.second[rows], self.var[rows], self.logdet[rows])
-
-
-def _moments_full(eta1, eta2):
-    """Moments of full-covariance nodes; NaN rows where not positive definite."""
-    if _gaussian_fast is not None:
-        eta1 = np.ascontiguousarray(eta1, dtype=np.float64)
-        eta2 = np.ascontiguousarray(eta2, dtype=np.float64)
-        n, d = eta1.shape
-        out = _Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
-        _gaussian_fast.moments_from_natural(eta1, eta2, out.mean, out.second, out.var, out.logdet)
-        return out
-    return _moments_full_numpy(eta1, eta2)
-
-
-def _moments_full_numpy(eta1, eta2):
-    """numpy reference of :func:`_moments_full` (raises if not positive definite)."""
-    precision = -2.0 * eta2
-    chol = np.linalg.cholesky(precision)
-    eye = np.broadcast_to(np.eye(eta1.shape[-1]), precision.shape)
-    chol_inv = np.linalg.solve(chol, eye)
-    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-    mean = (cov @ eta1[..., None])[..., 0]
-    second = cov + mean[..., :, None] * mean[..., None, :]
-    logdet = _cholesky_logdet(chol)
-    return _Moments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
-
-
-def _moments_diag(eta1, eta2):
-    precision = -2.0 * eta2
-    mean = eta1 / precision
-    var = 1.0 / precision
-    second = mean[..., :, None] * mean[..., None, :]
-    idx = np.arange(mean.shape[-1])
-    second[..., idx, idx] += var
-    return _Moments(mean, second, var, np.sum(np.log(precision), axis=-1))
-
-
-class _Aggregates:
-    """Sums over each node's rated partners, from the partners' moments.
-
-    For a node whose partners have design ``x = (f, 1)`` and offset ``o``
-    (f the partner's factors, o its bias): ``A = sum E[x x^T]``,
-    ``B = sum E[x o]``, ``h = sum r E[x] - B``, plus the sums of ``E[x]``,
-    ``E[o]``, ``r E[o]`` and ``E[o^2]`` used by the ELBO and the noise and
-    mean updates.
-    """
-
-    __slots__ = ("A", "B", "sx", "rx", "so", "ro", "soo")
-
-
-def _aggregate(side, other):
-    """Aggregates of ``side``'s nodes from the partners' moments ``other``.
-
-    One sparse product gathers every partner quantity at once: the upper
-    triangle of ``E[f f^T]``, ``E[f o]``, ``E[f]``, ``E[o]``, ``E[o^2]`` and
-    a column of ones (the rating counts); a second one weights ``E[f]``,
-    ``E[o]`` and ones by the ratings.  The rest of ``E[x x^T]`` is one of
-    these (``x = (f, 1)``), so the (d x d) products are never formed.
-    """
-    m = other.mean
-    S = other.second
-    n, d = m.shape
-    k = d - 1
-    iu, ju = np.triu_indices(k)
-    t = iu.shape[0]
-    flat = S.reshape(n, d * d)
-    cols = np.empty((n, t + 2 * k + 3))
-    np.take(flat, iu * d + ju, axis=1, out=cols[:, :t])
-    cols[:, t : t + k] = S[:, :k, k]
-    cols[:, t + k : t + 2 * k + 1] = m
-    cols[:, t + 2 * k + 1] = S[:, k, k]
-    cols[:, t + 2 * k + 2] = 1.0
-    sums = np.asarray(side.ones @ cols)
-    rsums = np.asarray(side.values @ cols[:, t + k :])
-    triu, exo, sm = sums[:, :t], sums[:, t : t + k], sums[:, t + k : t + 2 * k + 1]
-    count = sums[:, t + 2 * k + 2]
-    agg = _Aggregates()
-    A = np.empty((sums.shape[0], d * d))
-    A[:, iu * d + ju] = triu
-    A[:, ju * d + iu] = triu
-    A = A.reshape(-1, d, d)
-    A[:, :k, k] = sm[:, :k]
-    A[:, k, :k] = sm[:, :k]
-    A[:, k, k] = count
-    agg.A = A
-    agg.B = np.concatenate([exo, sm[:, k:]], axis=1)
-    agg.sx = np.concatenate([sm[:, :k], count[:, None]], axis=1)
-    agg.rx = np.concatenate([rsums[:, :k], rsums[:, -1:]], axis=1)
-    agg.so = sm[:, k].copy()
-    agg.ro = rsums[:, k].copy()
-    agg.soo = sums[:, t + 2 * k + 1].copy()
-    return agg
-
-
-def _diagonal_target(tgt1, tgt2, mean):
-    """Natural target of a fully factorised node from its full-covariance one.
-
-    For ``q`` diagonal, coordinate ``k``'s natural-gradient target is
-    precision ``Lambda_kk`` and ``eta1_k - sum_{j != k} Lambda_kj m_j``
-    (``m`` the current means): the Jacobi form of :meth:`_diagonal_update`.
-    """
-    prec = -2.0 * tgt2
-    diag = np.diagonal(prec, axis1=-2, axis2=-1)
-    coupling = (prec @ mean[..., None])[..., 0] - diag * mean
-    return tgt1 - coupling, -0.5 * diag
-
-
-def _gamma_moments(natural):
-    rate, shape_m1 = natural
-    shape, rate = shape_m1 + 1.0, -rate
-    return shape / rate, digamma(shape) - np.log(rate)
-
-
-class SVIMatrixFactorization(TransformerMixin, RegressorMixin, SVIEstimator):
+class SVIMatrixFactorization(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, SVIEstimator
+):
     """Bayesian matrix factorization of ratings by stochastic variational Bayes.
 
     Models a rating of item ``n`` by user ``m`` as::
@@ -432,7 +220,7 @@ default='gaussian'
         updated) or (b) (every target from one snapshot).
     step_safety : bool, default=True
         Reject and shrink steps that make a factor invalid, see
-        :class:`skvi.engine.SVIMixin`.
+        :class:`skvi.engine.SVIEstimator`.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial factors and the minibatch order.
     verbose : int, default=0
@@ -441,7 +229,13 @@ default='gaussian'
     Attributes
     ----------
     n_users_, n_items_ : int
-        Number of user and item slots (largest id seen plus one).
+        Number of distinct users and items seen.
+    user_ids_, item_ids_ : ndarray
+        The id of each row of the per-user and per-item attributes.
+    n_features_in_ : int
+        2: the user and item id columns of X.
+    feature_names_in_ : ndarray of shape (2,)
+        The column names of X, when it was a data frame with string names.
     user_mean_ : ndarray of shape (n_users_, n_components + 1)
         Posterior means of ``(u_m, b_m)``: factors then bias.
     user_covariance_ : ndarray of shape (n_users_, n_components + 1, n_components + 1)
@@ -472,7 +266,7 @@ default='gaussian'
         ratings are these classes' indices to the likelihood.
     natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
 n_samples_seen_, converged_, n_rejected_steps_
-        From the engine, see :class:`skvi.engine.SVIMixin`.
+        From the engine, see :class:`skvi.engine.SVIEstimator`.
 
     See Also
     --------
@@ -590,6 +384,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.random_state = random_state
         self.verbose = verbose
 
+
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -598,19 +393,20 @@ n_samples_seen_, converged_, n_rejected_steps_
         Parameters
         ----------
         X : array-like of shape (n_ratings, 2) or sparse matrix of shape (n_users, n_items)
-            Either (user, item) index pairs, with the ratings in ``y``; or,
+            Either (user, item) id pairs, with the ratings in ``y``; or,
             with ``y=None``, a sparse matrix whose stored entries are the
-            observed ratings.  Indices are array positions (non-negative
-            integers); a user or item never rated keeps its prior.
+            observed ratings (its row and column numbers are the ids).  Ids
+            may be any numbers or strings; they are encoded internally
+            (``user_ids_``, ``item_ids_``).
         y : array-like of shape (n_ratings,) or None
-            Ratings for the index pairs.
+            Ratings for the id pairs.
 
         Returns
         -------
         self : SVIMatrixFactorization
             The fitted estimator.
         """
-        data = self._encode_targets(self._as_ratings(X, y), reset=True)
+        data = self._ratings(X, y, reset=True)
         self._in_partial_fit = False
         try:
             self._engine_fit(data)
@@ -622,9 +418,11 @@ n_samples_seen_, converged_, n_rejected_steps_
     def partial_fit(self, X, y=None, classes=None, **kwargs):
         """Take stochastic natural-gradient steps on a minibatch of ratings.
 
-        One step per ``batch_size`` ratings.  Users and items never seen
-        before are added as they appear; each node's ``N_i`` is its running
-        count of ratings, so the posterior describes the ratings seen so far.
+        One step per minibatch of at most ``batch_size`` ratings (the call's
+        ratings cut into near-equal minibatches).  Users and items never
+        seen before are added as they appear; each node's ``N_i`` is its
+        running count of ratings, so the posterior describes the ratings
+        seen so far.
 
         Parameters
         ----------
@@ -646,7 +444,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             The updated estimator.
         """
         first = not hasattr(self, "natural_params_")
-        data = self._encode_targets(self._as_ratings(X, y), reset=first, classes=classes)
+        data = self._ratings(X, y, reset=first, grow=True, classes=classes)
         self._in_partial_fit = True
         return self._engine_partial_fit(data)
 
@@ -655,22 +453,21 @@ n_samples_seen_, converged_, n_rejected_steps_
 
         For the Gaussian likelihood the predictive mean and variance are
         exact.  For the others the linear predictor ``f`` is approximated
-        by the Gaussian with its exact posterior mean and variance (as in
-        seed 002's experiments) and the predictive moments are integrated
-        over it by Gauss-Hermite quadrature: the probability of the
-        positive class (``classes_[1]``) for ``'bernoulli'``, the expected
-        count for ``'poisson'``, the expected rating value
-        ``sum_k p_k classes_[k]`` for ``'ordinal'``.
+        by the Gaussian with its exact posterior mean and variance and the
+        predictive moments are integrated over it by Gauss-Hermite
+        quadrature: the probability of the positive class (``classes_[1]``)
+        for ``'bernoulli'``, the expected count for ``'poisson'``, the
+        expected rating value ``sum_k p_k classes_[k]`` for ``'ordinal'``.
 
-        An unknown user or item (an index never seen in fitting) is
-        predicted from its prior: zero factors and bias, with the prior's
-        variance, so the prediction falls back to the global mean plus the
-        known side's bias and its standard deviation widens accordingly.
+        An unknown user or item (an id never seen in fitting) is predicted
+        from its prior: zero factors and bias, with the prior's variance, so
+        the prediction falls back to the global mean plus the known side's
+        bias and its standard deviation widens accordingly.
 
         Parameters
         ----------
         X : array-like of shape (n_ratings, 2)
-            (user, item) index pairs.
+            (user, item) id pairs.
         return_std : bool, default=False
             Also return the predictive standard deviation (noise included).
 
@@ -682,20 +479,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             Predictive standard deviations, when ``return_std`` is True.
         """
         check_is_fitted(self)
-        users, items = self._check_pairs(X)
-        if self._conjugate:
-            mean, var = self._predictive(users, items)
-        else:
-            m_f, v_f = self._f_moments(users, items, self.natural_params_)
-            lik = self.likelihood_
-            if isinstance(lik, Ordinal):
-                proba = lik.predictive_probabilities(m_f, v_f, n_points=_PREDICT_NODES)
-                values = self.classes_.astype(float)
-                mean = proba @ values
-                var = proba @ (values * values) - mean * mean
-            else:
-                mean = lik.predictive_mean(m_f, v_f, n_points=_PREDICT_NODES)
-                var = lik.predictive_variance(m_f, v_f, n_points=_PREDICT_NODES)
+        users, items = self._pairs(X)
+        mean, var = self._strategy.predictive(self, users, items)
         if return_std:
             return mean, np.sqrt(np.maximum(var, 0.0))
         return mean
@@ -716,7 +501,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         Parameters
         ----------
         X : array-like of shape (n_ratings, 2)
-            (user, item) index pairs.
+            (user, item) id pairs.
 
         Returns
         -------
@@ -724,22 +509,48 @@ n_samples_seen_, converged_, n_rejected_steps_
             Columns in the order of ``classes_``; rows sum to one.
         """
         check_is_fitted(self)
-        users, items = self._check_pairs(X)
-        m_f, v_f = self._f_moments(users, items, self.natural_params_)
-        lik = self.likelihood_
-        if isinstance(lik, Ordinal):
-            return lik.predictive_probabilities(m_f, v_f, n_points=_PREDICT_NODES)
-        p1 = lik.predictive_mean(m_f, v_f, n_points=_PREDICT_NODES)
-        return np.column_stack([1.0 - p1, p1])
+        users, items = self._pairs(X)
+        return self._strategy.predict_proba(self, users, items)
 
-    def score(self, X, y=None):
-        """Mean predictive log-likelihood per rating (higher is better).
+    def score(self, X, y=None, sample_weight=None):
+        """Coefficient of determination R^2 of :meth:`predict` (higher is better).
+
+        As for every scikit-learn regressor.  For ``likelihood='bernoulli'``
+        the ratings are compared as 0/1 indicators of ``classes_[1]`` with
+        the predicted probability.  :meth:`log_predictive_density` gives
+        the mean log predictive density instead.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2) or sparse matrix
+            As in :meth:`fit`.
+        y : array-like of shape (n_ratings,) or None
+            Observed ratings.
+        sample_weight : array-like of shape (n_ratings,) or None, default=None
+            Weights of the ratings.
+
+        Returns
+        -------
+        score : float
+            ``R^2`` of the predictive means.
+        """
+        check_is_fitted(self)
+        data = self._ratings(X, y)
+        target = data.ratings
+        if not isinstance(self.likelihood_, Bernoulli) and self._has_proba():
+            target = self.classes_[data.ratings.astype(np.intp)]
+        mean, _ = self._strategy.predictive(self, data.users, data.items)
+        return float(r2_score(target, mean, sample_weight=sample_weight))
+
+    def log_predictive_density(self, X, y=None):
+        """Mean log predictive density per rating (higher is better).
 
         For the Gaussian likelihood the predictive density of each rating
         is the Gaussian with the posterior predictive mean and variance of
         :meth:`predict`; for the others it is ``log E[p(r | f)]`` under the
-        Gaussian approximation of ``f`` (Gauss-Hermite quadrature).  The
-        negative of this score is the test NLL of seed 002's experiments.
+        Gaussian approximation of ``f`` (Gauss-Hermite quadrature).  Its
+        negative is the test NLL of Monte Carlo structured SVI's
+        experiments.
 
         Parameters
         ----------
@@ -750,26 +561,19 @@ n_samples_seen_, converged_, n_rejected_steps_
 
         Returns
         -------
-        score : float
+        density : float
             Average log predictive density.
         """
         check_is_fitted(self)
-        data = self._encode_targets(self._as_ratings(X, y), reset=False)
-        if not self._conjugate:
-            m_f, v_f = self._f_moments(data.users, data.items, self.natural_params_)
-            logp = self.likelihood_.predictive_logpdf(data.ratings, m_f, v_f, n_points=_PREDICT_NODES)
-            return float(np.mean(logp))
-        mean, var = self._predictive(data.users, data.items)
-        resid = data.ratings - mean
-        return float(np.mean(-0.5 * (_LOG_2PI + np.log(var) + resid * resid / var)))
+        return float(np.mean(self._strategy.log_density(self, self._ratings(X, y))))
 
     def transform(self, X):
         """Fold in new users: posterior mean factors of each row of X.
 
         Each row of X holds one new user's ratings (stored entries) of the
-        fitted items; the user's posterior is computed with the items, the
-        global mean and the precisions held fixed.  Items beyond the fitted
-        ones are treated as unknown (their prior).
+        fitted items, the columns being the item ids; the user's posterior
+        is computed with the items, the global mean and the precisions held
+        fixed.  Unknown items are described by their prior.
 
         Parameters
         ----------
@@ -782,43 +586,17 @@ n_samples_seen_, converged_, n_rejected_steps_
             Posterior means of the new users' factors ``u``.
         """
         check_is_fitted(self)
-        data = self._encode_targets(self._as_ratings(X, None), reset=False)
-        n_rows = X.shape[0]
-        prep = _prepare(data)
-        side = prep["users"]
-        params = dict(self.natural_params_)
-        n = side.nodes.shape[0]
-        ones = np.ones(n)
-        out = np.zeros((n_rows, self._dim))
-        if self._conjugate:
-            eta1, eta2 = self._node_target("users", *self._node_stats("users", prep, params), params, ones)
-            # The exact posterior mean given the fixed globals; it is also the
-            # fixed point of the coordinate updates of the diagonal family.
-            out[side.nodes] = np.linalg.solve(-2.0 * eta2, eta1[..., None])[..., 0]
-            return out[:, : self.n_components]
-        # Non-conjugate: damped fixed-point (natural-gradient) iterations of
-        # the new users from their prior, everything else held fixed; the
-        # new users live in a scratch copy of the user side.
-        new_ids = np.arange(n) + self.n_users_
-        prior = self._initial_nodes("users", n, np.random.RandomState(0), np.zeros(n, bool))
-        eta = params["users"]
-        params["users"] = tuple(np.concatenate([a, b]) for a, b in zip(eta, prior))
-        rows = side.nodes
-        side.nodes = new_ids
-        rng = np.random.default_rng(0)
-        full = self.covariance == "full"
-        for _ in range(_FOLD_IN_ITER):
-            stats = self._node_stats("users", prep, params, rng=rng)
-            tgt1, tgt2 = self._node_target("users", *stats, params, ones)
-            old1, old2 = params["users"][0][new_ids], params["users"][1][new_ids]
-            if not full:
-                tgt1, tgt2 = _diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
-            e1, e2 = params["users"][0].copy(), params["users"][1].copy()
-            e1[new_ids] = old1 + 0.5 * (tgt1 - old1)
-            e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
-            params["users"] = (e1, e2)
-        e1, e2 = params["users"]
-        out[rows] = self._moments_from_natural(e1[new_ids], e2[new_ids]).mean
+        if not sp.issparse(X):
+            raise ValueError(
+                "transform takes a sparse matrix of the new users' ratings "
+                "(rows: new users, columns: item ids)."
+            )
+        data = self._encode_targets(self._matrix_ratings(X), reset=False)
+        data.items = self._item_ids.encode(data.items)
+        prep = prepare(data)
+        rows = prep["users"].nodes.copy()
+        out = np.zeros((X.shape[0], self._dim))
+        out[rows] = self._strategy.fold_in(self, prep, dict(self.natural_params_))
         return out[:, : self.n_components]
 
     def elbo(self, X, y=None):
@@ -838,56 +616,134 @@ n_samples_seen_, converged_, n_rejected_steps_
             ``E_q[log p(ratings, latent)] - E_q[log q]``.
         """
         check_is_fitted(self)
-        data = self._encode_targets(self._as_ratings(X, y), reset=False)
-        users, items = data.users, data.items
-        if users.max(initial=-1) >= self.n_users_ or items.max(initial=-1) >= self.n_items_:
+        data = self._ratings(X, y)
+        if np.any(data.users < 0) or np.any(data.items < 0):
             raise ValueError("X holds users or items the model has not seen.")
-        prep = _prepare(data)
         params = self.natural_params_
-        return self._global_bound(params) + self._local_bound(data, prep, params)
+        return self._global_bound(params) + self._local_bound(data, prepare(data), params)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.input_tags.two_d_array = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
         tags.target_tags.required = False
         return tags
 
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
     # ------------------------------------------------------------- input
-    def _as_ratings(self, X, y):
-        """Validate (X, y) or a sparse ratings matrix into ``_Ratings``."""
+    def _ratings(self, X, y, reset=False, grow=False, classes=None):
+        """Validated, encoded ratings of (X, y): ids to rows, ratings to targets.
+
+        ``reset`` starts new id encoders and the likelihood's classes;
+        ``grow`` adds unknown ids (``partial_fit``); otherwise unknown ids
+        are encoded as -1 (predicted from the prior).
+        """
         if y is None:
-            if not sp.issparse(X):
-                raise ValueError(
-                    "SVIMatrixFactorization: give either X of (user, item) "
-                    "pairs with ratings y, or a scipy sparse users x items "
-                    "matrix of ratings (y=None)."
-                )
-            coo = sp.coo_matrix(X)
-            users = coo.row.astype(np.int64)
-            items = coo.col.astype(np.int64)
-            ratings = np.asarray(coo.data, dtype=np.float64)
+            data = self._matrix_ratings(X)
+            if reset:
+                self.n_features_in_ = 2
         else:
-            users, items = self._check_pairs(X)
-            ratings = np.asarray(y)
-            if ratings.ndim == 2 and ratings.shape[1] == 1:
-                ratings = ratings[:, 0]
-            if ratings.ndim != 1 or ratings.shape[0] != users.shape[0]:
-                raise ValueError(
-                    f"y must have shape ({users.shape[0]},) to match X; got {ratings.shape}."
-                )
-            try:
-                ratings = ratings.astype(np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"y must be numeric ratings: {exc}") from None
+            users, items = self._id_columns(X, reset=reset)
+            ratings = self._check_ratings(y, users.shape[0])
+            data = Ratings(users, items, ratings)
+        if reset:
+            self._user_ids = IdEncoder(data.users)
+            self._item_ids = IdEncoder(data.items)
+        data.users = self._user_ids.encode(data.users, grow=grow)
+        data.items = self._item_ids.encode(data.items, grow=grow)
+        return self._encode_targets(data, reset=reset, classes=classes)
+
+    def _pairs(self, X):
+        """Encoded (users, items) rows of the id pairs X; -1 for unknown ids."""
+        users, items = self._id_columns(X, reset=False)
+        return self._user_ids.encode(users), self._item_ids.encode(items)
+
+    def _id_columns(self, X, reset):
+        """The user and item id columns of X, an (n, 2) array or data frame."""
+        _check_feature_names(self, X, reset=reset)
+        if sp.issparse(X):
+            raise ValueError(
+                "X must be an (n_ratings, 2) array of (user, item) ids when y is given, "
+                "not a sparse matrix (a sparse users x items matrix of ratings is "
+                "passed with y=None)."
+            )
+        if hasattr(X, "iloc"):  # a data frame: keep each column's own type
+            columns = [np.asarray(X.iloc[:, j]) for j in range(X.shape[1])]
+            shape = X.shape
+        else:
+            X = np.asarray(X)
+            shape = X.shape
+            columns = [X[:, j] for j in range(shape[1])] if X.ndim == 2 else []
+        if len(shape) != 2:
+            raise ValueError(
+                f"Expected a 2D array of (user, item) id pairs, got an array of shape {shape}."
+            )
+        if any(np.asarray(c).dtype.kind == "c" for c in columns):
+            raise ValueError("Complex data not supported as user or item ids.")
+        if shape[1] == 0:
+            raise ValueError(
+                f"0 feature(s) (shape={shape}) while a minimum of 2 is required: "
+                "the user id and the item id of each rating."
+            )
+        if shape[1] != 2:
+            raise ValueError(
+                f"X has {shape[1]} feature(s) (shape={shape}), but "
+                f"{type(self).__name__} takes exactly 2: the user id and the item id "
+                "of each rating (its ratings go in y)."
+            )
+        if shape[0] < 1:
+            raise ValueError(f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
+        if reset:
+            self.n_features_in_ = 2
+        return columns[0], columns[1]
+
+    def _matrix_ratings(self, X):
+        """The stored entries of a sparse users x items matrix as ratings."""
+        if not sp.issparse(X):
+            raise ValueError(
+                f"{type(self).__name__}: give either X of (user, item) id pairs "
+                "with ratings y, or a scipy sparse users x items matrix of "
+                "ratings (y=None)."
+            )
+        coo = sp.coo_matrix(X)
+        if coo.data.dtype.kind == "c":
+            raise ValueError("Complex data not supported as ratings.")
+        ratings = np.asarray(coo.data, dtype=np.float64)
         if not np.all(np.isfinite(ratings)):
-            raise ValueError("Ratings must be finite; y (or X's stored entries) holds NaN or inf.")
-        return _Ratings(users, items, ratings)
+            raise ValueError("Input contains NaN or infinity: X's stored ratings must be finite.")
+        return Ratings(coo.row.astype(np.int64), coo.col.astype(np.int64), ratings)
+
+    @staticmethod
+    def _check_ratings(y, n):
+        ratings = np.asarray(y)
+        if ratings.ndim == 2 and ratings.shape[1] == 1:
+            ratings = ratings[:, 0]
+        if ratings.ndim != 1 or ratings.shape[0] != n:
+            raise ValueError(f"y must have shape ({n},) to match X; got {ratings.shape}.")
+        if ratings.dtype.kind == "c":
+            raise ValueError("Complex data not supported as ratings.")
+        try:
+            ratings = ratings.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must be numeric ratings: {exc}") from None
+        if not np.all(np.isfinite(ratings)):
+            raise ValueError("Input y contains NaN or infinity: ratings must be finite.")
+        return ratings
 
     @property
     def _conjugate(self):
         """Whether the closed-form Gaussian model (learned noise) is fitted."""
         return isinstance(self.likelihood, str) and self.likelihood == "gaussian"
+
+    @property
+    def _strategy(self):
+        """What depends on the likelihood: conjugate or Monte Carlo updates."""
+        return _GAUSSIAN if self._conjugate else _GLM
 
     def _encode_targets(self, data, reset, classes=None):
         """Map ratings to the likelihood's targets; on ``reset`` set it up.
@@ -942,48 +798,20 @@ n_samples_seen_, converged_, n_rejected_steps_
             ratings = idx.astype(np.float64)
         else:
             ratings = lik.validate_targets(ratings)
-        return _Ratings(data.users, data.items, ratings)
+        return Ratings(data.users, data.items, ratings)
 
-    def _baseline(self, y):
-        """Linear predictor ``f0`` whose conditional mean is ``mean(y)``, and
-        the mean curvature ``-l''`` there (the initial global mean and its
-        precision per rating)."""
-        lik = self.likelihood_
-        target = float(np.mean(y)) if y.size else 0.0
-        lo, hi = -30.0, 30.0
-        g_lo = float(lik.conditional_mean(np.array(lo))) - target
-        g_hi = float(lik.conditional_mean(np.array(hi))) - target
-        if g_lo >= 0.0:
-            f0 = lo
-        elif g_hi <= 0.0:
-            f0 = hi
-        else:
-            f0 = brentq(lambda f: float(lik.conditional_mean(np.array(f))) - target, lo, hi)
-        curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
-        return f0, max(curvature, 1e-6)
 
-    @staticmethod
-    def _check_pairs(X):
-        if sp.issparse(X):
-            raise ValueError(
-                "X must be an (n, 2) array of (user, item) indices here, not a sparse matrix."
-            )
-        X = np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != 2:
-            raise ValueError(
-                f"X must have shape (n_ratings, 2): (user, item) index pairs; got {X.shape}."
-            )
-        if X.dtype.kind not in "iuf" and X.dtype != bool:
-            raise ValueError(f"X must hold integer indices; got dtype {X.dtype}.")
-        if X.dtype.kind == "f":
-            if not np.all(np.isfinite(X)):
-                raise ValueError("X must hold integer indices; it holds NaN or inf.")
-            if np.any(X != np.round(X)):
-                raise ValueError("X must hold integer indices; it holds non-integer values.")
-        if X.size and X.min() < 0:
-            raise ValueError("X must hold non-negative user and item indices.")
-        X = X.astype(np.int64)
-        return X[:, 0].copy(), X[:, 1].copy()
+    @property
+    def user_ids_(self):
+        """The user ids in row order of ``user_mean_`` and the other user attributes."""
+        check_is_fitted(self)
+        return self._user_ids.classes_
+
+    @property
+    def item_ids_(self):
+        """The item ids in row order of ``item_mean_`` and the other item attributes."""
+        check_is_fitted(self)
+        return self._item_ids.classes_
 
     # ------------------------------------------------------------ structure
     @property
@@ -996,10 +824,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         # uses their initial value, not one fitted to the random initial
         # nodes (whose small covariances would make it large and shrink
         # every factor towards zero).
-        names = ["mean"]
-        if self.noise_precision is None and self._conjugate:
-            names.append("noise")
-        names += ["users", "items"]
+        names = ["mean", *self._strategy.scalar_factors(self), "users", "items"]
         if self.factor_precision is None:
             names += ["user_precision", "item_precision"]
         return tuple(names)
@@ -1027,24 +852,30 @@ n_samples_seen_, converged_, n_rejected_steps_
             )
         return float(prior[0]), float(prior[1])
 
+
     def _validate_input(self, data, reset):
         if reset:
             self._hyper = self._check_prior_params()
-            self._moment_cache = {}
-            # Sizes and ratings per node of the first data, for the initial
-            # nodes; the engine keeps the counts N_i from here on.
-            self.user_counts_ = np.bincount(data.users).astype(float)
-            self.item_counts_ = np.bincount(data.items).astype(float)
+            # Ratings per node of the first data, for the initial nodes; the
+            # engine keeps the counts N_i from here on.
+            self.user_counts_ = np.bincount(data.users, minlength=len(self._user_ids)).astype(float)
+            self.item_counts_ = np.bincount(data.items, minlength=len(self._item_ids)).astype(float)
             self.n_users_ = self.user_counts_.shape[0]
             self.n_items_ = self.item_counts_.shape[0]
         self._fit_prep = None
         return data
 
     def _prepare_block(self, X, y=None):
-        return self._encode_targets(self._as_ratings(X, y), reset=False)
+        data = self._ratings(X, y)
+        if np.any(data.users < 0) or np.any(data.items < 0):
+            raise ValueError(
+                "compute_statistics needs ids the model knows; add new users and "
+                "items with partial_fit."
+            )
+        return data
 
     def _row_ids(self, data):
-        if isinstance(data, _ChildSample):
+        if isinstance(data, ChildSample):
             data = data.for_users
         return {"users": data.users, "items": data.items}
 
@@ -1057,6 +888,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _dim(self):
         return self.n_components + 1
 
+
     def _prior_precision(self, name, params=None):
         """E[prior precision] of side ``name``'s nodes (factors then bias).
 
@@ -1065,21 +897,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         if self.factor_precision is not None:
             return np.full(self._dim, float(self.factor_precision))
-        key = "user_precision" if name == "users" else "item_precision"
         params = self.natural_params_ if params is None else params
-        natural = params.get(key)
-        if natural is None:
-            natural = self._initial_precision_natural()
-        cache = self.__dict__.setdefault("_precision_cache", {})
-        hit = cache.get(key)
-        if hit is not None and hit[0] is natural[0]:  # holds natural[0]: ids stay unique
-            return hit[1]
-        if self.factor_prior == "wishart":
-            value = Wishart.from_natural(*natural).mean()
-        else:
-            value = _gamma_moments(natural)[0]
-        cache[key] = (natural[0], value)
-        return value
+        factor = params.get(SIDES[name].precision)
+        if factor is None:
+            factor = self._factor_of(SIDES[name].precision, self._initial_precision_natural())
+        return factor.cached("mean", lambda f: f.distribution.mean())
 
     def _precision_prior_natural(self):
         """Natural parameters of the prior of ``alpha_u`` (and ``alpha_v``).
@@ -1136,8 +958,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         df = 2.0 * float(eta2) + self._dim + 1.0
         return -0.5 * df * (b0 / a0) * np.eye(self._dim), eta2
 
+
     def _initialize_globals(self, data, random_state):
-        a0, b0 = self._hyper
         params = {}
         # The tight start helps coordinate ascent, whose first sweep replaces
         # every node; the gradient rules of the other likelihoods step away
@@ -1145,38 +967,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         tight = (
             self._conjugate and self.learning_method == "batch" and not self._in_partial_fit
         )
-        params["users"] = self._initial_nodes(
-            "users", self.n_users_, random_state, self.user_counts_ > 0, tight
-        )
-        params["items"] = self._initial_nodes(
-            "items", self.n_items_, random_state, self.item_counts_ > 0, tight
-        )
-        r = data.ratings
-        n = max(r.shape[0], 1)
-        if not self._conjugate:
-            # The Monte-Carlo draws, and the common random numbers of the
-            # ELBO estimate.
-            self._bound_seed = int(random_state.randint(np.iinfo(np.int32).max))
-            self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-            f0, curvature = self._baseline(r)
-            prec_mu = self.mean_precision_prior + n * curvature
-            params["mean"] = (np.array(prec_mu * f0), np.array(-0.5 * prec_mu))
-            if self.factor_precision is None:
-                for key in ("user_precision", "item_precision"):
-                    params[key] = self._initial_precision_natural()
-            return params
-        mean_r = float(np.mean(r)) if r.size else float(self.mean_prior)
-        var_r = float(np.var(r)) if r.size > 1 else 1.0
-        var_r = var_r if var_r > 0 else 1.0
-        tau0 = 1.0 / var_r if self.noise_precision is None else float(self.noise_precision)
-        prec_mu = self.mean_precision_prior + n * tau0
-        params["mean"] = (np.array(prec_mu * mean_r), np.array(-0.5 * prec_mu))
-        if self.noise_precision is None:
-            shape = a0 + 0.5 * n
-            params["noise"] = (np.array(-shape / tau0), np.array(shape - 1.0))
+        for name in ("users", "items"):
+            counts = getattr(self, f"{SIDES[name].prefix}_counts_")
+            params[name] = self._initial_nodes(
+                name, counts.shape[0], random_state, counts > 0, tight
+            )
+        params.update(self._strategy.initial_scalars(self, data.ratings, random_state))
         if self.factor_precision is None:
-            for key in ("user_precision", "item_precision"):
-                params[key] = self._initial_precision_natural()
+            for name in ("users", "items"):
+                params[SIDES[name].precision] = self._initial_precision_natural()
         return params
 
     def _prior_natural(self):
@@ -1189,10 +988,16 @@ n_samples_seen_, converged_, n_rejected_steps_
         return prior
 
     # --------------------------------------------------------------- moments
+    def _factor_of(self, name, natural):
+        """``natural`` as a :class:`~skvi.engine.Factor` (a plain tuple is wrapped)."""
+        if isinstance(natural, Factor):
+            return natural
+        return Factor(natural, self._factor_families[name])
+
     def _moments_from_natural(self, eta1, eta2):
         if self.covariance == "full":
-            return _moments_full(eta1, eta2)
-        return _moments_diag(eta1, eta2)
+            return moments_full(eta1, eta2)
+        return moments_diag(eta1, eta2)
 
     def _safe_moments(self, eta1, eta2):
         """Moments of nodes, or None when one is not a valid Gaussian."""
@@ -1201,41 +1006,29 @@ n_samples_seen_, converged_, n_rejected_steps_
         if self.covariance == "diagonal":
             if not np.all(eta2 < 0):
                 return None
-            return _moments_diag(eta1, eta2)
+            return moments_diag(eta1, eta2)
         if _gaussian_fast is None:
             if not np.all(MultivariateGaussian.valid_natural(eta1, eta2)):
                 return None
-            return _moments_full_numpy(eta1, eta2)
-        moments = _moments_full(eta1, eta2)
+            return moments_full_numpy(eta1, eta2)
+        moments = moments_full(eta1, eta2)
         if not np.all(np.isfinite(moments.logdet)):
             return None
         return moments
 
-    def _moments(self, name, params):
-        """Moments of every node of side ``name`` under ``params`` (cached)."""
-        eta = params[name]
-        for key, moments in self._moment_cache.get(name, ()):
-            if key is eta[0]:
-                return moments
-        moments = self._moments_from_natural(*eta)
-        self._remember(name, eta[0], moments)
-        return moments
 
-    def _remember(self, name, key, moments):
-        entries = [e for e in self._moment_cache.get(name, ()) if e[0] is not key]
-        self._moment_cache[name] = ([(key, moments)] + entries)[:2]
+    def _moments(self, name, params):
+        """Moments of every node of side ``name`` under ``params`` (cached by the factor)."""
+        factor = self._factor_of(name, params[name])
+        return factor.cached("moments", lambda f: self._moments_from_natural(*f))
 
     def _node_moments(self, name, params, nodes):
-        """Moments of the given nodes; ids never rated get the current prior.
-
-        An id beyond the fitted ones, or a slot without ratings (a gap in
-        the ids), is described by the prior alone.
-        """
+        """Moments of the given nodes; unknown ids (-1) and unrated rows get the prior."""
         n_fitted = params[name][0].shape[0]
         counts = self._row_totals(name)
-        known = nodes < n_fitted
-        gaps = nodes < counts.shape[0]
-        known[gaps] &= counts[nodes[gaps]] > 0
+        known = (nodes >= 0) & (nodes < n_fitted)
+        inside = known & (nodes < counts.shape[0])
+        known[inside] &= counts[nodes[inside]] > 0
         moments = self._moments(name, params)
         if np.all(known):
             n = moments.mean.shape[0]
@@ -1243,7 +1036,7 @@ n_samples_seen_, converged_, n_rejected_steps_
                 return moments  # every node, in order: no copy
             return moments.take(nodes)
         d = self._dim
-        out = _Moments(
+        out = Moments(
             np.zeros((nodes.shape[0], d)),
             np.zeros((nodes.shape[0], d, d)),
             np.zeros((nodes.shape[0], d)),
@@ -1259,61 +1052,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         out.second[unknown] = cov
         return out
 
-    def _scalars(self, params):
-        """E[mu], Var[mu], E[tau], E[log tau]."""
-        e1, e2 = params["mean"]
-        prec = -2.0 * float(e2)
-        mu = float(e1) / prec
-        if "noise" in params:
-            tau, log_tau = _gamma_moments(params["noise"])
-            return mu, 1.0 / prec, float(tau), float(log_tau)
-        if not self._conjugate:
-            return mu, 1.0 / prec, np.nan, np.nan  # no Gaussian noise
-        tau = float(self.noise_precision)
-        return mu, 1.0 / prec, tau, float(np.log(tau))
-
-    def _side_aggregates(self, prep, name, params):
-        """Aggregates of side ``name`` from the other side's moments (cached)."""
-        other = "items" if name == "users" else "users"
-        key = params[other][0]
-        cache = prep.setdefault("_agg", {})
-        hit = cache.get(name)
-        if hit is not None and hit[0] is key:
-            return hit[1]
-        side = prep[name]
-        agg = _aggregate(side, self._node_moments(other, params, side.other_nodes))
-        cache[name] = (key, agg)
-        return agg
-
-    def _prediction_sums(self, prep, params):
-        """sum E[g], sum r E[g] and sum E[g^2] over the batch (g = f - mu)."""
-        cache = prep.get("_agg", {})
-        sides = (("items", "users"), ("users", "items")) if prep["same_sides"] else ()
-        for name, other in sides:
-            hit = cache.get(name)
-            if hit is not None and hit[0] is params[other][0]:
-                break
-        else:
-            name = prep["global_side"]
-        agg = self._side_aggregates(prep, name, params)
-        side = prep[name]
-        mom = self._node_moments(name, params, side.nodes)
-        m = mom.mean
-        s_g = float(np.sum(m * agg.sx) + np.sum(agg.so))
-        s_rg = float(np.sum(m * agg.rx) + np.sum(agg.ro))
-        s_gg = float(
-            np.einsum("nij,nij->", mom.second, agg.A) + 2.0 * np.sum(m * agg.B) + np.sum(agg.soo)
-        )
-        return s_g, s_rg, s_gg
-
-    def _sum_sq_residual(self, prep, params):
-        mu, var_mu, _, _ = self._scalars(params)
-        s_g, s_rg, s_gg = self._prediction_sums(prep, params)
-        n = prep["n"]
-        return (
-            prep["sum_r2"] - 2.0 * mu * prep["sum_r"] + n * (mu * mu + var_mu)
-            - 2.0 * s_rg + 2.0 * mu * s_g + s_gg
-        )
+    def _global_mean(self, params):
+        """E[mu] and Var[mu]."""
+        q = params["mean"].distribution
+        return float(q.loc), float(1.0 / q.precision)
 
     # ------------------------------------------------------------- the step
     def _online_batches(self, data, random_state):
@@ -1323,38 +1065,36 @@ n_samples_seen_, converged_, n_rejected_steps_
         # Paquet's Alg. 1: one step updates every node from C of its own
         # ratings, so a "pass" (over the nodes) is a single step.
         c = self.children_per_node
-        for_users = data[_sample_children(data.users, c, random_state)]
-        for_items = data[_sample_children(data.items, c, random_state)]
-        yield _ChildSample(for_users, for_items), data.shape[0] / for_users.shape[0]
+        for_users = data[sample_children(data.users, c, random_state)]
+        for_items = data[sample_children(data.items, c, random_state)]
+        yield ChildSample(for_users, for_items), data.shape[0] / for_users.shape[0]
+
 
     def _local_step(self, data, params):
         # No local latent variables: index the minibatch for aggregation.
-        return _prepare(data)
+        return prepare(data)
 
     def _expected_stats(self, name, data, prep, params):
-        if name in ("users", "items"):
+        if name in self._row_groups:
             h, P, weight = self._node_stats(name, prep, params)
             side = prep[name]
             return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
-        if name == "mean" and not self._conjugate:
-            # The mean is a GLM weight with descriptor 1: the same fixed
-            # point from the ratings' E[l'] and E[l''] (seed 002, eq. 24-25).
-            mu = self._scalars(params)[0]
-            side = prep["global_side"]
-            _, _, _, e1, e2 = self._side_pass(side, prep[side], params, want_node_stats=False)
-            return (np.array(np.sum(e1 - e2 * mu)), np.array(0.5 * np.sum(e2)))
-        if name == "mean":
-            _, _, tau, _ = self._scalars(params)
-            s_g, _, _ = self._prediction_sums(prep, params)
-            return (np.array(tau * (prep["sum_r"] - s_g)), np.array(-0.5 * tau * prep["n"]))
-        if name == "noise":
-            ssr = self._sum_sq_residual(prep, params)
-            return (np.array(-0.5 * ssr), np.array(0.5 * prep["n"]))
+        if name in ("mean", "noise"):
+            return self._strategy.scalar_stats(self, name, prep, params)
+        # A prior precision: its children are the fitted nodes of its side.
         side = "users" if name == "user_precision" else "items"
         n, second, _ = self._fitted_sums(side, params)
         if self.factor_prior == "wishart":
             return (-0.5 * second, np.array(0.5 * n))
         return (-0.5 * np.diagonal(second).copy(), np.full(self._dim, 0.5 * n))
+
+    def _node_stats(self, name, prep, params, rng=None):
+        """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.
+
+        The target of node ``i`` is ``eta1 = w s_i h_i`` and precision
+        ``alpha + w s_i P_i`` (``s_i = N_i / C_i``); see the strategies.
+        """
+        return self._strategy.node_stats(self, name, prep, params, rng=rng)
 
     def _fitted_sums(self, name, params):
         """Count, sum of ``E[w w^T]`` and of ``log|precision|`` over the
@@ -1375,41 +1115,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         precisions.  The nodes being updated in the current step count.
         """
         return self._row_steps(name) > 0
-
-    def _node_stats(self, name, prep, params, rng=None):
-        """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.
-
-        The target of node ``i`` is ``eta1 = w s_i h_i`` and precision
-        ``diag(alpha) + w s_i P_i`` (``s_i = N_i / C_i``).  Gaussian:
-        ``h = sum (r - mu) E[x] - E[x c]``, ``P = sum E[x x^T]`` and
-        ``w = tau`` in closed form; otherwise the Monte-Carlo statistics of
-        seed 002 (:mod:`skvi.models.matrix_factorization.nonconjugate`) with ``w = 1``.
-        """
-        if self._conjugate:
-            agg = self._side_aggregates(prep, name, params)
-            mu, _, tau, _ = self._scalars(params)
-            return agg.rx - mu * agg.sx - agg.B, agg.A, tau
-        h, P, _, _, _ = self._side_pass(name, prep[name], params, want_node_stats=True, rng=rng)
-        return h, P, 1.0
-
-    def _side_pass(self, name, side, params, want_node_stats, rng=None):
-        """:func:`skvi.models.nonconjugate.side_statistics` for one side of a batch."""
-        other = "items" if name == "users" else "users"
-        node = self._node_moments(name, params, side.nodes)
-        partner = self._node_moments(other, params, side.other_nodes)
-        diagonal = self.covariance == "diagonal"
-        p_mean, p_root = nonconjugate.partner_factors(partner.mean, partner.second, diagonal)
-        if diagonal:
-            cov = node.var
-        else:
-            cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
-        mu, var_mu, _, _ = self._scalars(params)
-        n_f = 1 if self.expectation == "mc" else _F_NODES
-        return nonconjugate.side_statistics(
-            self.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
-            p_mean, p_root, mu, var_mu, self.n_mc_samples, self.expectation, n_f,
-            self._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
-        )
 
     def _node_target(self, name, h, P, weight, params, node_scale):
         """Natural parameters of ``prior + scale_i * stats_i`` for the side's nodes."""
@@ -1451,7 +1156,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         rule = self._node_rule
         if rule is not None:
             if self.covariance == "diagonal":
-                tgt1, tgt2 = _diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+                tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
             (new1, new2), state = rule.step(
                 (old1, old2), (tgt1, tgt2), rho_i, ctx.backoff, ctx.rule_state
             )
@@ -1469,14 +1174,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         eta1[nodes] = new1
         eta2[nodes] = new2
         sub = self._safe_moments(new1, new2)
-        valid = sub is not None
-        if valid:
-            old = self._moments(name, {name: current})
-            moments = _Moments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
-            moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
-            moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
-            self._remember(name, eta1, moments)
-        return (eta1, eta2), valid
+        if sub is None:
+            return (eta1, eta2), False
+        # The new value carries its moments: those of the updated nodes were
+        # computed by the validity test, the others are unchanged.
+        old = self._moments(name, {name: current})
+        moments = Moments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
+        moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
+        moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
+        return Factor((eta1, eta2), self._factor_families[name], {"moments": moments}), True
 
     def _diagonal_update(self, old1, old2, tgt1, tgt2, rho):
         """Fully factorised update: one coordinate at a time (eq. 7).
@@ -1504,96 +1210,67 @@ n_samples_seen_, converged_, n_rejected_steps_
         return new1, new2
 
     def _prepare_probe(self, data):
-        return _prepare(data)
+        return prepare(data)
+
 
     def _probe_loss(self, prep, params):
         """Expected loss per probe rating, for the engine's step safety.
 
-        Paquet's divergence (seed 000, Fig. 2) keeps every factor a valid
-        Gaussian while the means grow without bound, so validity alone
-        cannot catch it; the engine rejects a step that more than doubles
-        this loss.  Gaussian: the expected squared residual; otherwise
+        Paquet's divergence (Fig. 2) keeps every factor a valid Gaussian
+        while the means grow without bound, so validity alone cannot catch
+        it; the engine rejects a step that more than doubles this loss.
+        Gaussian: the expected squared residual; otherwise
         ``-E[log p(r | f)]`` under the Gaussian approximation of ``f``.
         """
-        if self._conjugate:
-            return self._sum_sq_residual(prep, params) / prep["n"]
-        side = prep[prep["global_side"]]
-        users, items = side.nodes[side.row], side.other_nodes[side.col]
-        m_f, v_f = self._f_moments(users, items, params)
-        e_log = self.likelihood_.expectations(
-            side.ratings, m_f, v_f, method="quadrature", n_samples=_PROBE_NODES
-        )[0]
-        return float(-np.mean(e_log))
+        return self._strategy.probe_loss(self, prep, params)
 
     # ------------------------------------------------------------------ ELBO
     def _local_bound(self, data, prep, params):
-        if not self._conjugate:
-            # Monte-Carlo estimate of sum_j E_q[log p(r_j | f_j)] with common
-            # random numbers, so that bounds of successive passes compare
-            # the parameters rather than the draws.
-            side = prep["global_side"]
-            rng = np.random.default_rng(self._bound_seed)
-            e_log = self._side_pass(side, prep[side], params, want_node_stats=False, rng=rng)[2]
-            return float(np.sum(e_log))
-        _, _, tau, log_tau = self._scalars(params)
-        ssr = self._sum_sq_residual(prep, params)
-        return float(0.5 * prep["n"] * (log_tau - _LOG_2PI) - 0.5 * tau * ssr)
+        return self._strategy.local_bound(self, prep, params)
 
     def _global_bound(self, params):
         total = 0.0
-        for name, key in (("users", "user_precision"), ("items", "item_precision")):
+        for name in ("users", "items"):
             n, second, sum_logdet = self._fitted_sums(name, params)
             d = self._dim
-            if self.factor_precision is None and self.factor_prior == "wishart":
-                alpha, log_det = Wishart.from_natural(*params[key]).expected_stats()
+            if self.factor_precision is not None:
+                alpha = np.full(d, float(self.factor_precision))
+                log_det = float(np.sum(np.log(alpha)))
+                quad = np.diagonal(second) @ alpha
+            elif self.factor_prior == "wishart":
+                alpha, log_det = params[SIDES[name].precision].distribution.expected_stats()
                 quad = np.sum(second * alpha)
             else:
-                if self.factor_precision is None:
-                    alpha, log_alpha = _gamma_moments(params[key])
-                else:
-                    alpha = np.full(d, float(self.factor_precision))
-                    log_alpha = np.log(alpha)
-                log_det = np.sum(log_alpha)
+                q = params[SIDES[name].precision].distribution
+                alpha = q.mean()
+                log_det = np.sum(q.expected_log())
                 quad = np.diagonal(second) @ alpha
             e_log_p = 0.5 * n * (log_det - d * _LOG_2PI) - 0.5 * quad
             entropy = 0.5 * n * d * (1.0 + _LOG_2PI) - 0.5 * sum_logdet
             total += e_log_p + entropy
         prior = self._prior_natural()
-        q_mu = Gaussian.from_natural(*params["mean"])
-        total -= float(q_mu.kl(Gaussian.from_natural(*prior["mean"])))
+        total -= float(params["mean"].distribution.kl(Gaussian.from_natural(*prior["mean"])))
         for key in ("noise", "user_precision", "item_precision"):
             if key in params:
                 family = self._factor_families[key]
-                kl = family.from_natural(*params[key]).kl(family.from_natural(*prior[key]))
+                kl = params[key].distribution.kl(family.from_natural(*prior[key]))
                 total -= float(np.sum(kl))
         return float(total)
 
     def _pass_lower_bound(self, data):
         prep = self._fit_prep
         if prep is None or prep["data"] is not data:
-            prep = _prepare(data)
+            prep = prepare(data)
             self._fit_prep = prep
         prep.pop("_agg", None)
         params = self.natural_params_
         return self._global_bound(params) + self._local_bound(data, prep, params)
 
-    # ------------------------------------------------------------ prediction
-    def _predictive(self, users, items):
-        """Predictive mean and variance of ratings (Gaussian likelihood)."""
-        params = self.natural_params_
-        _, _, tau, _ = self._scalars(params)
-        if self.noise_precision is None:
-            rate, shape_m1 = params["noise"]
-            shape, rate = float(shape_m1) + 1.0, float(-rate)
-            noise_var = rate / (shape - 1.0) if shape > 1.0 else 1.0 / tau
-        else:
-            noise_var = 1.0 / tau
-        mean, var = self._f_moments(users, items, params)
-        return mean, var + noise_var
 
+    # ------------------------------------------------------------ prediction
     def _f_moments(self, users, items, params):
         """Exact posterior mean and variance of ``f = mu + u.v + b + c``."""
-        mu, var_mu, _, _ = self._scalars(params)
+        mu, var_mu = self._global_mean(params)
         n = users.shape[0]
         mean = np.empty(n)
         var = np.empty(n)
@@ -1617,53 +1294,12 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ----------------------------------------------------- ordinal thresholds
     def _hyperparameter_statistics(self, data, prep):
-        # The ordinal thresholds' step needs the minibatch's ratings.
-        if not (self.learn_thresholds and isinstance(self.likelihood_, Ordinal)):
-            return None
-        side = prep[prep["global_side"]]
-        return Samples(side.nodes[side.row], side.other_nodes[side.col], side.ratings)
+        return self._strategy.hyperparameter_statistics(self, prep)
 
     def _update_hyperparameters(self, hyper, ctx):
-        """Learn the ordinal thresholds after each accepted step.
-
-        The thresholds are point estimates: the first stays where it is
-        (the global mean sets the location) and the log-gaps maximise the
-        minibatch's expected log-likelihood under the Gaussian
-        approximation of each ``f`` (Gauss-Hermite); online, the log-gaps
-        move to that optimum by the step size ``rho``.  The prior is
-        unchanged, so this returns False.
-        """
-        lik = self.likelihood_
-        if hyper is None or not (self.learn_thresholds and isinstance(lik, Ordinal)):
-            return False
-        users, items, ratings = hyper.arrays
-        m_f, v_f = self._f_moments(users, items, self.natural_params_)
-        z, w = np.polynomial.hermite.hermgauss(_F_NODES)
-        f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
-        w = w / np.sqrt(np.pi)
-        y = ratings.astype(np.intp)
-        b0 = lik.thresholds[0]
-        n_gaps = lik.thresholds.size - 1
-        if n_gaps < 1:
-            return False
-
-        def objective(theta):
-            gaps = np.exp(theta)
-            trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
-            value, grad_b = trial.threshold_objective(y, f, w)
-            # d b_k / d theta_j = exp(theta_j) for k > j.
-            grad_theta = gaps * np.cumsum(grad_b[::-1])[::-1][1:]
-            n = max(y.shape[0], 1)
-            return -value / n, -grad_theta / n
-
-        theta = np.log(np.diff(lik.thresholds))
-        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
-                       bounds=[(-10.0, 10.0)] * n_gaps, options={"maxiter": 50})
-        if not np.all(np.isfinite(res.x)):
-            return False
-        step = min(float(ctx.rho), 1.0)
-        theta = theta + step * (res.x - theta)
-        lik.thresholds = np.concatenate(([b0], b0 + np.cumsum(np.exp(theta))))
+        """Learn the ordinal thresholds after each accepted step (the prior is unchanged)."""
+        if hyper is not None:
+            self._strategy.update_thresholds(self, hyper, ctx.rho)
         return False
 
     def _on_params_updated(self):
@@ -1672,19 +1308,21 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.item_counts_ = self._row_totals("items").copy()
         self.n_users_, self.n_items_ = self.user_counts_.shape[0], self.item_counts_.shape[0]
         k = self.n_components
-        for name, prefix in (("users", "user"), ("items", "item")):
+        for name, side in SIDES.items():
             mom = self._node_moments(name, params, np.arange(params[name][0].shape[0]))
             cov = mom.second - mom.mean[..., :, None] * mom.mean[..., None, :]
-            setattr(self, f"{prefix}_mean_", mom.mean)
-            setattr(self, f"{prefix}_covariance_", cov)
-            setattr(self, f"{prefix}_factors_", mom.mean[:, :k])
-            setattr(self, f"{prefix}_bias_", mom.mean[:, k])
-            setattr(self, f"{prefix}_precision_", self._prior_precision(name, params))
-        mu, var_mu, tau, _ = self._scalars(params)
-        self.global_mean_ = mu
-        self.global_mean_variance_ = var_mu
-        self.noise_precision_ = tau if self._conjugate else None
+            setattr(self, f"{side.prefix}_mean_", mom.mean)
+            setattr(self, f"{side.prefix}_covariance_", cov)
+            setattr(self, f"{side.prefix}_factors_", mom.mean[:, :k])
+            setattr(self, f"{side.prefix}_bias_", mom.mean[:, k])
+            setattr(self, f"{side.prefix}_precision_", self._prior_precision(name, params))
+        self.global_mean_, self.global_mean_variance_ = self._global_mean(params)
+        self.noise_precision_ = self._strategy.noise(self, params)[0] if self._conjugate else None
         if "noise" in params:
-            rate, shape_m1 = params["noise"]
-            self.noise_shape_ = float(shape_m1) + 1.0
-            self.noise_rate_ = float(-rate)
+            q = params["noise"].distribution
+            self.noise_shape_ = float(q.shape)
+            self.noise_rate_ = float(q.rate)
+
+
+_GAUSSIAN = GaussianRatings()
+_GLM = GLMRatings()

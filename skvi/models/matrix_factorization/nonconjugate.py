@@ -23,8 +23,23 @@ over chunks of ratings; the only loop is over chunks.
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.optimize import brentq, minimize
 
-__all__ = ["partner_factors", "side_statistics"]
+from ...engine import Factor, Samples
+from ...likelihoods import Ordinal
+from .nodes import SIDES, diagonal_target
+
+__all__ = ["GLMRatings", "partner_factors", "side_statistics"]
+
+#: Gauss-Hermite nodes of the predictive integrals.
+PREDICT_NODES = 40
+#: Gauss-Hermite nodes of the probe loss.
+PROBE_NODES = 20
+#: Damped fixed-point iterations of ``transform``.
+FOLD_IN_ITER = 30
+#: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``,
+#: and of the ordinal threshold fit.
+F_NODES = 10
 
 #: Rating-draw pairs per chunk: bounds the (chunk, samples, d)-sized temporaries.
 _CHUNK = 40960
@@ -159,3 +174,218 @@ def side_statistics(
         P = P.reshape(n_nodes, d, d)
         P = 0.5 * (P + np.swapaxes(P, 1, 2))
     return h, P, e_log, e_d1, e_d2
+
+
+class GLMRatings:
+    """Strategy of :class:`~skvi.SVIMatrixFactorization` for non-Gaussian likelihoods.
+
+    Generalised PMF by Monte Carlo structured SVI: given a draw of the
+    partner node, a rating is a GLM example, so a node's natural-gradient
+    target is the fixed point of :func:`side_statistics`; the global mean is
+    a GLM weight with descriptor 1.  Stateless: every method takes the
+    estimator (``mf``) and the natural parameters it works on.
+
+    Examples
+    --------
+    >>> from skvi.models.matrix_factorization.nonconjugate import GLMRatings
+    >>> GLMRatings().default_algorithm
+    'h-mc-ssvi'
+    """
+
+    #: The paper's best update for PMF.
+    default_algorithm = "h-mc-ssvi"
+    conjugate = False
+
+    def scalar_factors(self, mf):
+        """No noise precision: the likelihood has none."""
+        return ()
+
+    def initial_scalars(self, mf, ratings, random_state):
+        """Start ``mu`` at the link value of the mean rating; seed the draws."""
+        # The Monte-Carlo draws, and the common random numbers of the ELBO
+        # estimate.
+        mf._bound_seed = int(random_state.randint(np.iinfo(np.int32).max))
+        mf._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+        n = max(ratings.shape[0], 1)
+        f0, curvature = self.baseline(mf, ratings)
+        prec_mu = mf.mean_precision_prior + n * curvature
+        return {"mean": (np.array(prec_mu * f0), np.array(-0.5 * prec_mu))}
+
+    def baseline(self, mf, y):
+        """Linear predictor ``f0`` whose conditional mean is ``mean(y)``, and
+        the mean curvature ``-l''`` there (the initial global mean and its
+        precision per rating)."""
+        lik = mf.likelihood_
+        target = float(np.mean(y)) if y.size else 0.0
+        lo, hi = -30.0, 30.0
+        g_lo = float(lik.conditional_mean(np.array(lo))) - target
+        g_hi = float(lik.conditional_mean(np.array(hi))) - target
+        if g_lo >= 0.0:
+            f0 = lo
+        elif g_hi <= 0.0:
+            f0 = hi
+        else:
+            f0 = brentq(lambda f: float(lik.conditional_mean(np.array(f))) - target, lo, hi)
+        curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
+        return f0, max(curvature, 1e-6)
+
+    # ---------------------------------------------------------- statistics
+    def side_pass(self, mf, name, side, params, want_node_stats, rng=None):
+        """:func:`side_statistics` for one side of a batch."""
+        other = SIDES[name].other
+        node = mf._node_moments(name, params, side.nodes)
+        partner = mf._node_moments(other, params, side.other_nodes)
+        diagonal = mf.covariance == "diagonal"
+        p_mean, p_root = partner_factors(partner.mean, partner.second, diagonal)
+        if diagonal:
+            cov = node.var
+        else:
+            cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
+        mu, var_mu = mf._global_mean(params)
+        n_f = 1 if mf.expectation == "mc" else F_NODES
+        return side_statistics(
+            mf.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
+            p_mean, p_root, mu, var_mu, mf.n_mc_samples, mf.expectation, n_f,
+            mf._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
+        )
+
+    def node_stats(self, mf, name, prep, params, rng=None):
+        """``(h, P, 1)``: the Monte-Carlo fixed-point statistics of the side's nodes."""
+        h, P, _, _, _ = self.side_pass(mf, name, prep[name], params, want_node_stats=True, rng=rng)
+        return h, P, 1.0
+
+    def scalar_stats(self, mf, name, prep, params):
+        """The global mean's fixed point from the ratings' ``E[l']`` and ``E[l'']``."""
+        mu, _ = mf._global_mean(params)
+        side = prep["global_side"]
+        _, _, _, e1, e2 = self.side_pass(mf, side, prep[side], params, want_node_stats=False)
+        return (np.array(np.sum(e1 - e2 * mu)), np.array(0.5 * np.sum(e2)))
+
+    # ---------------------------------------------------------------- ELBO
+    def local_bound(self, mf, prep, params):
+        """Monte-Carlo estimate of ``sum_j E_q[log p(r_j | f_j)]``.
+
+        With common random numbers, so that bounds of successive passes
+        compare the parameters rather than the draws.
+        """
+        side = prep["global_side"]
+        rng = np.random.default_rng(mf._bound_seed)
+        e_log = self.side_pass(mf, side, prep[side], params, want_node_stats=False, rng=rng)[2]
+        return float(np.sum(e_log))
+
+    def probe_loss(self, mf, prep, params):
+        """``-E[log p(r | f)]`` per probe rating under the Gaussian approximation of ``f``."""
+        side = prep[prep["global_side"]]
+        users, items = side.nodes[side.row], side.other_nodes[side.col]
+        m_f, v_f = mf._f_moments(users, items, params)
+        e_log = mf.likelihood_.expectations(
+            side.ratings, m_f, v_f, method="quadrature", n_samples=PROBE_NODES
+        )[0]
+        return float(-np.mean(e_log))
+
+    def hyperparameter_statistics(self, mf, prep):
+        """The minibatch's ratings, for the ordinal thresholds' step."""
+        if not (mf.learn_thresholds and isinstance(mf.likelihood_, Ordinal)):
+            return None
+        side = prep[prep["global_side"]]
+        return Samples(side.nodes[side.row], side.other_nodes[side.col], side.ratings)
+
+    def update_thresholds(self, mf, hyper, rho):
+        """Learn the ordinal thresholds after an accepted step.
+
+        The thresholds are point estimates: the first stays where it is
+        (the global mean sets the location) and the log-gaps maximise the
+        minibatch's expected log-likelihood under the Gaussian
+        approximation of each ``f`` (Gauss-Hermite); online, the log-gaps
+        move to that optimum by the step size ``rho``.
+        """
+        lik = mf.likelihood_
+        if hyper is None or not (mf.learn_thresholds and isinstance(lik, Ordinal)):
+            return
+        users, items, ratings = hyper.arrays
+        m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
+        z, w = np.polynomial.hermite.hermgauss(F_NODES)
+        f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
+        w = w / np.sqrt(np.pi)
+        y = ratings.astype(np.intp)
+        b0 = lik.thresholds[0]
+        n_gaps = lik.thresholds.size - 1
+        if n_gaps < 1:
+            return
+
+        def objective(theta):
+            gaps = np.exp(theta)
+            trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
+            value, grad_b = trial.threshold_objective(y, f, w)
+            # d b_k / d theta_j = exp(theta_j) for k > j.
+            grad_theta = gaps * np.cumsum(grad_b[::-1])[::-1][1:]
+            n = max(y.shape[0], 1)
+            return -value / n, -grad_theta / n
+
+        theta = np.log(np.diff(lik.thresholds))
+        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
+                       bounds=[(-10.0, 10.0)] * n_gaps, options={"maxiter": 50})
+        if not np.all(np.isfinite(res.x)):
+            return
+        step = min(float(rho), 1.0)
+        theta = theta + step * (res.x - theta)
+        lik.thresholds = np.concatenate(([b0], b0 + np.cumsum(np.exp(theta))))
+
+    # ---------------------------------------------------------- prediction
+    def predictive(self, mf, users, items):
+        """Predictive mean and variance of ratings by quadrature over ``f``."""
+        m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
+        lik = mf.likelihood_
+        if isinstance(lik, Ordinal):
+            proba = lik.predictive_probabilities(m_f, v_f, n_points=PREDICT_NODES)
+            values = mf.classes_.astype(float)
+            mean = proba @ values
+            return mean, proba @ (values * values) - mean * mean
+        mean = lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
+        return mean, lik.predictive_variance(m_f, v_f, n_points=PREDICT_NODES)
+
+    def predict_proba(self, mf, users, items):
+        """Probability of each rating value (categorical likelihoods)."""
+        m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
+        lik = mf.likelihood_
+        if isinstance(lik, Ordinal):
+            return lik.predictive_probabilities(m_f, v_f, n_points=PREDICT_NODES)
+        p1 = lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
+        return np.column_stack([1.0 - p1, p1])
+
+    def log_density(self, mf, data):
+        """``log E[p(r | f)]`` of each rating, by quadrature."""
+        m_f, v_f = mf._f_moments(data.users, data.items, mf.natural_params_)
+        return mf.likelihood_.predictive_logpdf(data.ratings, m_f, v_f, n_points=PREDICT_NODES)
+
+    def fold_in(self, mf, prep, params):
+        """Means of new users by damped fixed-point iterations from their prior.
+
+        Everything else is held fixed; the new users live in a scratch copy
+        of the user side.
+        """
+        side = prep["users"]
+        n = side.nodes.shape[0]
+        ones = np.ones(n)
+        n_known = params["users"][0].shape[0]
+        new_ids = np.arange(n) + n_known
+        prior = mf._initial_nodes("users", n, np.random.RandomState(0), np.zeros(n, bool))
+        params = dict(params)
+        params["users"] = Factor(
+            [np.concatenate([a, b]) for a, b in zip(params["users"], prior)], params["users"].family
+        )
+        side.nodes = new_ids
+        rng = np.random.default_rng(0)
+        full = mf.covariance == "full"
+        for _ in range(FOLD_IN_ITER):
+            stats = self.node_stats(mf, "users", prep, params, rng=rng)
+            tgt1, tgt2 = mf._node_target("users", *stats, params, ones)
+            old1, old2 = params["users"][0][new_ids], params["users"][1][new_ids]
+            if not full:
+                tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+            e1, e2 = params["users"][0].copy(), params["users"][1].copy()
+            e1[new_ids] = old1 + 0.5 * (tgt1 - old1)
+            e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
+            params["users"] = Factor((e1, e2), params["users"].family)
+        e1, e2 = params["users"]
+        return mf._moments_from_natural(e1[new_ids], e2[new_ids]).mean
