@@ -240,3 +240,38 @@ def test_apply_statistics_with_unit_step_is_the_closed_form_posterior():
 def test_compute_statistics_before_fit_raises():
     with pytest.raises(AttributeError, match="fit or partial_fit first"):
         GaussianGammaVB().compute_statistics(np.zeros((3, 1)))
+
+
+# --------------------------------------------------- n_jobs: blocks on threads
+def _threaded_cases():
+    rng = np.random.RandomState(2)
+    n = 5000
+    Xg = rng.normal(1.0, 2.0, size=(n, 3))
+    Xl = rng.normal(size=(n, 4))
+    yb = (Xl @ [1.0, -1.0, 0.5, 0.0] + rng.normal(size=n) > 0).astype(int)
+    return [
+        ("gaussian_gamma", GaussianGammaVB(max_iter=3, tol=0), Xg, None),
+        ("logistic", SVILogisticRegression(expectation="quadrature", learning_method="batch",
+                                           max_iter=3, tol=0, random_state=0), Xl, yb),
+    ]
+
+
+@pytest.mark.parametrize("name, est, X, y", _threaded_cases(), ids=[c[0] for c in _threaded_cases()])
+def test_n_jobs_splits_minibatches_into_blocks_with_the_same_fit(name, est, X, y, monkeypatch):
+    one = copy.deepcopy(est).set_params(n_jobs=1)
+    two = copy.deepcopy(est).set_params(n_jobs=2)
+    sizes = []
+    original = type(two)._local_step
+
+    def spy(self, data, params):
+        sizes.append(data.shape[0])
+        return original(self, data, params)
+
+    fit_args = (X,) if y is None else (X, y)
+    one.fit(*fit_args)
+    monkeypatch.setattr(type(two), "_local_step", spy)
+    two.fit(*fit_args)
+    assert 2500 in sizes  # the minibatch ran as two blocks of 2500 rows
+    np.testing.assert_allclose(_flat(two.natural_params_), _flat(one.natural_params_),
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(two.lower_bounds_, one.lower_bounds_, rtol=1e-10)

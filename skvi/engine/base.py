@@ -27,9 +27,12 @@ from factor name to factor; a model asks ``params[name].distribution`` or
 import numbers
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
+from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -37,7 +40,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..schedules import make_schedule
 from .factor import Factor
-from .statistics import RowStatistics, Statistics
+from .statistics import RowStatistics, Statistics, add_statistics
 
 __all__ = [
     "ENGINE_PARAMETER_CONSTRAINTS",
@@ -57,6 +60,8 @@ MAX_BACKOFF = 30
 PROBE_SIZE = 2000
 # Rows of a sparse X gathered at once by the default online batching.
 SPARSE_GATHER_ROWS = 8192
+#: Fewest rows of a minibatch block worth a thread of its own (``n_jobs``).
+MIN_BLOCK_ROWS = 2048
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
@@ -111,6 +116,7 @@ OPTIONAL_HOOKS = (
     "_probe_growth",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
+    "_parallel_local_step",
     "_evaluate_pass",
     "_pass_converged",
     "_warn_not_converged",
@@ -253,6 +259,16 @@ class StepContext:
         self.new_rule_state = state
 
 
+class _Blocks:
+    """The local steps of a minibatch's blocks (``n_jobs`` threads)."""
+
+    __slots__ = ("data", "locals")
+
+    def __init__(self, data, locals_):
+        self.data = data
+        self.locals = locals_
+
+
 class _RowGroup:
     """The engine's bookkeeping of one per-row factor group."""
 
@@ -351,6 +367,13 @@ class SVIEstimator(BaseEstimator):
         Seeds initialisation and the minibatch shuffling of online ``fit``.
     verbose : int
         Print one line per pass (ELBO, steps per second, elapsed time).
+    n_jobs : int or None
+        For a model whose ``_parallel_local_step()`` is True: threads over
+        which a minibatch is split into blocks of at least
+        ``MIN_BLOCK_ROWS`` rows (the map-reduce split: each block's local
+        step and statistics on its thread, their sum for the step).  None
+        means 1 (joblib's convention).  Estimators without the parameter
+        run on one thread.
 
     **Required model hooks** (each stub raises ``NotImplementedError``
     naming the hook):
@@ -470,6 +493,12 @@ class SVIEstimator(BaseEstimator):
         An empirical-Bayes step on the prior after each accepted step, from
         the summed ``_hyperparameter_statistics``; return True to have the
         engine re-read ``_prior_natural()`` (default: no step).
+    _parallel_local_step() -> bool
+        Whether ``n_jobs`` may split a minibatch into blocks whose local
+        steps and statistics run on threads (default False).  A model says
+        True when its local step releases the GIL or is vectorised, and is
+        deterministic (a Monte-Carlo local step drawing from one generator
+        would make the fit depend on the threads' timing).
     _evaluate_pass(it) -> bool
         Whether ``fit`` computes the ELBO after pass ``it`` (default:
         every pass).  Passes not evaluated add nothing to
@@ -594,8 +623,8 @@ class SVIEstimator(BaseEstimator):
 
     def _pass_lower_bound(self, X):
         params = self.natural_params_
-        local = self._local_step(X, params)
-        return self._global_bound(params) + self._local_bound(X, local, params)
+        local = self._e_step(X, params)
+        return self._global_bound(params) + self._data_bound(X, local, params)
 
     def _step_acceptable(self, X, params, ctx):
         return True
@@ -610,6 +639,9 @@ class SVIEstimator(BaseEstimator):
         return None
 
     def _update_hyperparameters(self, hyper, ctx):
+        return False
+
+    def _parallel_local_step(self):
         return False
 
     def _evaluate_pass(self, it):
@@ -667,13 +699,15 @@ class SVIEstimator(BaseEstimator):
         self._check_engine_ready("compute_statistics")
         data = self._prepare_block(X, y)
         params = self.natural_params_
-        local = self._local_step(data, params)
-        factors = {
-            name: self._expected_stats(name, data, local, params)
-            for name in self._global_factors
-            if name not in self._hierarchical_factors
-        }
-        return Statistics(data.shape[0], factors, self._hyperparameter_statistics(data, local))
+        with self._thread_pool():
+            local = self._e_step(data, params)
+            factors = {
+                name: self._block_statistics(name, data, local, params)
+                for name in self._global_factors
+                if name not in self._hierarchical_factors
+            }
+            hyper = self._hyper_statistics(data, local)
+        return Statistics(data.shape[0], factors, hyper)
 
     def apply_statistics(self, statistics, total_samples=None):
         """One natural-gradient step of every global factor from summed statistics.
@@ -710,6 +744,10 @@ class SVIEstimator(BaseEstimator):
     # ------------------------------------------------------- fit / partial_fit
     def _engine_fit(self, X):
         """Run ``fit``: batch coordinate ascent or online passes."""
+        with self._thread_pool():
+            return self._fit_passes(X)
+
+    def _fit_passes(self, X):
         X = self._validate_input(X, reset=True)
         random_state = check_random_state(self.random_state)
         self._reset_engine(X, random_state)
@@ -735,11 +773,11 @@ class SVIEstimator(BaseEstimator):
                 bound = self._pass_lower_bound(X) if evaluate else None
             else:
                 if local is None or self._local_depends_on_globals:
-                    local = self._local_step(X, self.natural_params_)
+                    local = self._e_step(X, self.natural_params_)
                 self._step(X, 1.0, online=False, local=local)
                 if evaluate:
                     params = self.natural_params_
-                    bound = self._local_bound(X, local, params) + self._global_bound(params)
+                    bound = self._data_bound(X, local, params) + self._global_bound(params)
                 else:
                     bound = None
             self.n_iter_ = it
@@ -782,6 +820,10 @@ class SVIEstimator(BaseEstimator):
         ``batches`` (slices of the validated X) overrides the default cut,
         :func:`even_batches`; LDA passes scikit-learn's.
         """
+        with self._thread_pool():
+            return self._partial_fit_steps(X, batches)
+
+    def _partial_fit_steps(self, X, batches):
         first = not hasattr(self, "natural_params_")
         X = self._validate_input(X, reset=first)
         if first:
@@ -821,7 +863,7 @@ class SVIEstimator(BaseEstimator):
         # The minibatch's data part at the new globals, with its local
         # factors from the step.
         params = self.natural_params_
-        bound = self._global_bound(params) + scale * self._local_bound(X, local, params)
+        bound = self._global_bound(params) + scale * self._data_bound(X, local, params)
         self.lower_bounds_.append(float(bound))
         self.lower_bound_ = float(bound)
 
@@ -834,6 +876,58 @@ class SVIEstimator(BaseEstimator):
                 f"{type(self).__name__}.{method} needs initialised global factors: "
                 "call fit or partial_fit first."
             )
+
+    # ---------------------------------------------- minibatch blocks on threads
+    @contextmanager
+    def _thread_pool(self):
+        """Threads for the blocks of a minibatch while a fit or statistics call runs."""
+        n_jobs = getattr(self, "n_jobs", None)
+        threads = max(1, effective_n_jobs(n_jobs)) if n_jobs is not None else 1
+        if threads < 2 or not self._parallel_local_step() or getattr(self, "_blocks_pool", None):
+            yield
+            return
+        self._blocks_pool = ThreadPoolExecutor(threads)
+        try:
+            yield
+        finally:
+            pool, self._blocks_pool = self._blocks_pool, None
+            pool.shutdown()
+
+    def _e_step(self, X, params):
+        """The local step of X: of the whole minibatch, or of its blocks on threads."""
+        pool = getattr(self, "_blocks_pool", None)
+        n_blocks = 0 if pool is None else min(pool._max_workers, X.shape[0] // MIN_BLOCK_ROWS)
+        if n_blocks < 2:
+            return self._local_step(X, params)
+        size = -(-X.shape[0] // n_blocks)
+        blocks = [X[s] for s in even_batches(X.shape[0], size)]
+        return _Blocks(blocks, list(pool.map(lambda b: self._local_step(b, params), blocks)))
+
+    def _over_blocks(self, local, compute):
+        """``compute(X_block, local_block)`` for each block, on the threads."""
+        return list(self._blocks_pool.map(lambda bl: compute(*bl), zip(local.data, local.locals)))
+
+    def _block_statistics(self, name, X, local, params):
+        if not isinstance(local, _Blocks):
+            return self._expected_stats(name, X, local, params)
+        parts = self._over_blocks(local, lambda b, lb: self._expected_stats(name, b, lb, params))
+        total = parts[0]
+        for part in parts[1:]:
+            total = add_statistics(total, part)
+        return total
+
+    def _data_bound(self, X, local, params):
+        if not isinstance(local, _Blocks):
+            return self._local_bound(X, local, params)
+        return float(sum(self._over_blocks(local, lambda b, lb: self._local_bound(b, lb, params))))
+
+    def _hyper_statistics(self, X, local):
+        if not isinstance(local, _Blocks):
+            return self._hyperparameter_statistics(X, local)
+        total = None
+        for b, lb in zip(local.data, local.locals):
+            total = add_statistics(total, self._hyperparameter_statistics(b, lb))
+        return total
 
     # -------------------------------------------------------------- internals
     def _reset_engine(self, X, random_state):
@@ -987,7 +1081,7 @@ class SVIEstimator(BaseEstimator):
             return self._expected_stats(name, None, None, params)
         if stats is not None:
             return stats.factors[name]
-        return self._expected_stats(name, X, local, params)
+        return self._block_statistics(name, X, local, params)
 
     def _factor_step(self, name, params, stats, ctx, pending):
         """Update one factor inside a step; returns (new, valid)."""
@@ -1063,7 +1157,7 @@ class SVIEstimator(BaseEstimator):
         """Take one step on X (or from summed ``stats``); return the local step."""
         st = self._svi
         if local is None and stats is None:
-            local = self._local_step(X, self.natural_params_)
+            local = self._e_step(X, self.natural_params_)
         t = self.n_batch_iter_ + 1
         base_rho = st.schedule(t) if online else 1.0
         backoff_before = st.backoff
@@ -1119,7 +1213,7 @@ class SVIEstimator(BaseEstimator):
         if ctx.grads is not None:
             sq = float(sum(np.vdot(g, g).real for g in ctx.grads))
             st.schedule.observe(sq, ctx.grads)
-        hyper = stats.hyper if stats is not None else self._hyperparameter_statistics(X, local)
+        hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
             st.prior = self._prior_natural()
 

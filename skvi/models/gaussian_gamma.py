@@ -77,6 +77,10 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         Reject and back off steps that would make a factor invalid.
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order of online ``fit``.
+    n_jobs : int or None, default=None
+        Threads over which ``fit`` and ``partial_fit`` split a minibatch of
+        at least ``2 * skvi.engine.base.MIN_BLOCK_ROWS`` rows, each block's
+        sums on its own thread (None: one thread).
     verbose : int, default=0
         Print a line per pass.
 
@@ -125,6 +129,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         "mean_precision_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "precision_shape_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "precision_rate_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "n_jobs": [None, numbers.Integral],
         **ENGINE_PARAMETER_CONSTRAINTS,
     }
 
@@ -150,6 +155,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         update_order="sequential",
         step_safety=True,
         random_state=None,
+        n_jobs=None,
         verbose=0,
     ):
         self.mean_prior = mean_prior
@@ -167,6 +173,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         self.update_order = update_order
         self.step_safety = step_safety
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
@@ -342,6 +349,10 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             "mean": (b0 * p["mean_prior"], -0.5 * b0),
             "precision": (-p["precision_rate_prior"], p["precision_shape_prior"] - 1.0),
         }
+
+    def _parallel_local_step(self):
+        # The local step is a few vectorised sums per feature.
+        return True
 
     def _initialize_globals(self, X, random_state):
         # The data statistics are accumulated about a fixed shift (the mean

@@ -82,6 +82,7 @@ class _BayesianGLM(SVIEstimator):
         **UPDATE_RULE_PARAMETER_CONSTRAINTS,
         "expectation": [StrOptions({"mc", "quadrature"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_jobs": [None, numbers.Integral],
         **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
 
@@ -108,6 +109,7 @@ class _BayesianGLM(SVIEstimator):
         total_samples="auto",
         step_safety=True,
         random_state=None,
+        n_jobs=None,
         verbose=0,
     ):
         self.prior_variance = prior_variance
@@ -127,6 +129,7 @@ class _BayesianGLM(SVIEstimator):
         self.total_samples = total_samples
         self.step_safety = step_safety
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # --------------------------------------------------------------- helpers
@@ -175,6 +178,11 @@ class _BayesianGLM(SVIEstimator):
 
     def _validate_input(self, data, reset):
         return data
+
+    def _parallel_local_step(self):
+        # Matrix products and quadrature are vectorised; Monte-Carlo draws
+        # from one generator would depend on the threads' timing.
+        return self.expectation == "quadrature"
 
     def _prior_variances(self, n_weights):
         variance = self._prior_var
@@ -423,6 +431,11 @@ _GLM_PARAMS_DOC = """
         non-finite), halve the step sizes and retry (:mod:`skvi.engine`).
     random_state : int, RandomState or None, default=None
         Seeds the minibatch order and the Monte-Carlo draws.
+    n_jobs : int or None, default=None
+        Threads over which a minibatch of at least ``2 *
+        skvi.engine.base.MIN_BLOCK_ROWS`` rows is split (None: one thread),
+        with ``expectation='quadrature'``; Monte-Carlo expectations draw
+        from one generator, so they run on one thread to stay reproducible.
     verbose : int, default=0
         Print one line per pass.
 """
@@ -722,6 +735,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         total_samples="auto",
         step_safety=True,
         random_state=None,
+        n_jobs=None,
         verbose=0,
     ):
         self.link = link
@@ -743,6 +757,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
             total_samples=total_samples,
             step_safety=step_safety,
             random_state=random_state,
+            n_jobs=n_jobs,
             verbose=verbose,
         )
 

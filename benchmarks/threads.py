@@ -1,0 +1,129 @@
+"""n_jobs=2 against n_jobs=1 for every estimator that takes n_jobs, in one run.
+
+The engine splits each minibatch into ``n_jobs`` blocks whose local steps and
+statistics run on threads (the map-reduce split of ``docs/engine.md``); LDA
+splits its compiled E-step the same way.  This script fits each estimator
+with one and with two threads, alternating (1, 2, 2, 1, ...) for
+``--repeats`` rounds, BLAS held at one thread so the only parallelism is the
+engine's, and prints the median fit times and their ratio.
+
+    python benchmarks/threads.py [--repeats 5] [--data DIR]
+
+Data: 10^6 x 10 Gaussian rows (GaussianGammaVB, batch); a9a
+(``SVILogisticRegression``, batch, quadrature expectations); 20 Newsgroups
+train (``SVILatentDirichletAllocation``, batch and online).  DIR (default
+``$SKVI_DATA``, itself defaulting to ``../shared/data`` beside the repository)
+holds ``a9a-adult-libsvm/`` and ``20newsgroups-bydate/``; a missing folder
+skips its rows with a message.  ``SVIMatrixFactorization`` takes no
+``n_jobs``: split into two blocks, MovieLens u1's batch fit ran at 0.66x
+(every block touches most users and items, so their per-node work is done
+twice, and scipy's sparse products hold the GIL).
+"""
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Skipped, format_table  # noqa: E402
+
+
+def parse_args(argv=None):
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    default = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
+    p.add_argument("--repeats", type=int, default=5, help="rounds of interleaved fits")
+    return p.parse_args(argv)
+
+
+def one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1)
+
+
+def gaussian_gamma(data):
+    from skvi import GaussianGammaVB
+
+    X = np.random.RandomState(0).normal(3.0, 2.0, size=(1_000_000, 10))
+    return lambda n_jobs: GaussianGammaVB(max_iter=5, tol=0, n_jobs=n_jobs).fit(X)
+
+
+def logistic(data):
+    from sklearn.datasets import load_svmlight_file
+
+    from skvi import SVILogisticRegression
+
+    path = os.path.join(data, "a9a-adult-libsvm", "a9a")
+    if not os.path.isfile(path):
+        raise Skipped("%s not found (pass --data)" % path)
+    X, y = load_svmlight_file(path, n_features=123)
+    X = sp.csr_matrix(X)
+    return lambda n_jobs: SVILogisticRegression(
+        learning_method="batch", expectation="quadrature", max_iter=5, tol=0,
+        random_state=0, n_jobs=n_jobs,
+    ).fit(X, y)
+
+
+def lda(method):
+    def make(data):
+        from skvi import SVILatentDirichletAllocation
+
+        path = os.path.join(data, "20newsgroups-bydate", "train.npz")
+        if not os.path.isfile(path):
+            raise Skipped("%s not found (pass --data)" % path)
+        X = sp.load_npz(path).tocsr().astype(np.float64)
+        return lambda n_jobs: SVILatentDirichletAllocation(
+            n_components=20, learning_method=method, max_iter=3, evaluate_every=0,
+            random_state=0, n_jobs=n_jobs,
+        ).fit(X)
+
+    return make
+
+
+CASES = [
+    ("GaussianGammaVB batch, 10^6 x 10", gaussian_gamma),
+    ("SVILogisticRegression batch, a9a", logistic),
+    ("SVILatentDirichletAllocation batch, 20NG", lda("batch")),
+    ("SVILatentDirichletAllocation online, 20NG", lda("online")),
+]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    print("cores: %d; BLAS limited to one thread; %d interleaved rounds" % (os.cpu_count(), args.repeats))
+    rows = []
+    for label, make in CASES:
+        try:
+            fit = make(args.data)
+        except Skipped as exc:
+            print("%s: skipped (%s)" % (label, exc))
+            continue
+        times = {1: [], 2: []}
+        with one_blas_thread(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit(1)  # warm-up: imports, caches
+            for r in range(args.repeats):
+                for n_jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
+                    start = time.perf_counter()
+                    fit(n_jobs)
+                    times[n_jobs].append(time.perf_counter() - start)
+        one, two = np.median(times[1]), np.median(times[2])
+        print("%s: n_jobs=1 %.3f s, n_jobs=2 %.3f s" % (label, one, two), flush=True)
+        rows.append([label, "%.3f" % one, "%.3f" % two, "%.2fx" % (one / two)])
+    print()
+    print(format_table(["estimator", "n_jobs=1 [s]", "n_jobs=2 [s]", "speed-up"], rows,
+                       [False, True, True, True]))
+
+
+if __name__ == "__main__":
+    main()
