@@ -391,7 +391,7 @@ def test_ids_of_any_kind_fit_as_their_integer_codes(small):
 
 
 def test_transform_output_follows_set_output(small):
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     X, y, _, _ = small
     mf = quiet_fit(SVIMatrixFactorization(2, max_iter=3, random_state=0), X, y)
     R = sp.csr_matrix((y[:30], (np.zeros(30, int), X[:30, 1])), shape=(1, X[:, 1].max() + 1))

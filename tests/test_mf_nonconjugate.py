@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import r2_score
 
 from skvi import SVIMatrixFactorization
 from skvi.likelihoods import Gaussian, Ordinal
@@ -173,6 +174,10 @@ def test_binary_pmf_approaches_the_oracle():
     proba = mf.predict_proba(X[test])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_allclose(proba[:, 1], mf.predict(X[test]))
+    # score is R^2 of the probability against the 0/1 outcome (Brier skill).
+    assert mf.score(X[test], y[test]) == pytest.approx(
+        r2_score(y[test], proba[:, 1]), rel=1e-12
+    )
 
 
 def test_ordinal_thresholds_are_learned():

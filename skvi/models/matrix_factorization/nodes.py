@@ -12,7 +12,7 @@ each node's rated partners, all vectorised over nodes and ratings.
 import numpy as np
 import scipy.sparse as sp
 
-from ...expfam import MultivariateGaussian, _cholesky_logdet
+from ...expfam import _cholesky_logdet
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
