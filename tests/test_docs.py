@@ -22,7 +22,7 @@ def test_readme_tour_runs_and_recovers_the_generating_mean():
         for block in blocks:
             exec(compile(block, str(README), "exec"), namespace)
     # The tour's data are N(5, 2^2): every fit must recover the mean.
-    for name in ("vb", "svi", "stream"):
+    for name in ("vb", "svi", "stream", "est"):
         np.testing.assert_allclose(namespace[name].mean_, 5.0, atol=0.05)
     # The topic model predicts held-out words better than the unigram model
     # (one topic), whose document-completion perplexity is computed here.
