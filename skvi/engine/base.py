@@ -327,7 +327,8 @@ class SVIEstimator(BaseEstimator):
         ``partial_fit``: both cut their rows into ``ceil(n / batch_size)``
         near-equal minibatches (:func:`even_batches`).
     max_iter : int
-        Maximum number of passes over the data in ``fit``.
+        Maximum number of passes over the data in ``fit`` (0, where a model
+        allows it, initialises the globals only).
     tol : float
         ``fit`` stops when the relative change of the ELBO between two
         passes, ``|L_k - L_{k-1}| / |L_{k-1}|``, falls below ``tol``.

@@ -13,7 +13,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils import check_random_state, gen_batches
+from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
@@ -283,17 +283,8 @@ class SVILatentDirichletAllocation(
         """
         with self._threads():
             try:
-                if self.max_iter == 0:
-                    X = self._validate_input(X, reset=True)
-                    self._reset_engine(X, check_random_state(self.random_state))
-                    self.n_iter_ = 0
-                    self.n_samples_seen_ = X.shape[0]
-                    self.converged_ = False
-                    self.lower_bounds_ = []
-                    self.lower_bound_ = None
-                    self._on_params_updated()
-                else:
-                    self._engine_fit(X)
+                # max_iter=0 (as scikit-learn allows) initialises the topics only.
+                self._engine_fit(X)
                 # Final perplexity of the training data, as scikit-learn
                 # reports in bound_.
                 X = self._fit_X
