@@ -1,0 +1,77 @@
+"""Batched exponential-family factors.
+
+This module provides the vectorised exponential-family distributions used by
+the SVI engine as variational posteriors and as priors.  Every class is
+*batched*: its parameter arrays carry a leading ``batch_shape`` (one factor
+per feature, per user, per topic, ...) followed by the event shape of a
+single draw, and every method operates on the whole batch at once without a
+Python loop over batch elements.
+
+Conventions
+-----------
+Each family is written in the canonical form
+
+    p(x | eta) = h(x) exp(<eta, t(x)> - A(eta)),    h(x) = 1,
+
+with the sufficient statistics t(x) and natural parameters eta ordered as
+below (``.natural`` and ``.expected_stats()`` always return tuples in exactly
+this order, with matching shapes):
+
+* :class:`Gaussian`: ``t(x) = (x, x**2)``,
+  ``eta = (precision * loc, -precision / 2)``.
+* :class:`MultivariateGaussian`: ``t(x) = (x, x x^T)``,
+  ``eta = (Lambda m, -Lambda / 2)``.
+* :class:`Gamma`: ``t(x) = (x, log x)``, ``eta = (-rate, shape - 1)``.
+* :class:`Wishart`: ``t(X) = (X, log|X|)``,
+  ``eta = (-W^{-1} / 2, (df - d - 1) / 2)``.
+* :class:`Dirichlet`: ``t(x) = (log x,)``, ``eta = (concentration - 1,)``.
+
+Because h(x) = 1 for every family (constants such as log(2 pi) / 2 live in
+A), the following identities hold
+for every class:
+
+* ``entropy = A(eta) - <eta, E[t(x)]>``
+* ``KL(q || p) = <eta_q - eta_p, E_q[t(x)]> - A(eta_q) + A(eta_p)``
+* ``grad A(eta) = E[t(x)]``
+
+where ``<., .>`` sums over the event axes of each natural parameter.  The
+classes implement numerically stable closed forms of these quantities.
+
+Dtypes
+------
+Parameters are stored as floating arrays: ``float32`` when every NumPy input
+is ``float32`` (plain Python scalars do not force an upcast), ``float64``
+otherwise.
+
+Instances are meant to be treated as immutable: derived quantities (for
+example the Cholesky factor of a precision matrix) are cached on first use.
+"""
+
+# The private helpers stay importable from the package, as from the module it replaced.
+from .base import (  # noqa: F401
+    _LOG_2PI,
+    ExponentialFamily,
+    _as_float,
+    _check_random_state,
+    _cholesky_logdet,
+    _event_sum,
+    _float_dtype,
+    _pd_mask,
+    _size_tuple,
+    _symmetric_mask,
+    _uniform_open0,
+)
+from .dirichlet import Dirichlet
+from .gamma import Gamma
+from .gaussian import Gaussian
+from .multivariate_gaussian import MultivariateGaussian
+from .wishart import Wishart, _log_multigamma, _multi_digamma  # noqa: F401
+
+__all__ = [
+    "ExponentialFamily",
+    "Gaussian",
+    "MultivariateGaussian",
+    "Gamma",
+    "Wishart",
+    "Dirichlet",
+]

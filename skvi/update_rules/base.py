@@ -1,0 +1,115 @@
+"""The base class of the update rules and the helpers they share."""
+
+import numpy as np
+
+
+def _is_diagonal(eta1, eta2):
+    return np.ndim(eta2) == np.ndim(eta1)
+
+
+def _standard(eta1, eta2):
+    """Mean, covariance and precision of Gaussians in natural parameters."""
+    if _is_diagonal(eta1, eta2):
+        precision = -2.0 * eta2
+        return eta1 / precision, 1.0 / precision, precision
+    precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+    chol = np.linalg.cholesky(precision)
+    chol_inv = np.linalg.inv(chol)
+    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
+    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    mean = (cov @ eta1[..., None])[..., 0]
+    return mean, cov, precision
+
+
+def _natural(mean, precision, diagonal):
+    if diagonal:
+        return precision * mean, -0.5 * precision
+    return (precision @ mean[..., None])[..., 0], -0.5 * precision
+
+
+def _mean_gradient(g1, g2, mean, diagonal):
+    """Ordinary gradient in the mean from the natural gradient ``(g1, g2)``."""
+    if diagonal:
+        return g1 + 2.0 * g2 * mean
+    return g1 + 2.0 * (g2 @ mean[..., None])[..., 0]
+
+
+def _per_factor(rho, array):
+    """``rho`` broadcast against one natural component of a batch of factors.
+
+    ``rho`` is a scalar or holds one step size per factor (the batch shape
+    of the natural parameters); trailing axes are added to match ``array``.
+    """
+    rho = np.asarray(rho, dtype=float)
+    if rho.ndim == 0:
+        return rho
+    return rho.reshape(rho.shape + (1,) * (np.ndim(array) - rho.ndim))
+
+
+def _adagrad(grad, accumulated, learning_rate, eps=1e-8):
+    """One AdaGrad step; returns (step, new accumulator)."""
+    accumulated = (0.0 if accumulated is None else accumulated) + grad * grad
+    return learning_rate * grad / (np.sqrt(accumulated) + eps), accumulated
+
+
+class UpdateRule:
+    """Base class: how a Gaussian factor moves given its natural gradient.
+
+    Subclasses implement :meth:`step`.  Rules are stateless objects; their
+    per-factor state (AdaGrad accumulators) is passed in and returned, so the
+    engine can discard it with a rejected step.
+
+    Parameters
+    ----------
+    gradient_learning_rate : float, default=1.0
+        Global learning rate of the AdaGrad steps (unused by
+        :class:`NaturalGradient`).  Seed 002 uses 1.0 throughout.
+
+    Examples
+    --------
+    A unit natural-gradient step lands on the target:
+
+    >>> import numpy as np
+    >>> from skvi.update_rules import NaturalGradient
+    >>> current = (np.zeros(2), -0.5 * np.eye(2))
+    >>> target = (np.ones(2), -np.eye(2))
+    >>> new, _ = NaturalGradient().step(current, target, 1.0, 1.0, None)
+    >>> new[0], np.diag(new[1])
+    (array([1., 1.]), array([-1., -1.]))
+    """
+
+    name = None
+
+    def __init__(self, gradient_learning_rate=1.0):
+        self.gradient_learning_rate = gradient_learning_rate
+
+    def step(self, current, target, rho, backoff, state):
+        """Move ``current`` towards ``target``.
+
+        Parameters
+        ----------
+        current, target : tuple of ndarray
+            Natural parameters ``(eta1, eta2)`` of a batch of Gaussians: the
+            current ones and the engine's target ``prior + scale * stats``.
+        rho : float or ndarray
+            The natural-gradient step size (the schedule's value times the
+            engine's step-safety backoff); an array gives one step size per
+            factor of the batch (shape ``eta1.shape[:-1]``).
+        backoff : float
+            The engine's step-safety backoff factor in ``(0, 1]``; ordinary
+            gradient steps are scaled by it, so a rejected step is retried
+            smaller whatever the rule.
+        state : dict or None
+            This factor's state from the last accepted step.
+
+        Returns
+        -------
+        new : tuple of ndarray
+            The proposed natural parameters.
+        state : dict or None
+            The state to keep if the step is accepted.
+        """
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def __repr__(self):
+        return f"{type(self).__name__}(gradient_learning_rate={self.gradient_learning_rate!r})"
