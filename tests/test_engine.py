@@ -97,8 +97,10 @@ def test_hopeless_step_is_skipped_and_step_size_kept():
     np.testing.assert_array_equal(est.natural_params_["g"][0], before[0])
     assert est._svi.backoff == 1.0
     est.partial_fit(np.array([[0.0, 1.0]]))
-    # total_samples='auto': N = 3 rows seen, |S| = 1, so the target is 3.
-    np.testing.assert_allclose(est.natural_params_["g"][1], [0.5 * 0.5 + 0.5 * 3.0])
+    # total_samples='auto': N = 3 rows seen, |S| = 1, so the target is 3;
+    # the data part of the current value (0.5 after one row) grows with the
+    # count, 1 -> 3 rows (the skipped row counted), before the blend.
+    np.testing.assert_allclose(est.natural_params_["g"][1], [0.5 * (3 * 0.5) + 0.5 * 3.0])
 
 
 def test_step_safety_off_accepts_invalid_step():
@@ -124,8 +126,11 @@ def test_default_schedule_is_robbins_monro_from_offset_and_decay():
     np.testing.assert_allclose(est.natural_params_["g"][1], [rho1 * 2.0])
     est.partial_fit(np.array([[0.0, 2.0]]))
     rho2 = (2 + 3.0) ** -0.8
-    # second target: N = 2 rows seen, |S| = 1 -> 4.0
-    np.testing.assert_allclose(est.natural_params_["g"][1], [(1 - rho2) * rho1 * 2.0 + rho2 * 4.0])
+    # second target: N = 2 rows seen, |S| = 1 -> 4.0; the data part of the
+    # current value (prior 0) doubles with the count before the blend.
+    np.testing.assert_allclose(
+        est.natural_params_["g"][1], [(1 - rho2) * 2 * rho1 * 2.0 + rho2 * 4.0]
+    )
 
 
 def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
@@ -183,3 +188,94 @@ def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     dense = list(model._online_batches(X.toarray(), np.random.RandomState(3)))
     for (Xb, _), (Db, _) in zip(got, dense):
         np.testing.assert_array_equal(Xb.toarray(), Db)
+
+
+# ------------------------------------------------------------ reliability
+def test_step_size_recovers_after_a_run_of_accepted_steps_without_oscillating():
+    # Target shape -4 (invalid) from the prior: a blend rho is valid iff the
+    # running second parameter stays above -1.  With the target (-1, -5) and
+    # Constant(1.0): rho = 1/8 is the largest accepted size at first.
+    from skvi.engine.base import RECOVERY_STEPS
+
+    est = OneGamma(learning_rate=Constant(1.0), total_samples=1, batch_size=1)
+    with pytest.warns(ConvergenceWarning):
+        est.partial_fit(np.array([[0.0, -5.0]]))
+    assert est._svi.backoff == 1 / 8
+    # Valid targets from here on: after RECOVERY_STEPS accepted steps the
+    # size doubles, and again after as many more, back to the schedule's.
+    rows = np.tile([[-0.5, 3.0]], (3 * RECOVERY_STEPS, 1))
+    est.partial_fit(rows)
+    assert est._svi.backoff == 1.0
+    rejected = est.n_rejected_steps_
+    assert rejected == 3
+
+
+def test_recovery_that_fails_waits_longer_so_rejections_stay_rare():
+    # Every step above rho = 1/8 is refused: each recovery to 1/4 is
+    # rejected, and the wait before the next attempt doubles, so the
+    # rejections grow like log(steps), not like steps: no oscillation.
+    from skvi.engine.base import RECOVERY_STEPS
+
+    steps = 40 * RECOVERY_STEPS
+    est = RefusesLargeSteps(learning_rate=Constant(1.0), total_samples=1, batch_size=1)
+    with pytest.warns(ConvergenceWarning):
+        est.partial_fit(np.zeros((steps, 2)))
+    # 3 rejections to reach 1/8, then one per recovery; the k-th recovery
+    # waits RECOVERY_STEPS * 2**k steps.
+    expected = 3 + int(np.log2(steps / RECOVERY_STEPS + 1))
+    assert est.n_rejected_steps_ <= expected
+    assert est.n_batch_iter_ == steps and est._svi.backoff == 1 / 8
+
+
+class RefusesLargeSteps(OneGamma):
+    """Rejects every step with rho above 1/8 (a model-specific overshoot test)."""
+
+    def _step_acceptable(self, X, params, ctx):
+        return ctx.rho <= 1 / 8
+
+
+def test_without_step_safety_a_non_finite_step_is_skipped_never_kept():
+    est = OneGamma(learning_rate=Constant(0.5), step_safety=False, batch_size=1)
+    est.partial_fit(np.array([[0.0, 1.0]]))
+    before = tuple(a.copy() for a in est.natural_params_["g"])
+    est.partial_fit(np.array([[np.nan, 1.0]]))
+    np.testing.assert_array_equal(est.natural_params_["g"][0], before[0])
+    assert est.n_rejected_steps_ == 1
+    # An invalid but finite step is still taken (Paquet's divergence).
+    est.partial_fit(np.array([[0.0, -50.0]]))
+    assert not np.all(Gamma.valid_natural(*est.natural_params_["g"]))
+
+
+def test_poisson_glm_without_step_safety_never_returns_nan():
+    from skvi import SVIPoissonRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(scale=3.0, size=(500, 5))
+    y = rng.poisson(np.exp(np.clip(X @ [0.5, -0.4, 0.3, 0.0, 0.2], -5, 5)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SVIPoissonRegression(step_safety=False, learning_rate=1.0, batch_size=50,
+                                   max_iter=5, random_state=0).fit(X, y)
+    for value in est.natural_params_.values():
+        assert all(np.all(np.isfinite(a)) for a in value)
+    assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.predict(X)))
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_fitted_estimators_keep_no_training_rows(method):
+    import pickle
+
+    from skvi import SVILogisticRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(4000, 100))
+    y = (X[:, 0] + rng.normal(size=4000) > 0).astype(int)
+    est = SVILogisticRegression(expectation="quadrature", max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        getattr(est, method)(X, y)
+    # The posterior of 101 weights (mean and covariance, ~80 kB) and the
+    # engine's counters; the probe rows (up to 2000 x 100 floats, 1.6 MB)
+    # are dropped.
+    assert len(pickle.dumps(est)) < 0.1 * X.nbytes
+    assert est._svi.probe is None and est._svi.last_batch is None

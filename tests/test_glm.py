@@ -452,3 +452,26 @@ def test_default_online_fit_reaches_the_vi_optimum_on_one_hot_features():
     # Measured: 0.042 and 0.0004 (10 Monte-Carlo draws per row and step).
     assert decrement < 0.15
     assert relative < 0.005
+
+
+def test_defaults_converge_on_a_small_data_set_like_scikit_learn():
+    # Breast cancer, standardised, 70/30 split: with the defaults (online,
+    # batch_size 2000 > 398 training rows) the fit is the converged batch
+    # fit, and its test NLL matches scikit-learn's cross-validated MAP.
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
+    scaler = StandardScaler().fit(X_tr)
+    X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+    default = SVILogisticRegression(random_state=0).fit(X_tr, y_tr)
+    batch = SVILogisticRegression(learning_method="batch", random_state=0).fit(X_tr, y_tr)
+    ref = LogisticRegressionCV(max_iter=5000).fit(X_tr, y_tr)
+    nll = log_loss(y_te, default.predict_proba(X_te))
+    assert default.converged_
+    assert nll == pytest.approx(log_loss(y_te, batch.predict_proba(X_te)), rel=1e-3)
+    assert nll <= log_loss(y_te, ref.predict_proba(X_te)) + 0.005

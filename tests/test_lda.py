@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.special import digamma
 from sklearn.base import clone
 from sklearn.decomposition import LatentDirichletAllocation
 from sklearn.feature_extraction.text import CountVectorizer
@@ -125,7 +126,16 @@ def test_total_samples_auto_scales_by_the_running_count():
     ours = SVILatentDirichletAllocation(n_components=K, total_samples="auto", random_state=1)
     ref = LatentDirichletAllocation(n_components=K, random_state=1)
     seen = 0
+    eta = 1.0 / K
     for batch in np.array_split(np.arange(90), 3):
+        if seen:
+            # The running count grows: the data part lambda - eta of the
+            # topics grows with it before the step (skvi.engine's
+            # _rescale_data_parts), done here by hand on scikit-learn's.
+            ref.components_ = eta + (ref.components_ - eta) * (seen + batch.size) / seen
+            ref.exp_dirichlet_component_ = np.exp(
+                digamma(ref.components_) - digamma(ref.components_.sum(axis=1, keepdims=True))
+            )
         seen += batch.size
         ours.partial_fit(X[batch])
         ref.set_params(total_samples=seen).partial_fit(X[batch])

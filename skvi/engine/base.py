@@ -56,6 +56,9 @@ __all__ = [
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
 MAX_BACKOFF = 30
+#: Accepted steps in a row after which a reduced step size is doubled back
+#: (each recovery that is followed by a rejection doubles this run).
+RECOVERY_STEPS = 20
 #: Rows of the probe sample that online ``fit`` tests its steps on.
 PROBE_SIZE = 2000
 # Rows of a sparse X gathered at once by the default online batching.
@@ -140,6 +143,11 @@ def _blend(current, target, rho, grads=None):
         diff += c
         out.append(diff)
     return tuple(out)
+
+
+def _all_finite(params):
+    """Whether every array of every factor in ``params`` is finite."""
+    return all(np.all(np.isfinite(a)) for value in params.values() for a in value)
 
 
 def _per_row(rho, a):
@@ -296,6 +304,9 @@ class _EngineState:
         self.schedule = schedule
         self.prior = prior
         self.backoff = 1.0
+        self.accepted_run = 0  # accepted steps since the last rejection
+        self.recovery_steps = RECOVERY_STEPS
+        self.recovered = False  # whether the backoff was last raised by a recovery
         self.n_accepted = 0
         self.rejection_warned = False
         self.rule_states = {}
@@ -321,7 +332,10 @@ class SVIEstimator(BaseEstimator):
     learning_method : {'batch', 'online'}
         ``'batch'``: coordinate ascent, every step uses all the data with
         ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
-        shuffled minibatches of at most ``batch_size`` rows.
+        shuffled minibatches of at most ``batch_size`` rows; when one
+        minibatch holds all the rows, ``fit`` takes the batch steps (the
+        SVI step with ``S`` = all data is coordinate ascent at ``rho = 1``,
+        and smaller steps would stop short of the optimum on small data).
     batch_size : int
         Largest number of rows per minibatch, in online ``fit`` and in
         ``partial_fit``: both cut their rows into ``ceil(n / batch_size)``
@@ -343,7 +357,10 @@ class SVIEstimator(BaseEstimator):
         the number of rows it is given).  ``'auto'`` uses the running count
         of rows seen so far by ``partial_fit``, including the current
         minibatch: the right choice for a stream of unknown length, where
-        the posterior then describes the data seen so far.
+        the posterior then describes the data seen so far (the data part of
+        the globals grows with the count, see ``_rescale_data_parts``).
+        Every call counts its rows: a second pass over the same data counts
+        them again, so for several passes over a data set give its size.
     update_order : {'sequential', 'joint'}
         With several global factors: ``'sequential'`` (Paquet's option (a))
         updates each factor in turn, each target computed from the factors
@@ -359,9 +376,14 @@ class SVIEstimator(BaseEstimator):
         flags as an overshoot, or (online, for models with a
         ``_probe_loss``) that raises the expected loss per row of a probe
         sample too far, is rejected: the previous parameters are
-        restored, ``rho`` is halved for this and every later step, and the
-        step is retried, up to ``MAX_BACKOFF`` halvings, after which the
-        minibatch is skipped.  Rejections are counted in
+        restored, ``rho`` is halved for this and later steps, and the step is
+        retried, up to ``MAX_BACKOFF`` halvings, after which the minibatch
+        is skipped.  After ``RECOVERY_STEPS`` accepted steps in a row the
+        step size doubles back (up to the schedule's); when a recovered size
+        is rejected again before as many steps, the wait doubles, so a fit
+        does not oscillate.  With ``step_safety=False`` invalid factors are
+        accepted, but a step with a non-finite value is always skipped: NaN
+        never leaves a fit.  Rejections are counted in
         ``n_rejected_steps_`` and reported once with a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
     random_state : int, RandomState or None
@@ -479,8 +501,10 @@ class SVIEstimator(BaseEstimator):
         smallest value seen after an accepted step by more than
         ``_probe_growth`` times that value.  The probe is a fixed random
         sample of ``PROBE_SIZE`` rows in online ``fit`` (drawn from a copy
-        of the random state, so the minibatches are unchanged) and the
-        previous minibatch in ``partial_fit``.
+        of the random state, so the minibatches are unchanged) and, in
+        ``partial_fit``, the previous minibatch of the call (the minibatch
+        itself for the first).  The probe is dropped when the call returns:
+        a fitted estimator keeps no training rows.
     _prepare_probe(X) -> probe
         Index the probe rows once for ``_probe_loss`` (default: as they are).
     _probe_growth : float
@@ -755,7 +779,7 @@ class SVIEstimator(BaseEstimator):
         self._count_rows(X)
         n_samples = X.shape[0]
         self.n_samples_seen_ = n_samples
-        online = self.learning_method == "online"
+        online = self.learning_method == "online" and not self._one_minibatch(n_samples)
         if online and self.step_safety:
             self._set_probe(X, random_state)
         start = time.perf_counter()
@@ -804,6 +828,7 @@ class SVIEstimator(BaseEstimator):
                 break
             previous = bound
         self.lower_bound_ = self.lower_bounds_[-1] if self.lower_bounds_ else None
+        self._forget_probe()
         if not self.converged_ and self._warn_not_converged():
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter="
@@ -837,8 +862,11 @@ class SVIEstimator(BaseEstimator):
         rejected_before = self.n_rejected_steps_
         if batches is None:
             batches = even_batches(X.shape[0], self.batch_size)
-        for batch in batches:
-            self._partial_step(X[batch])
+        try:
+            for batch in batches:
+                self._partial_step(X[batch])
+        finally:
+            self._forget_probe()
         self._warn_rejections(rejected_before)
         self._on_params_updated()
         return self
@@ -848,18 +876,22 @@ class SVIEstimator(BaseEstimator):
         st = self._svi
         self._grow_and_count(X)
         n_batch = X.shape[0]
+        seen_before = self.n_samples_seen_
         self.n_samples_seen_ += n_batch
         if self.total_samples == "auto":
             total = self.n_samples_seen_
+            if seen_before and n_batch:
+                self._rescale_data_parts(total / seen_before)
         else:
             total = float(self.total_samples)
         scale = total / n_batch if n_batch else 0.0
         if self.step_safety:
-            # The probe of a stream is the previous minibatch.
-            last, st.last_batch = st.last_batch, X
-            st.probe = None
-            if last is not None:
-                self._use_probe(self._prepare_probe(last))
+            # The probe of a stream is the previous minibatch of this call,
+            # or the minibatch itself for the first: no training rows are
+            # kept between calls.
+            last = X if st.last_batch is None else st.last_batch
+            st.last_batch = X
+            self._use_probe(self._prepare_probe(last))
         local = self._step(X, scale, online=True)
         # The minibatch's data part at the new globals, with its local
         # factors from the step.
@@ -870,6 +902,29 @@ class SVIEstimator(BaseEstimator):
 
     def _prepare_block(self, X, y=None):
         return self._validate_input(X, reset=False)
+
+    def _rescale_data_parts(self, growth):
+        """With ``total_samples='auto'``: grow the data part of the globals with N.
+
+        The globals of SVI are ``prior + N * (average statistics)``.  When the
+        running count N grows by ``growth``, the data part of the current
+        globals is scaled by it before the step, so that it and the new
+        target describe the same N: otherwise each step blends a posterior
+        for fewer rows into the new one and the stream ends far below its
+        row count.  Per-row groups keep their own running counts; a factor
+        the scaling would make invalid is left as it is.
+        """
+        prior = self._svi.prior
+        for name in self._global_factors:
+            if name in self._row_groups or name in self._hierarchical_factors:
+                continue
+            current = self.natural_params_[name]
+            scaled = tuple(
+                np.asarray(p + growth * (c - p), dtype=np.result_type(c))
+                for p, c in zip(prior[name], current)
+            )
+            if self._is_valid(name, scaled):
+                self.natural_params_[name] = self._as_factor(name, scaled)
 
     def _check_engine_ready(self, method):
         if not hasattr(self, "natural_params_"):
@@ -966,6 +1021,22 @@ class SVIEstimator(BaseEstimator):
                 )
                 group.grow(n_new)
             group.totals += np.bincount(ids, minlength=group.totals.shape[0])
+
+    def _one_minibatch(self, n_samples):
+        """Whether an online pass would be a single minibatch holding all the data.
+
+        SVI's step on ``S`` = all the data with ``rho = 1`` is the coordinate
+        ascent step, so online ``fit`` then runs batch steps: smaller ones
+        would only stop short of the optimum.  Models with their own
+        minibatch scheme (``_online_batches``) keep it.
+        """
+        default = type(self)._online_batches is SVIEstimator._online_batches
+        return default and n_samples <= self.batch_size
+
+    def _forget_probe(self):
+        """Drop the probe rows: a fitted estimator keeps no training rows."""
+        st = self._svi
+        st.probe = st.probe_best = st.last_batch = None
 
     def _set_probe(self, X, random_state):
         """Draw the fixed probe sample of online ``fit`` (see ``_probe_loss``)."""
@@ -1170,26 +1241,57 @@ class SVIEstimator(BaseEstimator):
                     [] if want_grads else None,
                 )
                 params, pending, ok = self._global_update(X, local, ctx, stats)
-                if ok and self.step_safety:
-                    ok = self._step_acceptable(X, params, ctx)
+                if self.step_safety:
+                    if ok:
+                        ok = self._step_acceptable(X, params, ctx)
                     if ok and online and st.probe is not None:
                         ok = self._probe_acceptable(params)
-                if ok or not self.step_safety:
+                else:
+                    # Without step safety an invalid factor is accepted (to
+                    # show Paquet's divergence), but never a non-finite one:
+                    # NaN or inf never leaves a fit.
+                    ok = _all_finite(params)
+                if ok:
                     self._commit(params, pending, ctx, X, local, stats)
+                    self._recover_step_size()
                     break
                 # Reject: the previous parameters stay in natural_params_.
                 self.n_rejected_steps_ += 1
-                st.backoff *= 0.5
+                self._reduce_step_size()
+                if not self.step_safety:
+                    break  # a non-finite step is skipped, not retried smaller
             else:
                 # No step size helped (the target itself is invalid, e.g. not
                 # finite): the minibatch is skipped and later steps keep the
                 # step size they had.
+                st.backoff = backoff_before
+            if not self.step_safety:
                 st.backoff = backoff_before
         finally:
             for group in st.rows.values():
                 group.pending = None
         self.n_batch_iter_ += 1
         return local
+
+    def _reduce_step_size(self):
+        """Halve the step size after a rejection; a failed recovery lengthens the next wait."""
+        st = self._svi
+        st.backoff *= 0.5
+        if st.recovered and st.accepted_run < st.recovery_steps:
+            # The size just won back was too large: wait twice as long before
+            # trying it again, so that the fit does not oscillate.
+            st.recovery_steps *= 2
+        st.recovered = False
+        st.accepted_run = 0
+
+    def _recover_step_size(self):
+        """Double a reduced step size after ``recovery_steps`` accepted steps in a row."""
+        st = self._svi
+        st.accepted_run += 1
+        if st.backoff < 1.0 and st.accepted_run >= st.recovery_steps:
+            st.backoff = min(1.0, 2.0 * st.backoff)
+            st.accepted_run = 0
+            st.recovered = True
 
     def _commit(self, params, pending, ctx, X, local, stats):
         """Accept a step: parameters, rule states, row counters, schedule, priors."""
