@@ -43,6 +43,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_non_negative
 
 from ..models.lda.estep import e_step, exp_dirichlet_expectation
+from ..validation import check_sparse_structure
 
 __all__ = [
     "split_document_tokens",
@@ -60,6 +61,7 @@ def _check_counts(X, whom, *, integer=False):
     The result is a new matrix (the input is never modified) with summed
     duplicates, sorted indices and no explicit zeros.
     """
+    check_sparse_structure(X)
     X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
     X = X.copy() if sp.issparse(X) else sp.csr_matrix(X)
     X.sum_duplicates()

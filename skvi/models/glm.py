@@ -35,6 +35,7 @@ from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ..validation import check_sparse_structure
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
@@ -143,11 +144,13 @@ class _BayesianGLM(SVIEstimator):
         return np.hstack([X, ones])
 
     def _check_X(self, X, reset):
+        check_sparse_structure(X)
         return validate_data(
             self, X, reset=reset, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
         )
 
     def _check_X_y(self, X, y, reset):
+        check_sparse_structure(X)
         X, y = validate_data(
             self,
             X,

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from ...engine import Factor, RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
+from ...validation import check_sparse_structure
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
 __all__ = ["SVILatentDirichletAllocation"]
@@ -422,6 +423,7 @@ class SVILatentDirichletAllocation(
 
     # ------------------------------------------------------------ engine hooks
     def _validate_input(self, X, reset):
+        check_sparse_structure(X)
         X = validate_data(
             self, X, reset=reset, accept_sparse=("csr", "csc"),
             dtype=[np.float64, np.float32],

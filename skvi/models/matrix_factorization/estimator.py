@@ -39,7 +39,12 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
-from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ...update_rules import (
+    ALGORITHMS,
+    UPDATE_RULE_PARAMETER_CONSTRAINTS,
+    make_update_rule,
+)
+from ...validation import check_sparse_structure
 from .conjugate import GaussianRatings
 from .ids import IdEncoder
 from .nodes import (
@@ -709,6 +714,12 @@ n_samples_seen_, converged_, n_rejected_steps_
                 f"{type(self).__name__}: give either X of (user, item) id pairs "
                 "with ratings y, or a scipy sparse users x items matrix of "
                 "ratings (y=None)."
+            )
+        check_sparse_structure(X)
+        if X.format == "dia":
+            raise ValueError(
+                "A dia_matrix stores whole diagonals, so its stored entries are not the "
+                "observed ratings: pass a COO, CSR or CSC matrix of the ratings."
             )
         coo = sp.coo_matrix(X)
         if coo.data.dtype.kind == "c":

@@ -1,0 +1,69 @@
+"""Input checks shared by every estimator."""
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["check_sparse_structure"]
+
+
+def check_sparse_structure(X, name="X"):
+    """Raise a ValueError when a scipy sparse matrix is structurally invalid.
+
+    scikit-learn's ``check_array`` trusts a sparse matrix's index arrays; a
+    hand-built or mutated one (an ``indptr`` past the stored entries, too
+    short, not starting at 0, a column index out of range or negative,
+    ``data`` shorter than ``indices``) would be misread or crash compiled
+    code.  CSR, CSC and BSR get scipy's full structure check, COO a check of
+    its coordinates; other formats keep their entries in Python containers
+    and cannot hold such errors.  Dense input passes unchecked.
+
+    Parameters
+    ----------
+    X : object
+        The input to check.
+    name : str, default="X"
+        How the error message names the input.
+
+    Returns
+    -------
+    X : object
+        The input, unchanged.
+
+    Raises
+    ------
+    ValueError
+        When X is a sparse matrix whose structure is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skvi.validation import check_sparse_structure
+    >>> X = sp.csr_matrix(np.eye(3))
+    >>> X.indices[0] = 7
+    >>> check_sparse_structure(X)
+    Traceback (most recent call last):
+    ...
+    ValueError: X is not a valid sparse matrix: indices must be < 3
+    """
+    if not sp.issparse(X):
+        return X
+    try:
+        if X.format in ("csr", "csc", "bsr"):
+            X.check_format(full_check=True)
+        elif X.format == "coo":
+            _check_coo(X)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise ValueError(f"{name} is not a valid sparse matrix: {exc}") from None
+    return X
+
+
+def _check_coo(X):
+    row, col, data = np.asarray(X.row), np.asarray(X.col), np.asarray(X.data)
+    if not (row.shape == col.shape == data.shape) or row.ndim != 1:
+        raise ValueError("row, col and data should have the same size")
+    n_rows, n_cols = X.shape
+    if row.size and (row.min() < 0 or row.max() >= n_rows):
+        raise ValueError(f"row indices must be in [0, {n_rows})")
+    if col.size and (col.min() < 0 or col.max() >= n_cols):
+        raise ValueError(f"column indices must be in [0, {n_cols})")
