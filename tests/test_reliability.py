@@ -112,3 +112,74 @@ def test_mf_rejects_a_dia_matrix_whose_stored_entries_are_not_ratings():
     coo = sp.coo_matrix((np.array([0.0, 4.0, 5.0]), (np.arange(3), np.arange(3))), shape=(3, 3))
     mf = SVIMatrixFactorization(n_components=1, max_iter=2).fit(coo)
     assert mf.n_samples_seen_ == 3
+
+
+# ------------------------------------------------------------------- LDA
+@pytest.mark.parametrize("prior", [1e-4, 1e-6])
+def test_lda_empty_document_with_a_tiny_prior_gets_uniform_proportions(prior):
+    # With n_components * prior below ~1.4e-3, exp(psi(sum gamma)) underflows:
+    # the empty document's proportions were NaN.  scikit-learn gives the
+    # prior's mean, uniform.
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    X = sp.vstack([_counts(20, 10), sp.csr_matrix((1, 10))]).tocsr()
+    lda = SVILatentDirichletAllocation(n_components=10, doc_topic_prior=prior, max_iter=3,
+                                       random_state=0).fit(X)
+    ref = LatentDirichletAllocation(n_components=10, doc_topic_prior=prior, max_iter=3,
+                                    random_state=0).fit(X)
+    np.testing.assert_allclose(lda.transform(X[-1:]), ref.transform(X[-1:]), rtol=1e-12)
+    np.testing.assert_allclose(lda.transform(X[-1:]), 0.1, rtol=1e-12)
+    assert np.isfinite(lda.score(X)) and np.isfinite(lda.bound_)
+    assert np.all(np.isfinite(lda.transform(X)))
+
+
+def test_lda_compiled_e_step_equals_numpy_for_tiny_dirichlet_totals():
+    from skvi.models.lda.estep import e_step, e_step_numpy
+
+    rng = np.random.RandomState(0)
+    X = sp.csr_matrix(rng.poisson(0.5, size=(8, 6)).astype(float))
+    X[0] = 0
+    X.eliminate_zeros()
+    beta_t = rng.dirichlet(np.ones(6), size=4).T.copy()
+    alpha = np.full(4, 1e-5)
+    a, b = np.ones((8, 4)), np.ones((8, 4))
+    _, ll_a = e_step(X, beta_t, alpha, a, 50, 1e-10)
+    _, ll_b = e_step_numpy(X, beta_t, alpha, b, 50, 1e-10)
+    np.testing.assert_allclose(a, b, rtol=1e-9)
+    assert ll_a == pytest.approx(ll_b, rel=1e-9)
+
+
+def test_lda_on_a_corpus_without_words_is_a_clear_error():
+    with pytest.raises(ValueError, match="no words"):
+        SVILatentDirichletAllocation(n_components=2).fit(sp.csr_matrix((5, 4)))
+    lda = SVILatentDirichletAllocation(n_components=2, max_iter=2, random_state=0).fit(_counts())
+    with pytest.raises(ValueError, match="no words"):
+        lda.perplexity(sp.csr_matrix((3, 12)))
+    np.testing.assert_allclose(lda.transform(sp.csr_matrix((3, 12))).sum(axis=1), 1.0)
+
+
+def test_concurrent_predictions_on_one_fitted_estimator():
+    # transform with n_jobs=2 from several threads at once: each call has
+    # its own thread pool (a shared one was shut down under the others).
+    X = _counts(200, 30)
+    lda = SVILatentDirichletAllocation(n_components=3, max_iter=2, n_jobs=2,
+                                       random_state=0).fit(X)
+    expected = lda.transform(X)
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(5):
+                results.append(lda.transform(X))
+        except Exception as exc:  # collected: the test fails on it below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(results) == 20
+    for got in results:
+        np.testing.assert_allclose(got, expected, rtol=1e-12)

@@ -18,7 +18,7 @@ import numpy as np
 
 from cython cimport floating
 from libc.float cimport DBL_EPSILON, FLT_EPSILON
-from libc.math cimport INFINITY, log
+from libc.math cimport INFINITY, exp, log
 from libc.stdlib cimport free, malloc
 
 ctypedef fused index_t:
@@ -28,6 +28,8 @@ ctypedef fused index_t:
 
 cdef extern from "_lda_kernel.h" nogil:
     double exp_psi "skvi_exp_psi"(double x)
+    double psi "skvi_psi"(double x)
+    double SMALL_TOTAL "SKVI_SMALL_TOTAL"
     void* align64 "skvi_align64"(void* p)
     int WIDTH_D "SKVI_WIDTH_D"
     int WIDTH_F "SKVI_WIDTH_F"
@@ -90,6 +92,11 @@ cdef inline void exp_dirichlet(const floating* g, floating* out, Py_ssize_t K) n
     cdef double inv_total
     for k in range(K):
         total += g[k]
+    if total < SMALL_TOTAL:  # exp(psi(total)) nears underflow: one exp of the difference
+        inv_total = psi(total)
+        for k in range(K):
+            out[k] = <floating>exp(psi(g[k]) - inv_total)
+        return
     inv_total = 1.0 / exp_psi(total)
     for k in range(K):
         out[k] = <floating>(exp_psi(g[k]) * inv_total)

@@ -65,6 +65,24 @@ static inline double skvi_exp_psi(double x)
     return x * exp(SKVI_PSI_SERIES(inv, g) - shift);
 }
 
+/* psi(x) for x > 0, with a logarithm: the rare path of skvi_exp_dirichlet. */
+static inline double skvi_psi(double x)
+{
+    double shift = 0.0, inv, g;
+    if (x < 6.0) {
+        SKVI_PSI_SHIFT(double, x, shift);
+        x += 6.0;
+    }
+    inv = 1.0 / x;
+    g = inv * inv;
+    return log(x) + SKVI_PSI_SERIES(inv, g) - shift;
+}
+
+/* Below this Dirichlet total exp(psi(total)) nears underflow (psi(1e-3) is
+ * about -1000, exp(-745) the smallest double): exp(psi(g_k) - psi(total))
+ * is then computed as one exponential of the difference. */
+#define SKVI_SMALL_TOTAL 0.01
+
 /* Words per column block: 64 bytes of either type.  Column strides are
  * multiples of these, and buffers from skvi_align64 start on 64 bytes. */
 #define SKVI_WIDTH_D 8

@@ -150,10 +150,16 @@ SKVI_TARGET static int SKVI_FN(
             work[k] = gamma[k];
         }
         /* e_theta = exp(psi(gamma) - psi(sum gamma)), in double. */
-        SKVI_EXPPSI(work, work, K);
-        inv_total = 1.0 / skvi_exp_psi(total);
-        for (k = 0; k < K; k++)
-            e_theta[k] = (SKVI_T)(work[k] * inv_total);
+        if (total < SKVI_SMALL_TOTAL) {
+            double psi_total = skvi_psi(total);
+            for (k = 0; k < K; k++)
+                e_theta[k] = (SKVI_T)exp(skvi_psi(work[k]) - psi_total);
+        } else {
+            SKVI_EXPPSI(work, work, K);
+            inv_total = 1.0 / skvi_exp_psi(total);
+            for (k = 0; k < K; k++)
+                e_theta[k] = (SKVI_T)(work[k] * inv_total);
+        }
         n_iter++;
         if (change / K < tol)
             break;

@@ -477,6 +477,10 @@ class SVILatentDirichletAllocation(
         self.topic_word_prior_ = eta
 
     def _initialize_globals(self, X, random_state):
+        if X.nnz == 0 or not X.sum() > 0:
+            raise ValueError(
+                "X holds no words (every count is zero): there is nothing to fit topics to."
+            )
         self._check_priors()
         self._rng = random_state
         self._dtype = X.dtype
@@ -513,10 +517,11 @@ class SVILatentDirichletAllocation(
             "totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1]
         )
 
-    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None):
+    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, pool=None):
         if max_iter is None:
             max_iter = self.max_doc_update_iter
-        pool = getattr(self, "_pool", None)
+        if pool is None:
+            pool = getattr(self, "_pool", None)
         return e_step_blocks(
             X, eb_t, self._alpha_vector(), gamma, max_iter, self.mean_change_tol,
             sstats_t, executor=pool and pool.executor, n_blocks=pool.n_jobs if pool else 1,
@@ -601,7 +606,7 @@ class SVILatentDirichletAllocation(
         return self.evaluate_every > 0 and it % self.evaluate_every == 0
 
     def _pass_converged(self, previous, bound):
-        n_words = float(self._fit_X.sum())
+        n_words = max(float(self._fit_X.sum()), np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
 
     def _warn_not_converged(self):
@@ -648,8 +653,18 @@ class SVILatentDirichletAllocation(
     def _infer(self, X):
         """E-step from ``gamma = 1`` with the fitted topics (no sstats)."""
         gamma = np.ones((X.shape[0], self.n_components), dtype=self._dtype)
-        with self._threads():
-            self._run_e_step(X, self._exp_elog_beta_t, gamma)
+        # The fit's pool while fitting; otherwise a pool of this call's own,
+        # never stored on the estimator, so that predictions from several
+        # threads at once do not share (and shut down) one pool.
+        pool = getattr(self, "_pool", None)
+        own = None
+        if pool is None:
+            pool = own = _Pool(self.n_jobs)
+        try:
+            self._run_e_step(X, self._exp_elog_beta_t, gamma, pool=pool)
+        finally:
+            if own is not None:
+                own.close()
         return gamma
 
     def _approx_bound(self, X, gamma, sub_sampling):
@@ -660,8 +675,10 @@ class SVILatentDirichletAllocation(
         return doc + self._global_bound(self.natural_params_)
 
     def _perplexity_of(self, X, gamma, sub_sampling):
-        bound = self._approx_bound(X, gamma, sub_sampling)
         n_words = float(X.sum())
+        if n_words <= 0:
+            raise ValueError("X holds no words (every count is zero): its perplexity is undefined.")
+        bound = self._approx_bound(X, gamma, sub_sampling)
         if sub_sampling:
             n_words *= float(self.total_samples) / X.shape[0]
         return float(np.exp(-bound / n_words))
