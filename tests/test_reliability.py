@@ -183,3 +183,28 @@ def test_concurrent_predictions_on_one_fitted_estimator():
     assert len(results) == 20
     for got in results:
         np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+# ------------------------------------------------------- partial_fit keywords
+def _partial_fit_cases():
+    from skvi import GaussianGammaVB
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20, 3))
+    y = (X[:, 0] > 0).astype(int)
+    pairs = np.column_stack([np.arange(20) % 5, np.arange(20) % 4])
+    return [
+        (GaussianGammaVB(), (X,)),
+        (SVILatentDirichletAllocation(n_components=2), (_counts(),)),
+        (SVILogisticRegression(), (X, y)),
+        (SVIPoissonRegression(), (X, y)),
+        (SVIMatrixFactorization(n_components=1), (pairs, rng.normal(size=20))),
+    ]
+
+
+@pytest.mark.parametrize("est, args", _partial_fit_cases(), ids=lambda v: type(v).__name__ if not isinstance(v, tuple) else "")
+def test_partial_fit_refuses_unknown_keywords(est, args):
+    # A keyword the estimator does not declare (sample_weight here) was
+    # silently ignored: every row then counted once, whatever the caller meant.
+    with pytest.raises(TypeError, match="sample_weight"):
+        est.partial_fit(*args, sample_weight=np.ones(args[0].shape[0]))

@@ -196,7 +196,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         return self._engine_fit(X)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, **kwargs):
+    def partial_fit(self, X, y=None):
         """Take stochastic natural-gradient steps on X, one per minibatch.
 
         X is cut into ``ceil(n / batch_size)`` near-equal minibatches, as
@@ -211,9 +211,6 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             Minibatch; the number of features must match earlier calls.
         y : None
             Ignored.
-        **kwargs : dict
-            Ignored; accepted for compatibility with wrappers that pass
-            extra keywords (e.g. dask-ml's ``Incremental``).
 
         Returns
         -------

@@ -557,7 +557,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         return self._fit(X, y)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, **kwargs):
+    def partial_fit(self, X, y, classes=None):
         """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
@@ -568,8 +568,6 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         classes : array-like of shape (2,), default=None
             Both labels; needed on the first call unless that minibatch
             already contains both.
-        **kwargs : dict
-            Ignored (accepted for wrappers such as dask-ml's Incremental).
 
         Returns
         -------
@@ -810,7 +808,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         return self._fit(X, y)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, **kwargs):
+    def partial_fit(self, X, y):
         """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
@@ -818,8 +816,6 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Non-negative counts of the minibatch.
-        **kwargs : dict
-            Ignored (accepted for wrappers such as dask-ml's Incremental).
 
         Returns
         -------

@@ -295,7 +295,7 @@ class SVILatentDirichletAllocation(
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, **kwargs):
+    def partial_fit(self, X, y=None):
         """Take online natural-gradient steps on X, one per ``batch_size`` documents.
 
         Parameters
@@ -304,8 +304,6 @@ class SVILatentDirichletAllocation(
             Word counts of the minibatch.
         y : None
             Ignored.
-        **kwargs : dict
-            Ignored (accepted for dask-ml's ``Incremental`` wrapper).
 
         Returns
         -------

@@ -420,7 +420,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, classes=None, **kwargs):
+    def partial_fit(self, X, y=None, classes=None):
         """Take stochastic natural-gradient steps on a minibatch of ratings.
 
         One step per minibatch of at most ``batch_size`` ratings (the call's
@@ -440,8 +440,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             values the stream can hold, in order, required on the first call
             unless its minibatch already holds them all.  Ignored afterwards
             and for the other likelihoods.
-        **kwargs : dict
-            Ignored (accepted for dask-ml's ``Incremental`` wrapper).
 
         Returns
         -------
