@@ -208,3 +208,45 @@ def test_partial_fit_refuses_unknown_keywords(est, args):
     # silently ignored: every row then counted once, whatever the caller meant.
     with pytest.raises(TypeError, match="sample_weight"):
         est.partial_fit(*args, sample_weight=np.ones(args[0].shape[0]))
+
+
+# ------------------------------------------------------ matrix factorization
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"mean_prior": np.nan}, "mean_prior must be finite"),
+        ({"init_scale": 1e300}, "init_scale"),
+        ({"init_scale": 1e-300}, "init_scale"),
+    ],
+)
+def test_mf_rejects_hyperparameters_that_would_end_in_nan(params, message):
+    X = np.array([[0, 1], [1, 0], [1, 1]])
+    with pytest.raises(ValueError, match=message):
+        SVIMatrixFactorization(n_components=1, **params).fit(X, [1.0, 2.0, 3.0])
+
+
+def test_mf_ratings_whose_squares_overflow_are_a_clear_error():
+    X = np.array([[0, 1], [1, 0], [1, 1]])
+    y = np.array([1.0, 2.0, 3.0]) * 1e200
+    with pytest.raises(ValueError, match="too large"):
+        SVIMatrixFactorization(n_components=1).fit(X, y)
+    with pytest.raises(ValueError, match="too large"):
+        SVIMatrixFactorization(n_components=1).fit(sp.coo_matrix((y, (X[:, 0], X[:, 1]))))
+    # Large but representable ratings fit to finite predictions; with the
+    # prior on the mean as vague on their scale as the default is on a unit
+    # scale (precision 1e-2 / 1e200), the mean is the ratings' mean.
+    large = SVIMatrixFactorization(n_components=1, max_iter=5, random_state=0,
+                                   mean_precision_prior=1e-2 / 1e200).fit(X, y / 1e100)
+    assert np.all(np.isfinite(large.predict(X)))
+    assert large.global_mean_ == pytest.approx(2e100, rel=0.01)
+
+
+def test_mf_online_fit_on_all_zero_ratings_is_finite():
+    X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
+    mf = SVIMatrixFactorization(n_components=1, learning_method="online", batch_size=2,
+                                max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mf.fit(X, np.zeros(4))
+    assert np.all(np.isfinite(mf.predict(X)))
+    np.testing.assert_allclose(mf.predict(X), 0.0, atol=0.05)

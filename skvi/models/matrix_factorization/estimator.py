@@ -720,11 +720,7 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "observed ratings: pass a COO, CSR or CSC matrix of the ratings."
             )
         coo = sp.coo_matrix(X)
-        if coo.data.dtype.kind == "c":
-            raise ValueError("Complex data not supported as ratings.")
-        ratings = np.asarray(coo.data, dtype=np.float64)
-        if not np.all(np.isfinite(ratings)):
-            raise ValueError("Input contains NaN or infinity: X's stored ratings must be finite.")
+        ratings = self._check_ratings(coo.data, coo.data.shape[0])
         return Ratings(coo.row.astype(np.int64), coo.col.astype(np.int64), ratings)
 
     @staticmethod
@@ -742,6 +738,13 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError(f"y must be numeric ratings: {exc}") from None
         if not np.all(np.isfinite(ratings)):
             raise ValueError("Input y contains NaN or infinity: ratings must be finite.")
+        with np.errstate(over="ignore"):
+            overflow = not np.isfinite(np.dot(ratings, ratings))
+        if overflow:
+            raise ValueError(
+                "The ratings are too large: the sum of their squares overflows a float64. "
+                "Divide them by a constant (and the predictions by the same)."
+            )
         return ratings
 
     @property
@@ -858,6 +861,20 @@ n_samples_seen_, converged_, n_rejected_steps_
         ):
             raise ValueError(
                 f"precision_prior must be two positive numbers (shape, rate); got {self.precision_prior!r}."
+            )
+        if not np.isfinite(self.mean_prior):
+            raise ValueError(f"mean_prior must be finite; got {self.mean_prior!r}.")
+        scale = np.float64(self.init_scale)
+        with np.errstate(all="ignore"):
+            square = scale * scale
+            usable = np.isfinite(square) and square > 0 and np.isfinite(1.0 / square)
+        if scale > 0 and not usable:
+            # The tight start's precision is init_scale**-2 and the nodes'
+            # second moments init_scale**2: both must be finite numbers.
+            raise ValueError(
+                f"init_scale={self.init_scale!r} is too large or too small: its square "
+                "and the inverse of its square must be finite (the scale of the initial "
+                "factor means, like the ratings')."
             )
         return float(prior[0]), float(prior[1])
 
