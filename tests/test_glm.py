@@ -475,3 +475,24 @@ def test_defaults_converge_on_a_small_data_set_like_scikit_learn():
     assert default.converged_
     assert nll == pytest.approx(log_loss(y_te, batch.predict_proba(X_te)), rel=1e-3)
     assert nll <= log_loss(y_te, ref.predict_proba(X_te)) + 0.005
+
+
+@pytest.mark.parametrize("scale", [1.0, 10.0, 100.0])
+@pytest.mark.parametrize("n", [2000, 8000])  # batch (one minibatch) and online
+def test_poisson_fits_unscaled_features_as_well_as_scikit_learn(scale, n):
+    # Features of standard deviation 10 or 100 ended at all-zero coefficients
+    # (D^2 -0.9): the start's x^T V x was far above 1 and E[exp(f)] overflowed.
+    from sklearn.linear_model import PoissonRegressor
+    from sklearn.metrics import d2_tweedie_score
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(n, 5)) * scale
+    y = rng.poisson(np.exp(0.5 + X @ (np.array([0.3, -0.2, 0.1, 0.0, 0.2]) / scale)))
+    ref = PoissonRegressor(alpha=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = SVIPoissonRegression(random_state=0).fit(X, y)
+    d2 = d2_tweedie_score(y, est.predict(X), power=1)
+    assert est.converged_
+    assert d2 == pytest.approx(d2_tweedie_score(y, ref.predict(X), power=1), abs=2e-3)
+    np.testing.assert_allclose(est.coef_.ravel() * scale, ref.coef_ * scale, atol=0.02)

@@ -205,16 +205,21 @@ class _BayesianGLM(SVIEstimator):
         self._mc_random_state = random_state
         self._accepted_bound = None
         # Start at the prior mean with a narrow covariance, variance
-        # min(prior variance, 1 / n_weights) per weight: the first natural
-        # step is then close to an IRLS (Newton) step from w = 0.  Starting
-        # at the prior itself is poor when a prior is wide (the intercept's):
-        # the sigmoid's curvature averaged over that width is nearly zero and
-        # the first target overshoots.
+        # min(prior variance, 1 / (n_weights * E[x_j^2])) per weight, so that
+        # the linear predictor's initial variance x^T V x is about 1 whatever
+        # the features' scale: the first natural step is then close to an
+        # IRLS (Newton) step from w = 0.  Starting at the prior itself is
+        # poor when a prior is wide (the intercept's) or the features large:
+        # the sigmoid's curvature averaged over that width is nearly zero,
+        # and under the exponential link E[exp(f)] = exp(m + v / 2)
+        # overflows (unscaled features of standard deviation 10 ended at
+        # all-zero coefficients).
         # The intercept starts at the link of the mean target of the first
         # data seen (its value with every other weight at zero), so that
         # ordinary-gradient mean steps only refine it.
         d = self._n_weights
-        variance = np.minimum(self._prior_variances(d), 1.0 / d)
+        second = self._feature_second_moments(data.X)
+        variance = np.minimum(self._prior_variances(d), 1.0 / (d * second))
         mean = np.zeros(d)
         if self.fit_intercept and data.y.size:
             mean[-1] = self._baseline(data.y)
@@ -223,6 +228,18 @@ class _BayesianGLM(SVIEstimator):
     def _baseline(self, y):
         """Linear predictor matching the mean of y (0 unless overridden)."""
         return 0.0
+
+    def _feature_second_moments(self, X):
+        """``mean_i x_ij^2`` of every design column (1 for the intercept), at least 1e-12."""
+        if X.shape[0] == 0:
+            return np.ones(self._n_weights)
+        if sp.issparse(X):
+            sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+        else:
+            sq = np.einsum("ij,ij->j", X, X) / X.shape[0]
+        if self.fit_intercept:
+            sq = np.append(sq, 1.0)
+        return np.maximum(sq.astype(np.float64), 1e-12)
 
     def _local_step(self, data, params):
         Xd = self._design(data.X)
