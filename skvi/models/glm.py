@@ -205,10 +205,10 @@ class _BayesianGLM(SVIEstimator):
         self._mc_random_state = random_state
         self._accepted_bound = None
         # Start at the prior mean with a narrow covariance, variance
-        # min(prior variance, 1 / (n_weights * E[x_j^2])) per weight, so that
-        # the linear predictor's initial variance x^T V x is about 1 whatever
-        # the features' scale: the first natural step is then close to an
-        # IRLS (Newton) step from w = 0.  Starting at the prior itself is
+        # min(prior variance, 1 / n_weights, 1 / (n_weights * E[x_j^2])) per
+        # weight, so that the linear predictor's initial variance x^T V x is
+        # at most about 1 whatever the features' scale: the first natural
+        # step is then close to an IRLS (Newton) step from w = 0.  Starting at the prior itself is
         # poor when a prior is wide (the intercept's) or the features large:
         # the sigmoid's curvature averaged over that width is nearly zero,
         # and under the exponential link E[exp(f)] = exp(m + v / 2)
@@ -219,7 +219,7 @@ class _BayesianGLM(SVIEstimator):
         # ordinary-gradient mean steps only refine it.
         d = self._n_weights
         second = self._feature_second_moments(data.X)
-        variance = np.minimum(self._prior_variances(d), 1.0 / (d * second))
+        variance = np.minimum(self._prior_variances(d), 1.0 / (d * np.maximum(second, 1.0)))
         mean = np.zeros(d)
         if self.fit_intercept and data.y.size:
             mean[-1] = self._baseline(data.y)
