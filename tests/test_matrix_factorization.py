@@ -401,3 +401,23 @@ def test_transform_output_follows_set_output(small):
         "svimatrixfactorization0", "svimatrixfactorization1"
     ]
     np.testing.assert_allclose(out.to_numpy(), plain)
+
+
+def test_alg1_with_few_children_warns_until_the_nodes_have_seen_their_ratings():
+    # One child per node: 50 Alg. 1 iterations show the median node less
+    # than one pass of its ratings; the fit is far from the batch answer and
+    # says so.  Enough iterations (or children) reach it.
+    X, y, _, _ = make_ratings(300, 200, seed=0)
+    test = np.random.RandomState(1).rand(len(y)) < 0.2
+    batch = quiet_fit(SVIMatrixFactorization(3, random_state=0), X[~test], y[~test])
+    rmse = lambda m: np.sqrt(np.mean((m.predict(X[test]) - y[test]) ** 2))  # noqa: E731
+    short = SVIMatrixFactorization(3, learning_method="online", children_per_node=1,
+                                   max_iter=50, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="children_per_node"):
+        short.fit(X[~test], y[~test])
+    assert rmse(short) > 1.5 * rmse(batch)
+    # The advice works: five children, and the default tolerance may not stop
+    # the fit before every node has seen its ratings five times.
+    enough = quiet_fit(SVIMatrixFactorization(3, learning_method="online", children_per_node=5,
+                                              max_iter=400, random_state=0), X[~test], y[~test])
+    assert rmse(enough) < 1.05 * rmse(batch)

@@ -21,6 +21,7 @@ the Monte Carlo structured SVI one for the other likelihoods
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +31,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.utils import gen_batches
 from sklearn.utils._available_if import available_if
@@ -71,6 +73,9 @@ __all__ = ["SVIMatrixFactorization"]
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Ratings per chunk when per-rating d x d products are formed (predict).
 _CHUNK = 8192
+#: Passes over its ratings that Paquet's Alg. 1 should give the median node
+#: before fit stops without a warning.
+_ALG1_MIN_PASSES = 5.0
 
 
 class SVIMatrixFactorization(
@@ -1095,6 +1100,49 @@ n_samples_seen_, converged_, n_rejected_steps_
         for_items = data[sample_children(data.items, c, random_state)]
         yield ChildSample(for_users, for_items), data.shape[0] / for_users.shape[0]
 
+
+    def _alg1_passes(self):
+        """How often Paquet's Alg. 1 has shown the median node its ratings (None otherwise)."""
+        if self.learning_method != "online" or self.children_per_node is None:
+            return None
+        totals = np.concatenate([self._row_totals("users"), self._row_totals("items")])
+        totals = totals[totals > 0]
+        if not totals.size:
+            return np.inf
+        seen = self.n_iter_ * np.minimum(self.children_per_node, totals)
+        return float(np.median(seen / totals))
+
+    def _pass_converged(self, previous, bound):
+        # Alg. 1's ELBO changes little per iteration when C is small: do not
+        # stop before the median node has seen its ratings a few times.
+        passes = self._alg1_passes()
+        if passes is not None and passes < _ALG1_MIN_PASSES:
+            return False
+        return super()._pass_converged(previous, bound)
+
+    def _warn_not_converged(self):
+        """Say when Paquet's Alg. 1 has not seen each node's ratings often enough.
+
+        With ``C`` children per node an iteration shows each node at most
+        ``C`` of its ``N_i`` ratings, so ``max_iter`` iterations with a small
+        ``C`` can be less than one pass over the data: the means then stay
+        far from the batch answer while every step is valid and the ELBO
+        still climbs (one child on 300 x 200 ratings: test RMSE 1.50 after
+        50 iterations, 0.62 after 200, 0.55 after 800, batch 0.55).
+        """
+        passes = self._alg1_passes()
+        if passes is None:
+            return super()._warn_not_converged()
+        if passes < _ALG1_MIN_PASSES:
+            warnings.warn(
+                f"{type(self).__name__}: after {self.n_iter_} Alg. 1 iterations with "
+                f"children_per_node={self.children_per_node}, the median node has seen its "
+                f"ratings {passes:.2g} times, so the fit is far from converged. Raise "
+                "children_per_node or max_iter, or use minibatches (children_per_node=None).",
+                ConvergenceWarning,
+            )
+            return False
+        return super()._warn_not_converged()
 
     def _local_step(self, data, params):
         # No local latent variables: index the minibatch for aggregation.
