@@ -496,3 +496,44 @@ def test_poisson_fits_unscaled_features_as_well_as_scikit_learn(scale, n):
     assert est.converged_
     assert d2 == pytest.approx(d2_tweedie_score(y, ref.predict(X), power=1), abs=2e-3)
     np.testing.assert_allclose(est.coef_.ravel() * scale, ref.coef_ * scale, atol=0.02)
+
+
+def _a9a():
+    """a9a's training set from the shared data folder, or a skip."""
+    import os
+    from pathlib import Path
+
+    from sklearn.datasets import load_svmlight_file
+
+    root = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    path = root / "a9a-adult-libsvm" / "a9a"
+    if not path.is_file():
+        pytest.skip(f"a9a not found at {path} (set SKVI_DATA)")
+    X, y = load_svmlight_file(str(path), n_features=123)
+    return sp.csr_matrix(X), (y > 0).astype(int)
+
+
+def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a():
+    # A stream of partial_fit calls over raw a9a (one minibatch of 2000 rows
+    # a call, N known): with its default gradient_learning_rate S-DSVI ran
+    # away to an ELBO of -370,279 after 4,588 rejected steps in 10 passes,
+    # the step safety halving the step for good at every rejection and the
+    # probe being the previous call's rows.  MC-SSVI's batch optimum is
+    # about -10,710.
+    from skvi.engine import even_batches
+
+    X, y = _a9a()
+    n = X.shape[0]
+    clf = SVILogisticRegression(algorithm="s-dsvi", prior_variance=0.316, total_samples=n,
+                                random_state=0)
+    rng = np.random.RandomState(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(10):
+            order = rng.permutation(n)
+            for batch in even_batches(n, 2000):
+                clf.partial_fit(X[order[batch]], y[order[batch]], classes=[0, 1])
+    best = SVILogisticRegression(learning_method="batch", prior_variance=0.316,
+                                 random_state=0).fit(X, y).elbo(X, y)
+    assert clf.n_rejected_steps_ < 50
+    assert (best - clf.elbo(X, y)) / abs(best) < 0.03
