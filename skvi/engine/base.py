@@ -117,6 +117,7 @@ OPTIONAL_HOOKS = (
     "_probe_loss",
     "_prepare_probe",
     "_probe_growth",
+    "_probe_batch_steps",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
     "_parallel_local_step",
@@ -511,6 +512,10 @@ class SVIEstimator(BaseEstimator):
         The fraction of its best value by which a step may raise the
         probe's loss (default 1.0: rejected when the loss more than
         doubles).
+    _probe_batch_steps() -> bool
+        Whether batch ``fit`` tests its steps on the probe too (default
+        False): for fixed-point steps that are not guaranteed to increase
+        the ELBO and whose exact ELBO is costly.
     _hyperparameter_statistics(X, local) -> statistics or None
         What the empirical-Bayes step needs from a block (added over
         blocks like the factors' statistics; default None).
@@ -669,6 +674,9 @@ class SVIEstimator(BaseEstimator):
     def _parallel_local_step(self):
         return False
 
+    def _probe_batch_steps(self):
+        return False
+
     def _evaluate_pass(self, it):
         return True
 
@@ -780,7 +788,7 @@ class SVIEstimator(BaseEstimator):
         n_samples = X.shape[0]
         self.n_samples_seen_ = n_samples
         online = self.learning_method == "online" and not self._one_minibatch(n_samples)
-        if online and self.step_safety:
+        if self.step_safety and (online or self._probe_batch_steps()):
             self._set_probe(X, random_state)
         start = time.perf_counter()
         previous = None
@@ -1244,7 +1252,7 @@ class SVIEstimator(BaseEstimator):
                 if self.step_safety:
                     if ok:
                         ok = self._step_acceptable(X, params, ctx)
-                    if ok and online and st.probe is not None:
+                    if ok and st.probe is not None:
                         ok = self._probe_acceptable(params)
                 else:
                     # Without step safety an invalid factor is accepted (to
