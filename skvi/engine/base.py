@@ -311,6 +311,8 @@ class _EngineState:
         self.n_accepted = 0
         self.rejection_warned = False
         self.rule_states = {}
+        self.init_parts = {}
+        self.init_weight = {}
         self.rows = {}
         self.probe = None
         self.probe_best = None
@@ -864,6 +866,8 @@ class SVIEstimator(BaseEstimator):
             rng = check_random_state(self.random_state)
             self._reset_engine(X, rng)
             self._svi.rng = rng
+            if self.total_samples == "auto":
+                self._remember_initial_globals()
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False
@@ -911,25 +915,44 @@ class SVIEstimator(BaseEstimator):
     def _prepare_block(self, X, y=None):
         return self._validate_input(X, reset=False)
 
+    def _remember_initial_globals(self):
+        """Keep what the initial globals add to the prior, with its weight 1."""
+        st = self._svi
+        for name in self._global_factors:
+            if name in self._row_groups or name in self._hierarchical_factors:
+                continue
+            prior, current = st.prior[name], self.natural_params_[name]
+            st.init_parts[name] = tuple(np.asarray(c) - p for p, c in zip(prior, current))
+            st.init_weight[name] = 1.0
+
     def _rescale_data_parts(self, growth):
         """With ``total_samples='auto'``: grow the data part of the globals with N.
 
-        The globals of SVI are ``prior + N * (average statistics)``.  When the
-        running count N grows by ``growth``, the data part of the current
-        globals is scaled by it before the step, so that it and the new
-        target describe the same N: otherwise each step blends a posterior
-        for fewer rows into the new one and the stream ends far below its
-        row count.  Per-row groups keep their own running counts; a factor
-        the scaling would make invalid is left as it is.
+        The globals of SVI are ``prior + N * (average statistics)``, plus,
+        early in a stream, what remains of the initial globals: their part
+        ``lam_0 - prior`` times ``prod(1 - rho_t)`` over the steps so far.
+        When the running count N grows by ``growth``, the data part (the
+        rest) is scaled by it before the step, so that it and the new target
+        describe the same N: otherwise each step blends a posterior for
+        fewer rows into the new one and the stream ends far below its row
+        count.  The initial part is not data and is not scaled (scaling it
+        amplified LDA's random initial topics).  Per-row groups keep their
+        own running counts; a factor the scaling would make invalid is left
+        as it is.
         """
-        prior = self._svi.prior
+        st = self._svi
+        prior = st.prior
         for name in self._global_factors:
             if name in self._row_groups or name in self._hierarchical_factors:
                 continue
             current = self.natural_params_[name]
+            init = st.init_parts.get(name)
+            if init is None:
+                continue
+            w = st.init_weight[name]
             scaled = tuple(
-                np.asarray(p + growth * (c - p), dtype=np.result_type(c))
-                for p, c in zip(prior[name], current)
+                np.asarray(c + (growth - 1.0) * (c - p - w * i), dtype=np.result_type(c))
+                for p, c, i in zip(prior[name], current, init)
             )
             if self._is_valid(name, scaled):
                 self.natural_params_[name] = self._as_factor(name, scaled)
@@ -1306,6 +1329,8 @@ class SVIEstimator(BaseEstimator):
         st = self._svi
         self.natural_params_ = params
         st.n_accepted += 1
+        for name in st.init_weight:
+            st.init_weight[name] *= 1.0 - ctx.rho
         for name, (rows, state) in pending.items():
             if rows is None:
                 st.rule_states[name] = state
