@@ -5,6 +5,7 @@ Every estimator runs on one shared stochastic natural-gradient engine
 and variational factors from :mod:`skvi.expfam`.
 """
 
+from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,
     SVILatentDirichletAllocation,
@@ -15,6 +16,8 @@ from .models import (
 
 __version__ = "0.1.0.dev0"
 
+warn_if_kernels_missing()
+
 __all__ = [
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
@@ -22,4 +25,6 @@ __all__ = [
     "SVIMatrixFactorization",
     "SVIPoissonRegression",
     "__version__",
+    "kernels",
+    "show_versions",
 ]

@@ -974,6 +974,7 @@ class SVIEstimator(BaseEstimator):
             yield
             return
         self._blocks_pool = ThreadPoolExecutor(threads)
+        self._blocks_threads = threads
         try:
             yield
         finally:
@@ -983,7 +984,7 @@ class SVIEstimator(BaseEstimator):
     def _e_step(self, X, params):
         """The local step of X: of the whole minibatch, or of its blocks on threads."""
         pool = getattr(self, "_blocks_pool", None)
-        n_blocks = 0 if pool is None else min(pool._max_workers, X.shape[0] // MIN_BLOCK_ROWS)
+        n_blocks = 0 if pool is None else min(self._blocks_threads, X.shape[0] // MIN_BLOCK_ROWS)
         if n_blocks < 2:
             return self._local_step(X, params)
         size = -(-X.shape[0] // n_blocks)
