@@ -537,3 +537,29 @@ def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a():
                                  random_state=0).fit(X, y).elbo(X, y)
     assert clf.n_rejected_steps_ < 50
     assert (best - clf.elbo(X, y)) / abs(best) < 0.03
+
+
+@pytest.mark.parametrize("cls", [SVILogisticRegression, SVIPoissonRegression])
+def test_a_weight_of_two_is_the_row_duplicated(cls):
+    rng = np.random.RandomState(3)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int) if cls is SVILogisticRegression \
+        else rng.poisson(np.exp(0.3 * X[:, 0]))
+    weight = rng.randint(0, 3, size=300).astype(float)  # 0, 1 or 2
+    rows = np.repeat(np.arange(300), weight.astype(int))
+    common = dict(expectation="quadrature", random_state=0)
+    # Batch: the weighted fit is the fit to the duplicated rows.
+    a = cls(learning_method="batch", tol=1e-10, max_iter=50, **common).fit(X, y, sample_weight=weight)
+    b = cls(learning_method="batch", tol=1e-10, max_iter=50, **common).fit(X[rows], y[rows])
+    np.testing.assert_allclose(a.posterior_mean_, b.posterior_mean_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(a.posterior_covariance_, b.posterior_covariance_, rtol=1e-6, atol=1e-12)
+    # One partial_fit step on the whole minibatch: the same N / |S| with
+    # |S| the weighted count, so the same step.
+    kw = dict(batch_size=1000, total_samples=5000.0, **common)
+    extra = {"classes": [0, 1]} if cls is SVILogisticRegression else {}
+    c = cls(**kw).partial_fit(X, y, sample_weight=weight, **extra)
+    d = cls(**kw).partial_fit(X[rows], y[rows], **extra)
+    np.testing.assert_allclose(c.posterior_mean_, d.posterior_mean_, rtol=1e-9, atol=1e-12)
+    assert c.n_samples_seen_ == d.n_samples_seen_ == weight.sum()
+    with pytest.raises(ValueError):
+        cls().fit(X, y, sample_weight=-weight)

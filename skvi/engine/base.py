@@ -121,6 +121,7 @@ OPTIONAL_HOOKS = (
     "_hyperparameter_statistics",
     "_update_hyperparameters",
     "_parallel_local_step",
+    "_sample_count",
     "_evaluate_pass",
     "_pass_converged",
     "_warn_not_converged",
@@ -525,6 +526,10 @@ class SVIEstimator(BaseEstimator):
         An empirical-Bayes step on the prior after each accepted step, from
         the summed ``_hyperparameter_statistics``; return True to have the
         engine re-read ``_prior_natural()`` (default: no step).
+    _sample_count(X) -> float
+        How many samples the rows of X count for in ``N / |S|`` and the
+        running count (default ``X.shape[0]``; a model with row weights
+        returns their sum).
     _parallel_local_step() -> bool
         Whether ``n_jobs`` may split a minibatch into blocks whose local
         steps and statistics run on threads (default False).  A model says
@@ -676,6 +681,9 @@ class SVIEstimator(BaseEstimator):
     def _parallel_local_step(self):
         return False
 
+    def _sample_count(self, X):
+        return X.shape[0]
+
     def _probe_batch_steps(self):
         return False
 
@@ -788,7 +796,7 @@ class SVIEstimator(BaseEstimator):
         self._reset_engine(X, random_state)
         self._count_rows(X)
         n_samples = X.shape[0]
-        self.n_samples_seen_ = n_samples
+        self.n_samples_seen_ = self._sample_count(X)
         online = self.learning_method == "online" and not self._one_minibatch(n_samples)
         if self.step_safety and (online or self._probe_batch_steps()):
             self._set_probe(X, random_state)
@@ -804,7 +812,8 @@ class SVIEstimator(BaseEstimator):
             evaluate = self._evaluate_pass(it)
             if online:
                 for Xb, scale in self._online_batches(X, random_state):
-                    self._step(Xb, scale, online=True)
+                    if scale > 0:  # a minibatch of zero total weight has no data
+                        self._step(Xb, scale, online=True)
                 bound = self._pass_lower_bound(X) if evaluate else None
             else:
                 if local is None or self._local_depends_on_globals:
@@ -887,7 +896,7 @@ class SVIEstimator(BaseEstimator):
         """One ``partial_fit`` step on the minibatch X (already validated)."""
         st = self._svi
         self._grow_and_count(X)
-        n_batch = X.shape[0]
+        n_batch = self._sample_count(X)
         seen_before = self.n_samples_seen_
         self.n_samples_seen_ += n_batch
         if self.total_samples == "auto":
@@ -1115,6 +1124,7 @@ class SVIEstimator(BaseEstimator):
         of children per node) overrides this.
         """
         n_samples = X.shape[0]
+        total = self._sample_count(X)
         order = random_state.permutation(n_samples)
         batches = even_batches(n_samples, self.batch_size)
         if sp.issparse(X):
@@ -1128,11 +1138,12 @@ class SVIEstimator(BaseEstimator):
                 rows = X[order[offset : group[-1].stop]]
                 for batch in group:
                     Xb = rows[batch.start - offset : batch.stop - offset]
-                    yield Xb, n_samples / Xb.shape[0]
+                    yield Xb, total / self._sample_count(Xb)
             return
         for batch in batches:
             Xb = X[order[batch]]
-            yield Xb, n_samples / Xb.shape[0]
+            count = self._sample_count(Xb)
+            yield Xb, total / count if count else 0.0
 
     def _update_factor(self, name, current, stats, ctx):
         """Step factor ``name`` towards ``prior + scale * stats``.

@@ -29,7 +29,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
@@ -44,18 +44,24 @@ _BOUND_POINTS = 20
 
 
 class _Rows:
-    """Aligned design matrix and targets, indexable by rows for the engine."""
+    """Aligned design matrix, targets and row weights, indexable by rows for the engine."""
 
-    def __init__(self, X, y):
+    def __init__(self, X, y, weight=None):
         self.X = X
         self.y = y
+        self.weight = weight
 
     @property
     def shape(self):
         return (self.X.shape[0],)
 
     def __getitem__(self, rows):
-        return _Rows(self.X[rows], self.y[rows])
+        weight = None if self.weight is None else self.weight[rows]
+        return _Rows(self.X[rows], self.y[rows], weight)
+
+    def weighted(self, values):
+        """``values`` times the row weights (unchanged without weights)."""
+        return values if self.weight is None else values * self.weight
 
 
 def _row_quadratic(X, V):
@@ -218,25 +224,26 @@ class _BayesianGLM(SVIEstimator):
         # data seen (its value with every other weight at zero), so that
         # ordinary-gradient mean steps only refine it.
         d = self._n_weights
-        second = self._feature_second_moments(data.X)
+        second = self._feature_second_moments(data.X, data.weight)
         variance = np.minimum(self._prior_variances(d), 1.0 / (d * np.maximum(second, 1.0)))
         mean = np.zeros(d)
         if self.fit_intercept and data.y.size:
-            mean[-1] = self._baseline(data.y)
+            mean[-1] = self._baseline(np.average(data.y, weights=data.weight))
         return {"weights": (mean / variance, -0.5 * np.diag(1.0 / variance))}
 
-    def _baseline(self, y):
-        """Linear predictor matching the mean of y (0 unless overridden)."""
+    def _baseline(self, mean_y):
+        """Linear predictor matching the mean target ``mean_y`` (0 unless overridden)."""
         return 0.0
 
-    def _feature_second_moments(self, X):
-        """``mean_i x_ij^2`` of every design column (1 for the intercept), at least 1e-12."""
-        if X.shape[0] == 0:
+    def _feature_second_moments(self, X, weight=None):
+        """Weighted ``mean_i x_ij^2`` of every design column (1 for the intercept), at least 1e-12."""
+        if X.shape[0] == 0 or (weight is not None and not np.sum(weight) > 0):
             return np.ones(self._n_weights)
+        w = np.ones(X.shape[0]) if weight is None else weight
         if sp.issparse(X):
-            sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+            sq = np.asarray(X.multiply(X).T @ w).ravel() / np.sum(w)
         else:
-            sq = np.einsum("ij,ij->j", X, X) / X.shape[0]
+            sq = (w @ (X * X)) / np.sum(w)
         if self.fit_intercept:
             sq = np.append(sq, 1.0)
         return np.maximum(sq.astype(np.float64), 1e-12)
@@ -255,7 +262,8 @@ class _BayesianGLM(SVIEstimator):
         return {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
 
     def _expected_stats(self, name, data, local, params):
-        Xd, e1, e2 = local["design"], local["e1"], local["e2"]
+        Xd = local["design"]
+        e1, e2 = data.weighted(local["e1"]), data.weighted(local["e2"])
         eta1 = np.asarray(Xd.T @ (e1 - e2 * local["mean"])).ravel()
         return eta1, 0.5 * _weighted_gram(Xd, e2)
 
@@ -265,7 +273,7 @@ class _BayesianGLM(SVIEstimator):
         e_log, _, _ = self._likelihood.expectations(
             data.y, mean, var, method="quadrature", n_samples=_BOUND_POINTS
         )
-        return float(np.sum(e_log))
+        return float(np.sum(data.weighted(e_log)))
 
     def _global_bound(self, params):
         q = params["weights"].distribution
@@ -287,7 +295,7 @@ class _BayesianGLM(SVIEstimator):
         # Online step safety: the expected negative log-likelihood per row.
         # A natural-gradient mean step can jump to a single minibatch's
         # Newton point (MC-SSVI's instability, seed 002 section 4.1).
-        return -self._local_bound(probe, None, params) / max(probe.shape[0], 1)
+        return -self._local_bound(probe, None, params) / max(self._sample_count(probe), 1e-300)
 
     def _step_acceptable(self, data, params, ctx):
         """In batch mode, reject a step that lowers the ELBO.
@@ -338,16 +346,30 @@ class _BayesianGLM(SVIEstimator):
         self.prior_variance_ = self._prior_var
 
     # ------------------------------------------------------------ fitting API
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         X, y = self._check_X_y(X, y, reset=True)
         y = self._encode_targets(y, reset=True)
-        return self._engine_fit(_Rows(X, y))
+        return self._engine_fit(_Rows(X, y, self._check_weight(sample_weight, X)))
 
-    def _partial_fit(self, X, y, reset_classes=None):
+    def _partial_fit(self, X, y, reset_classes=None, sample_weight=None):
         first = not hasattr(self, "natural_params_")
         X, y = self._check_X_y(X, y, reset=first)
         y = self._encode_targets(y, reset=first, classes=reset_classes)
-        return self._engine_partial_fit(_Rows(X, y))
+        return self._engine_partial_fit(_Rows(X, y, self._check_weight(sample_weight, X)))
+
+    @staticmethod
+    def _check_weight(sample_weight, X):
+        """Validated non-negative row weights, or None."""
+        if sample_weight is None:
+            return None
+        weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if not np.sum(weight) > 0:
+            raise ValueError("sample_weight sums to zero: there are no rows to fit.")
+        return weight
+
+    def _sample_count(self, data):
+        # A row of weight 2 counts as two rows in N / |S| and in the stream's N.
+        return float(np.sum(data.weight)) if data.weight is not None else data.shape[0]
 
     def _prepare_block(self, X, y=None):
         X, y = self._check_X_y(X, y, reset=False)
@@ -557,7 +579,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         return (y == self.classes_[1]).astype(np.float64)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the posterior of the weights.
 
         Parameters
@@ -565,16 +587,19 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Two class labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row
+            twice (its likelihood term squared).
 
         Returns
         -------
         self : SVILogisticRegression
             The fitted (or updated) estimator.
         """
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
@@ -585,6 +610,10 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         classes : array-like of shape (2,), default=None
             Both labels; needed on the first call unless that minibatch
             already contains both.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`; they count in the
+            ``N / |S|`` scaling and in the running count of
+            ``total_samples='auto'``.
 
         Returns
         -------
@@ -600,10 +629,12 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
                     "The first partial_fit call needs classes=[a, b] unless its "
                     f"minibatch contains both labels; it contains {classes.size}."
                 )
-        return self._partial_fit(X, y, reset_classes=classes if first else None)
+        return self._partial_fit(
+            X, y, reset_classes=classes if first else None, sample_weight=sample_weight
+        )
 
-    def _baseline(self, y):
-        p = np.clip(np.mean(y), 1e-3, 1 - 1e-3)
+    def _baseline(self, mean_y):
+        p = np.clip(mean_y, 1e-3, 1 - 1e-3)
         return float(np.log(p / (1.0 - p)))
 
     def decision_function(self, X):
@@ -794,8 +825,8 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         # y f - lambda - log Gamma(y + 1), a quasi-likelihood.
         return y
 
-    def _baseline(self, y):
-        mean = max(float(np.mean(y)), 1e-3)
+    def _baseline(self, mean_y):
+        mean = max(float(mean_y), 1e-3)
         if self.link == "exp":
             return float(np.log(mean))
         p = min(mean, 1 - 1e-3)
@@ -807,7 +838,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         return tags
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the posterior of the weights.
 
         Parameters
@@ -816,16 +847,19 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         y : array-like of shape (n_samples,)
             Non-negative counts (non-integer values are accepted, as by
             scikit-learn's PoissonRegressor: a quasi-Poisson likelihood).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row
+            twice.
 
         Returns
         -------
         self : SVIPoissonRegression
             The fitted (or updated) estimator.
         """
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
@@ -833,13 +867,15 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Non-negative counts of the minibatch.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`.
 
         Returns
         -------
         self : SVIPoissonRegression
             The fitted (or updated) estimator.
         """
-        return self._partial_fit(X, y)
+        return self._partial_fit(X, y, sample_weight=sample_weight)
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of the count.
