@@ -731,8 +731,11 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
 
     Parameters
     ----------
-    link : {'exp', 'logistic'}, default='exp'
-        The inverse link ``lambda(f)``.
+    link : {'exp', 'softplus', 'logistic'}, default='exp'
+        The inverse link ``lambda(f)``: ``exp(f)``, ``log(1 + exp(f))`` (the
+        link of Monte Carlo structured SVI's experiments, GPML's "logistic")
+        or ``sigmoid(f)`` (a rate bounded by 1), see
+        :class:`skvi.likelihoods.Poisson`.
 """
         + _GLM_PARAMS_DOC.split("Parameters\n    ----------\n", 1)[1]
         + """
@@ -760,7 +763,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
 
     _parameter_constraints = {
         **_BayesianGLM._parameter_constraints,
-        "link": [StrOptions({"exp", "logistic"})],
+        "link": [StrOptions({"exp", "softplus", "logistic"})],
     }
 
     def __init__(
@@ -829,6 +832,8 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         mean = max(float(mean_y), 1e-3)
         if self.link == "exp":
             return float(np.log(mean))
+        if self.link == "softplus":  # the inverse of log(1 + e^f)
+            return float(mean + np.log(-np.expm1(-mean)))
         p = min(mean, 1 - 1e-3)
         return float(np.log(p / (1.0 - p)))
 
