@@ -9,6 +9,7 @@ from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,
     SVILatentDirichletAllocation,
+    SVILinearRegression,
     SVILogisticRegression,
     SVIMatrixFactorization,
     SVIPoissonRegression,
@@ -21,6 +22,7 @@ warn_if_kernels_missing()
 __all__ = [
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
+    "SVILinearRegression",
     "SVILogisticRegression",
     "SVIMatrixFactorization",
     "SVIPoissonRegression",

@@ -5,6 +5,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skvi import (
     GaussianGammaVB,
     SVILatentDirichletAllocation,
+    SVILinearRegression,
     SVILogisticRegression,
     SVIMatrixFactorization,
     SVIPoissonRegression,
@@ -14,6 +15,7 @@ ESTIMATORS = [
     GaussianGammaVB(),
     SVILatentDirichletAllocation(n_components=3, max_iter=5),
     SVIMatrixFactorization(n_components=2, max_iter=5),
+    SVILinearRegression(),
     # Quadrature expectations: deterministic, so weighted and repeated rows
     # give the same fit (scikit-learn checks sample_weight equivalence).
     SVILogisticRegression(max_iter=5, expectation="quadrature", random_state=0),

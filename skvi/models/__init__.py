@@ -3,11 +3,13 @@
 from .gaussian_gamma import GaussianGammaVB
 from .glm import SVILogisticRegression, SVIPoissonRegression
 from .lda import SVILatentDirichletAllocation
+from .linear import SVILinearRegression
 from .matrix_factorization import SVIMatrixFactorization
 
 __all__ = [
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
+    "SVILinearRegression",
     "SVILogisticRegression",
     "SVIMatrixFactorization",
     "SVIPoissonRegression",
