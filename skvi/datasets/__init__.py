@@ -5,7 +5,15 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["load_newcomb", "load_topics_sample"]
+from .readers import read_ldac, read_movielens, read_uci_bag_of_words
+
+__all__ = [
+    "load_newcomb",
+    "load_topics_sample",
+    "read_ldac",
+    "read_movielens",
+    "read_uci_bag_of_words",
+]
 
 
 def load_newcomb(*, return_X_y=False):
