@@ -22,3 +22,24 @@ class _PriorStartMF(SVIMatrixFactorization):
 def prior_start_mf():
     """:class:`SVIMatrixFactorization` starting at the prior covariances."""
     return _PriorStartMF
+
+
+@pytest.fixture
+def shared_data():
+    """A function: the path of a file of the shared data folder, or a skip.
+
+    The folder is ``$SKVI_DATA``, defaulting to ``../shared/data`` beside the
+    repository; a test that needs it skips with the path when it is absent.
+    """
+    import os
+    from pathlib import Path
+
+    root = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+    def find(*parts):
+        path = root.joinpath(*parts)
+        if not path.exists():
+            pytest.skip(f"{path} not found (set SKVI_DATA)")
+        return path
+
+    return find

@@ -498,31 +498,19 @@ def test_poisson_fits_unscaled_features_as_well_as_scikit_learn(scale, n):
     np.testing.assert_allclose(est.coef_.ravel() * scale, ref.coef_ * scale, atol=0.02)
 
 
-def _a9a():
-    """a9a's training set from the shared data folder, or a skip."""
-    import os
-    from pathlib import Path
-
-    from sklearn.datasets import load_svmlight_file
-
-    root = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    path = root / "a9a-adult-libsvm" / "a9a"
-    if not path.is_file():
-        pytest.skip(f"a9a not found at {path} (set SKVI_DATA)")
-    X, y = load_svmlight_file(str(path), n_features=123)
-    return sp.csr_matrix(X), (y > 0).astype(int)
-
-
-def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a():
+def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a(shared_data):
     # A stream of partial_fit calls over raw a9a (one minibatch of 2000 rows
     # a call, N known): with its default gradient_learning_rate S-DSVI ran
     # away to an ELBO of -370,279 after 4,588 rejected steps in 10 passes,
     # the step safety halving the step for good at every rejection and the
     # probe being the previous call's rows.  MC-SSVI's batch optimum is
     # about -10,710.
+    from sklearn.datasets import load_svmlight_file
+
     from skvi.engine import even_batches
 
-    X, y = _a9a()
+    X, y = load_svmlight_file(str(shared_data("a9a-adult-libsvm", "a9a")), n_features=123)
+    X, y = sp.csr_matrix(X), (y > 0).astype(int)
     n = X.shape[0]
     clf = SVILogisticRegression(algorithm="s-dsvi", prior_variance=0.316, total_samples=n,
                                 random_state=0)

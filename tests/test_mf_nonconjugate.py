@@ -249,20 +249,13 @@ def test_bad_targets_raise():
         SVIMatrixFactorization(likelihood=Ordinal(n_categories=4)).fit(X, [1, 2, 3])
 
 
-def test_mc_ssvi_batch_steps_do_not_blow_up_on_binary_movielens():
+def test_mc_ssvi_batch_steps_do_not_blow_up_on_binary_movielens(shared_data):
     # Binary MovieLens-100k (ratings 1 and 5), users and items as their
     # codes: with random_state=2 MC-SSVI's batch fixed-point steps made the
     # means overflow (test error 0.77, NaN NLL, 342 rejected steps, 100 s).
     # Batch steps of the non-conjugate likelihoods are now tested on the
     # probe like online ones.
-    import os
-    from pathlib import Path
-
-    root = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
-    path = root / "movielens-100k" / "u.data"
-    if not path.is_file():
-        pytest.skip(f"MovieLens-100k not found at {path} (set SKVI_DATA)")
-    rows = np.loadtxt(path, dtype=np.int64, delimiter="\t")
+    rows = np.loadtxt(shared_data("movielens-100k", "u.data"), dtype=np.int64, delimiter="\t")
     rows = rows[(rows[:, 2] == 1) | (rows[:, 2] == 5)]
     test = np.random.RandomState(0).rand(rows.shape[0]) < 0.2
     codes = np.column_stack([np.unique(rows[:, j], return_inverse=True)[1] for j in (0, 1)])

@@ -1,8 +1,6 @@
 """The format readers of skvi.datasets against independent parsers."""
 
 import gzip
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +8,6 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 from skvi.datasets import read_ldac, read_movielens, read_uci_bag_of_words
-
-DATA = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def _ratings(rng, n=50):
@@ -42,10 +38,8 @@ def test_read_movielens_layouts(tmp_path, layout):
     np.testing.assert_array_equal(y, stars + (0.5 if "csv" in layout else 0.0))
 
 
-def test_read_movielens_100k_equals_loadtxt():
-    path = DATA / "movielens-100k" / "u.data"
-    if not path.is_file():
-        pytest.skip(f"{path} not found (set SKVI_DATA)")
+def test_read_movielens_100k_equals_loadtxt(shared_data):
+    path = shared_data("movielens-100k", "u.data")
     X, y = read_movielens(path)
     ref = np.loadtxt(path, dtype=np.int64, delimiter="\t")
     np.testing.assert_array_equal(X, ref[:, :2])
@@ -69,10 +63,8 @@ def test_read_ldac_equals_the_svmlight_reading(tmp_path):
     np.testing.assert_array_equal(np.diff(X.indptr), labels)
 
 
-def test_read_ldac_reuters_equals_the_svmlight_reading():
-    path = DATA / "reuters-rcv1-lda-pkg" / "reuters.ldac"
-    if not path.is_file():
-        pytest.skip(f"{path} not found (set SKVI_DATA)")
+def test_read_ldac_reuters_equals_the_svmlight_reading(shared_data):
+    path = shared_data("reuters-rcv1-lda-pkg", "reuters.ldac")
     X = read_ldac(path)
     ref, _ = load_svmlight_file(str(path), n_features=X.shape[1], zero_based=True)
     assert X.shape[0] == 395

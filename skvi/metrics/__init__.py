@@ -8,7 +8,11 @@
 """
 
 from .regression import gaussian_interval_coverage, gaussian_nlpd, rmse
-from .topics import document_completion_perplexity, split_document_tokens, topic_coherence
+from .topics import (
+    document_completion_perplexity,
+    split_document_tokens,
+    topic_coherence,
+)
 
 __all__ = [
     "document_completion_perplexity",

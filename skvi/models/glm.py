@@ -29,47 +29,23 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ..validation import check_sparse_structure
+from ._rows import Rows, row_quadratic, with_intercept
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
 #: Gauss-Hermite nodes for the ELBO and the predictive quantities.
 _BOUND_POINTS = 20
-
-
-class _Rows:
-    """Aligned design matrix, targets and row weights, indexable by rows for the engine."""
-
-    def __init__(self, X, y, weight=None):
-        self.X = X
-        self.y = y
-        self.weight = weight
-
-    @property
-    def shape(self):
-        return (self.X.shape[0],)
-
-    def __getitem__(self, rows):
-        weight = None if self.weight is None else self.weight[rows]
-        return _Rows(self.X[rows], self.y[rows], weight)
-
-    def weighted(self, values):
-        """``values`` times the row weights (unchanged without weights)."""
-        return values if self.weight is None else values * self.weight
-
-
-def _row_quadratic(X, V):
-    """``x_i^T V x_i`` for every row of X (dense or CSR)."""
-    XV = X @ V
-    if sp.issparse(X):
-        return np.asarray(X.multiply(XV).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", XV, X)
 
 
 def _weighted_gram(X, weights):
@@ -142,12 +118,7 @@ class _BayesianGLM(SVIEstimator):
     # --------------------------------------------------------------- helpers
     def _design(self, X):
         """X with a trailing column of ones when fitting an intercept (CSR or dense)."""
-        if not self.fit_intercept:
-            return X
-        ones = np.ones((X.shape[0], 1), dtype=X.dtype)
-        if sp.issparse(X):
-            return sp.hstack([X, sp.csr_matrix(ones)], format="csr")
-        return np.hstack([X, ones])
+        return with_intercept(X) if self.fit_intercept else X
 
     def _check_X(self, X, reset):
         check_sparse_structure(X)
@@ -175,7 +146,7 @@ class _BayesianGLM(SVIEstimator):
         weights = params["weights"]
         cov = weights.cached("covariance", lambda f: f.distribution.covariance)
         mean = np.asarray(Xd @ weights.distribution.loc).ravel()
-        var = np.maximum(_row_quadratic(Xd, cov), 0.0)
+        var = np.maximum(row_quadratic(Xd, cov), 0.0)
         return mean, var
 
     def _posterior(self):
@@ -349,13 +320,13 @@ class _BayesianGLM(SVIEstimator):
     def _fit(self, X, y, sample_weight=None):
         X, y = self._check_X_y(X, y, reset=True)
         y = self._encode_targets(y, reset=True)
-        return self._engine_fit(_Rows(X, y, self._check_weight(sample_weight, X)))
+        return self._engine_fit(Rows(X, y, self._check_weight(sample_weight, X)))
 
     def _partial_fit(self, X, y, reset_classes=None, sample_weight=None):
         first = not hasattr(self, "natural_params_")
         X, y = self._check_X_y(X, y, reset=first)
         y = self._encode_targets(y, reset=first, classes=reset_classes)
-        return self._engine_partial_fit(_Rows(X, y, self._check_weight(sample_weight, X)))
+        return self._engine_partial_fit(Rows(X, y, self._check_weight(sample_weight, X)))
 
     @staticmethod
     def _check_weight(sample_weight, X):
@@ -373,7 +344,7 @@ class _BayesianGLM(SVIEstimator):
 
     def _prepare_block(self, X, y=None):
         X, y = self._check_X_y(X, y, reset=False)
-        return _Rows(X, self._encode_targets(y, reset=False))
+        return Rows(X, self._encode_targets(y, reset=False))
 
     def _predictive_moments(self, X):
         """Mean and variance of the linear predictor for new rows."""
@@ -403,7 +374,7 @@ class _BayesianGLM(SVIEstimator):
         check_is_fitted(self)
         X, y = self._check_X_y(X, y, reset=False)
         y = self._encode_targets(y, reset=False)
-        data = _Rows(X, y)
+        data = Rows(X, y)
         return self._global_bound(self.natural_params_) + self._local_bound(
             data, None, self.natural_params_
         )

@@ -11,27 +11,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
+from ._rows import Rows, row_quadratic, with_intercept
 
 __all__ = ["SVILinearRegression"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Prior precision of the intercept (a vague Gaussian, not shrunk by ARD).
 _INTERCEPT_PRECISION = 1e-6
-
-
-class _Rows:
-    """Aligned design and targets, indexable by rows for the engine."""
-
-    def __init__(self, X, y):
-        self.X = X
-        self.y = y
-
-    @property
-    def shape(self):
-        return (self.X.shape[0],)
-
-    def __getitem__(self, rows):
-        return _Rows(self.X[rows], self.y[rows])
 
 
 class SVILinearRegression(RegressorMixin, SVIEstimator):
@@ -264,9 +250,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         if not return_std:
             return mean
         cov = self.natural_params_["weights"].cached("covariance", lambda f: f.distribution.covariance)
-        XV = Xd @ cov
-        quad = np.asarray(Xd.multiply(XV).sum(axis=1)).ravel() if sp.issparse(Xd) else np.einsum("ij,ij->i", XV, Xd)
-        return mean, np.sqrt(np.maximum(quad, 0.0) + 1.0 / self.alpha_)
+        return mean, np.sqrt(np.maximum(row_quadratic(Xd, cov), 0.0) + 1.0 / self.alpha_)
 
     # ------------------------------------------------------------- input
     def _rows(self, X, y, reset):
@@ -275,18 +259,13 @@ n_samples_seen_, converged_, n_rejected_steps_
                              dtype=[np.float64, np.float32], y_numeric=True)
         if sp.issparse(X):
             X = X.tocsr()
-        return _Rows(X, np.asarray(y, dtype=np.float64))
+        return Rows(X, np.asarray(y, dtype=np.float64))
 
     def _prepare_block(self, X, y=None):
         return self._rows(X, y, reset=False)
 
     def _design(self, X):
-        if not self.fit_intercept:
-            return X
-        ones = np.ones((X.shape[0], 1), dtype=X.dtype)
-        if sp.issparse(X):
-            return sp.hstack([X, sp.csr_matrix(ones)], format="csr")
-        return np.hstack([X, ones])
+        return with_intercept(X) if self.fit_intercept else X
 
     # ------------------------------------------------------------ model hooks
     @property
