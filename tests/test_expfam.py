@@ -16,6 +16,8 @@ from skvi.expfam import (
     Gamma,
     Gaussian,
     MultivariateGaussian,
+    NormalGamma,
+    NormalWishart,
     Wishart,
 )
 
@@ -64,17 +66,83 @@ def random_wishart(rng, batch=(3,), d=3):
     return Wishart(rng.uniform(d - 0.5, d + 6.0, batch), random_spd(rng, batch, d) / d)
 
 
+def random_normal_wishart(rng, batch=(3,), n_means=2, d=3):
+    return NormalWishart(
+        rng.normal(0.0, 1.0, batch + (n_means, d)),
+        rng.uniform(0.5, 3.0, batch + (n_means,)),
+        rng.uniform(d - 0.5, d + 6.0, batch),
+        random_spd(rng, batch, d) / d,
+    )
+
+
+def random_normal_wishart_j1(rng):
+    # K independent Normal-Wishart components
+    return random_normal_wishart(rng, batch=(4,), n_means=1, d=2)
+
+
+def random_normal_wishart_shared(rng):
+    # K means sharing one precision
+    return random_normal_wishart(rng, batch=(), n_means=4, d=2)
+
+
+def random_normal_gamma(rng, batch=(3, 2), n_means=3, d=2):
+    return NormalGamma(
+        rng.normal(0.0, 1.0, batch + (n_means, d)),
+        rng.uniform(0.5, 3.0, batch + (n_means,)),
+        rng.uniform(0.5, 5.0, batch),
+        rng.uniform(0.3, 3.0, batch),
+    )
+
+
+def random_normal_gamma_j1(rng):
+    # one component per (cluster, feature): a diagonal-covariance mixture
+    return random_normal_gamma(rng, batch=(3, 4), n_means=1, d=1)
+
+
+def random_normal_gamma_spherical(rng):
+    # one spherical component per cluster
+    return random_normal_gamma(rng, batch=(4,), n_means=1, d=3)
+
+
 FACTORIES = {
     "gaussian": random_gaussian,
     "mvn": random_mvn,
     "gamma": random_gamma,
     "dirichlet": random_dirichlet,
     "wishart": random_wishart,
+    "normal_wishart": random_normal_wishart,
+    "normal_wishart_j1": random_normal_wishart_j1,
+    "normal_wishart_shared": random_normal_wishart_shared,
+    "normal_gamma": random_normal_gamma,
+    "normal_gamma_j1": random_normal_gamma_j1,
+    "normal_gamma_spherical": random_normal_gamma_spherical,
 }
+
+# (class, factory) pairs of the generic parametrized tests
+CLASS_FAMILIES = [
+    (Gaussian, "gaussian"),
+    (MultivariateGaussian, "mvn"),
+    (Gamma, "gamma"),
+    (Dirichlet, "dirichlet"),
+    (Wishart, "wishart"),
+    (NormalWishart, "normal_wishart"),
+    (NormalWishart, "normal_wishart_j1"),
+    (NormalWishart, "normal_wishart_shared"),
+    (NormalGamma, "normal_gamma"),
+    (NormalGamma, "normal_gamma_j1"),
+    (NormalGamma, "normal_gamma_spherical"),
+]
+
+# natural parameters that are symmetric matrices, per class
+SYMMETRIC_NATURAL = {MultivariateGaussian: {1}, Wishart: {0}, NormalWishart: {1}}
 
 
 def params_of(q):
     """Standard parameters of a factor, as a tuple of arrays."""
+    if isinstance(q, NormalWishart):
+        return (q.loc, q.beta, q.df, q.scale)
+    if isinstance(q, NormalGamma):
+        return (q.loc, q.beta, q.shape, q.rate)
     if isinstance(q, (Gaussian, MultivariateGaussian)):
         return (q.loc, q.precision)
     if isinstance(q, Gamma):
@@ -266,13 +334,15 @@ def _fd_check(cls, q, h=1e-5, rtol=1e-6, atol=1e-8):
     eta = [np.array(e) for e in q.natural]
     stats_ = q.expected_stats()
     event_ndims = cls._event_ndims
+    symmetric = SYMMETRIC_NATURAL.get(cls, set())
     for k, (e, s, nd) in enumerate(zip(eta, stats_, event_ndims)):
+        sym = k in symmetric
         event_shape = e.shape[e.ndim - nd :]
         for idx in np.ndindex(*event_shape):
-            if nd == 2 and idx[0] > idx[1]:
+            if sym and idx[0] > idx[1]:
                 continue  # symmetric pairs handled together
             direction = np.zeros(event_shape)
-            if nd == 2 and idx[0] != idx[1]:
+            if sym and idx[0] != idx[1]:
                 # symmetric perturbation E = (e_ij + e_ji) / 2:
                 # <E, E[x x^T]> = E[x_i x_j]
                 direction[idx] = 0.5
@@ -291,16 +361,7 @@ def _fd_check(cls, q, h=1e-5, rtol=1e-6, atol=1e-8):
             assert_allclose(fd, expected, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize(
-    "cls,family",
-    [
-        (Gaussian, "gaussian"),
-        (MultivariateGaussian, "mvn"),
-        (Gamma, "gamma"),
-        (Dirichlet, "dirichlet"),
-        (Wishart, "wishart"),
-    ],
-)
+@pytest.mark.parametrize("cls,family", CLASS_FAMILIES)
 def test_log_normalizer_gradient(cls, family):
     rng = np.random.default_rng(12)
     q = FACTORIES[family](rng)
@@ -310,16 +371,7 @@ def test_log_normalizer_gradient(cls, family):
 # --------------------------------------------------------------------------
 # natural parameters
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "cls,family",
-    [
-        (Gaussian, "gaussian"),
-        (MultivariateGaussian, "mvn"),
-        (Gamma, "gamma"),
-        (Dirichlet, "dirichlet"),
-        (Wishart, "wishart"),
-    ],
-)
+@pytest.mark.parametrize("cls,family", CLASS_FAMILIES)
 def test_from_natural_round_trip(cls, family):
     rng = np.random.default_rng(13)
     q = FACTORIES[family](rng)
@@ -505,28 +557,47 @@ def test_dirichlet_sample_moments():
     _check_sample_moments(x, q.mean(), q.variance)
 
 
+def _parts(x):
+    """Samples and means of the joint families are tuples; others single arrays."""
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _assert_samples_equal(a, b):
+    a, b = _parts(a), _parts(b)
+    assert len(a) == len(b)
+    for ai, bi in zip(a, b):
+        assert_array_equal(ai, bi)
+
+
+def _assert_samples_differ(a, b):
+    for ai, bi in zip(_parts(a), _parts(b)):
+        assert not np.array_equal(ai, bi)
+
+
 @pytest.mark.parametrize("family", sorted(FACTORIES))
 def test_sample_shapes_and_reproducibility(family):
     q = FACTORIES[family](np.random.default_rng(18))
-    event = q.mean().shape[len(q.batch_shape):]
-    assert q.sample().shape == q.batch_shape + event
-    assert q.sample(4).shape == (4,) + q.batch_shape + event
-    assert q.sample((2, 5)).shape == (2, 5) + q.batch_shape + event
-    assert_array_equal(q.sample(7, random_state=42), q.sample(7, random_state=42))
-    assert_array_equal(
+    nb = len(q.batch_shape)
+    events = [m.shape[nb:] for m in _parts(q.mean())]
+    for size, lead in ((None, ()), (4, (4,)), ((2, 5), (2, 5))):
+        draws = _parts(q.sample(size))
+        assert len(draws) == len(events)
+        for x, event in zip(draws, events):
+            assert x.shape == lead + q.batch_shape + event
+            assert x.dtype == q.dtype
+    _assert_samples_equal(q.sample(7, random_state=42), q.sample(7, random_state=42))
+    _assert_samples_equal(
         q.sample(7, random_state=42),
         q.sample(7, random_state=np.random.RandomState(42)),
     )
-    assert_array_equal(
+    _assert_samples_equal(
         q.sample(7, random_state=np.random.default_rng(5)),
         q.sample(7, random_state=np.random.default_rng(5)),
     )
-    assert not np.array_equal(
-        q.sample(7, random_state=1), q.sample(7, random_state=2)
-    )
+    _assert_samples_differ(q.sample(7, random_state=1), q.sample(7, random_state=2))
     # a shared RandomState advances
     rs = np.random.RandomState(0)
-    assert not np.array_equal(q.sample(3, random_state=rs), q.sample(3, random_state=rs))
+    _assert_samples_differ(q.sample(3, random_state=rs), q.sample(3, random_state=rs))
     with pytest.raises(ValueError):
         q.sample(3, random_state="not a seed")
 
@@ -545,6 +616,11 @@ def _f32(a):
         (MultivariateGaussian, ([0.5, -1.0], [[2.0, 0.3], [0.3, 1.0]])),
         (Gamma, ([2.0, 0.5], [3.0, 1.5])),
         (Dirichlet, ([[0.5, 2.0, 3.0]],)),
+        (
+            NormalWishart,
+            ([[0.5, -1.0], [1.0, 0.2]], [2.0, 0.5], 4.0, [[2.0, 0.3], [0.3, 1.0]]),
+        ),
+        (NormalGamma, ([[0.5, -1.0], [1.0, 0.2]], [2.0, 0.5], 3.0, [1.5, 0.7])),
     ],
 )
 def test_float32_preserved(cls, params):
@@ -563,7 +639,10 @@ def test_float32_preserved(cls, params):
     assert np.asarray(q32.log_normalizer()).dtype == np.float32
     assert_allclose(q32.log_normalizer(), q64.log_normalizer(), rtol=1e-5, atol=1e-6)
     assert np.asarray(q32.entropy()).dtype == np.float32
-    assert q32.sample(3, random_state=0).dtype == np.float32
+    assert_allclose(q32.entropy(), q64.entropy(), rtol=1e-5, atol=1e-6)
+    assert np.asarray(q32.kl(q32)).dtype == np.float32
+    for x in _parts(q32.sample(3, random_state=0)):
+        assert x.dtype == np.float32
     r = cls.from_natural(*q32.natural)
     for p in params_of(r):
         assert p.dtype == np.float32
@@ -665,3 +744,325 @@ def test_valid_natural_wishart():
         Wishart(0.5, eye).validate()  # df <= d - 1
     with pytest.raises(ValueError):
         Wishart(3.0, -eye).validate()
+
+
+# --------------------------------------------------------------------------
+# Normal-Wishart and Normal-Gamma
+# --------------------------------------------------------------------------
+N_JOINT = 40_000
+
+
+def nw_reference_draws(q, b, n, rng):
+    """Independent draws of factor ``b`` of a NormalWishart: Lambda from
+    scipy.stats.wishart, then mu_j from the covariance (beta_j Lambda)^{-1}."""
+    lam = stats.wishart(q.df[b], q.scale[b]).rvs(size=n, random_state=rng)
+    lam = lam.reshape(n, q.dim, q.dim)
+    cov = np.linalg.inv(q.beta[b][None, :, None, None] * lam[:, None])
+    z = rng.standard_normal((n, q.n_means, q.dim, 1))
+    mu = q.loc[b] + (np.linalg.cholesky(cov) @ z)[..., 0]
+    return mu, lam
+
+
+def ng_reference_draws(q, b, n, rng):
+    """Independent draws of factor ``b`` of a NormalGamma from scipy.stats."""
+    lam = stats.gamma.rvs(q.shape[b], scale=1.0 / q.rate[b], size=n, random_state=rng)
+    sd = 1.0 / np.sqrt(q.beta[b][None, :, None] * lam[:, None, None])
+    mu = stats.norm.rvs(q.loc[b], sd, size=(n, q.n_means, q.dim), random_state=rng)
+    return mu, lam
+
+
+def nw_stats(mu, lam):
+    lam_mu = np.einsum("...ik,...jk->...ji", lam, mu)
+    return (lam_mu, lam, np.sum(lam_mu * mu, axis=-1), np.linalg.slogdet(lam)[1])
+
+
+def ng_stats(mu, lam):
+    return (
+        lam[..., None, None] * mu,
+        lam,
+        lam[..., None] * np.sum(mu**2, axis=-1),
+        np.log(lam),
+    )
+
+
+def nw_scipy_logpdf(q, b, mu, lam):
+    """log p(mu, Lambda) of factor ``b`` from scipy.stats, one point at a time."""
+    out = stats.wishart(q.df[b], q.scale[b]).logpdf(lam)
+    for j in range(q.n_means):
+        cov = np.linalg.inv(q.beta[b, j] * lam)
+        out += stats.multivariate_normal(q.loc[b, j], cov).logpdf(mu[j])
+    return out
+
+
+def test_normal_wishart_log_prob_against_scipy():
+    rng = np.random.default_rng(50)
+    q = random_normal_wishart(rng, batch=(2,), n_means=3, d=3)
+    lam = stats.wishart(5.0, np.eye(3)).rvs(size=(4, 2), random_state=rng)
+    mu = rng.normal(0.0, 1.5, (4, 2, 3, 3))
+    logp = q.log_prob(mu, lam)
+    assert logp.shape == (4, 2)
+    for s in range(4):
+        for b in range(2):
+            assert_allclose(logp[s, b], nw_scipy_logpdf(q, b, mu[s, b], lam[s, b]), rtol=1e-10)
+    # one precision matrix broadcast against the batch
+    assert_allclose(
+        q.log_prob(mu[0], lam[0, 0])[1], nw_scipy_logpdf(q, 1, mu[0, 1], lam[0, 0]), rtol=1e-10
+    )
+
+
+def test_normal_gamma_log_prob_against_scipy():
+    rng = np.random.default_rng(51)
+    q = random_normal_gamma(rng, batch=(2,), n_means=3, d=2)
+    lam = rng.uniform(0.05, 4.0, (5, 2))
+    mu = rng.normal(0.0, 1.5, (5, 2, 3, 2))
+    ref = stats.gamma.logpdf(lam, q.shape, scale=1.0 / q.rate) + np.sum(
+        stats.norm.logpdf(
+            mu, q.loc, 1.0 / np.sqrt(q.beta[..., None] * lam[..., None, None])
+        ),
+        axis=(-2, -1),
+    )
+    assert_allclose(q.log_prob(mu, lam), ref, rtol=1e-10)
+    assert np.all(q.log_prob(mu, -lam) == -np.inf)
+    assert np.all(q.log_prob(mu, 0.0) == -np.inf)
+
+
+def test_normal_wishart_one_dimensional_is_normal_gamma():
+    # d = 1: Wishart(df, W) is Gamma(df / 2, rate=1 / (2 W)), and the natural
+    # parameters and sufficient statistics of the two families coincide.
+    rng = np.random.default_rng(52)
+    g = random_normal_gamma(rng, batch=(4,), n_means=2, d=1)
+    g2 = random_normal_gamma(rng, batch=(4,), n_means=2, d=1)
+
+    def as_nw(ng):
+        w = (0.5 / ng.rate)[:, None, None]
+        return NormalWishart(ng.loc, ng.beta, 2.0 * ng.shape, w)
+
+    w, w2 = as_nw(g), as_nw(g2)
+    for a, b in zip(w.natural, g.natural):
+        assert_allclose(np.reshape(a, np.shape(b)), b, rtol=1e-12)
+    for a, b in zip(w.expected_stats(), g.expected_stats()):
+        assert_allclose(np.reshape(a, np.shape(b)), b, rtol=1e-12)
+    assert_allclose(w.log_normalizer(), g.log_normalizer(), rtol=1e-12)
+    assert_allclose(w.entropy(), g.entropy(), rtol=1e-10)
+    assert_allclose(w.kl(w2), g.kl(g2), rtol=1e-9)
+    mu, lam = g.sample(3, random_state=0)
+    assert_allclose(w.log_prob(mu, lam[..., None, None]), g.log_prob(mu, lam), rtol=1e-10)
+
+
+def test_normal_wishart_expected_stats_mc():
+    rng = np.random.default_rng(53)
+    q = random_normal_wishart(rng, batch=(2,), n_means=2, d=3)
+    expected = q.expected_stats()
+    for b in range(2):
+        t = nw_stats(*nw_reference_draws(q, b, N_JOINT, rng))
+        for tk, ek in zip(t, expected):
+            assert_mc_close(tk, ek[b])
+    # the class's own sampler gives the same expectations
+    t = nw_stats(*q.sample(N_JOINT, random_state=0))
+    for tk, ek in zip(t, expected):
+        assert_mc_close(tk, ek)
+
+
+def test_normal_gamma_expected_stats_mc():
+    rng = np.random.default_rng(54)
+    q = random_normal_gamma(rng, batch=(2,), n_means=2, d=3)
+    expected = q.expected_stats()
+    for b in range(2):
+        t = ng_stats(*ng_reference_draws(q, b, N_JOINT, rng))
+        for tk, ek in zip(t, expected):
+            assert_mc_close(tk, ek[b])
+    t = ng_stats(*q.sample(N_JOINT, random_state=0))
+    for tk, ek in zip(t, expected):
+        assert_mc_close(tk, ek)
+
+
+def _check_t_marginal(mu, ref, rng):
+    """The 1-D projections of draws ``mu`` of shape (n, d) along random
+    directions follow those of scipy's multivariate t ``ref``."""
+    for _ in range(2):
+        u = rng.standard_normal(mu.shape[-1])
+        u /= np.linalg.norm(u)
+        t_ref = stats.t(ref.df, loc=u @ ref.loc, scale=np.sqrt(u @ ref.shape @ u))
+        assert stats.kstest(mu @ u, t_ref.cdf).pvalue > 1e-3
+        other = ref.rvs(size=mu.shape[0], random_state=rng) @ u
+        assert stats.ks_2samp(mu @ u, other).pvalue > 1e-3
+
+
+def test_normal_wishart_marginal_is_student_t():
+    rng = np.random.default_rng(55)
+    q = random_normal_wishart(rng, batch=(2,), n_means=2, d=3)
+    mu, lam = q.sample(N_JOINT // 2, random_state=1)
+    assert_mc_close(lam, q.mean()[1])
+    for b in range(2):
+        nu = q.df[b] - q.dim + 1.0
+        for j in range(2):
+            shape = np.linalg.inv(q.scale[b]) / (q.beta[b, j] * nu)
+            ref = stats.multivariate_t(loc=q.loc[b, j], shape=shape, df=nu)
+            _check_t_marginal(mu[:, b, j], ref, rng)
+
+
+def test_normal_gamma_marginal_is_student_t():
+    rng = np.random.default_rng(56)
+    q = random_normal_gamma(rng, batch=(2,), n_means=2, d=3)
+    mu, lam = q.sample(N_JOINT // 2, random_state=2)
+    assert_mc_close(lam, q.mean()[1])
+    for b in range(2):
+        a, r = q.shape[b], q.rate[b]
+        for j in range(2):
+            shape = (r / a) / q.beta[b, j] * np.eye(3)
+            ref = stats.multivariate_t(loc=q.loc[b, j], shape=shape, df=2.0 * a)
+            _check_t_marginal(mu[:, b, j], ref, rng)
+
+
+def test_normal_wishart_entropy_and_kl_mc():
+    rng = np.random.default_rng(57)
+    q = random_normal_wishart(rng, batch=(2,), n_means=2, d=2)
+    p = NormalWishart([[0.5, 0.0], [-1.0, 1.0]], [1.0, 0.3], 4.0, [[0.5, 0.1], [0.1, 0.8]])
+    ent, kl = q.entropy(), q.kl(p)
+    assert kl.shape == (2,)
+    for b in range(2):
+        mu, lam = nw_reference_draws(q, b, N_JOINT, rng)
+        logq = np.array([nw_scipy_logpdf(q, b, m, x) for m, x in zip(mu[:50], lam[:50])])
+        assert_allclose(q.log_prob(mu[:50, None], lam[:50, None])[:, b], logq, rtol=1e-10)
+        lq = q.log_prob(mu[:, None], lam[:, None])[:, b]
+        lp = p.log_prob(mu, lam)
+        assert_mc_close(-lq, ent[b])
+        assert_mc_close(lq - lp, kl[b])
+
+
+def test_normal_gamma_entropy_and_kl_mc():
+    rng = np.random.default_rng(58)
+    q = random_normal_gamma(rng, batch=(3,), n_means=2, d=2)
+    p = NormalGamma([[0.5, 0.0], [-1.0, 1.0]], [1.0, 0.3], 2.0, 1.5)
+    ent, kl = q.entropy(), q.kl(p)
+    assert kl.shape == (3,)
+    for b in range(3):
+        mu, lam = ng_reference_draws(q, b, N_JOINT, rng)
+        lq = q.log_prob(mu[:, None], lam[:, None])[:, b]
+        assert_mc_close(-lq, ent[b])
+        assert_mc_close(lq - p.log_prob(mu, lam), kl[b])
+
+
+def test_normal_wishart_natural_parameter_values():
+    loc = np.array([[1.0, 0.0], [0.0, 2.0]])
+    q = NormalWishart(loc, [2.0, 0.5], 4.0, [[0.5, 0.0], [0.0, 0.25]])
+    eta1, eta2, eta3, eta4 = q.natural
+    assert_allclose(eta1, [[2.0, 0.0], [0.0, 1.0]])
+    # W^{-1} = diag(2, 4); sum_j beta_j m_j m_j^T = diag(2, 2)
+    assert_allclose(eta2, [[-2.0, 0.0], [0.0, -3.0]])
+    assert_allclose(eta3, [-1.0, -0.25])
+    assert_allclose(eta4, (4.0 - 2 - 1 + 2) / 2)
+    assert_allclose(q.mean()[1], [[2.0, 0.0], [0.0, 1.0]])
+    precision = q.precision()
+    assert isinstance(precision, Wishart)
+    assert_allclose(precision.df, 4.0)
+    assert_allclose(precision.scale, q.scale)
+    assert_allclose(precision.entropy(), stats.wishart(4.0, q.scale).entropy(), rtol=1e-10)
+    # A = A_Wishart + sum_j (d log(2 pi) - d log beta_j) / 2, with
+    # A_Wishart = df d log(2) / 2 + df log|W| / 2 + log Gamma_d(df / 2)
+    a_wishart = 4.0 * np.log(2.0) + 2.0 * np.log(0.125) + special.multigammaln(2.0, 2)
+    a_gauss = 2 * np.log(2 * np.pi) - np.log(2.0) - np.log(0.5)
+    assert_allclose(q.log_normalizer(), a_wishart + a_gauss, rtol=1e-12)
+
+
+def test_normal_gamma_natural_parameter_values():
+    q = NormalGamma([[1.0, 2.0], [0.0, -1.0]], [2.0, 4.0], 3.0, 0.5)
+    eta1, eta2, eta3, eta4 = q.natural
+    assert_allclose(eta1, [[2.0, 4.0], [0.0, -4.0]])
+    assert_allclose(eta2, -(0.5 + (2.0 * 5.0 + 4.0 * 1.0) / 2))
+    assert_allclose(eta3, [-1.0, -2.0])
+    assert_allclose(eta4, 3.0 - 1.0 + 2 * 2 / 2)
+    assert_allclose(
+        q.log_normalizer(),
+        special.gammaln(3.0) - 3.0 * np.log(0.5) + np.log(2 * np.pi) * 2 - np.log(2.0) - np.log(4.0),
+        rtol=1e-12,
+    )
+    precision = q.precision()
+    assert isinstance(precision, Gamma)
+    assert_allclose((precision.shape, precision.rate), (3.0, 0.5))
+    assert_allclose(q.mean()[1], 6.0)
+
+
+def test_normal_wishart_broadcasting_constructor():
+    q = NormalWishart(np.zeros((1, 2)), [1.0, 2.0, 3.0], [4.0, 5.0], np.eye(2))
+    assert q.batch_shape == (2,)
+    assert (q.n_means, q.dim) == (3, 2)
+    assert q.loc.shape == (2, 3, 2) and q.beta.shape == (2, 3)
+    assert q.scale.shape == (2, 2, 2)
+    with pytest.raises(ValueError):
+        NormalWishart(np.zeros((1, 3)), [1.0], 4.0, np.eye(2))
+    with pytest.raises(ValueError):
+        NormalWishart(np.zeros(2), [1.0], 4.0, np.eye(2))
+    g = NormalGamma(np.zeros((1, 3)), [1.0, 2.0], [1.0, 2.0, 3.0], 1.0)
+    assert g.batch_shape == (3,)
+    assert (g.n_means, g.dim) == (2, 3)
+    with pytest.raises(ValueError):
+        NormalGamma(np.zeros(3), [1.0], 1.0, 1.0)
+
+
+def test_valid_natural_normal_wishart():
+    nan = np.nan
+    q = NormalWishart([[1.0, 0.0], [0.0, 1.0]], [1.0, 2.0], 3.0, np.eye(2))
+    eta1, eta2, eta3, eta4 = (np.array(e) for e in q.natural)
+    n = 7
+    e1 = np.broadcast_to(eta1, (n, 2, 2)).copy()
+    e2 = np.broadcast_to(eta2, (n, 2, 2)).copy()
+    e3 = np.broadcast_to(eta3, (n, 2)).copy()
+    e4 = np.full(n, float(eta4))
+    e3[1, 0] = 0.0  # beta = 0
+    e3[2, 1] = 0.5  # beta < 0
+    # W^{-1} = -2 eta2 - sum_j beta_j m_j m_j^T not positive definite: eta2
+    # alone is negative definite, but the means' term outweighs it
+    e1[3] = [[10.0, 0.0], [0.0, 0.0]]
+    e4[4] = 0.5 * (2 - 2)  # df = d - 1
+    e1[5, 1, 0] = nan
+    e2[6, 0, 1] = -0.3  # not symmetric
+    expected = [True, False, False, False, False, False, False]
+    assert_array_equal(NormalWishart.valid_natural(e1, e2, e3, e4), expected)
+    beta = -2.0 * e3[3]
+    winv = -2.0 * e2[3] - sum(np.outer(m, m) / b for m, b in zip(e1[3], beta))
+    assert np.linalg.eigvalsh(winv)[0] < 0
+    assert np.all(np.linalg.eigvalsh(-e2[3]) > 0)
+    # just above the df bound, and broadcasting of a shared eta2
+    out = NormalWishart.valid_natural(e1[:1], eta2, e3[:1], [1e-9, -1e-9, nan])
+    assert_array_equal(out, [True, False, False])
+    with pytest.raises(ValueError):
+        NormalWishart([[0.0, 0.0]], [0.0], 3.0, np.eye(2)).validate()
+    with pytest.raises(ValueError):
+        NormalWishart([[0.0, 0.0]], [1.0], 1.0, np.eye(2)).validate()  # df <= d - 1
+    with pytest.raises(ValueError):
+        NormalWishart([[0.0, 0.0]], [1.0], 3.0, [[1.0, 2.0], [2.0, 1.0]]).validate()
+    with pytest.raises(ValueError):
+        NormalWishart([[nan, 0.0]], [1.0], 3.0, np.eye(2)).validate()
+
+
+def test_valid_natural_normal_gamma():
+    nan, inf = np.nan, np.inf
+    q = NormalGamma([[1.0, 0.0], [0.0, 1.0]], [1.0, 2.0], 0.5, 1.0)
+    eta1, eta2, eta3, eta4 = (np.array(e) for e in q.natural)
+    # sum_j beta_j ||m_j||^2 / 2 = 1.5, so rate = -eta2 - 1.5 and
+    # shape = eta4 + 1 - J d / 2 = eta4 - 1
+    assert_allclose((eta2, eta4), (-2.5, 1.5))
+    n = 9
+    e1 = np.broadcast_to(eta1, (n, 2, 2)).copy()
+    e2 = np.full(n, float(eta2))
+    e3 = np.broadcast_to(eta3, (n, 2)).copy()
+    e4 = np.full(n, float(eta4))
+    e3[1, 1] = 0.0  # beta = 0
+    e3[2, 0] = 1.0  # beta < 0
+    e2[3] = -1.6  # rate = 0.1
+    e2[4] = -1.5  # rate = 0
+    e2[5] = -1.4  # rate < 0 although eta2 < 0
+    e4[6] = 1.0  # shape = 0
+    e1[7, 0, 1] = inf
+    e2[8] = nan
+    expected = [True, False, False, True, False, False, False, False, False]
+    assert_array_equal(NormalGamma.valid_natural(e1, e2, e3, e4), expected)
+    with pytest.raises(ValueError):
+        NormalGamma([[0.0]], [-1.0], 1.0, 1.0).validate()
+    with pytest.raises(ValueError):
+        NormalGamma([[0.0]], [1.0], 0.0, 1.0).validate()
+    with pytest.raises(ValueError):
+        NormalGamma([[0.0]], [1.0], 1.0, [1.0, -1.0]).validate()
+    with pytest.raises(ValueError):
+        NormalGamma([[inf]], [1.0], 1.0, 1.0).validate()

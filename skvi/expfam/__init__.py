@@ -25,6 +25,14 @@ this order, with matching shapes):
 * :class:`Wishart`: ``t(X) = (X, log|X|)``,
   ``eta = (-W^{-1} / 2, (df - d - 1) / 2)``.
 * :class:`Dirichlet`: ``t(x) = (log x,)``, ``eta = (concentration - 1,)``.
+* :class:`NormalWishart` (``J`` means ``mu_j`` sharing one precision
+  ``Lambda``): ``t(mu, Lambda) = (Lambda mu_j, Lambda, mu_j^T Lambda mu_j,
+  log|Lambda|)``, ``eta = (beta_j m_j, -(W^{-1} + sum_j beta_j m_j m_j^T) / 2,
+  -beta_j / 2, (df - d - 1 + J) / 2)``.
+* :class:`NormalGamma` (``J`` means ``mu_j`` sharing one scalar precision
+  ``lambda``): ``t(mu, lambda) = (lambda mu_j, lambda, lambda ||mu_j||^2,
+  log lambda)``, ``eta = (beta_j m_j, -(rate + sum_j beta_j ||m_j||^2 / 2),
+  -beta_j / 2, shape - 1 + J d / 2)``.
 
 Because h(x) = 1 for every family (constants such as log(2 pi) / 2 live in
 A), the following identities hold
@@ -65,13 +73,17 @@ from .dirichlet import Dirichlet
 from .gamma import Gamma
 from .gaussian import Gaussian
 from .multivariate_gaussian import MultivariateGaussian
+from .normal_gamma import NormalGamma
+from .normal_wishart import NormalWishart
 from .wishart import Wishart, _log_multigamma, _multi_digamma  # noqa: F401
 
 __all__ = [
+    "Dirichlet",
     "ExponentialFamily",
+    "Gamma",
     "Gaussian",
     "MultivariateGaussian",
-    "Gamma",
+    "NormalGamma",
+    "NormalWishart",
     "Wishart",
-    "Dirichlet",
 ]
