@@ -8,6 +8,7 @@ and variational factors from :mod:`skvi.expfam`.
 from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,
+    SVIBayesianGaussianMixture,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -21,6 +22,7 @@ warn_if_kernels_missing()
 
 __all__ = [
     "GaussianGammaVB",
+    "SVIBayesianGaussianMixture",
     "SVILatentDirichletAllocation",
     "SVILinearRegression",
     "SVILogisticRegression",

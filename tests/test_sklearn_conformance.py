@@ -4,6 +4,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skvi import (
     GaussianGammaVB,
+    SVIBayesianGaussianMixture,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -13,6 +14,7 @@ from skvi import (
 
 ESTIMATORS = [
     GaussianGammaVB(),
+    SVIBayesianGaussianMixture(n_components=2, max_iter=20, random_state=0),
     SVILatentDirichletAllocation(n_components=3, max_iter=5),
     SVIMatrixFactorization(n_components=2, max_iter=5),
     SVILinearRegression(),

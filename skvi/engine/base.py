@@ -104,6 +104,7 @@ OPTIONAL_HOOKS = (
     "_row_groups",
     "_hierarchical_factors",
     "_local_depends_on_globals",
+    "_initial_globals_are_data",
     "_validate_input",
     "_prepare_block",
     "_row_ids",
@@ -393,7 +394,9 @@ class SVIEstimator(BaseEstimator):
     random_state : int, RandomState or None
         Seeds initialisation and the minibatch shuffling of online ``fit``.
     verbose : int
-        Print one line per pass (ELBO, steps per second, elapsed time).
+        Print one line per pass (ELBO, steps per second, elapsed time); a
+        model with a ``verbose_interval`` parameter prints every that many
+        passes.
     n_jobs : int or None
         For a model whose ``_parallel_local_step()`` is True: threads over
         which a minibatch is split into blocks of at least
@@ -454,6 +457,11 @@ class SVIEstimator(BaseEstimator):
     _local_depends_on_globals : bool
         False when the local step only summarises the data, so batch mode
         computes it once (default True).
+    _initial_globals_are_data : bool
+        True when ``_initialize_globals`` fits the globals to the rows it is
+        given (a mixture's k-means start): with ``total_samples='auto'``
+        they are then those rows' data part and grow with the running
+        count, instead of a start that the steps forget (default False).
     _validate_input(X, reset)
         Check and convert X; ``reset=True`` on the first fit.  It may return
         any object with ``shape[0]`` and row indexing (``X[rows]``), e.g.
@@ -640,6 +648,8 @@ class SVIEstimator(BaseEstimator):
     def _global_factors(self):
         return tuple(self._factor_families)
 
+    _initial_globals_are_data = False
+
     def _validate_input(self, X, reset):
         return X
 
@@ -785,14 +795,20 @@ class SVIEstimator(BaseEstimator):
         return self
 
     # ------------------------------------------------------- fit / partial_fit
-    def _engine_fit(self, X):
-        """Run ``fit``: batch coordinate ascent or online passes."""
-        with self._thread_pool():
-            return self._fit_passes(X)
+    def _engine_fit(self, X, random_state=None):
+        """Run ``fit``: batch coordinate ascent or online passes.
 
-    def _fit_passes(self, X):
+        ``random_state`` (a ``RandomState``) overrides the estimator's, so
+        that a model's restarts (a mixture's ``n_init``) draw different
+        initialisations from one generator.
+        """
+        with self._thread_pool():
+            return self._fit_passes(X, random_state)
+
+    def _fit_passes(self, X, random_state=None):
         X = self._validate_input(X, reset=True)
-        random_state = check_random_state(self.random_state)
+        if random_state is None:
+            random_state = check_random_state(self.random_state)
         self._reset_engine(X, random_state)
         self._count_rows(X)
         n_samples = X.shape[0]
@@ -827,7 +843,7 @@ class SVIEstimator(BaseEstimator):
             self.n_iter_ = it
             if bound is not None:
                 self.lower_bounds_.append(float(bound))
-            if self.verbose:
+            if self.verbose and it % getattr(self, "verbose_interval", 1) == 0:
                 now = time.perf_counter()
                 rate = (self.n_batch_iter_ - steps_before) / max(now - pass_start, 1e-12)
                 shown = "not evaluated" if bound is None else f"{bound:.10g}"
@@ -851,7 +867,7 @@ class SVIEstimator(BaseEstimator):
         if not self.converged_ and self._warn_not_converged():
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter="
-                f"{self.max_iter} passes (relative ELBO change above "
+                f"{self.max_iter} passes (ELBO change above "
                 f"tol={self.tol}). Increase max_iter or tol.",
                 ConvergenceWarning,
             )
@@ -925,13 +941,20 @@ class SVIEstimator(BaseEstimator):
         return self._validate_input(X, reset=False)
 
     def _remember_initial_globals(self):
-        """Keep what the initial globals add to the prior, with its weight 1."""
+        """Keep what the initial globals add to the prior, with its weight 1.
+
+        Globals fitted to the first rows (``_initial_globals_are_data``)
+        keep an initial part of zero: all of them is data.
+        """
         st = self._svi
         for name in self._global_factors:
             if name in self._row_groups or name in self._hierarchical_factors:
                 continue
             prior, current = st.prior[name], self.natural_params_[name]
-            st.init_parts[name] = tuple(np.asarray(c) - p for p, c in zip(prior, current))
+            st.init_parts[name] = tuple(
+                np.zeros_like(np.asarray(c)) if self._initial_globals_are_data else np.asarray(c) - p
+                for p, c in zip(prior, current)
+            )
             st.init_weight[name] = 1.0
 
     def _rescale_data_parts(self, growth):
@@ -1039,6 +1062,34 @@ class SVIEstimator(BaseEstimator):
         self.lower_bounds_ = []
         self.n_batch_iter_ = 0
         self.n_rejected_steps_ = 0
+
+    def _adopt_globals(self, natural, n_samples_seen):
+        """Start from given global factors, as a fit on ``n_samples_seen`` rows would end.
+
+        For a model that imports a posterior fitted elsewhere: the engine's
+        state is fresh (schedule at its first step, no rejections), and the
+        whole of each factor beyond the prior counts as data, so that
+        ``partial_fit`` with ``total_samples='auto'`` grows it with the
+        running count that starts at ``n_samples_seen``.
+        """
+        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
+        self.natural_params_ = {name: self._as_factor(name, value) for name, value in natural.items()}
+        st = self._svi = _EngineState(schedule, self._prior_natural())
+        st.rng = check_random_state(self.random_state)
+        for name in self._row_groups:
+            st.rows[name] = _RowGroup(self.natural_params_[name][0].shape[0])
+        for name in self._global_factors:
+            if name not in self._row_groups and name not in self._hierarchical_factors:
+                st.init_parts[name] = tuple(np.zeros_like(np.asarray(p)) for p in st.prior[name])
+                st.init_weight[name] = 1.0
+        self.lower_bounds_ = []
+        self.lower_bound_ = None
+        self.n_batch_iter_ = 0
+        self.n_rejected_steps_ = 0
+        self.n_iter_ = 0
+        self.converged_ = False
+        self.n_samples_seen_ = n_samples_seen
+        self._on_params_updated()
 
     def _count_rows(self, X):
         """``N_i`` of every row group from the whole of X (fit)."""

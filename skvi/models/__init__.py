@@ -5,8 +5,10 @@ from .glm import SVILogisticRegression, SVIPoissonRegression
 from .lda import SVILatentDirichletAllocation
 from .linear import SVILinearRegression
 from .matrix_factorization import SVIMatrixFactorization
+from .mixture import SVIBayesianGaussianMixture
 
 __all__ = [
+    "SVIBayesianGaussianMixture",
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
     "SVILinearRegression",
