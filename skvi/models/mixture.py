@@ -20,6 +20,19 @@ _LOG_2PI = np.log(2.0 * np.pi)
 #: a random subsample, so that the k-means start does not cost a pass of
 #: k-means over data that SVI reads in minibatches.
 _INIT_ROWS = 20_000
+#: Values (rows x components x features) of the temporaries of one block of
+#: the E-step: 2**20 doubles, 8 MiB.
+_BLOCK_VALUES = 1 << 20
+
+
+def _softmax(log_rho):
+    """Rows of ``exp(log_rho)`` normalised, and their logarithms."""
+    log_resp = log_rho - log_rho.max(axis=1, keepdims=True)
+    resp = np.exp(log_resp)
+    total = resp.sum(axis=1, keepdims=True)
+    resp /= total
+    log_resp -= np.log(total)
+    return resp, log_resp
 
 
 class SVIBayesianGaussianMixture(DensityMixin, SVIEstimator):
@@ -383,8 +396,7 @@ n_samples_seen_, n_rejected_steps_
             Responsibilities ``q(z_n = k)``.
         """
         X = self._check_predict_input(X)
-        log_rho = self._log_rho(X, self.natural_params_)
-        return np.exp(log_rho - special.logsumexp(log_rho, axis=1, keepdims=True))
+        return _softmax(self._log_rho(X, self.natural_params_))[0]
 
     def predict(self, X):
         """The most probable component of each sample.
@@ -724,9 +736,8 @@ n_samples_seen_, n_rejected_steps_
         reg = self.reg_covar
         ct = self.covariance_type
         if ct == "full":
-            sxx = np.empty((K, d, d))
-            for k in range(K):
-                sxx[k] = (X * resp[:, k:k + 1]).T @ X
+            weighted = (resp[:, :, None] * X[:, None, :]).reshape(X.shape[0], K * d)
+            sxx = (weighted.T @ X).reshape(K, d, d)
             sxx += nk[:, None, None] * reg * np.eye(d)
             comp = (sx[:, None, :], -0.5 * sxx, -0.5 * nk[:, None], 0.5 * nk)
         elif ct == "tied":
@@ -784,25 +795,31 @@ n_samples_seen_, n_rejected_steps_
     def _quadratic(self, X, means, precision):
         """``(x - m_k)^T P_k (x - m_k)`` for every sample and component, shape (n, K).
 
-        ``P_k`` in the covariance type's form; centred at each mean, so no
-        cancellation for data far from the origin.
+        ``P_k`` in the covariance type's form.  One matrix product for all
+        components, on X centred at the prior mean so that the expanded
+        squares do not cancel for data far from the origin.
         """
-        ct, K = self.covariance_type, means.shape[0]
-        out = np.empty((X.shape[0], K))
-        if ct in ("full", "tied"):
+        ct, (K, d) = self.covariance_type, means.shape
+        centre = self.mean_prior_
+        Xc = X - centre
+        mc = means - centre
+        if ct == "full":
+            chol = np.linalg.cholesky(precision)                      # (K, d, d)
+            y = (Xc @ chol.transpose(1, 0, 2).reshape(d, K * d)).reshape(-1, K, d)
+            y -= np.einsum("ki,kij->kj", mc, chol)
+            return np.einsum("nkj,nkj->nk", y, y)
+        if ct == "tied":
             chol = np.linalg.cholesky(precision)
-            for k in range(K):
-                y = (X - means[k]) @ (chol[k] if ct == "full" else chol)
-                out[:, k] = np.einsum("ij,ij->i", y, y)
-        elif ct == "diag":
-            for k in range(K):
-                diff = X - means[k]
-                out[:, k] = (diff * diff) @ precision[k]
-        else:
-            for k in range(K):
-                diff = X - means[k]
-                out[:, k] = precision[k] * np.einsum("ij,ij->i", diff, diff)
-        return out
+            y, my = Xc @ chol, mc @ chol
+            return np.maximum(
+                np.einsum("ni,ni->n", y, y)[:, None] - 2.0 * (y @ my.T) + np.einsum("ki,ki->k", my, my),
+                0.0)
+        if ct == "diag":
+            pm = precision * mc
+            return np.maximum(
+                (Xc * Xc) @ precision.T - 2.0 * (Xc @ pm.T) + np.einsum("ki,ki->k", pm, mc), 0.0)
+        sq = np.einsum("ni,ni->n", Xc, Xc)[:, None] - 2.0 * (Xc @ mc.T) + np.einsum("ki,ki->k", mc, mc)
+        return precision * np.maximum(sq, 0.0)
 
     def _expected_log_weights(self, params):
         q = params["weights"].distribution
@@ -822,12 +839,19 @@ n_samples_seen_, n_rejected_steps_
         return const - 0.5 * quad
 
     def _local_step(self, X, params):
-        log_rho = self._log_rho(X, params)
-        log_norm = special.logsumexp(log_rho, axis=1, keepdims=True)
-        resp = np.exp(log_rho - log_norm)
-        # sum r log r, with 0 log 0 = 0
-        neg_entropy = float(np.sum(resp * np.where(resp > 0, log_rho - log_norm, 0.0)))
-        return {"stats": self._statistics(X, resp), "neg_entropy": neg_entropy}
+        # Blocks of rows bound the (rows, K, d) temporaries of the full
+        # covariance type and keep them in cache.
+        block = max(256, _BLOCK_VALUES // (self.n_components * X.shape[1]))
+        stats, neg_entropy = None, 0.0
+        for start in range(0, X.shape[0], block):
+            Xb = X[start:start + block]
+            resp, log_resp = _softmax(self._log_rho(Xb, params))
+            # sum r log r, with 0 log 0 = 0 (r underflows to 0 where log r < -745)
+            neg_entropy += float(np.einsum("nk,nk->", resp, np.maximum(log_resp, -745.0)))
+            part = self._statistics(Xb, resp)
+            stats = part if stats is None else {
+                name: tuple(a + b for a, b in zip(stats[name], part[name])) for name in part}
+        return {"stats": stats, "neg_entropy": neg_entropy}
 
     def _expected_stats(self, name, X, local, params):
         return local["stats"][name]
