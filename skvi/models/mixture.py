@@ -115,7 +115,9 @@ class SVIBayesianGaussianMixture(DensityMixin, SVIEstimator):
 default='kmeans'
         How the first responsibilities are drawn (as in scikit-learn).  An
         online fit, and the first ``partial_fit`` call, initialise from a
-        random subsample of at most 20,000 rows.
+        random subsample of at most 20,000 rows ('kmeans': the best of 5
+        k-means runs on it, which made online fits of 10^5 rows land
+        closer to the batch optimum).
     weight_concentration_prior_type : {'dirichlet_process', \
 'dirichlet_distribution'}, default='dirichlet_process'
         Stick-breaking (a truncated Dirichlet process) or a finite
@@ -698,7 +700,9 @@ n_samples_seen_, n_rejected_steps_
         sub = X
         if limit is not None and n > limit:
             sub = X[np.sort(random_state.choice(n, limit, replace=False))]
-        resp = self._initial_responsibilities(sub, random_state)
+        # On a subsample, k-means restarts are cheap, and the start decides
+        # which optimum SVI reaches: keep the best of 5.
+        resp = self._initial_responsibilities(sub, random_state, 1 if sub is X else 5)
         stats = self._statistics(sub, resp)
         prior = self._prior_natural()
         # The start counts for the whole of X, as a step with rho = 1 would.
@@ -706,11 +710,11 @@ n_samples_seen_, n_rejected_steps_
         return {name: tuple(p + scale * s for p, s in zip(prior[name], stats[name]))
                 for name in self._global_factors}
 
-    def _initial_responsibilities(self, X, random_state):
+    def _initial_responsibilities(self, X, random_state, n_kmeans=1):
         n, K = X.shape[0], self.n_components
         resp = np.zeros((n, K))
         if self.init_params == "kmeans":
-            labels = KMeans(n_clusters=K, n_init=1, random_state=random_state).fit(X).labels_
+            labels = KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state).fit(X).labels_
             resp[np.arange(n), labels] = 1.0
         elif self.init_params == "random":
             resp = random_state.uniform(size=(n, K))
