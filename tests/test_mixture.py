@@ -557,3 +557,18 @@ def test_too_few_samples_and_wrong_feature_count_are_rejected():
 def test_factors_are_engine_factors():
     est = SVIBayesianGaussianMixture(n_components=2).fit(np.random.RandomState(0).normal(size=(30, 2)))
     assert isinstance(est.natural_params_["components"], Factor)
+
+
+def test_from_sklearn_continues_as_a_stream():
+    # The imported posterior counts as sum_k N_k rows; a stream then adds to it.
+    rng = np.random.RandomState(16)
+    X = _blobs(rng, n=400, d=2, k=2)
+    ref = BayesianGaussianMixture(n_components=2, random_state=0).fit(X[:200])
+    est = SVIBayesianGaussianMixture.from_sklearn(ref, batch_size=100)
+    assert est.n_samples_seen_ == pytest.approx(200)
+    assert est.elbo(X[:200]) == pytest.approx(
+        SVIBayesianGaussianMixture.from_sklearn(ref).elbo(X[:200]))
+    est.partial_fit(X[200:])
+    assert est.n_samples_seen_ == pytest.approx(400)
+    # beta_k = beta0 + N_k: the posterior now counts the 400 rows.
+    assert est.mean_precision_.sum() - 2 * ref.mean_precision_prior_ == pytest.approx(400, rel=0.02)
