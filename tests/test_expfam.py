@@ -1,14 +1,15 @@
 """Tests of skvi.expfam against independent references.
 
 References are scipy.stats (moments, entropies, log densities), Monte Carlo
-estimates from scipy/numpy samplers (E[log x], KL divergences), and central
-finite differences of the log-normaliser (expected sufficient statistics).
+estimates from scipy/numpy samplers (E[log x], KL divergences), central
+finite differences of the log-normaliser (expected sufficient statistics) and
+scipy.integrate.quad (quadrature rules).
 """
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-from scipy import special, stats
+from scipy import integrate, special, stats
 
 from skvi.expfam import (
     Dirichlet,
@@ -18,6 +19,7 @@ from skvi.expfam import (
     MultivariateGaussian,
     NormalGamma,
     NormalWishart,
+    Rayleigh,
     Wishart,
 )
 
@@ -104,6 +106,10 @@ def random_normal_gamma_spherical(rng):
     return random_normal_gamma(rng, batch=(4,), n_means=1, d=3)
 
 
+def random_rayleigh(rng, batch=(3, 4)):
+    return Rayleigh(rng.uniform(0.3, 3.0, batch))
+
+
 FACTORIES = {
     "gaussian": random_gaussian,
     "mvn": random_mvn,
@@ -116,7 +122,12 @@ FACTORIES = {
     "normal_gamma": random_normal_gamma,
     "normal_gamma_j1": random_normal_gamma_j1,
     "normal_gamma_spherical": random_normal_gamma_spherical,
+    "rayleigh": random_rayleigh,
 }
+
+# families whose base measure h(x) is not 1: the generic entropy identity
+# A(eta) - <eta, E[t]> does not hold for them
+BASE_MEASURE_NOT_ONE = {"rayleigh"}
 
 # (class, factory) pairs of the generic parametrized tests
 CLASS_FAMILIES = [
@@ -131,6 +142,7 @@ CLASS_FAMILIES = [
     (NormalGamma, "normal_gamma"),
     (NormalGamma, "normal_gamma_j1"),
     (NormalGamma, "normal_gamma_spherical"),
+    (Rayleigh, "rayleigh"),
 ]
 
 # natural parameters that are symmetric matrices, per class
@@ -149,6 +161,8 @@ def params_of(q):
         return (q.shape, q.rate)
     if isinstance(q, Wishart):
         return (q.df, q.scale)
+    if isinstance(q, Rayleigh):
+        return (q.scale,)
     return (q.concentration,)
 
 
@@ -302,7 +316,7 @@ def test_dirichlet_kl_mc():
         assert_mc_close(llr, kl[b])
 
 
-@pytest.mark.parametrize("family", sorted(FACTORIES))
+@pytest.mark.parametrize("family", sorted(set(FACTORIES) - BASE_MEASURE_NOT_ONE))
 def test_kl_self_zero_and_nonnegative(family):
     rng = np.random.default_rng(11)
     factory = FACTORIES[family]
@@ -496,6 +510,10 @@ def test_valid_natural_mvn():
         lambda: Dirichlet([[1.0, 1.0], [1.0, -1.0]]),
         lambda: Dirichlet([1.0, np.nan]),
         lambda: Dirichlet([1.0, np.inf]),
+        lambda: Rayleigh([1.0, 0.0]),
+        lambda: Rayleigh(-1.0),
+        lambda: Rayleigh([[1.0], [np.nan]]),
+        lambda: Rayleigh(np.inf),
     ],
 )
 def test_validate_raises(make):
@@ -621,6 +639,7 @@ def _f32(a):
             ([[0.5, -1.0], [1.0, 0.2]], [2.0, 0.5], 4.0, [[2.0, 0.3], [0.3, 1.0]]),
         ),
         (NormalGamma, ([[0.5, -1.0], [1.0, 0.2]], [2.0, 0.5], 3.0, [1.5, 0.7])),
+        (Rayleigh, ([0.5, 2.0],)),
     ],
 )
 def test_float32_preserved(cls, params):
@@ -1066,3 +1085,210 @@ def test_valid_natural_normal_gamma():
         NormalGamma([[0.0]], [1.0], 1.0, [1.0, -1.0]).validate()
     with pytest.raises(ValueError):
         NormalGamma([[inf]], [1.0], 1.0, 1.0).validate()
+
+
+# --------------------------------------------------------------------------
+# Rayleigh (base measure h(x) = x)
+# --------------------------------------------------------------------------
+def test_rayleigh_against_scipy():
+    rng = np.random.default_rng(60)
+    q = random_rayleigh(rng)
+    ref = stats.rayleigh(scale=q.scale)
+    assert q.batch_shape == (3, 4)
+    assert_allclose(q.mean(), ref.mean(), rtol=1e-12)
+    assert_allclose(q.variance, ref.var(), rtol=1e-12)
+    assert_allclose(q.entropy(), ref.entropy(), rtol=1e-10)
+    x = rng.uniform(0.01, 8.0, (5, 3, 4))
+    assert_allclose(q.log_prob(x), ref.logpdf(x), rtol=1e-10)
+    assert_allclose(q.log_prob(0.7), ref.logpdf(0.7), rtol=1e-12)
+    # outside the support (and at 0, where the density vanishes)
+    for bad in (-1.0, 0.0):
+        assert_array_equal(q.log_prob(bad), ref.logpdf(bad))
+        assert np.all(q.log_prob(bad) == -np.inf)
+
+
+def test_rayleigh_canonical_form():
+    # log p(x) = log h(x) + eta x^2 - A(eta) with h(x) = x, A = -log(-2 eta)
+    q = Rayleigh([0.4, 1.0, 2.5])
+    (eta,) = q.natural
+    assert_allclose(eta, -0.5 / np.array([0.4, 1.0, 2.5]) ** 2, rtol=1e-14)
+    assert_allclose(q.log_normalizer(), -np.log(-2.0 * eta), rtol=1e-13)
+    x = np.array([[0.3], [1.1], [4.0]])
+    assert_allclose(
+        q.log_prob(x),
+        np.log(x) + eta * x**2 - q.log_normalizer(),
+        rtol=1e-12,
+    )
+    # grad A = E[t] = 2 s^2, analytically -1 / eta
+    assert_allclose(q.expected_stats()[0], -1.0 / eta, rtol=1e-13)
+
+
+def test_rayleigh_expectations_mc():
+    rng = np.random.default_rng(61)
+    q = random_rayleigh(rng, batch=(4,))
+    x = stats.rayleigh.rvs(scale=q.scale, size=(N_MC, 4), random_state=rng)
+    assert_mc_close(np.log(x), q.expected_log())
+    assert_mc_close(x**2, q.expected_stats()[0])
+    # 1 / x has a (logarithmically) infinite variance; the mean still
+    # converges, so check it against quad as well
+    assert_mc_close(1.0 / x, q.expected_inverse())
+    for b in range(4):
+        ref = stats.rayleigh(scale=q.scale[b])
+        inv = ref.expect(lambda t: 1.0 / t, epsabs=0, epsrel=1e-12)
+        assert_allclose(q.expected_inverse()[b], inv, rtol=1e-9)
+        lg = ref.expect(np.log, epsabs=0, epsrel=1e-12)
+        assert_allclose(q.expected_log()[b], lg, rtol=1e-9, atol=1e-12)
+    # special value: E[log x] = (log 2 - euler_gamma) / 2 at s = 1
+    assert_allclose(
+        Rayleigh(1.0).expected_log(), 0.5 * (np.log(2.0) - np.euler_gamma), rtol=1e-14
+    )
+
+
+def test_rayleigh_kl_mc():
+    rng = np.random.default_rng(62)
+    q = random_rayleigh(rng, batch=(4,))
+    p = Rayleigh(1.3)  # scalar prior broadcast against the batch
+    x = stats.rayleigh.rvs(scale=q.scale, size=(N_MC, 4), random_state=rng)
+    llr = stats.rayleigh.logpdf(x, scale=q.scale) - stats.rayleigh.logpdf(x, scale=1.3)
+    kl = q.kl(p)
+    assert kl.shape == (4,)
+    assert_mc_close(llr, kl)
+    # the documented closed form
+    sq, sp = q.scale, 1.3
+    assert_allclose(kl, 2 * np.log(sp / sq) + sq**2 / sp**2 - 1, rtol=1e-12)
+
+
+def test_rayleigh_kl_and_entropy_identities():
+    rng = np.random.default_rng(63)
+    q = random_rayleigh(rng)
+    assert_allclose(q.kl(q), 0.0, atol=1e-15)
+    # KL near q = p: second order in the log-ratio r = 2 log(s_q / s_p)
+    near = Rayleigh(q.scale * (1.0 + 1e-7))
+    assert_allclose(q.kl(near), 0.5 * (2e-7) ** 2, rtol=1e-4)
+    for _ in range(20):
+        q, p = random_rayleigh(rng), random_rayleigh(rng)
+        kl = q.kl(p)
+        assert kl.shape == q.batch_shape
+        assert np.all(kl >= 0)
+        # h cancels in the log-ratio: the generic KL identity holds ...
+        assert_allclose(kl, ExponentialFamily.kl(q, p), rtol=1e-8, atol=1e-10)
+        # ... but the entropy loses E[log h(x)] = E[log x]
+        assert_allclose(
+            q.entropy(),
+            ExponentialFamily.entropy(q) - q.expected_log(),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+        assert not np.allclose(q.entropy(), ExponentialFamily.entropy(q))
+    with pytest.raises(TypeError):
+        Rayleigh(1.0).kl(Gamma(1.0, 1.0))
+
+
+def test_rayleigh_sample_moments():
+    q = Rayleigh([0.2, 1.0, 4.0])
+    x = q.sample(N_MC, random_state=4)
+    assert x.shape == (N_MC, 3)
+    assert np.all(x > 0)
+    _check_sample_moments(x, q.mean(), q.variance)
+    assert_mc_close(np.log(x), q.expected_log())
+    # and the distribution is Rayleigh: Kolmogorov-Smirnov against scipy
+    for b in range(3):
+        assert stats.kstest(x[:20_000, b], stats.rayleigh(scale=q.scale[b]).cdf).pvalue > 1e-3
+
+
+def test_valid_natural_rayleigh():
+    nan, inf = np.nan, np.inf
+    eta = np.array([-0.5, -1e-300, -1e300, 0.0, 1.0, nan, -inf, inf])
+    expected = [True, True, True, False, False, False, False, False]
+    assert_array_equal(Rayleigh.valid_natural(eta), expected)
+    out = Rayleigh.valid_natural(np.array([[-1.0, 0.0], [2.0, -3.0]]))
+    assert_array_equal(out, [[True, False], [False, True]])
+    assert Rayleigh.valid_natural(np.float32(-2.0))
+    # round trip of the scale through eta = -1 / (2 s^2)
+    s = np.array([1e-3, 0.5, 1.0, 7.0, 1e3])
+    assert_allclose(Rayleigh.from_natural(-0.5 / s**2).scale, s, rtol=1e-14)
+
+
+def _quad_rayleigh(g, s):
+    """``E[g(x)]`` for ``x ~ Rayleigh(scale=s)`` by adaptive quadrature."""
+    val, _ = integrate.quad(
+        lambda x: g(x) * stats.rayleigh.pdf(x, scale=s),
+        0.0,
+        np.inf,
+        epsabs=0.0,
+        epsrel=1e-13,
+        limit=400,
+    )
+    return val
+
+
+@pytest.mark.parametrize(
+    "g",
+    [np.log1p, lambda x: np.exp(-x), np.cos, lambda x: 1.0 / (1.0 + x)],
+    ids=["log1p", "exp_neg", "cos", "inv1p"],
+)
+def test_rayleigh_quadrature_against_scipy_quad(g):
+    scales = np.array([0.2, 1.0, 3.5])
+    q = Rayleigh(scales)
+    nodes, weights = q.quadrature()
+    assert nodes.shape == (3, 16) and weights.shape == (16,)
+    assert np.all(nodes > 0) and np.all(weights > 0)
+    assert_allclose(weights.sum(), 1.0, rtol=1e-13)
+    ref = [_quad_rayleigh(g, s) for s in scales]
+    # the slowest case is the widest factor, s = 3.5, for log1p and 1 / (1 + x)
+    # whose singularity at x = -1 lies close to the support in units of s
+    assert_allclose(g(nodes) @ weights, ref, rtol=1e-6)
+    assert_allclose(g(nodes[:2]) @ weights, ref[:2], rtol=1e-10)
+    # more nodes converge further
+    nodes, weights = q.quadrature(40)
+    assert_allclose(g(nodes) @ weights, ref, rtol=1e-11)
+
+
+def test_rayleigh_quadrature_exact_for_polynomials():
+    q = Rayleigh([[0.3, 1.0], [2.0, 5.0]])
+    n = 8
+    nodes, weights = q.quadrature(n)
+    assert nodes.shape == (2, 2, n)
+    # E[x^2] = 2 s^2 (the sufficient statistic), E[x] = the mean
+    assert_allclose(nodes**2 @ weights, q.expected_stats()[0], rtol=1e-13)
+    assert_allclose(nodes @ weights, q.mean(), rtol=1e-13)
+    # every moment up to degree 2 n - 1: E[x^k] = (sqrt(2) s)^k Gamma(1 + k / 2)
+    # (scipy.stats.rayleigh.moment integrates numerically and is less accurate)
+    for k in range(2 * n):
+        ref = (np.sqrt(2.0) * q.scale) ** k * special.gamma(1.0 + 0.5 * k)
+        assert_allclose(nodes**k @ weights, ref, rtol=1e-12)
+    assert_allclose(stats.rayleigh.moment(3, scale=q.scale), nodes**3 @ weights, rtol=1e-9)
+    # a single node sits at the mean
+    one, w1 = q.quadrature(1)
+    assert_allclose(one[..., 0], q.mean(), rtol=1e-13)
+    assert_allclose(w1, [1.0])
+
+
+def test_rayleigh_quadrature_singular_functions_converge():
+    # log x and 1 / x are singular at 0: the rule still converges to the
+    # closed forms, only algebraically
+    q = Rayleigh([0.5, 2.0])
+    errors = []
+    for n in (16, 64):
+        nodes, weights = q.quadrature(n)
+        errors.append(np.abs(np.log(nodes) @ weights - q.expected_log()))
+        assert_allclose(1.0 / nodes @ weights, q.expected_inverse(), rtol=0.02)
+    assert np.all(errors[1] < errors[0])
+    assert np.all(errors[1] < 1e-4)
+
+
+def test_rayleigh_quadrature_dtype_and_errors():
+    q32 = Rayleigh(np.array([0.5, 2.0], dtype=np.float32))
+    nodes, weights = q32.quadrature(12)
+    assert nodes.dtype == np.float32 and weights.dtype == np.float32
+    nodes64, weights64 = Rayleigh([0.5, 2.0]).quadrature(12)
+    assert nodes64.dtype == np.float64
+    assert_allclose(nodes, nodes64, rtol=1e-6)
+    assert_allclose(weights, weights64, rtol=1e-5, atol=1e-12)
+    # the returned arrays are fresh: writing to them leaves the cached rule intact
+    weights64[:] = 0.0
+    assert_allclose(Rayleigh(1.0).quadrature(12)[1].sum(), 1.0, rtol=1e-13)
+    for bad in (0, -3, 2.5, True, "16"):
+        with pytest.raises(ValueError):
+            q32.quadrature(bad)
+    assert repr(q32) == "Rayleigh(batch_shape=(2,), dtype=float32)"

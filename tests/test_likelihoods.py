@@ -529,3 +529,242 @@ def test_poisson_regression_with_the_softplus_link_recovers_its_weights():
     res = minimize(lambda b: -lik.logpdf(y, design @ b).sum(), np.zeros(4),
                    jac=lambda b: -design.T @ lik.dlogpdf(y, design @ b), method="BFGS")
     np.testing.assert_allclose(np.r_[est.coef_.ravel(), est.intercept_], res.x, atol=0.03)
+
+
+# --------------------------------------------------------------------------
+# log marginal likelihood log Z(y; a, v) = log int N(f; a, v) p(y | f) df
+# --------------------------------------------------------------------------
+LM_LIKELIHOODS = {
+    "poisson-exp": lambda: Poisson(link="exp"),
+    "poisson-softplus": lambda: Poisson(link="softplus"),
+    "poisson-logistic": lambda: Poisson(link="logistic"),
+    "bernoulli": Bernoulli,
+    "gaussian": lambda: Gaussian(noise_variance=NOISE_VARIANCE),
+}
+LM_TARGETS = {
+    "poisson-exp": (0.0, 3.0, 12.0),
+    "poisson-softplus": (0.0, 3.0, 12.0),
+    "poisson-logistic": (0.0, 2.0),
+    "bernoulli": (0.0, 1.0),
+    "gaussian": (-1.3, 0.4, 2.5),
+}
+# (a, v): a near-point mass, moderate, and wide q(f)
+LM_MEAN_VAR = [(-1.0, 1e-3), (0.5, 0.3), (2.0, 1.0), (-0.5, 4.0), (1.5, 4.0)]
+
+
+def _log1pexp(x):
+    return x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x))
+
+
+def lm_log_lik(name, y, f):
+    """``log p(y | f)`` for scalars, written out with the math module."""
+    if name == "gaussian":
+        return -0.5 * math.log(2 * math.pi * NOISE_VARIANCE) - 0.5 * (y - f) ** 2 / NOISE_VARIANCE
+    if name == "bernoulli":
+        return -_log1pexp(-f) if y == 1 else -_log1pexp(f)
+    if name == "poisson-exp":
+        return y * f - math.exp(f) - math.lgamma(y + 1)
+    rate = _log1pexp(f) if name == "poisson-softplus" else _sig(f)
+    return y * math.log(rate) - rate - math.lgamma(y + 1)
+
+
+def test_lm_log_lik_matches_scipy_stats():
+    f = np.array([-4.0, -0.3, 0.0, 1.7, 5.0])
+    for y in (0.0, 3.0):
+        refs = {
+            "poisson-exp": stats.poisson.logpmf(y, np.exp(f)),
+            "poisson-softplus": stats.poisson.logpmf(y, np.log1p(np.exp(f))),
+            "poisson-logistic": stats.poisson.logpmf(y, expit(f)),
+            "gaussian": stats.norm.logpdf(y, f, math.sqrt(NOISE_VARIANCE)),
+        }
+        if y == 0.0:
+            refs["bernoulli"] = stats.bernoulli.logpmf(y, expit(f))
+        for name, ref in refs.items():
+            assert_allclose([lm_log_lik(name, y, fi) for fi in f], ref, rtol=1e-12)
+
+
+def _tilted_integrals(name, y, a, v, powers=(0,)):
+    """``log int z^k phi(z) p(y | a + sqrt(v) z) dz`` for each k, by scipy quad.
+
+    The integrand is rescaled by its maximum on a grid and the range split at
+    the maximiser, so that narrow peaks far from ``z = 0`` are found.
+    """
+    sd = math.sqrt(v)
+
+    def log_integrand(z):
+        return -0.5 * z * z - 0.5 * math.log(2 * math.pi) + lm_log_lik(name, y, a + sd * z)
+
+    grid = np.linspace(-40.0, 40.0, 8001)
+    values = np.array([log_integrand(z) for z in grid])
+    peak = grid[np.argmax(values)]
+    c = values.max()
+    out = []
+    for k in powers:
+        total = 0.0
+        for lo, hi in ((-40.0, peak), (peak, 40.0)):
+            total += integrate.quad(
+                lambda z, k=k: z**k * math.exp(log_integrand(z) - c),
+                lo, hi, epsabs=0.0, epsrel=1e-13, limit=500,
+            )[0]
+        out.append(total)
+    return c, out
+
+
+def quad_log_z(name, y, a, v):
+    c, (i0,) = _tilted_integrals(name, y, a, v)
+    return c + math.log(i0)
+
+
+def quad_log_z_derivatives(name, y, a, v):
+    """``log Z``, ``d log Z / da`` and ``d^2 log Z / da^2`` from the tilted
+    moments of ``z = (f - a) / sqrt(v)``: differentiating ``N(f; a, v)`` under
+    the integral, ``Z_a / Z = E[z] / sqrt(v)`` and
+    ``Z_aa / Z = (E[z^2] - 1) / v``."""
+    c, (i0, i1, i2) = _tilted_integrals(name, y, a, v, powers=(0, 1, 2))
+    d1 = i1 / i0 / math.sqrt(v)
+    return c + math.log(i0), d1, (i2 / i0 - 1.0) / v - d1 * d1
+
+
+def _lm_cases(name):
+    return [(y, a, v) for y in LM_TARGETS[name] for a, v in LM_MEAN_VAR]
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("name", sorted(LM_LIKELIHOODS))
+def test_log_marginal_matches_scipy_quad(name):
+    lik = LM_LIKELIHOODS[name]()
+    y, a, v = (np.array(c) for c in zip(*_lm_cases(name)))
+    ref = np.array([quad_log_z_derivatives(name, *case) for case in _lm_cases(name)]).T
+    got = np.array(lik.log_marginal(y, a, v, n_samples=200))
+    assert got.shape == (3, len(y))
+    assert_allclose(got, ref, rtol=1e-8, atol=1e-9)
+    # the default 20 nodes: the adaptive rule is already close (the worst case
+    # is d2 for the exp link at y = 0, v = 4, whose tilted density is skewed)
+    got20 = np.array(lik.log_marginal(y, a, v))
+    assert_allclose(got20, ref, rtol=2e-2, atol=2e-3)
+    assert_allclose(got20[0], ref[0], rtol=2e-4, atol=2e-4)
+    # ... and exact for the conjugate Gaussian: Z = N(y; a, v + s2)
+    if name == "gaussian":
+        total = v + NOISE_VARIANCE
+        exact = (stats.norm.logpdf(y, a, np.sqrt(total)), (y - a) / total, -1.0 / total)
+        for n in (2, 20):
+            assert_allclose(lik.log_marginal(y, a, v, n_samples=n), exact, rtol=1e-12)
+        # one node (at the tilted mean) still gives log Z and d1 exactly
+        assert_allclose(lik.log_marginal(y, a, v, n_samples=1)[:2], exact[:2], rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("name", sorted(LM_LIKELIHOODS))
+def test_log_marginal_derivatives_match_finite_differences_of_quad(name):
+    lik = LM_LIKELIHOODS[name]()
+    for y, a, v in _lm_cases(name):
+        log_z, d1, d2 = (float(x) for x in lik.log_marginal(y, a, v, n_samples=100))
+        centre = quad_log_z(name, y, a, v)
+        assert_allclose(log_z, centre, rtol=1e-9, atol=1e-9)
+        # in the mean: central differences of the quad value
+        h1, h2 = 1e-4, 2e-3
+        fd1 = (quad_log_z(name, y, a + h1, v) - quad_log_z(name, y, a - h1, v)) / (2 * h1)
+        plus, minus = quad_log_z(name, y, a + h2, v), quad_log_z(name, y, a - h2, v)
+        fd2 = (plus - 2 * centre + minus) / h2**2
+        assert_allclose(d1, fd1, rtol=1e-6, atol=1e-6, err_msg=f"{(y, a, v)}")
+        assert_allclose(d2, fd2, rtol=1e-4, atol=1e-4, err_msg=f"{(y, a, v)}")
+        # in the variance: the heat equation, d log Z / dv = (d2 + d1^2) / 2
+        hv = 1e-3 * v
+        fdv = (quad_log_z(name, y, a, v + hv) - quad_log_z(name, y, a, v - hv)) / (2 * hv)
+        assert_allclose(0.5 * (d2 + d1 * d1), fdv, rtol=1e-5, atol=1e-5, err_msg=f"{(y, a, v)}")
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("name", ["poisson-exp", "poisson-softplus", "bernoulli", "gaussian"])
+def test_log_marginal_monte_carlo_close_to_quadrature(name):
+    lik = LM_LIKELIHOODS[name]()
+    y, a, v = (np.array(c) for c in zip(*_lm_cases(name)))
+    ref = np.array(lik.log_marginal(y, a, v, n_samples=100))
+    # 40 independent runs of 5000 draws each, through broadcasting: the
+    # leading axis of mean and var is the run
+    runs, n_samples = 40, 5000
+    a_runs = np.broadcast_to(a, (runs, len(a)))
+    got = np.array(lik.log_marginal(y, a_runs, v, method="mc", n_samples=n_samples, random_state=0))
+    assert got.shape == (3, runs, len(y))
+    est = got.mean(axis=1)
+    se = got.std(axis=1, ddof=1) / np.sqrt(runs)
+    # within 5 standard errors of the (much more accurate) quadrature value;
+    # the small floor covers the O(1 / n_samples) bias of the ratios
+    assert np.all(np.abs(est - ref) <= 5.0 * se + 1e-3 * se.max(axis=1, keepdims=True) + 1e-12), (
+        est, ref, se)
+    # and one run with as many draws in total is as close
+    big = np.array(lik.log_marginal(y, a, v, method="mc", n_samples=runs * n_samples, random_state=1))
+    assert np.all(np.abs(big - ref) <= 5.0 * se + 1e-12), (big, ref, se)
+    # reproducible for a seed, different for another, Generators accepted
+    again = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=3)
+    assert_array_equal(again, lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=3))
+    other = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=4)
+    assert not np.array_equal(again[0], other[0])
+    gen = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=np.random.default_rng(3))
+    assert gen[0].shape == y.shape
+
+
+def test_log_marginal_broadcasting():
+    lik = Poisson(link="softplus")
+    rng = np.random.default_rng(21)
+    n, q = 4, 3
+    y = rng.integers(0, 8, (n, 1)).astype(float)
+    mean = rng.normal(0.0, 1.0, (n, q))
+    var = rng.uniform(0.01, 3.0, (n, q))
+    got = lik.log_marginal(y, mean, var)
+    for out in got:
+        assert out.shape == (n, q)
+    # elementwise calls agree exactly with the broadcast one
+    for i in range(n):
+        for j in range(q):
+            single = lik.log_marginal(y[i, 0], mean[i, j], var[i, j])
+            for out, s in zip(got, single):
+                assert np.shape(s) == ()
+                assert_allclose(out[i, j], s, rtol=1e-13)
+    # y of shape (n, q), a shared scalar variance, and a 3-d layout
+    full = lik.log_marginal(np.broadcast_to(y, (n, q)), mean, var)
+    for a, b in zip(full, got):
+        assert_allclose(a, b, rtol=1e-13)
+    scalar_var = lik.log_marginal(y, mean, 0.5)
+    assert scalar_var[0].shape == (n, q)
+    three = lik.log_marginal(y[:, :, None], mean[:, :, None], np.stack([var, 2 * var], axis=-1))
+    assert three[1].shape == (n, q, 2)
+    assert_allclose(three[1][..., 0], got[1], rtol=1e-13)
+    # Monte Carlo draws independently for every broadcast element
+    mc = lik.log_marginal(y, np.broadcast_to(mean[:, :1], (n, q)), 1.0, method="mc",
+                          n_samples=30, random_state=0)
+    assert mc[0].shape == (n, q)
+    assert not np.array_equal(mc[0][:, 0], mc[0][:, 1])
+
+
+def test_log_marginal_point_mass_and_laplace():
+    # var = 0: Z = p(y | a) and the derivatives are those of log p
+    lik = Poisson(link="exp")
+    y = np.array([0.0, 3.0, 12.0])
+    a = np.array([-1.0, 0.5, 2.0])
+    log_z, d1, d2 = lik.log_marginal(y, a, np.zeros(3))
+    assert_allclose(log_z, stats.poisson.logpmf(y, np.exp(a)), rtol=1e-12)
+    assert_allclose(d1, y - np.exp(a), rtol=1e-12)
+    assert_allclose(d2, -np.exp(a), rtol=1e-12)
+    # one node: the Laplace approximation of log Z at the mode of the tilted
+    # density N(f; a, v) Poisson(y; e^f), a root found here by scipy's brentq
+    from scipy.optimize import brentq
+
+    for yi, ai, vi in ((12.0, -0.5, 4.0), (0.0, 1.5, 4.0), (3.0, 0.0, 0.3)):
+        def grad(f, yi=yi, ai=ai, vi=vi):
+            return yi - math.exp(f) - (f - ai) / vi
+
+        mode = brentq(grad, -50.0, 50.0, xtol=1e-15)
+        log_tilted = stats.norm.logpdf(mode, ai, math.sqrt(vi)) + stats.poisson.logpmf(yi, math.exp(mode))
+        laplace = log_tilted + 0.5 * math.log(2 * math.pi / (1.0 / vi + math.exp(mode)))
+        got = lik.log_marginal(yi, ai, vi, n_samples=1)[0]
+        assert_allclose(got, laplace, rtol=1e-12)
+
+
+def test_log_marginal_consistent_with_predictive_logpdf_and_rejects_unknown_method():
+    lik = Bernoulli()
+    y, mean, var = _expectation_problem("bernoulli", 22, n=8, var_range=(0.05, 1.0))
+    assert_allclose(lik.log_marginal(y, mean, var, n_samples=40)[0],
+                    lik.predictive_logpdf(y, mean, var), rtol=1e-10)
+    with pytest.raises(ValueError, match="method"):
+        lik.log_marginal(y, mean, var, method="laplace")

@@ -11,11 +11,12 @@ Conventions
 -----------
 Each family is written in the canonical form
 
-    p(x | eta) = h(x) exp(<eta, t(x)> - A(eta)),    h(x) = 1,
+    p(x | eta) = h(x) exp(<eta, t(x)> - A(eta)),
 
-with the sufficient statistics t(x) and natural parameters eta ordered as
-below (``.natural`` and ``.expected_stats()`` always return tuples in exactly
-this order, with matching shapes):
+with base measure h(x) = 1 for every family except :class:`Rayleigh`
+(``h(x) = x``), and with the sufficient statistics t(x) and natural
+parameters eta ordered as below (``.natural`` and ``.expected_stats()``
+always return tuples in exactly this order, with matching shapes):
 
 * :class:`Gaussian`: ``t(x) = (x, x**2)``,
   ``eta = (precision * loc, -precision / 2)``.
@@ -33,17 +34,22 @@ this order, with matching shapes):
   ``lambda``): ``t(mu, lambda) = (lambda mu_j, lambda, lambda ||mu_j||^2,
   log lambda)``, ``eta = (beta_j m_j, -(rate + sum_j beta_j ||m_j||^2 / 2),
   -beta_j / 2, shape - 1 + J d / 2)``.
+* :class:`Rayleigh` (scale ``s``, for a noise variance ``x > 0``):
+  ``t(x) = (x**2,)``, ``eta = (-1 / (2 s**2),)``,
+  ``A(eta) = -log(-2 eta) = log(s**2)`` and base measure ``h(x) = x``.
 
-Because h(x) = 1 for every family (constants such as log(2 pi) / 2 live in
-A), the following identities hold
-for every class:
+Because h(x) = 1 (constants such as log(2 pi) / 2 live in A), the following
+identities hold for every class but :class:`Rayleigh`:
 
 * ``entropy = A(eta) - <eta, E[t(x)]>``
 * ``KL(q || p) = <eta_q - eta_p, E_q[t(x)]> - A(eta_q) + A(eta_p)``
 * ``grad A(eta) = E[t(x)]``
 
-where ``<., .>`` sums over the event axes of each natural parameter.  The
-classes implement numerically stable closed forms of these quantities.
+where ``<., .>`` sums over the event axes of each natural parameter.  For
+:class:`Rayleigh` the last two hold as well (``h`` cancels in the log-ratio
+and does not depend on ``eta``), but its entropy is
+``A(eta) - <eta, E[t(x)]> - E[log x]``.  The classes implement numerically
+stable closed forms of these quantities.
 
 Dtypes
 ------
@@ -75,6 +81,7 @@ from .gaussian import Gaussian
 from .multivariate_gaussian import MultivariateGaussian
 from .normal_gamma import NormalGamma
 from .normal_wishart import NormalWishart
+from .rayleigh import Rayleigh
 from .wishart import Wishart, _log_multigamma, _multi_digamma  # noqa: F401
 
 __all__ = [
@@ -85,5 +92,6 @@ __all__ = [
     "MultivariateGaussian",
     "NormalGamma",
     "NormalWishart",
+    "Rayleigh",
     "Wishart",
 ]
