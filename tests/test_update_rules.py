@@ -419,3 +419,22 @@ def test_per_factor_step_sizes_equal_separate_steps():
             )
             np.testing.assert_allclose(together[0][i], alone[0], rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(together[1][i], alone[1], rtol=1e-12, atol=1e-12)
+
+
+def test_secant_fixed_point_finds_the_fixed_point_where_plain_steps_oscillate():
+    from scipy.optimize import brentq
+
+    from skvi.update_rules import SecantFixedPoint
+
+    # f(x) = 2.5 cos(x): slope about -1.6 at its fixed point, so plain unit
+    # steps x <- f(x) do not converge there.
+    f = lambda x: 2.5 * np.cos(x)  # noqa: E731
+    root = brentq(lambda x: f(x) - x, 0.0, 2.0)
+    plain = 1.0
+    for _ in range(60):
+        plain = f(plain)
+    assert abs(plain - root) > 0.1
+    rule, x, state = SecantFixedPoint(), (np.array(1.0),), None
+    for _ in range(30):
+        x, state = rule.step(x, (f(x[0]),), 1.0, 1.0, state)
+    assert float(x[0]) == pytest.approx(root, abs=1e-10)

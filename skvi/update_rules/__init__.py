@@ -12,6 +12,9 @@ standard coordinates (seed 002, section 2.3)::
     dL/dV = g2                      (g2 is the second natural component)
     dL/dm = g1 + 2 g2 m
 
+(:class:`SecantFixedPoint` serves a non-conjugate factor of another family,
+such as a Rayleigh noise variance, whose fixed-point map needs damping.)
+
 So one set of statistics serves all three rules:
 
 ``'mc-ssvi'`` (:class:`NaturalGradient`)
@@ -49,6 +52,7 @@ from .base import (  # noqa: F401
 )
 from .hybrid_gradient import HybridGradient
 from .natural_gradient import NaturalGradient
+from .secant import SecantFixedPoint
 from .standard_gradient import StandardGradient
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "NaturalGradient",
     "HybridGradient",
     "StandardGradient",
+    "SecantFixedPoint",
     "make_update_rule",
     "ALGORITHMS",
     "UPDATE_RULE_PARAMETER_CONSTRAINTS",
