@@ -13,6 +13,7 @@ from .models import (
     SVILinearRegression,
     SVILogisticRegression,
     SVIMatrixFactorization,
+    SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
 )
 
@@ -27,6 +28,7 @@ __all__ = [
     "SVILinearRegression",
     "SVILogisticRegression",
     "SVIMatrixFactorization",
+    "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
     "__version__",
     "kernels",

@@ -9,6 +9,7 @@ from skvi import (
     SVILinearRegression,
     SVILogisticRegression,
     SVIMatrixFactorization,
+    SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
 )
 
@@ -22,6 +23,7 @@ ESTIMATORS = [
     # give the same fit (scikit-learn checks sample_weight equivalence).
     SVILogisticRegression(max_iter=5, expectation="quadrature", random_state=0),
     SVIPoissonRegression(max_iter=30, expectation="quadrature", random_state=0),
+    SVIOverdispersedPoissonRegression(max_iter=10, random_state=0),
 ]
 
 # SVIMatrixFactorization's X is two columns of (user, item) ids, of any

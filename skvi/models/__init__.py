@@ -6,6 +6,7 @@ from .lda import SVILatentDirichletAllocation
 from .linear import SVILinearRegression
 from .matrix_factorization import SVIMatrixFactorization
 from .mixture import SVIBayesianGaussianMixture
+from .overdispersed_poisson import SVIOverdispersedPoissonRegression
 
 __all__ = [
     "SVIBayesianGaussianMixture",
@@ -14,5 +15,6 @@ __all__ = [
     "SVILinearRegression",
     "SVILogisticRegression",
     "SVIMatrixFactorization",
+    "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
 ]
