@@ -29,6 +29,33 @@ def _blobs(rng, n=400, d=2, k=3, spread=4.0):
     return centres[labels] + rng.normal(size=(n, d)) * scales[labels]
 
 
+def _component_draw(ct, mu_s, lam_s, k):
+    """Draws of (mu_k, Lambda_k) from samples of the components' factor."""
+    if ct == "full":
+        return mu_s[:, k, 0, :], lam_s[:, k]
+    if ct == "tied":
+        return mu_s[:, k, :], lam_s
+    if ct == "diag":
+        return mu_s[:, k, :, 0, 0], lam_s[:, k]
+    return mu_s[:, k, 0, :], lam_s[:, k]
+
+
+def _log_normal_draws(ct, x, mu, lam):
+    """log N(x_n | mu_s, Lambda_s^-1) for every draw s and point n, shape (S, n)."""
+    d = x.shape[1]
+    diff = x[None] - mu[:, None, :]
+    if ct in ("full", "tied"):
+        quad = np.einsum("sni,sij,snj->sn", diff, lam, diff)
+        logdet = np.linalg.slogdet(lam)[1][:, None]
+    elif ct == "diag":
+        quad = np.einsum("sni,si->sn", diff * diff, lam)
+        logdet = np.log(lam).sum(axis=1)[:, None]
+    else:
+        quad = lam[:, None] * np.sum(diff * diff, axis=2)
+        logdet = d * np.log(lam)[:, None]
+    return 0.5 * logdet - 0.5 * quad - 0.5 * d * np.log(2 * np.pi)
+
+
 def _set_posterior(est, X, resp):
     """Priors from X and the globals of one batch step (rho = 1) from ``resp``."""
     est._set_priors(X)
@@ -263,25 +290,9 @@ def test_e_step_against_monte_carlo(ct):
     pi_s = params["weights"].distribution.sample(size=n_mc, random_state=1)
     vals = np.empty((n_mc,) + ours.shape)
     for k in range(K):
-        if ct == "full":
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        elif ct == "tied":
-            mu, lam = mu_s[:, k, :], lam_s
-        elif ct == "diag":
-            mu, lam = mu_s[:, k, :, 0, 0], lam_s[:, k]
-        else:
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        diff = x[None, :, :] - mu[:, None, :]
-        if ct in ("full", "tied"):
-            quad = np.einsum("sni,sij,snj->sn", diff, lam, diff)
-            logdet = np.linalg.slogdet(lam)[1][:, None]
-        elif ct == "diag":
-            quad = np.einsum("sni,si->sn", diff * diff, lam)
-            logdet = np.log(lam).sum(axis=1)[:, None]
-        else:
-            quad = lam[:, None] * np.sum(diff * diff, axis=2)
-            logdet = d * np.log(lam)[:, None]
-        vals[:, :, k] = np.log(pi_s[:, k])[:, None] + 0.5 * logdet - 0.5 * quad - 0.5 * d * np.log(2 * np.pi)
+        mu, lam = _component_draw(ct, mu_s, lam_s, k)
+        logn = _log_normal_draws(ct, x, mu, lam)
+        vals[:, :, k] = np.log(pi_s[:, k])[:, None] + logn
     est_mc = vals.mean(axis=0)
     se = vals.std(axis=0) / np.sqrt(n_mc)
     assert np.all(np.abs(est_mc - ours) < 5 * se + 1e-12), (est_mc - ours, se)
@@ -354,25 +365,8 @@ def test_elbo_against_monte_carlo(ct, wp):
                  + np.sum((p_c.log_prob(mu_s, lam_s) - q_c.log_prob(mu_s, lam_s)).reshape(n_mc, -1), axis=1))
     loglik = np.zeros(n_mc)
     for k in range(K):
-        if ct == "full":
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        elif ct == "tied":
-            mu, lam = mu_s[:, k, :], lam_s
-        elif ct == "diag":
-            mu, lam = mu_s[:, k, :, 0, 0], lam_s[:, k]
-        else:
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        diff = X[None] - mu[:, None, :]
-        if ct in ("full", "tied"):
-            quad = np.einsum("sni,sij,snj->sn", diff, lam, diff)
-            logdet = np.linalg.slogdet(lam)[1][:, None]
-        elif ct == "diag":
-            quad = np.einsum("sni,si->sn", diff * diff, lam)
-            logdet = np.log(lam).sum(axis=1)[:, None]
-        else:
-            quad = lam[:, None] * np.sum(diff * diff, axis=2)
-            logdet = d * np.log(lam)[:, None]
-        logn = 0.5 * logdet - 0.5 * quad - 0.5 * d * np.log(2 * np.pi)
+        mu, lam = _component_draw(ct, mu_s, lam_s, k)
+        logn = _log_normal_draws(ct, X, mu, lam)
         loglik += (resp[None, :, k] * (log_pi[:, k:k + 1] + logn)).sum(axis=1)
     entropy_z = -np.sum(resp * np.log(np.maximum(resp, 1e-300)))
     vals = loglik + log_ratio + entropy_z
@@ -418,25 +412,9 @@ def test_predictive_density_against_monte_carlo(ct):
     n_mc = 200_000
     mu_s, lam_s = q.sample(size=n_mc, random_state=0)
     for k in range(K):
-        if ct == "full":
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        elif ct == "tied":
-            mu, lam = mu_s[:, k, :], lam_s
-        elif ct == "diag":
-            mu, lam = mu_s[:, k, :, 0, 0], lam_s[:, k]
-        else:
-            mu, lam = mu_s[:, k, 0, :], lam_s[:, k]
-        diff = x[None] - mu[:, None, :]
-        if ct in ("full", "tied"):
-            quad = np.einsum("sni,sij,snj->sn", diff, lam, diff)
-            logdet = np.linalg.slogdet(lam)[1][:, None]
-        elif ct == "diag":
-            quad = np.einsum("sni,si->sn", diff * diff, lam)
-            logdet = np.log(lam).sum(axis=1)[:, None]
-        else:
-            quad = lam[:, None] * np.sum(diff * diff, axis=2)
-            logdet = d * np.log(lam)[:, None]
-        dens = np.exp(0.5 * logdet - 0.5 * quad - 0.5 * d * np.log(2 * np.pi))
+        mu, lam = _component_draw(ct, mu_s, lam_s, k)
+        logn = _log_normal_draws(ct, x, mu, lam)
+        dens = np.exp(logn)
         mc = dens.mean(axis=0)
         se = dens.std(axis=0) / np.sqrt(n_mc)
         assert np.all(np.abs(mc - np.exp(ours[:, k])) < 5 * se + 1e-300), (mc, np.exp(ours[:, k]), se)
