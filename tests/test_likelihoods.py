@@ -36,7 +36,7 @@ def _make(name):
         "gaussian": lambda: Gaussian(noise_variance=NOISE_VARIANCE),
         "bernoulli": Bernoulli,
         "poisson-exp": lambda: Poisson(link="exp"),
-        "poisson-logistic": lambda: Poisson(link="logistic"),
+        "poisson-softplus": lambda: Poisson(link="softplus"),
         "ordinal": lambda: Ordinal(n_categories=N_CATEGORIES, slope=SLOPE),
     }[name]()
 
@@ -48,12 +48,12 @@ def _targets(name, rng, n):
         return rng.integers(0, 2, n).astype(float)
     if name == "poisson-exp":
         return rng.integers(0, 6, n).astype(float)
-    if name == "poisson-logistic":
-        return rng.integers(0, 3, n).astype(float)
+    if name == "poisson-softplus":
+        return rng.integers(0, 15, n).astype(float)
     return rng.integers(0, N_CATEGORIES, n).astype(float)
 
 
-NAMES = ["gaussian", "bernoulli", "poisson-exp", "poisson-logistic", "ordinal"]
+NAMES = ["gaussian", "bernoulli", "poisson-exp", "poisson-softplus", "ordinal"]
 
 
 # --------------------------------------------------------------------------
@@ -128,8 +128,9 @@ def conditional_moments_ref(name, f):
         return p, p * (1.0 - p)
     if name == "poisson-exp":
         return math.exp(f), math.exp(f)
-    if name == "poisson-logistic":
-        return _sig(f), _sig(f)
+    if name == "poisson-softplus":
+        rate = math.log1p(math.exp(f))
+        return rate, rate
     p = ordinal_probs_scalar(f)
     m = sum(k * pk for k, pk in enumerate(p))
     return m, sum(k * k * pk for k, pk in enumerate(p)) - m * m
@@ -141,8 +142,8 @@ def lik_ref(name, y, f):
         return math.exp(-0.5 * (y - f) ** 2 / NOISE_VARIANCE) / math.sqrt(2 * math.pi * NOISE_VARIANCE)
     if name == "bernoulli":
         return _sig(f) if y == 1 else _sig(-f)
-    if name in ("poisson-exp", "poisson-logistic"):
-        rate = math.exp(f) if name == "poisson-exp" else _sig(f)
+    if name in ("poisson-exp", "poisson-softplus"):
+        rate = math.exp(f) if name == "poisson-exp" else math.log1p(math.exp(f))
         return rate**y * math.exp(-rate) / math.factorial(int(y))
     return ordinal_probs_scalar(f)[int(y)]
 
@@ -155,8 +156,8 @@ def log_lik_ref(name, y, f):
         return stats.bernoulli.logpmf(y, expit(f))
     if name == "poisson-exp":
         return stats.poisson.logpmf(y, np.exp(f))
-    if name == "poisson-logistic":
-        return stats.poisson.logpmf(y, expit(f))
+    if name == "poisson-softplus":
+        return stats.poisson.logpmf(y, np.log1p(np.exp(f)))
     return np.log(ordinal_probs_ref(f)[int(y)])
 
 
@@ -173,16 +174,10 @@ def test_logpdf_matches_scipy_stats(name):
     assert_allclose(lik.logpdf(y, f), expected, rtol=1e-12, atol=1e-13)
 
 
-def test_poisson_logistic_logpdf_is_scipy_poisson_logpmf_at_expit():
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 8, 50).astype(float)
-    f = rng.uniform(-6.0, 6.0, 50)
-    assert_allclose(
-        Poisson(link="logistic").logpdf(y, f),
-        stats.poisson.logpmf(y, expit(f)),
-        rtol=1e-12,
-        atol=1e-13,
-    )
+def test_poisson_sigmoid_rate_link_is_refused_with_a_pointer_to_softplus():
+    # A rate sigmoid(f) cannot exceed 1, so it cannot fit counts above 1.
+    with pytest.raises(ValueError, match="softplus"):
+        Poisson(link="logistic")
 
 
 def test_bernoulli_logpdf_is_scipy_bernoulli_logpmf_at_expit():
@@ -217,8 +212,8 @@ def test_conditional_moments_match_scipy_stats(name):
         mean, var = stats.bernoulli(expit(f)).stats("mv")
     elif name == "poisson-exp":
         mean, var = stats.poisson(np.exp(f)).stats("mv")
-    elif name == "poisson-logistic":
-        mean, var = stats.poisson(expit(f)).stats("mv")
+    elif name == "poisson-softplus":
+        mean, var = stats.poisson(np.log1p(np.exp(f))).stats("mv")
     else:
         k = np.arange(N_CATEGORIES)
         moments = [stats.rv_discrete(values=(k, ordinal_probs_ref(fi))).stats(moments="mv") for fi in f]
@@ -428,9 +423,9 @@ def test_ordinal_default_thresholds_and_categories():
         ("poisson-exp", -1.0),
         ("poisson-exp", 1.5),
         ("poisson-exp", np.nan),
-        ("poisson-logistic", -1.0),
-        ("poisson-logistic", 1.5),
-        ("poisson-logistic", np.nan),
+        ("poisson-softplus", -1.0),
+        ("poisson-softplus", 1.5),
+        ("poisson-softplus", np.nan),
         ("ordinal", 5.0),
         ("ordinal", -1.0),
         ("ordinal", 2.5),
@@ -464,7 +459,8 @@ def test_get_likelihood_names_and_instances():
     assert get_likelihood("bernoulli") == Bernoulli()
     assert get_likelihood("poisson") == Poisson("exp")
     assert get_likelihood("ordinal") == Ordinal(n_categories=5, slope=1.0)
-    lik = Poisson("logistic")
+    assert get_likelihood("poisson-softplus") == Poisson("softplus")
+    lik = Poisson("softplus")
     assert get_likelihood(lik) is lik
     assert isinstance(get_likelihood("ordinal"), Likelihood)
     # default ordinal: p(y=k | f) = sigmoid(b_k - f) - sigmoid(b_{k-1} - f)
@@ -537,14 +533,12 @@ def test_poisson_regression_with_the_softplus_link_recovers_its_weights():
 LM_LIKELIHOODS = {
     "poisson-exp": lambda: Poisson(link="exp"),
     "poisson-softplus": lambda: Poisson(link="softplus"),
-    "poisson-logistic": lambda: Poisson(link="logistic"),
     "bernoulli": Bernoulli,
     "gaussian": lambda: Gaussian(noise_variance=NOISE_VARIANCE),
 }
 LM_TARGETS = {
     "poisson-exp": (0.0, 3.0, 12.0),
     "poisson-softplus": (0.0, 3.0, 12.0),
-    "poisson-logistic": (0.0, 2.0),
     "bernoulli": (0.0, 1.0),
     "gaussian": (-1.3, 0.4, 2.5),
 }
@@ -564,7 +558,7 @@ def lm_log_lik(name, y, f):
         return -_log1pexp(-f) if y == 1 else -_log1pexp(f)
     if name == "poisson-exp":
         return y * f - math.exp(f) - math.lgamma(y + 1)
-    rate = _log1pexp(f) if name == "poisson-softplus" else _sig(f)
+    rate = _log1pexp(f)  # poisson-softplus
     return y * math.log(rate) - rate - math.lgamma(y + 1)
 
 
@@ -574,7 +568,6 @@ def test_lm_log_lik_matches_scipy_stats():
         refs = {
             "poisson-exp": stats.poisson.logpmf(y, np.exp(f)),
             "poisson-softplus": stats.poisson.logpmf(y, np.log1p(np.exp(f))),
-            "poisson-logistic": stats.poisson.logpmf(y, expit(f)),
             "gaussian": stats.norm.logpdf(y, f, math.sqrt(NOISE_VARIANCE)),
         }
         if y == 0.0:

@@ -220,6 +220,25 @@ def test_poisson_pmf_algorithms_fit_counts(algorithm):
     assert np.all(std**2 >= mean * 0.99)  # Poisson: variance at least the mean
 
 
+def test_softplus_count_pmf_fits_large_counts():
+    # likelihood='poisson-softplus': rates log(1 + e^f) of up to ~40.
+    from skvi.likelihoods import Poisson
+
+    X, f, rng = make_latent(80, 60, 2, 0.5, seed=9, scale=0.5)
+    truth = np.logaddexp(0.0, 20.0 + 8.0 * f)
+    y = rng.poisson(truth)
+    test = rng.rand(y.shape[0]) < 0.2
+    mf = quiet_fit(
+        SVIMatrixFactorization(n_components=2, likelihood="poisson-softplus", max_iter=40,
+                               random_state=0),
+        X[~test], y[~test],
+    )
+    assert mf.likelihood_ == Poisson("softplus")
+    mean = mf.predict(X[test])
+    baseline = np.mean((y[~test].mean() - truth[test]) ** 2)
+    assert np.mean((mean - truth[test]) ** 2) < 0.6 * baseline
+
+
 def test_partial_fit_stream_with_classes():
     X, f, rng = make_latent(60, 40, 2, 0.5, seed=8)
     y = np.where(rng.rand(f.shape[0]) < expit(2 * f), 5, 1)

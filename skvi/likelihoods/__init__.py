@@ -32,7 +32,13 @@ __all__ = [
 ]
 
 
-_NAMES = {"gaussian": Gaussian, "bernoulli": Bernoulli, "poisson": Poisson, "ordinal": Ordinal}
+_NAMES = {
+    "gaussian": Gaussian,
+    "bernoulli": Bernoulli,
+    "poisson": Poisson,
+    "poisson-softplus": lambda: Poisson(link="softplus"),
+    "ordinal": Ordinal,
+}
 
 
 def get_likelihood(likelihood):
@@ -41,8 +47,9 @@ def get_likelihood(likelihood):
     Parameters
     ----------
     likelihood : str or Likelihood
-        ``'gaussian'``, ``'bernoulli'``, ``'poisson'`` or ``'ordinal'`` (with
-        default parameters), or an instance, returned as is.
+        ``'gaussian'``, ``'bernoulli'``, ``'poisson'`` (exp link),
+        ``'poisson-softplus'`` or ``'ordinal'`` (with default parameters), or
+        an instance, returned as is.
 
     Returns
     -------

@@ -1,9 +1,9 @@
-"""The Poisson likelihood with an exp, softplus or logistic link."""
+"""The Poisson likelihood with an exp or softplus link."""
 
 import numpy as np
 from scipy.special import expit, gammaln
 
-from .base import Likelihood, _log_sigmoid
+from .base import Likelihood
 
 
 class Poisson(Likelihood):
@@ -11,16 +11,19 @@ class Poisson(Likelihood):
 
     Parameters
     ----------
-    link : {'exp', 'softplus', 'logistic'}, default='exp'
+    link : {'exp', 'softplus'}, default='exp'
         How the linear predictor ``f`` gives the rate:
 
         - ``'exp'``: ``lambda = exp(f)``, the canonical link;
         - ``'softplus'``: ``lambda = log(1 + exp(f))``, GPML's Poisson
           "logistic" link, which the Monte Carlo structured SVI experiments
           used: exponential below 0, linear above, so large counts keep a
-          moderate curvature;
-        - ``'logistic'``: ``lambda = sigmoid(f)``, a rate bounded by 1 (for
-          rare events); not GPML's link of the same name.
+          moderate curvature.
+
+        Both fit counts of any size.  (A rate ``sigmoid(f)``, bounded by 1,
+        was offered as ``'logistic'`` before: it cannot fit counts above 1
+        and is gone; ``'logistic'`` now raises a ValueError pointing to
+        ``'softplus'``, GPML's link of that name.)
 
     Notes
     -----
@@ -28,11 +31,6 @@ class Poisson(Likelihood):
     Softplus link, with ``s = sigmoid(f)`` and ``r = s / lambda``:
     ``d/df = y r - s`` and ``d^2/df^2 = y (r (1 - s) - r^2) - s (1 - s)``
     (log-concave: ``log softplus`` is concave).
-    Logistic link, with ``s = sigmoid(f)``: ``d/df = (y - s)(1 - s)`` and
-    ``d^2/df^2 = -s (1 - s) (1 + y - 2 s)``, which is positive for ``y = 0``
-    and ``f > 0``: that likelihood is not log-concave, so a natural-gradient
-    target precision can be indefinite; the engine's step safety rejects
-    such a step.
 
     Examples
     --------
@@ -44,8 +42,14 @@ class Poisson(Likelihood):
     """
 
     def __init__(self, link="exp"):
-        if link not in ("exp", "softplus", "logistic"):
-            raise ValueError(f"link must be 'exp', 'softplus' or 'logistic', got {link!r}.")
+        if link == "logistic":
+            raise ValueError(
+                "link='logistic' (a rate sigmoid(f), bounded by 1) is not offered: it cannot "
+                "fit counts above 1. GPML's Poisson 'logistic' link, the one of Monte Carlo "
+                "structured SVI's experiments, is link='softplus'."
+            )
+        if link not in ("exp", "softplus"):
+            raise ValueError(f"link must be 'exp' or 'softplus', got {link!r}.")
         self.link = link
 
     def _params(self):
@@ -54,35 +58,24 @@ class Poisson(Likelihood):
     def logpdf(self, y, f):
         if self.link == "exp":
             return y * f - np.exp(f) - gammaln(y + 1.0)
-        if self.link == "softplus":
-            return y * _log_softplus(f) - np.logaddexp(0.0, f) - gammaln(y + 1.0)
-        return y * _log_sigmoid(f) - expit(f) - gammaln(y + 1.0)
+        return y * _log_softplus(f) - np.logaddexp(0.0, f) - gammaln(y + 1.0)
 
     def dlogpdf(self, y, f):
         if self.link == "exp":
             return y - np.exp(f)
-        if self.link == "softplus":
-            s, r = _sigmoid_over_softplus(f)
-            return y * r - s
-        s = expit(f)
-        # d/df [y log s - s] = y (1 - s) - s (1 - s)
-        return (y - s) * (1.0 - s)
+        s, r = _sigmoid_over_softplus(f)
+        return y * r - s
 
     def d2logpdf(self, y, f):
         if self.link == "exp":
             return -np.exp(f) + 0.0 * y
-        if self.link == "softplus":
-            s, r = _sigmoid_over_softplus(f)
-            return y * (r * (1.0 - s) - r * r) - s * (1.0 - s)
-        s = expit(f)
-        return -s * (1.0 - s) * (1.0 + y - 2.0 * s)
+        s, r = _sigmoid_over_softplus(f)
+        return y * (r * (1.0 - s) - r * r) - s * (1.0 - s)
 
     def conditional_mean(self, f):
         if self.link == "exp":
             return np.exp(f)
-        if self.link == "softplus":
-            return np.logaddexp(0.0, f)
-        return expit(f)
+        return np.logaddexp(0.0, f)
 
     def conditional_variance(self, f):
         return self.conditional_mean(f)

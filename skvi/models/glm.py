@@ -694,7 +694,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         """Bayesian Poisson regression by Monte-Carlo structured SVI.
 
     ``y_i ~ Poisson(lambda(x_i . w + b))`` with ``lambda = exp`` (default)
-    or the logistic link of seed 002, a Gaussian prior on ``(w, b)`` and a
+    or softplus, a Gaussian prior on ``(w, b)`` and a
     full-covariance Gaussian posterior.  ``predict`` is the posterior
     predictive mean ``E_q[lambda(f)]`` (``exp(m + v/2)`` for the exp link)
     and ``predict(X, return_std=True)`` adds the predictive standard
@@ -702,11 +702,10 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
 
     Parameters
     ----------
-    link : {'exp', 'softplus', 'logistic'}, default='exp'
-        The inverse link ``lambda(f)``: ``exp(f)``, ``log(1 + exp(f))`` (the
-        link of Monte Carlo structured SVI's experiments, GPML's "logistic")
-        or ``sigmoid(f)`` (a rate bounded by 1), see
-        :class:`skvi.likelihoods.Poisson`.
+    link : {'exp', 'softplus'}, default='exp'
+        The inverse link ``lambda(f)``: ``exp(f)`` or ``log(1 + exp(f))``
+        (the link of Monte Carlo structured SVI's experiments, GPML's
+        "logistic"), see :class:`skvi.likelihoods.Poisson`.
 """
         + _GLM_PARAMS_DOC.split("Parameters\n    ----------\n", 1)[1]
         + """
@@ -734,7 +733,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
 
     _parameter_constraints = {
         **_BayesianGLM._parameter_constraints,
-        "link": [StrOptions({"exp", "softplus", "logistic"})],
+        "link": [StrOptions({"exp", "softplus"})],
     }
 
     def __init__(
@@ -803,10 +802,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         mean = max(float(mean_y), 1e-3)
         if self.link == "exp":
             return float(np.log(mean))
-        if self.link == "softplus":  # the inverse of log(1 + e^f)
-            return float(mean + np.log(-np.expm1(-mean)))
-        p = min(mean, 1 - 1e-3)
-        return float(np.log(p / (1.0 - p)))
+        return float(mean + np.log(-np.expm1(-mean)))  # the inverse of log(1 + e^f)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

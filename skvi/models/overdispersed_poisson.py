@@ -78,7 +78,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         :class:`SVIPoissonRegression`.
     bound : {'optimal', 'simple', 'mean_field'}, default='optimal'
         The local factors, above.
-    link : {'exp', 'softplus', 'logistic'}, default='exp'
+    link : {'exp', 'softplus'}, default='exp'
         The inverse link ``lambda(f)``, see :class:`skvi.likelihoods.Poisson`
         (the paper's experiments use ``'softplus'``).
     expectation : {'quadrature', 'mc'}, default='quadrature'

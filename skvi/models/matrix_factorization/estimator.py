@@ -132,13 +132,15 @@ class SVIMatrixFactorization(
     ----------
     n_components : int, default=10
         Number of latent factors ``K``.
-    likelihood : {'gaussian', 'bernoulli', 'poisson', 'ordinal'} or Likelihood, \
+    likelihood : {'gaussian', 'bernoulli', 'poisson', 'poisson-softplus', 'ordinal'} \
+or Likelihood, \
 default='gaussian'
         Observation model.  ``'gaussian'`` is the conjugate model above
         (closed-form updates, learned noise precision).  ``'bernoulli'``:
         two rating values (``classes_``; the larger is the positive class),
-        logistic link.  ``'poisson'``: counts, exponential link (pass
-        ``skvi.likelihoods.Poisson(link='logistic')`` for seed 002's link).
+        logistic link.  ``'poisson'``: counts, exponential link;
+        ``'poisson-softplus'``: counts, rate ``log(1 + exp(f))`` (the link of
+        Monte Carlo structured SVI's count experiments).
         ``'ordinal'``: the sorted distinct ratings are ordered categories
         with a cumulative-logit likelihood (:class:`skvi.likelihoods.Ordinal`,
         thresholds ``0.5, 1.5, ...`` on the category-index scale, slope 1).
@@ -319,7 +321,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         "mean_precision_prior": [Interval(numbers.Real, 0, None, closed="neither")],
         "init_scale": [Interval(numbers.Real, 0, None, closed="left")],
         "children_per_node": [None, Interval(numbers.Integral, 1, None, closed="left")],
-        "likelihood": [StrOptions({"gaussian", "bernoulli", "poisson", "ordinal"}), Likelihood],
+        "likelihood": [
+            StrOptions({"gaussian", "bernoulli", "poisson", "poisson-softplus", "ordinal"}),
+            Likelihood,
+        ],
         "algorithm": [StrOptions({"auto", *ALGORITHMS})],
         "gradient_learning_rate": UPDATE_RULE_PARAMETER_CONSTRAINTS["gradient_learning_rate"],
         "expectation": [StrOptions({"mc", "quadrature"})],
