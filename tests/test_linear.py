@@ -87,3 +87,23 @@ def test_online_and_streams_reach_the_batch_posterior(method):
     sd = np.sqrt(np.diag(batch.sigma_))
     assert np.all(np.abs(reg.coef_ - batch.coef_) < 4 * sd)
     assert reg.alpha_ == pytest.approx(batch.alpha_, rel=0.05)
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_sample_weight_two_is_the_row_twice(ard):
+    rng = np.random.RandomState(21)
+    X = rng.normal(size=(60, 3))
+    y = X @ [1.0, -0.5, 0.0] + 0.3 * rng.normal(size=60)
+    w = rng.randint(0, 3, size=60).astype(float)
+    rows = np.repeat(np.arange(60), w.astype(int))
+    kw = dict(ard=ard, max_iter=500, tol=1e-14)
+    weighted = SVILinearRegression(**kw).fit(X, y, sample_weight=w)
+    repeated = SVILinearRegression(**kw).fit(X[rows], y[rows])
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(weighted.sigma_, repeated.sigma_, rtol=1e-8, atol=1e-14)
+    assert weighted.alpha_ == pytest.approx(repeated.alpha_, rel=1e-9)
+    np.testing.assert_allclose(weighted.lambda_, repeated.lambda_, rtol=1e-8)
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-9)
+    # A stream counts a row of weight w as w rows.
+    stream = SVILinearRegression(**kw).partial_fit(X, y, sample_weight=w)
+    assert stream.n_samples_seen_ == pytest.approx(w.sum())

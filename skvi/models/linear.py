@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
@@ -186,7 +186,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the posterior of the weights and precisions.
 
         Parameters
@@ -195,16 +195,20 @@ n_samples_seen_, converged_, n_rejected_steps_
             Features.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row
+            twice (in the likelihood, the ``N / |S|`` scaling and the
+            running count of a stream).
 
         Returns
         -------
         self : SVILinearRegression
             The fitted estimator.
         """
-        return self._engine_fit(self._rows(X, y, reset=True))
+        return self._engine_fit(self._rows(X, y, reset=True, sample_weight=sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
 
         Parameters
@@ -213,6 +217,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             Features of the minibatch.
         y : array-like of shape (n_samples,)
             Its targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`.
 
         Returns
         -------
@@ -220,7 +226,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             The updated estimator.
         """
         first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, y, reset=first))
+        return self._engine_partial_fit(self._rows(X, y, reset=first, sample_weight=sample_weight))
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of y.
@@ -253,13 +259,26 @@ n_samples_seen_, converged_, n_rejected_steps_
         return mean, np.sqrt(np.maximum(row_quadratic(Xd, cov), 0.0) + 1.0 / self.alpha_)
 
     # ------------------------------------------------------------- input
-    def _rows(self, X, y, reset):
+    def _rows(self, X, y, reset, sample_weight=None):
         check_sparse_structure(X)
         X, y = validate_data(self, X, y, reset=reset, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], y_numeric=True)
         if sp.issparse(X):
             X = X.tocsr()
-        return Rows(X, np.asarray(y, dtype=np.float64))
+        weight = None
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if not np.sum(weight) > 0:
+                raise ValueError("sample_weight sums to zero: there are no rows to fit.")
+        return Rows(X, np.asarray(y, dtype=np.float64), weight)
+
+    def _sample_count(self, data):
+        # A row of weight 2 counts as two rows in N / |S| and in a stream's N.
+        return float(np.sum(data.weight)) if data.weight is not None else data.shape[0]
+
+    @staticmethod
+    def _weights(data):
+        return np.ones(data.shape[0]) if data.weight is None else data.weight
 
     def _prepare_block(self, X, y=None):
         return self._rows(X, y, reset=False)
@@ -295,8 +314,13 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _initialize_globals(self, data, random_state):
         prior = self._prior_natural()
         params = {"weight_precision": prior["weight_precision"]}
-        n = max(data.shape[0], 1)
-        var = float(np.var(data.y)) if data.y.size > 1 else 1.0
+        w = self._weights(data)
+        n = max(float(np.sum(w)), 1.0)
+        if data.y.size > 1 and np.sum(w) > 0:
+            mean_y = float(np.average(data.y, weights=w))
+            var = float(np.average((data.y - mean_y) ** 2, weights=w))
+        else:
+            mean_y, var = (float(data.y.mean()) if data.y.size else 0.0), 1.0
         var = var if var > 0 else 1.0
         # A noise precision of the targets' scale: the prior's mean a1 / a2
         # is 1 whatever the scale.
@@ -307,11 +331,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         # first residuals, and so every online estimate of the noise that
         # still remembers them, a scale far above the data's.
         Xd = self._design(data.X)
-        sq = np.asarray(Xd.multiply(Xd).mean(axis=0)).ravel() if sp.issparse(Xd) else np.mean(Xd * Xd, axis=0)
+        sq = np.asarray(Xd.multiply(Xd).T @ w).ravel() / n if sp.issparse(Xd) else (w @ (Xd * Xd)) / n
         variance = var / (n * Xd.shape[1] * np.maximum(sq, 1e-12))
         mean = np.zeros(Xd.shape[1])
         if self.fit_intercept:
-            mean[-1] = float(np.mean(data.y)) if data.y.size else 0.0
+            mean[-1] = mean_y
         params["weights"] = (mean / variance, -0.5 * np.diag(1.0 / variance))
         return params
 
@@ -334,10 +358,12 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _local_step(self, data, params):
         # No local latent variables: the sufficient statistics of the rows.
         Xd = self._design(data.X)
-        xtx = Xd.T @ Xd
+        w = self._weights(data)
+        Xw = Xd.multiply(w[:, None]).tocsr() if sp.issparse(Xd) else Xd * w[:, None]
+        xtx = Xd.T @ Xw
         xtx = xtx.toarray() if sp.issparse(xtx) else np.asarray(xtx, dtype=np.float64)
-        xty = np.asarray(Xd.T @ data.y, dtype=np.float64).ravel()
-        return {"n": data.shape[0], "xtx": xtx, "xty": xty, "yty": float(data.y @ data.y)}
+        xty = np.asarray(Xw.T @ data.y, dtype=np.float64).ravel()
+        return {"n": float(np.sum(w)), "xtx": xtx, "xty": xty, "yty": float((w * data.y) @ data.y)}
 
     def _sq_residual(self, local, params):
         """``E[||y - X w||^2]`` over the rows, from their statistics."""
