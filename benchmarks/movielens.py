@@ -42,7 +42,7 @@ How to run ::
     python benchmarks/movielens.py --methods skvi-batch,skvi-online --batch-size 10000
     python benchmarks/movielens.py --batch-opt max_iter=50 --online-opt learning_offset=10
 
-Non-Gaussian likelihoods (seed 002, section 4.4: generalised PMF) ::
+Non-Gaussian likelihoods (Monte Carlo structured SVI, section 4.4: generalised PMF) ::
 
     python benchmarks/movielens.py --task binary     # ratings 1 vs 5, 80/20 split
     python benchmarks/movielens.py --task ordinal    # 5 ordered categories, 80/20 split

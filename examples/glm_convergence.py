@@ -1,6 +1,6 @@
-"""ELBO against fit time of H-MC-SSVI, MC-SSVI and S-DSVI on a9a (seed 002, Figure 1).
+"""ELBO against fit time of H-MC-SSVI, MC-SSVI and S-DSVI on a9a (Monte Carlo structured SVI, Figure 1).
 
-Seed 002 fits Bayesian logistic regression with a full-covariance Gaussian posterior by three
+The Monte Carlo structured SVI paper ("Monte Carlo structured SVI for two-level non-conjugate models") fits Bayesian logistic regression with a full-covariance Gaussian posterior by three
 stochastic algorithms and finds, in ELBO against time, H-MC-SSVI faster than MC-SSVI faster
 than S-DSVI.  This example repeats that ordering experiment with
 :class:`skvi.SVILogisticRegression` on the LIBSVM ``a9a`` training set (32,561 rows, 123
@@ -99,7 +99,7 @@ def parse_args(argv=None):
     p.add_argument("--intercept-prior-variance", type=float, default=100.0)
     p.add_argument("--no-batch", action="store_true", help="skip the batch runs")
     p.add_argument("--standardize", action="store_true",
-                   help="z-score the features (dense), as seed 002 does, instead of using "
+                   help="z-score the features (dense), as the Monte Carlo structured SVI paper does, instead of using "
                    "a9a's binary features as they are")
     p.add_argument("--threshold", type=float, nargs="+", default=[0.01, 0.001],
                    help="relative distances to the best ELBO for the time-to-reach table")

@@ -1,4 +1,4 @@
-"""Observation models for non-conjugate latent Gaussian models (seed 002).
+"""Observation models for non-conjugate latent Gaussian models ("Monte Carlo structured SVI for two-level non-conjugate models").
 
 A likelihood ``p(y | f)`` is a small class with the log-density and its first
 and second derivatives in the linear predictor ``f``.  The base class turns

@@ -13,7 +13,7 @@ class Ordinal(Likelihood):
 
     ``p(y = k | f) = sigmoid(s (b_k - f)) - sigmoid(s (b_{k-1} - f))`` with
     thresholds ``b_0 < ... < b_{K-2}`` (``b_{-1} = -inf``,
-    ``b_{K-1} = +inf``) and slope ``s``: the ordinal likelihood of seed 002's
+    ``b_{K-1} = +inf``) and slope ``s``: the ordinal likelihood of the Monte Carlo structured SVI paper's
     PMF experiments.  With ``a = s (b_k - f)`` and ``c = s (b_{k-1} - f)``::
 
         log p       = log sigmoid(a) + log sigmoid(-c) + log(1 - exp(c - a))

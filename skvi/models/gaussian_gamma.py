@@ -1,4 +1,4 @@
-"""Normal mean / Gamma precision model fitted by VMP and SVI (seed 001)."""
+"""Normal mean / Gamma precision model fitted by VMP and SVI (Langseth and Nielsen, "Variational inference: scalable solutions")."""
 
 import numbers
 
@@ -28,7 +28,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     with the mean-field posterior ``q(mu_j) q(gamma_j)``:
     ``q(mu_j) = N(mean_[j], 1 / mean_precision_[j])`` and
     ``q(gamma_j) = Gamma(precision_shape_[j], rate=precision_rate_[j])``.
-    This is the variational message passing example of seed 001.  ``fit``
+    This is the variational message passing example of Langseth and Nielsen's "Variational inference: scalable solutions".  ``fit``
     with ``learning_method='batch'`` runs the VMP (coordinate ascent)
     updates until the ELBO converges; ``learning_method='online'`` and
     ``partial_fit`` take stochastic natural-gradient steps on minibatches

@@ -1,4 +1,4 @@
-"""Bayesian generalised linear models by Monte-Carlo structured SVI (seed 002).
+"""Bayesian generalised linear models by Monte-Carlo structured SVI ("Monte Carlo structured SVI for two-level non-conjugate models").
 
 The model of section 3.3 (an LGM whose local variable is linear Gaussian in
 the weights)::
@@ -11,7 +11,7 @@ with a full-covariance Gaussian ``q(w) = N(m, V)``.  Under ``q`` each
 ``f_i ~ N(x_i . m, x_i^T V x_i)``, and with ``E1_i = E[d log p/df]``,
 ``E2_i = E[d^2 log p/df^2]`` (Monte Carlo or Gauss-Hermite, see
 :mod:`skvi.likelihoods`) the natural-gradient target of ``q(w)`` on a
-minibatch S is (seed 002 eqs. 23-25)::
+minibatch S is (Monte Carlo structured SVI, eqs. 23-25)::
 
     Lambda_hat  = Lambda_0 - (N/|S|) sum_i E2_i x_i x_i^T
     eta1_hat    = Lambda_0 m_0 + (N/|S|) sum_i (E1_i - E2_i x_i . m) x_i
@@ -265,14 +265,14 @@ class _BayesianGLM(SVIEstimator):
     def _probe_loss(self, probe, params):
         # Online step safety: the expected negative log-likelihood per row.
         # A natural-gradient mean step can jump to a single minibatch's
-        # Newton point (MC-SSVI's instability, seed 002 section 4.1).
+        # Newton point (MC-SSVI's instability, the Monte Carlo structured SVI paper, section 4.1).
         return -self._local_bound(probe, None, params) / max(self._sample_count(probe), 1e-300)
 
     def _step_acceptable(self, data, params, ctx):
         """In batch mode, reject a step that lowers the ELBO.
 
         A unit natural-gradient step on the mean is a Newton-like fixed-point
-        update, which can overshoot (Sheth and Khardon; seed 002, section
+        update, which can overshoot (Sheth and Khardon; the Monte Carlo structured SVI paper, section
         4.1) while every factor stays valid; the engine then halves the step
         and retries.  Online steps are noisy by design; the engine tests
         them on a probe sample instead (:meth:`_probe_loss`).
@@ -397,7 +397,7 @@ _GLM_PARAMS_DOC = """
     intercept_prior_variance : float, default=100.0
         Prior variance of the intercept: wide, so it is barely shrunk.
     algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
-        How ``q(w)`` moves (seed 002, :mod:`skvi.update_rules`): natural-gradient
+        How ``q(w)`` moves (Monte Carlo structured SVI, :mod:`skvi.update_rules`): natural-gradient
         steps on both the mean and the covariance (``'mc-ssvi'``),
         natural-gradient covariance and AdaGrad mean (``'h-mc-ssvi'``), or
         AdaGrad on the mean and the Cholesky factor (``'s-dsvi'``).
@@ -405,7 +405,7 @@ _GLM_PARAMS_DOC = """
         the covariance, so they reach the optimum on ill-conditioned
         features (a9a's one-hot columns) where AdaGrad's diagonal steps
         stall short of it, and the engine's online step safety (a probe
-        test) stops the initial instability for which seed 002 prefers the
+        test) stops the initial instability for which the Monte Carlo structured SVI paper prefers the
         hybrid.  See ``docs/glm.md``, "Choosing the algorithm".
     gradient_learning_rate : float, default=0.5
         AdaGrad's global learning rate for the ordinary-gradient parts
@@ -478,7 +478,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
 
     ``y_i ~ Bernoulli(sigmoid(x_i . w + b))`` with a Gaussian prior on
     ``(w, b)`` and a full-covariance Gaussian posterior, fitted by the
-    MC-SSVI family of seed 002 on minibatches of rows.  ``predict_proba``
+    MC-SSVI family of the Monte Carlo structured SVI paper on minibatches of rows.  ``predict_proba``
     integrates the sigmoid over the posterior of the linear predictor
     (Gauss-Hermite quadrature), so predictions are less confident far from
     the data.  Binary targets only.

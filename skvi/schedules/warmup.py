@@ -10,7 +10,7 @@ class WarmupRobbinsMonro(Schedule):
 
     ``rho_t = 1`` for ``t <= n_warmup``, then
     ``rho_t = (t - n_warmup + offset) ** -decay``.  This is the production
-    recipe reported by Paquet (seed 000): fix ``rho = 1`` for the first
+    recipe reported by Paquet ("On the convergence of stochastic variational inference in Bayesian networks"): fix ``rho = 1`` for the first
     iterations, then decrease slowly.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Update rules for Gaussian global factors: the three algorithms of seed 002.
+"""Update rules for Gaussian global factors: the three algorithms of the Monte Carlo structured SVI paper.
 
 The engine computes, for every global factor, the target
 ``lam_hat = eta_prior + (N / |S|) * stats`` and hands it to the factor's
@@ -7,7 +7,7 @@ Gaussian factor with mean ``m`` and covariance ``V`` the difference
 ``g = lam_hat - lam`` is the natural gradient of the ELBO and, because the
 natural gradient in natural coordinates is the ordinary gradient in mean
 coordinates ``(m, V + m m^T)``, it also gives the ordinary gradients in the
-standard coordinates (seed 002, section 2.3)::
+standard coordinates (Monte Carlo structured SVI, section 2.3)::
 
     dL/dV = g2                      (g2 is the second natural component)
     dL/dm = g1 + 2 g2 m
@@ -19,7 +19,7 @@ So one set of statistics serves all three rules:
 
 ``'mc-ssvi'`` (:class:`NaturalGradient`)
     ``lam <- lam + rho g``: natural-gradient (fixed-point) steps on both the
-    mean and the covariance (seed 002 eqs. 24-25).  For a conjugate factor
+    mean and the covariance (Monte Carlo structured SVI, eqs. 24-25).  For a conjugate factor
     this is the usual SVI blend, and ``rho = 1`` is coordinate ascent.
 ``'h-mc-ssvi'`` (:class:`HybridGradient`)
     The covariance by the natural-gradient step (eq. 24), the mean by an
@@ -28,7 +28,7 @@ So one set of statistics serves all three rules:
 ``'s-dsvi'`` (:class:`StandardGradient`)
     Ordinary gradient steps with AdaGrad on the mean and on the triangular
     factor ``C`` of the covariance (``V = C C^T``, eqs. 63-64):
-    ``dL/dC = 2 triu(g2 C)`` for seed 002's upper-triangular ``C``.
+    ``dL/dC = 2 triu(g2 C)`` for the Monte Carlo structured SVI paper's upper-triangular ``C``.
 
 Every rule works on a batch of factors at once: full covariance (natural
 parameters of shapes ``(..., d)`` and ``(..., d, d)``) or diagonal (both
@@ -84,7 +84,7 @@ def make_update_rule(algorithm, gradient_learning_rate=1.0):
     Parameters
     ----------
     algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}
-        Which of the three algorithms of seed 002.
+        Which of the three algorithms of the Monte Carlo structured SVI paper.
     gradient_learning_rate : float, default=1.0
         AdaGrad's global learning rate for the ordinary-gradient parts.
 

@@ -63,7 +63,7 @@ class UpdateRule:
     ----------
     gradient_learning_rate : float, default=1.0
         Global learning rate of the AdaGrad steps (unused by
-        :class:`NaturalGradient`).  Seed 002 uses 1.0 throughout.
+        :class:`NaturalGradient`).  The Monte Carlo structured SVI paper uses 1.0 throughout.
 
     Examples
     --------

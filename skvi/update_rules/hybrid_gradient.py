@@ -13,7 +13,7 @@ from .base import (
 
 
 class HybridGradient(UpdateRule):
-    """H-MC-SSVI: natural-gradient covariance, AdaGrad mean (seed 002, section 3.1).
+    """H-MC-SSVI: natural-gradient covariance, AdaGrad mean (Monte Carlo structured SVI, section 3.1).
 
     The precision blends as in :class:`NaturalGradient`; the mean takes an
     ordinary gradient step ``m <- m + lr * backoff * AdaGrad(dL/dm)``, with

@@ -4,7 +4,7 @@ from .base import UpdateRule, _per_factor
 
 
 class NaturalGradient(UpdateRule):
-    """MC-SSVI: natural-gradient steps on mean and covariance (seed 002 eqs. 24-25).
+    """MC-SSVI: natural-gradient steps on mean and covariance (Monte Carlo structured SVI, eqs. 24-25).
 
     ``lam <- lam + rho (lam_hat - lam)``.  In standard coordinates the mean
     moves by ``rho V_new dL/dm``: a Newton-like step preconditioned by the

@@ -13,9 +13,9 @@ from .base import (
 
 
 class StandardGradient(UpdateRule):
-    """S-DSVI: AdaGrad on the mean and the Cholesky factor (seed 002 eqs. 63-64).
+    """S-DSVI: AdaGrad on the mean and the Cholesky factor (Monte Carlo structured SVI, eqs. 63-64).
 
-    With ``V = C C^T`` (``C`` upper triangular, as seed 002's triu mask;
+    With ``V = C C^T`` (``C`` upper triangular, as the Monte Carlo structured SVI paper's triu mask;
     ``C = L^{-T}`` for the Cholesky factor ``L`` of the precision),
     ``dL/dC = 2 triu(g2 C)`` where ``g2 = dL/dV`` is the second component of
     the natural gradient;
@@ -46,7 +46,7 @@ class StandardGradient(UpdateRule):
             grad_c = 2.0 * g2 * chol
         else:
             # The upper-triangular factor C = L^{-T} of V = C C^T, from the
-            # Cholesky factor L of the precision (as seed 002's triu mask):
+            # Cholesky factor L of the precision (as the Monte Carlo structured SVI paper's triu mask):
             # stable whenever the precision is, unlike a factorisation of V.
             eta1, eta2 = current
             precision = -(eta2 + np.swapaxes(eta2, -1, -2))

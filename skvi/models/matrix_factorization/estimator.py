@@ -115,7 +115,7 @@ class SVIMatrixFactorization(
     **Other likelihoods** (``likelihood='bernoulli'``, ``'poisson'``,
     ``'ordinal'`` or a :class:`skvi.likelihoods.Likelihood`) replace the
     Gaussian by ``r_mn ~ p(r | f_mn)`` with ``f_mn = mu + b_m + c_n + u_m .
-    v_n``: generalised PMF by Monte-Carlo structured SVI (seed 002, section
+    v_n``: generalised PMF by Monte-Carlo structured SVI (section
     3.6).  Each node keeps its full-covariance (or diagonal) Gaussian; given
     a draw of the partner node a rating is a GLM example with descriptor
     ``x = (v, 1)``, so the node's natural-gradient target is
@@ -181,7 +181,7 @@ default='gaussian'
         number of Alg. 1 iterations, each with an ELBO in
         ``lower_bounds_``).
     algorithm : {'auto', 'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='auto'
-        Update rule of the user and item nodes (seed 002): natural-gradient
+        Update rule of the user and item nodes ("Monte Carlo structured SVI for two-level non-conjugate models"): natural-gradient
         steps of mean and covariance, natural covariance with an AdaGrad
         mean step, or AdaGrad on the mean and the Cholesky factor.
         ``'auto'``: ``'mc-ssvi'`` for the Gaussian likelihood (the exact
@@ -189,7 +189,7 @@ default='gaussian'
         ``'h-mc-ssvi'``, the paper's best for PMF, otherwise.
     gradient_learning_rate : float, default=1.0
         AdaGrad learning rate of the ordinary-gradient parts of
-        ``'h-mc-ssvi'`` and ``'s-dsvi'`` (seed 002 uses 1.0).
+        ``'h-mc-ssvi'`` and ``'s-dsvi'`` (the paper uses 1.0).
     expectation : {'mc', 'quadrature'}, default='mc'
         Non-Gaussian likelihoods: given each draw of the partner node,
         ``E_f[l']``, ``E_f[l'']`` and ``E_f[log p]`` from one draw of ``f``

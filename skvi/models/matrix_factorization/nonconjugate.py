@@ -1,4 +1,4 @@
-"""Monte-Carlo statistics of non-conjugate matrix factorization (seed 002, 3.6).
+"""Monte-Carlo statistics of non-conjugate matrix factorization (Monte Carlo structured SVI, section 3.6).
 
 For a user node ``w = (u, b)`` and one of its ratings of item ``n`` the
 linear predictor is ``f = mu + w . x + c`` with ``x = (v_n, 1)``.  Given a
