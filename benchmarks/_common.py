@@ -2,8 +2,9 @@
 
 import argparse
 import ast
+import contextlib
 
-__all__ = ["Skipped", "key_value", "version", "format_table"]
+__all__ = ["Skipped", "key_value", "version", "format_table", "one_blas_thread"]
 
 
 class Skipped(Exception):
@@ -36,3 +37,12 @@ def format_table(header, body, right):
                          for c, w, r in zip(row, widths, right)).rstrip()
 
     return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
+
+
+def one_blas_thread():
+    """A context that holds BLAS and OpenMP to one thread (threadpoolctl when installed)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1)

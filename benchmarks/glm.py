@@ -76,7 +76,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -84,7 +83,7 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-from _common import Skipped, format_table, key_value, version  # noqa: E402
+from _common import Skipped, format_table, key_value, one_blas_thread, version  # noqa: E402
 
 SEED = 0
 N_FEATURES = 123
@@ -153,14 +152,6 @@ def load_data(data_dir):
         X.indices = X.indices.astype(np.int32)
         X.indptr = X.indptr.astype(np.int32)
     return X_train, (y_train > 0).astype(np.int64), X_test, (y_test > 0).astype(np.int64)
-
-
-def _one_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 # --------------------------------------------------------------------- metrics
@@ -248,6 +239,7 @@ def _gaussian_elbo(X1, y, mean, cov, prior_var):
 
 def fit_laplace(C, X, y, X_test, repeats):
     from sklearn.linear_model import LogisticRegression
+
     from skvi.likelihoods import Bernoulli
 
     scale = np.sqrt(INTERCEPT_PRIOR_VARIANCE / C)
@@ -340,7 +332,7 @@ def main(argv=None):
         pass
     print()
 
-    with _one_thread():
+    with one_blas_thread():
         needs_C = [m for m in args.methods if m != "skvi-auto"]
         C, cv_seconds = args.C, None
         if C is None and needs_C:

@@ -97,14 +97,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import format_table, version  # noqa: E402
+from _common import format_table, one_blas_thread, version  # noqa: E402
 
 ALGORITHMS = ("h-mc-ssvi", "mc-ssvi", "s-dsvi")
 ALGORITHM_LABELS = {"h-mc-ssvi": "H-MC-SSVI", "mc-ssvi": "MC-SSVI", "s-dsvi": "S-DSVI"}
@@ -167,14 +166,6 @@ def parse_args(argv=None):
             p.error("unknown method(s) %s; choose from %s" % (unknown, ", ".join(known)))
         args.methods = [m for m in known if m in chosen]
     return args
-
-
-def _one_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 # ------------------------------------------------------------------------ data
@@ -389,7 +380,7 @@ def main(argv=None):
     say(fit_line)
     say()
 
-    with _one_thread():
+    with one_blas_thread():
         floor_lpd = true_log_density(data, args)
         floor = -float(np.mean(floor_lpd))
         results, labels = {}, {}

@@ -159,7 +159,7 @@ import numpy as np  # noqa: E402
 from scipy import special  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import format_table, version  # noqa: E402
+from _common import format_table, one_blas_thread, version  # noqa: E402
 
 K = 10
 D = 10
@@ -268,14 +268,6 @@ def parse_args(argv=None):
     if args.n < K or args.test_n < 1:
         p.error("--n must be at least %d" % K)
     return args
-
-
-def one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 class StampedLines(io.TextIOBase):

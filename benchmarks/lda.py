@@ -98,15 +98,16 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-import scipy  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import one_blas_thread  # noqa: E402
 
 K = 20
 ALPHA = 1.0 / K
@@ -223,14 +224,6 @@ def load_corpus(corpus_dir):
             % (X_train.shape[1], X_test.shape[1])
         )
     return X_train, X_test
-
-
-def single_thread_limit():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 def _version(module_name):
@@ -417,7 +410,7 @@ def main(argv=None):
     times = {}
     models = {}
     skipped = set()
-    with single_thread_limit(), warnings.catch_warnings():
+    with one_blas_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for turn in range(args.repeat):
             for method in args.methods:

@@ -21,7 +21,6 @@ twice, and scipy's sparse products hold the GIL).
 """
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Skipped, format_table  # noqa: E402
+from _common import Skipped, format_table, one_blas_thread  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -41,14 +40,6 @@ def parse_args(argv=None):
     p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
     p.add_argument("--repeats", type=int, default=5, help="rounds of interleaved fits")
     return p.parse_args(argv)
-
-
-def one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1)
 
 
 def gaussian_gamma(data):
