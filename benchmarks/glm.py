@@ -66,8 +66,8 @@ How to run ::
     python benchmarks/glm.py --data /path/to/a9a-adult-libsvm
 
 ``--data`` is the folder holding ``a9a`` and ``a9a.t``; it defaults to
-``$SKVI_DATA/a9a-adult-libsvm`` with ``SKVI_DATA`` defaulting to ``../shared/data`` next to
-the repository root (resolved from this file's location, not the working directory).
+``a9a-adult-libsvm`` in ``skvi.datasets.get_data_home()`` (``$SKVI_DATA``, or
+``../shared/data`` beside a checkout, else ``~/skvi_data``; never the working directory).
 """
 
 import os
@@ -85,6 +85,8 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from _common import Skipped, format_table, key_value, one_blas_thread, version  # noqa: E402
 
+from skvi.datasets import get_data_home  # noqa: E402
+
 SEED = 0
 N_FEATURES = 123
 CV_GRID = np.logspace(-3, 2, 11)
@@ -95,15 +97,14 @@ ALL_METHODS = (("sklearn", "laplace") + tuple("skvi-" + a for a in ALGORITHMS)
 
 
 def parse_args(argv=None):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data_root = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    data_root = str(get_data_home())
     default_dir = os.path.normpath(os.path.join(data_root, "a9a-adult-libsvm"))
     p = argparse.ArgumentParser(
         description="a9a: test accuracy, NLL, ECE and fit time of scikit-learn logistic "
         "regression, a Laplace approximation and skvi's SVILogisticRegression, in one process."
     )
     p.add_argument("--data", default=default_dir, help="folder with a9a and a9a.t (default "
-                   "$SKVI_DATA/a9a-adult-libsvm, SKVI_DATA defaulting to ../shared/data from "
+                   "$SKVI_DATA/a9a-adult-libsvm, SKVI_DATA defaulting to skvi.datasets.get_data_home() from "
                    "the repository root; now %(default)s)")
     p.add_argument("--methods", nargs="+", default=[",".join(ALL_METHODS)],
                    help="subset of: %s, comma- or space-separated (default: all)"

@@ -87,7 +87,7 @@ environment, e.g.::
 CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR int32
 document-term counts, read with ``scipy.sparse.load_npz``); it defaults to
 ``$SKVI_DATA/20newsgroups-bydate`` with ``SKVI_DATA`` defaulting to
-``../shared/data``.  A missing peer library, or a missing skvi estimator, skips
+``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  A missing peer library, or a missing skvi estimator, skips
 its rows with a printed reason.  The full run takes a few minutes.
 """
 
@@ -108,6 +108,8 @@ import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import one_blas_thread  # noqa: E402
+
+from skvi.datasets import get_data_home  # noqa: E402
 
 K = 20
 ALPHA = 1.0 / K
@@ -158,7 +160,7 @@ class TopicPosterior:
 
 
 def parse_args(argv=None):
-    default_dir = os.path.join(os.environ.get("SKVI_DATA", "../shared/data"), "20newsgroups-bydate")
+    default_dir = str(get_data_home() / "20newsgroups-bydate")
     parser = argparse.ArgumentParser(
         description="Fit LDA (K=20) with scikit-learn, gensim, tomotopy and skvi on one "
         "corpus, single-threaded; report fit time and document-completion perplexity."
@@ -168,7 +170,7 @@ def parse_args(argv=None):
         nargs="?",
         default=default_dir,
         help="folder with train.npz and test.npz (default: $SKVI_DATA/20newsgroups-bydate, "
-        "SKVI_DATA defaulting to ../shared/data; now %(default)s)",
+        "SKVI_DATA defaulting to skvi.datasets.get_data_home(); now %(default)s)",
     )
     parser.add_argument(
         "--passes",

@@ -61,7 +61,7 @@ skvi rows use ``learning_method=--learning-method`` (default batch) and ``max_it
 
 DATA_DIR holds u1.base, u1.test, ..., u5.test and u.data (tab-separated ``user item
 rating timestamp``); it defaults to ``$SKVI_DATA/movielens-100k`` with ``SKVI_DATA``
-defaulting to ``../shared/data`` next to the repository root.  A missing library or
+defaulting to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  A missing library or
 skvi estimator skips its row.
 """
 
@@ -79,6 +79,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import Skipped, format_table, key_value, version  # noqa: E402
 
+from skvi.datasets import get_data_home  # noqa: E402
+
 K = 10
 SEED = 0
 ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online", "skvi-batch-ard")
@@ -90,8 +92,7 @@ TASK_METHODS = {
 
 
 def parse_args(argv=None):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data_root = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    data_root = str(get_data_home())
     default_dir = os.path.normpath(os.path.join(data_root, "movielens-100k"))
     p = argparse.ArgumentParser(
         description="MovieLens-100k u1..u5: test RMSE and fit time of Surprise, myFM and "
@@ -109,7 +110,7 @@ def parse_args(argv=None):
                    "binary/ordinal skvi rows (repeatable)")
     p.add_argument("data_dir", nargs="?", default=default_dir, help="folder with u1.base ... "
                    "u5.test (default $SKVI_DATA/movielens-100k, SKVI_DATA defaulting to "
-                   "../shared/data from the repository root; now %(default)s)")
+                   "skvi.datasets.get_data_home(); now %(default)s)")
     p.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5],
                    choices=[1, 2, 3, 4, 5], help="splits to run (default: 1 2 3 4 5)")
     p.add_argument("--methods", nargs="+", default=[",".join(ALL_METHODS)],

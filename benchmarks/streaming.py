@@ -8,8 +8,8 @@ document-completion perplexity of the test documents (lower is better).
 
     python benchmarks/streaming.py [--data DIR] [--seeds 0 1 2]
 
-DIR (default ``$SKVI_DATA``, itself defaulting to ``../shared/data`` beside
-the repository) holds ``20newsgroups-bydate/`` with ``train.npz`` and
+DIR (default ``skvi.datasets.get_data_home()``: ``$SKVI_DATA``, or
+``../shared/data`` beside a checkout, else ``~/skvi_data``) holds ``20newsgroups-bydate/`` with ``train.npz`` and
 ``test.npz``.
 """
 
@@ -25,10 +25,11 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import format_table  # noqa: E402
 
+from skvi.datasets import get_data_home  # noqa: E402
+
 
 def parse_args(argv=None):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    default = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    default = str(get_data_home())
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

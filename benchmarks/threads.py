@@ -12,7 +12,8 @@ engine's, and prints the median fit times and their ratio.
 Data: 10^6 x 10 Gaussian rows (GaussianGammaVB, batch); a9a
 (``SVILogisticRegression``, batch, quadrature expectations); 20 Newsgroups
 train (``SVILatentDirichletAllocation``, batch and online).  DIR (default
-``$SKVI_DATA``, itself defaulting to ``../shared/data`` beside the repository)
+``skvi.datasets.get_data_home()``: ``$SKVI_DATA``, or ``../shared/data`` beside a
+checkout, else ``~/skvi_data``)
 holds ``a9a-adult-libsvm/`` and ``20newsgroups-bydate/``; a missing folder
 skips its rows with a message.  ``SVIMatrixFactorization`` takes no
 ``n_jobs``: split into two blocks, MovieLens u1's batch fit ran at 0.66x
@@ -32,10 +33,11 @@ import scipy.sparse as sp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import Skipped, format_table, one_blas_thread  # noqa: E402
 
+from skvi.datasets import get_data_home  # noqa: E402
+
 
 def parse_args(argv=None):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    default = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    default = str(get_data_home())
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
     p.add_argument("--repeats", type=int, default=5, help="rounds of interleaved fits")

@@ -56,7 +56,7 @@ How to run (about a minute with the defaults)::
     python examples/glm_convergence.py --data /path/to/a9a-adult-libsvm
 
 ``--data`` is the folder holding ``a9a``; it defaults to ``$SKVI_DATA/a9a-adult-libsvm``
-with ``SKVI_DATA`` defaulting to ``../shared/data`` next to the repository root.
+with ``SKVI_DATA`` defaulting to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).
 """
 
 import os
@@ -77,12 +77,12 @@ from sklearn.datasets import load_svmlight_file  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skvi import SVILogisticRegression  # noqa: E402
+from skvi.datasets import get_data_home  # noqa: E402
 from skvi.engine import even_batches  # noqa: E402
 
 
 def parse_args(argv=None):
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    data_root = os.environ.get("SKVI_DATA", os.path.join(repo_root, "..", "shared", "data"))
+    data_root = str(get_data_home())
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--data", default=os.path.normpath(os.path.join(data_root, "a9a-adult-libsvm")),
                    help="folder with the a9a training file (default %(default)s)")

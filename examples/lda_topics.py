@@ -26,8 +26,8 @@ printed are those of the first schedule's model.
 Corpus.  ``CORPUS`` is a folder with ``train.npz`` and ``test.npz``
 (scipy.sparse document-word count matrices) and ``vocab.txt`` (one word per
 line, the columns in order).  It defaults to
-``$SKVI_DATA/20newsgroups-bydate``, with ``SKVI_DATA`` defaulting to
-``../shared/data`` (relative to the current directory).  If the folder is
+``20newsgroups-bydate`` in :func:`skvi.datasets.get_data_home` (``$SKVI_DATA``,
+or ``~/skvi_data``; the script runs from any folder).  If the folder is
 absent, the script falls back to skvi's embedded sample of 180 short texts
 on six themes (:func:`skvi.datasets.load_topics_sample`), vectorised with
 ``CountVectorizer(stop_words='english', min_df=2)`` and split 80/20 into
@@ -45,7 +45,6 @@ defaults (20 topics, minibatches of 256, 2 passes) take well under a minute.
 """
 
 import argparse
-import os
 import pathlib
 import time
 
@@ -55,7 +54,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.model_selection import train_test_split
 
 from skvi import SVILatentDirichletAllocation
-from skvi.datasets import load_topics_sample
+from skvi.datasets import get_data_home, load_topics_sample
 from skvi.metrics import document_completion_perplexity, topic_coherence
 from skvi.schedules import RobbinsMonro
 
@@ -71,9 +70,8 @@ def _label(schedule):
 
 
 def _default_corpus():
-    """Return ``$SKVI_DATA/20newsgroups-bydate`` (``SKVI_DATA``: ``../shared/data``)."""
-    data = os.environ.get("SKVI_DATA", os.path.join("..", "shared", "data"))
-    return pathlib.Path(data) / "20newsgroups-bydate"
+    """Return ``20newsgroups-bydate`` in :func:`skvi.datasets.get_data_home`."""
+    return get_data_home() / "20newsgroups-bydate"
 
 
 def _load_corpus(folder):

@@ -38,7 +38,7 @@ smallest ELBO along the run and the number of rejected steps.
 Data.  ``DATA`` is the MovieLens 100k folder (the one with ``u.data``, tab
 separated ``user item rating timestamp``; all 100,000 ratings are used).
 It defaults to ``$SKVI_DATA/movielens-100k``, with ``SKVI_DATA`` defaulting
-to ``../shared/data`` relative to the repository root.  Nothing is copied.
+to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  Nothing is copied.
 
 Run::
 
@@ -53,7 +53,6 @@ iterations for each of the 20 runs) take about 2-2.5 minutes on two cores.
 
 import argparse
 import math
-import os
 import pathlib
 import time
 import warnings
@@ -62,6 +61,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skvi import SVIMatrixFactorization
+from skvi.datasets import get_data_home
 
 CHILDREN = [1, 2, 5, 10, 20]  # Paquet's C: ratings per user and item per step
 ORDERS = [("sequential", "option (a)"), ("joint", "option (b)")]
@@ -73,10 +73,8 @@ MODEL = dict(n_components=5, covariance="diagonal", noise_precision=1.0,
 
 
 def _default_data():
-    """Return ``$SKVI_DATA/movielens-100k`` (default ``<repo>/../shared/data``)."""
-    repo = pathlib.Path(__file__).resolve().parent.parent
-    data = os.environ.get("SKVI_DATA", str(repo / ".." / "shared" / "data"))
-    return pathlib.Path(data) / "movielens-100k"
+    """Return ``movielens-100k`` in :func:`skvi.datasets.get_data_home`."""
+    return get_data_home() / "movielens-100k"
 
 
 def _load_ratings(folder):

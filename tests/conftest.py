@@ -31,10 +31,10 @@ def shared_data():
     The folder is ``$SKVI_DATA``, defaulting to ``../shared/data`` beside the
     repository; a test that needs it skips with the path when it is absent.
     """
-    import os
-    from pathlib import Path
 
-    root = Path(os.environ.get("SKVI_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    from skvi.datasets import get_data_home
+
+    root = get_data_home()
 
     def find(*parts):
         path = root.joinpath(*parts)

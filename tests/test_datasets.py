@@ -86,3 +86,25 @@ def test_lda_recovers_the_themes():
     )
     ari = adjusted_rand_score(y, best.transform(X).argmax(axis=1))
     assert ari > 0.4, ari
+
+
+def test_get_data_home_order(tmp_path, monkeypatch):
+    import skvi.datasets as ds
+    from skvi.datasets import get_data_home
+
+    assert get_data_home(tmp_path / "x") == tmp_path / "x"
+    monkeypatch.setenv("SKVI_DATA", str(tmp_path / "env"))
+    assert get_data_home() == tmp_path / "env"
+    monkeypatch.delenv("SKVI_DATA")
+    # An installed copy (no checkout around it) falls back to ~/skvi_data.
+    fake = tmp_path / "site" / "pkgs" / "skvi" / "datasets" / "__init__.py"
+    monkeypatch.setattr(ds, "__file__", str(fake))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert get_data_home() == tmp_path / "home" / "skvi_data"
+    # A source checkout with shared/data beside it uses that folder.
+    checkout = tmp_path / "work" / "repo"
+    (checkout / "skvi").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    (tmp_path / "work" / "shared" / "data").mkdir(parents=True)
+    monkeypatch.setattr(ds, "__file__", str(checkout / "skvi" / "datasets" / "__init__.py"))
+    assert get_data_home() == (tmp_path / "work" / "shared" / "data").resolve()

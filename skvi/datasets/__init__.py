@@ -1,6 +1,8 @@
 """Small data sets that ship with skvi, and readers for standard formats."""
 
+import os
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils import Bunch
@@ -8,12 +10,60 @@ from sklearn.utils import Bunch
 from .readers import read_ldac, read_movielens, read_uci_bag_of_words
 
 __all__ = [
+    "get_data_home",
     "load_newcomb",
     "load_topics_sample",
     "read_ldac",
     "read_movielens",
     "read_uci_bag_of_words",
 ]
+
+
+def get_data_home(data_home=None):
+    """The folder that skvi's examples and benchmarks read larger data sets from.
+
+    skvi ships only small data sets; the examples and benchmarks read the
+    standard ones (20 Newsgroups, MovieLens 100k, a9a, ...) from one folder,
+    found in this order:
+
+    1. ``data_home``, when given;
+    2. the environment variable ``SKVI_DATA``;
+    3. ``shared/data`` beside a source checkout of skvi (the folder above the
+       one that holds ``pyproject.toml`` and ``skvi/``), when it exists: the
+       layout of the project's development machines;
+    4. ``~/skvi_data``.
+
+    It depends on where skvi is installed, never on the current directory,
+    so the scripts run from any folder.  Nothing is created or downloaded.
+
+    Parameters
+    ----------
+    data_home : str, path-like or None, default=None
+        An explicit folder (``~`` is expanded).
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (which may not exist).
+
+    Examples
+    --------
+    >>> from skvi.datasets import get_data_home
+    >>> str(get_data_home("/data/skvi"))
+    '/data/skvi'
+    >>> get_data_home().name in ("data", "skvi_data") or "SKVI_DATA" in os.environ
+    True
+    """
+    if data_home is not None:
+        return Path(data_home).expanduser()
+    env = os.environ.get("SKVI_DATA")
+    if env:
+        return Path(env).expanduser()
+    checkout = Path(__file__).resolve().parents[2]
+    beside = checkout.parent / "shared" / "data"
+    if (checkout / "pyproject.toml").is_file() and (checkout / "skvi").is_dir() and beside.is_dir():
+        return beside
+    return Path.home() / "skvi_data"
 
 
 def load_newcomb(*, return_X_y=False):
