@@ -16,7 +16,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from skvi import SVIBayesianGaussianMixture
-from skvi.engine import Factor
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
 WEIGHT_PRIORS = ["dirichlet_process", "dirichlet_distribution"]
@@ -349,9 +348,9 @@ def test_elbo_against_monte_carlo(ct, wp):
     log_rho = est._log_rho(X, params)
     resp = np.exp(log_rho - special.logsumexp(log_rho, axis=1, keepdims=True))
     q_c = params["components"].distribution
-    p_c = type(q_c).from_natural(*est._svi.prior["components"])
+    p_c = type(q_c).from_natural(*est._prior_natural()["components"])
     q_w = params["weights"].distribution
-    p_w = type(q_w).from_natural(*est._svi.prior["weights"])
+    p_w = type(q_w).from_natural(*est._prior_natural()["weights"])
     n_mc = 20000
     mu_s, lam_s = q_c.sample(size=n_mc, random_state=3)
     w_s = q_w.sample(size=n_mc, random_state=4)
@@ -531,10 +530,6 @@ def test_too_few_samples_and_wrong_feature_count_are_rejected():
     with pytest.raises(ValueError, match="positive-definite"):
         SVIBayesianGaussianMixture(covariance_prior=-np.eye(2)).fit(rng.normal(size=(30, 2)))
 
-
-def test_factors_are_engine_factors():
-    est = SVIBayesianGaussianMixture(n_components=2).fit(np.random.RandomState(0).normal(size=(30, 2)))
-    assert isinstance(est.natural_params_["components"], Factor)
 
 
 def test_from_sklearn_continues_as_a_stream():

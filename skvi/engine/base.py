@@ -112,6 +112,7 @@ OPTIONAL_HOOKS = (
     "_online_batches",
     "_prior_message",
     "_update_factor",
+    "_factor_target",
     "_update_rule",
     "_pass_lower_bound",
     "_step_acceptable",
@@ -492,6 +493,12 @@ class SVIEstimator(BaseEstimator):
         ``ctx.row_rho``) with its update rule, and its validity.
         Override it for a cheaper representation of the statistics (LDA's
         words of the minibatch) or a factor-specific update.
+    _factor_target(name, current, stats, ctx) -> tuple of arrays
+        The target ``prior + scale * stats`` of a factor that is not a row
+        group; the default :meth:`_update_factor` moves towards it with the
+        factor's update rule.  Override it for a target that is not linear
+        in the statistics (a closed-form optimum, a trust region) and keep
+        the engine's step, rule state and validity test.
     _update_rule(name) -> UpdateRule or None
         A rule from :mod:`skvi.update_rules` for a Gaussian factor
         (default None: the natural-gradient blend).  Its state (AdaGrad
@@ -940,19 +947,22 @@ class SVIEstimator(BaseEstimator):
     def _prepare_block(self, X, y=None):
         return self._validate_input(X, reset=False)
 
-    def _remember_initial_globals(self):
+    def _remember_initial_globals(self, all_data=None):
         """Keep what the initial globals add to the prior, with its weight 1.
 
-        Globals fitted to the first rows (``_initial_globals_are_data``)
-        keep an initial part of zero: all of them is data.
+        Globals fitted to the first rows (``_initial_globals_are_data``), or
+        adopted from a fit elsewhere (``all_data=True``), keep an initial
+        part of zero: all of them is data.
         """
+        if all_data is None:
+            all_data = self._initial_globals_are_data
         st = self._svi
         for name in self._global_factors:
             if name in self._row_groups or name in self._hierarchical_factors:
                 continue
             prior, current = st.prior[name], self.natural_params_[name]
             st.init_parts[name] = tuple(
-                np.zeros_like(np.asarray(c)) if self._initial_globals_are_data else np.asarray(c) - p
+                np.zeros_like(np.asarray(c)) if all_data else np.asarray(c) - p
                 for p, c in zip(prior, current)
             )
             st.init_weight[name] = 1.0
@@ -1051,11 +1061,12 @@ class SVIEstimator(BaseEstimator):
 
     # -------------------------------------------------------------- internals
     def _reset_engine(self, X, random_state):
+        self._start_engine(self._initialize_globals(X, random_state))
+
+    def _start_engine(self, natural):
+        """Fresh engine state (schedule at its first step) around the globals ``natural``."""
         schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
-        self.natural_params_ = {
-            name: self._as_factor(name, value)
-            for name, value in self._initialize_globals(X, random_state).items()
-        }
+        self.natural_params_ = {name: self._as_factor(name, value) for name, value in natural.items()}
         self._svi = _EngineState(schedule, self._prior_natural())
         for name in self._row_groups:
             self._svi.rows[name] = _RowGroup(self.natural_params_[name][0].shape[0])
@@ -1072,20 +1083,10 @@ class SVIEstimator(BaseEstimator):
         ``partial_fit`` with ``total_samples='auto'`` grows it with the
         running count that starts at ``n_samples_seen``.
         """
-        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
-        self.natural_params_ = {name: self._as_factor(name, value) for name, value in natural.items()}
-        st = self._svi = _EngineState(schedule, self._prior_natural())
-        st.rng = check_random_state(self.random_state)
-        for name in self._row_groups:
-            st.rows[name] = _RowGroup(self.natural_params_[name][0].shape[0])
-        for name in self._global_factors:
-            if name not in self._row_groups and name not in self._hierarchical_factors:
-                st.init_parts[name] = tuple(np.zeros_like(np.asarray(p)) for p in st.prior[name])
-                st.init_weight[name] = 1.0
-        self.lower_bounds_ = []
+        self._start_engine(natural)
+        self._svi.rng = check_random_state(self.random_state)
+        self._remember_initial_globals(all_data=True)
         self.lower_bound_ = None
-        self.n_batch_iter_ = 0
-        self.n_rejected_steps_ = 0
         self.n_iter_ = 0
         self.converged_ = False
         self.n_samples_seen_ = n_samples_seen
@@ -1213,8 +1214,7 @@ class SVIEstimator(BaseEstimator):
             old = tuple(c[rows] for c in current)
             rho = ctx.row_rho
         else:
-            prior = self._prior_message(name, ctx.params)
-            target = tuple(p + ctx.scale * s for p, s in zip(prior, stats))
+            target = self._factor_target(name, current, stats, ctx)
             old, rows, rho = current, None, ctx.rho
         if rule is None:
             new = _blend(old, target, rho, ctx.grads)
@@ -1230,6 +1230,10 @@ class SVIEstimator(BaseEstimator):
                 f[rows] = n
             new = full
         return new, valid
+
+    def _factor_target(self, name, current, stats, ctx):
+        prior = self._prior_message(name, ctx.params)
+        return tuple(p + ctx.scale * s for p, s in zip(prior, stats))
 
     def _as_factor(self, name, natural):
         """``natural`` as a :class:`Factor` of its family (unchanged if it is one)."""

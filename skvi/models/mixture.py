@@ -870,11 +870,11 @@ n_samples_seen_, n_rejected_steps_
         return total - 0.5 * X.shape[0] * X.shape[1] * _LOG_2PI - local["neg_entropy"]
 
     def _global_bound(self, params):
-        prior = self._svi.prior if hasattr(self, "_svi") else self._prior_natural()
         total = 0.0
         for name in self._global_factors:
             family = self._factor_families[name]
-            total -= float(np.sum(params[name].distribution.kl(family.from_natural(*prior[name]))))
+            prior = family.from_natural(*self._prior_message(name, params))
+            total -= float(np.sum(params[name].distribution.kl(prior)))
         return total
 
     def _pass_converged(self, previous, bound):

@@ -8,6 +8,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..expfam import MultivariateGaussian, Rayleigh
+from ..likelihoods.base import _hermite
 from ..update_rules import SecantFixedPoint
 from .glm import _GLM_ATTRS_DOC, _GLM_PARAMS_DOC, SVIPoissonRegression
 
@@ -22,11 +23,6 @@ _PREDICTIVE_NOISE_NODES, _PREDICTIVE_F_NODES = 24, 40
 #: Newton iterations of the mean-field bound's local Gaussian factors.
 _LOCAL_ITERATIONS = 25
 _SQRT_HALF_PI = np.sqrt(0.5 * np.pi)
-
-
-def _hermite(n):
-    x, w = np.polynomial.hermite.hermgauss(n)
-    return np.sqrt(2.0) * x, w / np.sqrt(np.pi)
 
 
 class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
@@ -294,9 +290,9 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         # The mean-field update (_update_factor) needs the rows' count too.
         return (total, np.asarray(float(self._sample_count(data))))
 
-    def _update_factor(self, name, current, stats, ctx):
+    def _factor_target(self, name, current, stats, ctx):
         if name != "noise":
-            return super()._update_factor(name, current, stats, ctx)
+            return super()._factor_target(name, current, stats, ctx)
         if self.bound == "mean_field":
             # Appendix A.4: given the rows' expected squared residuals R_i, the
             # optimal s solves (2 / s0^2) s^3 + (N / 2 - 2) s - sqrt(pi/2) / 2 sum R = 0.
@@ -306,24 +302,15 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             s_opt = max(r.real for r in roots if abs(r.imag) <= 1e-9 * max(1.0, abs(r)) and r.real > 0)
             target = -0.5 / float(s_opt) ** 2
         else:
-            target = float(self._prior_message(name, ctx.params)[0] + ctx.scale * stats[0])
-        lam = float(current[0])
+            target = float(super()._factor_target(name, current, stats, ctx)[0])
         if not np.isfinite(target):
-            return current, False
+            return (np.asarray(target),)  # invalid: the engine rejects the step
         # A trust region: s at most doubles or halves per step.  Far from
         # the optimum (the first steps, with the weights still at zero) the
         # target can leave the family (lam_hat >= 0: the counts look
         # overdispersed before the features explain them).
-        target = (np.asarray(min(max(target, 4.0 * lam), 0.25 * lam)),)
-        if ctx.grads is not None:
-            ctx.grads.append(np.subtract(target[0], current[0]))
-        rule = self._update_rule(name)
-        if rule is None:
-            new = tuple((1.0 - ctx.rho) * np.asarray(c) + ctx.rho * t for c, t in zip(current, target))
-        else:
-            new, state = rule.step(current, target, ctx.rho, ctx.backoff, ctx.rule_state)
-            ctx.keep_rule_state(state)
-        return new, bool(np.all(Rayleigh.valid_natural(*new)))
+        lam = float(current[0])
+        return (np.asarray(min(max(target, 4.0 * lam), 0.25 * lam)),)
 
     def _local_bound(self, data, local, params):
         Xd = local["design"] if local is not None else self._design(data.X)
