@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._shared_precision import _SharedPrecisionMeans
 from .base import (
     _LOG_2PI,
     ExponentialFamily,
@@ -13,7 +14,7 @@ from .base import (
 from .gamma import Gamma
 
 
-class NormalGamma(ExponentialFamily):
+class NormalGamma(_SharedPrecisionMeans, ExponentialFamily):
     """Batch of Normal-Gamma distributions: ``J`` means sharing one precision.
 
     The scalar precision follows ``lambda ~ Gamma(a, rate=b)`` and, given
@@ -107,25 +108,6 @@ class NormalGamma(ExponentialFamily):
         self.rate = np.array(np.broadcast_to(rate, batch))
 
     # -- properties -----------------------------------------------------------
-    @property
-    def batch_shape(self):
-        """Shape of the batch of factors."""
-        return self.rate.shape
-
-    @property
-    def dtype(self):
-        """Floating dtype of the parameters."""
-        return self.rate.dtype
-
-    @property
-    def dim(self):
-        """Dimension ``d`` of each mean."""
-        return self.loc.shape[-1]
-
-    @property
-    def n_means(self):
-        """Number ``J`` of means sharing each precision."""
-        return self.loc.shape[-2]
 
     def precision(self):
         """Marginal distribution of the shared precision, ``Gamma(a, rate=b)``.
@@ -137,9 +119,6 @@ class NormalGamma(ExponentialFamily):
             ``self``.
         """
         return Gamma(self.shape, self.rate)
-
-    def _cast(self, a):
-        return np.asarray(a).astype(self.dtype, copy=False)
 
     @property
     def natural(self):
@@ -283,11 +262,6 @@ class NormalGamma(ExponentialFamily):
             self._cast(quad),
             self._cast(g.expected_log()),
         )
-
-    def _gauss_log_normalizer(self):
-        """``sum_j (d log(2 pi) / 2 - d log(beta_j) / 2)``, batch shape."""
-        d = self.dim
-        return np.sum(0.5 * d * (_LOG_2PI - np.log(self.beta)), axis=-1)
 
     def log_normalizer(self):
         """Log-normaliser ``gammaln(a) - a log(b) + sum_j (d log(2 pi) - d log(beta_j)) / 2``.

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._shared_precision import _SharedPrecisionMeans
 from .base import (
     _LOG_2PI,
     ExponentialFamily,
@@ -21,7 +22,7 @@ def _weighted_outer(u, v):
     return 0.5 * (s + np.swapaxes(s, -1, -2))
 
 
-class NormalWishart(ExponentialFamily):
+class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
     """Batch of Normal-Wishart distributions: ``J`` means sharing one precision.
 
     The ``d x d`` precision matrix follows ``Lambda ~ Wishart(df, W)`` (the
@@ -128,25 +129,6 @@ class NormalWishart(ExponentialFamily):
         self.scale = np.array(np.broadcast_to(scale, batch + (d, d)))
 
     # -- properties -----------------------------------------------------------
-    @property
-    def batch_shape(self):
-        """Shape of the batch of factors."""
-        return self.df.shape
-
-    @property
-    def dtype(self):
-        """Floating dtype of the parameters."""
-        return self.scale.dtype
-
-    @property
-    def dim(self):
-        """Dimension ``d`` of each mean (the precision is ``d x d``)."""
-        return self.scale.shape[-1]
-
-    @property
-    def n_means(self):
-        """Number ``J`` of means sharing each precision matrix."""
-        return self.loc.shape[-2]
 
     def precision(self):
         """Marginal distribution of the shared precision, ``Wishart(df, W)``.
@@ -158,9 +140,6 @@ class NormalWishart(ExponentialFamily):
             ``self``.
         """
         return Wishart(self.df, self.scale)
-
-    def _cast(self, a):
-        return np.asarray(a).astype(self.dtype, copy=False)
 
     @property
     def natural(self):
@@ -322,11 +301,6 @@ class NormalWishart(ExponentialFamily):
             self._cast(quad),
             self._cast(w.expected_log_det()),
         )
-
-    def _gauss_log_normalizer(self):
-        """``sum_j (d log(2 pi) / 2 - d log(beta_j) / 2)``, batch shape."""
-        d = self.dim
-        return np.sum(0.5 * d * (_LOG_2PI - np.log(self.beta)), axis=-1)
 
     def log_normalizer(self):
         """Log-normaliser ``A_Wishart(df, W) + sum_j (d log(2 pi) - d log(beta_j)) / 2``.
