@@ -120,6 +120,7 @@ OPTIONAL_HOOKS = (
     "_prepare_probe",
     "_probe_growth",
     "_probe_batch_steps",
+    "_batch_line_search",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
     "_parallel_local_step",
@@ -534,6 +535,12 @@ class SVIEstimator(BaseEstimator):
         Whether batch ``fit`` tests its steps on the probe too (default
         False): for fixed-point steps that are not guaranteed to increase
         the ELBO and whose exact ELBO is costly.
+    _batch_line_search() -> bool
+        Whether a rejected batch step's halving is a line search that the
+        next batch step starts again from the full step (default False: the
+        reduced size is kept and recovers after accepted steps).  For
+        deterministic batch targets (Newton-like fixed-point steps), where a
+        persistent halving turns quadratic convergence into a crawl.
     _hyperparameter_statistics(X, local) -> statistics or None
         What the empirical-Bayes step needs from a block (added over
         blocks like the factors' statistics; default None).
@@ -702,6 +709,9 @@ class SVIEstimator(BaseEstimator):
         return X.shape[0]
 
     def _probe_batch_steps(self):
+        return False
+
+    def _batch_line_search(self):
         return False
 
     def _evaluate_pass(self, it):
@@ -1330,6 +1340,11 @@ class SVIEstimator(BaseEstimator):
             local = self._e_step(X, self.natural_params_)
         t = self.n_batch_iter_ + 1
         base_rho = st.schedule(t) if online else 1.0
+        if not online and self._batch_line_search():
+            # A deterministic batch target: halving is a line search within
+            # this step, and the next step tries the full step again (a
+            # damped Newton iteration, not a shrunken one).
+            st.backoff = 1.0
         backoff_before = st.backoff
         want_grads = online and st.schedule.needs_gradient
         try:
