@@ -9,7 +9,8 @@ univariate Gaussian ``q(f) = N(mean, var)`` per observation, by Monte Carlo
 (``method='quadrature'``), and the predictive quantities (mean, log-density)
 by quadrature.  Adding a likelihood is one subclass with ``logpdf``,
 ``dlogpdf``, ``d2logpdf`` and ``conditional_mean`` (and
-``validate_targets``).
+``validate_targets``).  :class:`Softmax` is the one multi-output likelihood:
+a K-vector ``f`` per observation with a K x K covariance.
 
 All functions broadcast: ``y`` has shape ``(n,)`` and ``f`` shape ``(n,)``
 or ``(n, s)`` (``s`` samples or quadrature nodes per observation).
@@ -21,6 +22,7 @@ from .bernoulli import Bernoulli
 from .gaussian import Gaussian
 from .ordinal import Ordinal
 from .poisson import Poisson
+from .softmax import Softmax
 
 __all__ = [
     "Likelihood",
@@ -28,6 +30,7 @@ __all__ = [
     "Bernoulli",
     "Poisson",
     "Ordinal",
+    "Softmax",
     "get_likelihood",
 ]
 

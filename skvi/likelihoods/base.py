@@ -120,6 +120,20 @@ class Likelihood:
             self.d2logpdf(y, f) @ w,
         )
 
+    def expected_logpdf(self, y, mean, var, method="quadrature", n_samples=20,
+                        random_state=None):
+        """``E_q[log p(y | f)]`` alone: the first output of :meth:`expectations`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.likelihoods import Gaussian
+        >>> float(Gaussian(1.0).expected_logpdf(np.array([0.0]), np.array([0.0]),
+        ...                                     np.array([1.0]))[0].round(4))
+        -1.4189
+        """
+        return self.expectations(y, mean, var, method, n_samples, random_state)[0]
+
     def _tilted_mode(self, y, mean, var, max_iter=50):
         """Mode and Laplace variance of the tilted density ``N(f; mean, var) p(y | f)``.
 

@@ -3,11 +3,30 @@
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Rows", "row_quadratic", "with_intercept"]
+__all__ = ["Rows", "check_row_weights", "row_quadratic", "with_intercept"]
+
+
+def check_row_weights(sample_weight, X):
+    """Validated non-negative row weights of X as float64, or None.
+
+    A row of weight 2 is the row twice: models scale its statistics and
+    ELBO term by its weight and count it twice in ``N / |S|``.
+    """
+    from sklearn.utils.validation import _check_sample_weight
+
+    if sample_weight is None:
+        return None
+    weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if not np.sum(weight) > 0:
+        raise ValueError("sample_weight sums to zero: there are no rows to fit.")
+    return weight
 
 
 class Rows:
-    """Aligned design matrix, targets and row weights, indexable by rows for the engine."""
+    """Aligned design matrix, targets and row weights, indexable by rows for the engine.
+
+    ``y`` is None for unsupervised models, ``weight`` None for unit weights.
+    """
 
     def __init__(self, X, y, weight=None):
         self.X = X
@@ -20,11 +39,18 @@ class Rows:
 
     def __getitem__(self, rows):
         weight = None if self.weight is None else self.weight[rows]
-        return Rows(self.X[rows], self.y[rows], weight)
+        y = None if self.y is None else self.y[rows]
+        return Rows(self.X[rows], y, weight)
 
     def weighted(self, values):
         """``values`` times the row weights (unchanged without weights)."""
-        return values if self.weight is None else values * self.weight
+        if self.weight is None:
+            return values
+        return values * self.weight.reshape((-1,) + (1,) * (np.ndim(values) - 1))
+
+    def count(self):
+        """The number of rows, or their total weight."""
+        return float(np.sum(self.weight)) if self.weight is not None else self.shape[0]
 
 
 def row_quadratic(X, V):

@@ -6,12 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
-from ._rows import Rows, row_quadratic, with_intercept
+from ._rows import Rows, check_row_weights, row_quadratic, with_intercept
 
 __all__ = ["SVILinearRegression"]
 
@@ -265,16 +265,11 @@ n_samples_seen_, converged_, n_rejected_steps_
                              dtype=[np.float64, np.float32], y_numeric=True)
         if sp.issparse(X):
             X = X.tocsr()
-        weight = None
-        if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-            if not np.sum(weight) > 0:
-                raise ValueError("sample_weight sums to zero: there are no rows to fit.")
-        return Rows(X, np.asarray(y, dtype=np.float64), weight)
+        return Rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X))
 
     def _sample_count(self, data):
         # A row of weight 2 counts as two rows in N / |S| and in a stream's N.
-        return float(np.sum(data.weight)) if data.weight is not None else data.shape[0]
+        return data.count()
 
     @staticmethod
     def _weights(data):

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..expfam import MultivariateGaussian, Rayleigh
 from ..likelihoods.base import _hermite
 from ..update_rules import SecantFixedPoint
-from .glm import _GLM_ATTRS_DOC, _GLM_PARAMS_DOC, SVIPoissonRegression
+from .glm import _EXPECTATION_DOC, _GLM_ATTRS_DOC, _GLM_PARAMS_DOC, SVIPoissonRegression
 
 __all__ = ["SVIOverdispersedPoissonRegression"]
 
@@ -81,13 +81,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         Deterministic quadrature, or the paper's Monte Carlo.
 """
         + _GLM_PARAMS_DOC.split("Parameters\n    ----------\n", 1)[1].replace(
-            """    expectation : {'mc', 'quadrature'}, default='mc'
-        How ``E_q[d log p/df]`` and ``E_q[d^2 log p/df^2]`` are computed:
-        Monte Carlo with ``n_mc_samples`` draws per row (the paper), or
-        Gauss-Hermite quadrature with ``n_mc_samples`` nodes.
-    n_mc_samples : int, default=10
-        Draws (or quadrature nodes) per expectation.
-""",
+            _EXPECTATION_DOC,
             """    n_mc_samples : int, default=10
         Outer draws of ``(x . w, sigma)`` per row with ``expectation='mc'``.
 """)
@@ -124,6 +118,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
 
     _parameter_constraints = {
         **SVIPoissonRegression._parameter_constraints,
+        "expectation": [StrOptions({"mc", "quadrature"})],
         "noise_prior_scale": [Interval(numbers.Real, 0, None, closed="neither")],
         "bound": [StrOptions({"optimal", "simple", "mean_field"})],
     }
