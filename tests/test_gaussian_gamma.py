@@ -366,3 +366,25 @@ def test_pickle_clone_pipeline(data):
     # After the VB standardisation the scaler sees mean ~0 and sd ~1.
     scaler = pipe[-1]
     assert abs(scaler.mean_[0]) < 0.05 and abs(scaler.scale_[0] - 1) < 0.05
+
+
+@pytest.mark.parametrize("learning_method", ["batch", "online"])
+def test_weight_two_equals_the_row_twice(learning_method):
+    rng = np.random.RandomState(5)
+    X = rng.normal(3.0, 2.0, size=(60, 2))
+    weight = rng.randint(0, 3, size=60)
+    repeated = np.repeat(X, weight, axis=0)
+    # One minibatch per step (batch_size above both sizes), so that the
+    # online steps see the same rows; the weighted and repeated fits then
+    # take the same steps.
+    common = dict(learning_method=learning_method, batch_size=1000, max_iter=5, tol=0,
+                  random_state=0)
+    a = GaussianGammaVB(**common).fit(X, sample_weight=weight)
+    b = GaussianGammaVB(**common).fit(repeated)
+    for name in ("mean_", "mean_precision_", "precision_shape_", "precision_rate_"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-10)
+    np.testing.assert_allclose(a.lower_bounds_, b.lower_bounds_, rtol=1e-10)
+    stream = GaussianGammaVB(total_samples="auto").partial_fit(X, sample_weight=weight)
+    assert stream.n_samples_seen_ == weight.sum()
+    with pytest.raises(TypeError):
+        GaussianGammaVB().partial_fit(X, weights=weight)

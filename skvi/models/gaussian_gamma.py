@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, Gaussian
+from ._rows import Rows, check_row_weights
 
 __all__ = ["GaussianGammaVB"]
 
@@ -184,7 +185,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the variational posterior to X.
 
         Parameters
@@ -193,16 +194,19 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             Data; every value must be finite.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row
+            twice (its statistics and its ELBO term, and in ``N / |S|``).
 
         Returns
         -------
         self : GaussianGammaVB
             The fitted estimator.
         """
-        return self._engine_fit(X)
+        return self._engine_fit(self._rows(X, True, sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, sample_weight=None):
         """Take stochastic natural-gradient steps on X, one per minibatch.
 
         X is cut into ``ceil(n / batch_size)`` near-equal minibatches, as
@@ -217,13 +221,17 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             Minibatch; the number of features must match earlier calls.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`; they count in the
+            running count of ``total_samples='auto'``.
 
         Returns
         -------
         self : GaussianGammaVB
             The updated estimator.
         """
-        return self._engine_partial_fit(X)
+        first = not hasattr(self, "natural_params_")
+        return self._engine_partial_fit(self._rows(X, first, sample_weight))
 
     def transform(self, X):
         """Standardise X with the posterior means of ``mu`` and ``gamma``.
@@ -318,11 +326,18 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         return self.precision_shape_ / self.precision_rate_
 
     # ------------------------------------------------------------ model hooks
-    def _validate_input(self, X, reset):
+    def _rows(self, X, reset, sample_weight=None):
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
         if reset:
             self._priors = self._check_priors(X.shape[1])
-        return X
+        return Rows(X, None, check_row_weights(sample_weight, X))
+
+    def _validate_input(self, X, reset):
+        # fit and partial_fit validate and attach the weights first.
+        return X if isinstance(X, Rows) else self._rows(X, reset)
+
+    def _sample_count(self, data):
+        return data.count()
 
     def _check_priors(self, n_features):
         priors = {}
@@ -361,13 +376,15 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         # The data statistics are accumulated about a fixed shift (the mean
         # of the first data seen) so that sum((x - mu)**2) does not suffer
         # cancellation when |mean| >> standard deviation.
-        self._shift = np.asarray(X.mean(axis=0), dtype=np.float64)
+        self._shift = np.average(np.asarray(X.X, dtype=np.float64), axis=0, weights=X.weight)
         return self._prior_natural()
 
     def _local_step(self, X, params):
-        # No local latent variables: the "E-step" summarises the minibatch.
-        Y = np.asarray(X, dtype=np.float64) - self._shift
-        return X.shape[0], Y.sum(axis=0), np.einsum("ij,ij->j", Y, Y)
+        # No local latent variables: the "E-step" summarises the minibatch
+        # (weighted sums: a row of weight 2 is the row twice).
+        Y = np.asarray(X.X, dtype=np.float64) - self._shift
+        WY = X.weighted(Y)
+        return X.count(), WY.sum(axis=0), np.einsum("ij,ij->j", WY, Y)
 
     def _expected_sq_residual(self, summary, params):
         """sum_i E[(x_i - mu)^2] per feature, from shifted statistics."""
