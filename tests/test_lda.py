@@ -323,3 +323,142 @@ def test_no_warning_and_history_without_evaluation():
         warnings.simplefilter("error")
         lda = SVILatentDirichletAllocation(n_components=K, max_iter=3, random_state=0).fit(X)
     assert lda.lower_bounds_ == [] and lda.n_iter_ == 3
+
+
+# ---------------------------------------------------------------- sample_weight
+def _weighted_corpus(seed=20, n_docs=60):
+    X, _, _ = lda_corpus(n_docs=n_docs, seed=seed)
+    w = np.random.RandomState(seed).randint(0, 4, X.shape[0])  # weights in {0, 1, 2, 3}
+    return X, w, X[np.repeat(np.arange(X.shape[0]), w)]
+
+
+# The E-step iterated to tight convergence.  Each E-step starts every document
+# from a random gamma, and a weighted fit draws one start per document where
+# the fit on repeated documents draws one per copy (and then different ones
+# for every later pass): the two fits share only their initial topics (the
+# first draw from random_state).  A document's E-step converges to the same
+# fixed point from these starts, so at mean_change_tol=1e-10 its gamma, and
+# with it its statistics, agree with every copy's to ~1e-11 whatever the
+# start; at the default 1e-3 the starts show in the topics (~10 % here).
+TIGHT = dict(mean_change_tol=1e-10, max_doc_update_iter=5000)
+
+
+@pytest.mark.parametrize("learn_priors", [False, True])
+def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors):
+    X, w, X_rep = _weighted_corpus()
+    kw = dict(n_components=K, max_iter=8, evaluate_every=1, perp_tol=0.0, random_state=0,
+              learn_priors=learn_priors, **TIGHT)
+    weighted = SVILatentDirichletAllocation(**kw).fit(X, sample_weight=w)
+    repeated = SVILatentDirichletAllocation(**kw).fit(X_rep)
+    # The topics' statistics, the ELBO of every pass (the documents' part
+    # counted by weight) and the perplexity bound_ (words counted by weight).
+    np.testing.assert_allclose(weighted.components_, repeated.components_, rtol=1e-6)
+    np.testing.assert_allclose(weighted.lower_bounds_, repeated.lower_bounds_, rtol=1e-9)
+    assert weighted.bound_ == pytest.approx(repeated.bound_, rel=1e-9)
+    np.testing.assert_allclose(weighted.doc_topic_prior_, repeated.doc_topic_prior_, rtol=1e-6)
+    assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
+    # The E-step's threads split the weighted documents too.
+    threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X, sample_weight=w)
+    np.testing.assert_allclose(threaded.components_, weighted.components_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_unit_and_zero_weights_are_the_unweighted_fit_of_the_kept_documents(method):
+    # Weight-0 documents are dropped before anything is drawn, and weights
+    # that are all 1 take the unweighted code path: bit for bit the same fit.
+    X, w, _ = _weighted_corpus(seed=21)
+    kw = dict(n_components=K, max_iter=3, batch_size=16, total_samples="auto", random_state=0)
+    keep = np.minimum(w, 1)
+    weighted = getattr(SVILatentDirichletAllocation(**kw), method)(X, sample_weight=keep)
+    subset = getattr(SVILatentDirichletAllocation(**kw), method)(X[keep > 0])
+    np.testing.assert_array_equal(weighted.components_, subset.components_)
+    assert weighted.n_batch_iter_ == subset.n_batch_iter_
+    assert weighted.n_samples_seen_ == subset.n_samples_seen_ == keep.sum()
+    ones = getattr(SVILatentDirichletAllocation(**kw), method)(X, sample_weight=np.ones(X.shape[0]))
+    plain = getattr(SVILatentDirichletAllocation(**kw), method)(X)
+    np.testing.assert_array_equal(ones.components_, plain.components_)
+
+
+def test_score_and_perplexity_count_weighted_documents_as_repeated():
+    X, w, X_rep = _weighted_corpus(seed=22)
+    lda = SVILatentDirichletAllocation(n_components=K, max_iter=5, random_state=0).fit(X)
+    # transform starts every document from gamma = 1: the copies of a
+    # document get its gamma exactly, at any mean_change_tol.
+    assert lda.score(X, sample_weight=w) == pytest.approx(lda.score(X_rep), rel=1e-12)
+    assert lda.perplexity(X, sample_weight=w) == pytest.approx(lda.perplexity(X_rep), rel=1e-12)
+    assert lda.perplexity(X, sub_sampling=True, sample_weight=w) == pytest.approx(
+        lda.perplexity(X_rep, sub_sampling=True), rel=1e-12
+    )
+    assert lda.score(X, sample_weight=np.ones(X.shape[0])) == lda.score(X)
+    # bound_ is the perplexity of the training documents, weighted as in fit.
+    fitted = SVILatentDirichletAllocation(n_components=K, max_iter=5, random_state=0)
+    fitted.fit(X, sample_weight=w)
+    assert fitted.bound_ == pytest.approx(fitted.perplexity(X, sample_weight=w), rel=1e-12)
+    np.testing.assert_array_equal(
+        fitted.fit_transform(X, sample_weight=w), fitted.transform(X)
+    )
+
+
+@pytest.mark.parametrize("total_samples", ["auto", 1000.0])
+def test_partial_fit_counts_weights_in_n_samples_seen_and_the_scaling(total_samples):
+    X, w, _ = _weighted_corpus(seed=23, n_docs=90)
+    kw = dict(n_components=K, batch_size=200, total_samples=total_samples, random_state=0,
+              **TIGHT)
+    weighted = SVILatentDirichletAllocation(**kw)
+    repeated = SVILatentDirichletAllocation(**kw)
+    for batch in np.array_split(np.arange(X.shape[0]), 3):
+        weighted.partial_fit(X[batch], sample_weight=w[batch])
+        repeated.partial_fit(X[np.repeat(batch, w[batch])])
+    # One step per call: N / |S| and, with 'auto', the running count N are
+    # the weight sums, as they are the row counts of the repeated stream
+    # (the E-step converged tightly: see TIGHT).
+    assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
+    assert weighted.n_batch_iter_ == repeated.n_batch_iter_ == 3
+    np.testing.assert_allclose(weighted.components_, repeated.components_, rtol=1e-6)
+    # Halving every weight halves |S| and doubles N / |S|: the same step,
+    # from the same draws, at the default tolerance.
+    kw = dict(n_components=K, total_samples=1000, random_state=0)
+    half = SVILatentDirichletAllocation(**kw).partial_fit(X, sample_weight=np.full(90, 0.5))
+    plain = SVILatentDirichletAllocation(**kw).partial_fit(X)
+    assert half.n_samples_seen_ == 45.0
+    np.testing.assert_allclose(half.components_, plain.components_, rtol=1e-12)
+
+
+def test_online_fit_with_sample_weight():
+    X, w, _ = _weighted_corpus(seed=24, n_docs=120)
+    lda = SVILatentDirichletAllocation(n_components=K, learning_method="online", batch_size=20,
+                                       max_iter=2, evaluate_every=1, random_state=0)
+    lda.fit(X, sample_weight=w)
+    assert lda.n_samples_seen_ == w.sum()
+    # ceil(kept documents / batch_size) steps a pass.
+    assert lda.n_batch_iter_ == 2 * -(-np.count_nonzero(w) // 20)
+    assert np.all(np.isfinite(lda.lower_bounds_)) and np.isfinite(lda.bound_)
+
+
+def test_unknown_keyword_raises_type_error():
+    X, w, _ = _weighted_corpus(seed=25, n_docs=10)
+    lda = SVILatentDirichletAllocation(n_components=K)
+    with pytest.raises(TypeError):
+        lda.partial_fit(X, weights=w)
+    with pytest.raises(TypeError):
+        lda.fit(X, sample_weights=w)
+
+
+@pytest.mark.parametrize(
+    "weight, message",
+    [
+        (np.ones(9), "(?i)sample.?weight"),  # wrong length
+        (np.ones((10, 2)), "(?i)sample.?weight"),
+        (np.r_[-1.0, np.ones(9)], "Negative values"),
+        (np.r_[np.nan, np.ones(9)], "NaN"),
+        (np.zeros(10), "(?i)weight.*zero"),
+    ],
+)
+@pytest.mark.parametrize("method", ["fit", "partial_fit", "score"])
+def test_bad_sample_weight_raises(weight, message, method):
+    X, _, _ = _weighted_corpus(seed=26, n_docs=10)
+    lda = SVILatentDirichletAllocation(n_components=K, max_iter=1, random_state=0)
+    if method == "score":
+        lda.fit(X)
+    with pytest.raises(ValueError, match=message):
+        getattr(lda, method)(X, sample_weight=weight)

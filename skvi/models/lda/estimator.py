@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from ...engine import Factor, RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
+from .._rows import Rows, check_row_weights
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
 
 __all__ = ["SVILatentDirichletAllocation"]
@@ -77,6 +78,12 @@ class SVILatentDirichletAllocation(
       (scikit-learn goes in row order).
     - Non-integer counts (e.g. tf-idf weights) are accepted, as in
       scikit-learn, and act as fractional token counts.
+    - ``fit``, ``partial_fit``, ``score`` and ``perplexity`` take a
+      ``sample_weight`` per document: a document of weight 2 counts as the
+      document twice (its statistics, its part of the ELBO, ``N / |S|`` and
+      the running count of ``total_samples='auto'``); weight 0 drops it.
+      A document's ``gamma`` does not depend on its weight, so the
+      weighted fit runs one E-step per document and scales its statistics.
 
     ``perplexity(X)`` and ``score(X)`` keep scikit-learn's meaning: the ELBO
     of X with ``theta`` inferred from the same words.  To compare held-out
@@ -167,8 +174,8 @@ class SVILatentDirichletAllocation(
         or after each ``partial_fit`` (the minibatch estimate).
     lower_bound_ : float or None
         The last entry of ``lower_bounds_``.
-    n_samples_seen_ : int
-        Documents processed.
+    n_samples_seen_ : int or float
+        Documents processed (their total weight with ``sample_weight``).
     n_rejected_steps_ : int
         Steps rejected by step safety.
     n_features_in_ : int
@@ -267,7 +274,7 @@ class SVILatentDirichletAllocation(
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the topics to the document-word matrix X.
 
         Parameters
@@ -276,6 +283,11 @@ class SVILatentDirichletAllocation(
             Word counts (non-negative).
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: a document of weight 2 counts as
+            the document twice (in the topics' statistics, the ELBO and
+            ``bound_``), one of weight 0 is ignored.  None weights every
+            document 1.
 
         Returns
         -------
@@ -285,17 +297,18 @@ class SVILatentDirichletAllocation(
         with self._threads():
             try:
                 # max_iter=0 (as scikit-learn allows) initialises the topics only.
-                self._engine_fit(X)
+                self._engine_fit(_with_weights(X, sample_weight))
                 # Final perplexity of the training data, as scikit-learn
                 # reports in bound_.
-                X = self._fit_X
-                self.bound_ = self._perplexity_of(X, self._infer(X), sub_sampling=False)
+                X, weight = _docs(self._fit_X)
+                self.bound_ = self._perplexity_of(X, self._infer(X), sub_sampling=False,
+                                                  weight=weight)
             finally:
                 self._forget_fit_data()
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, sample_weight=None):
         """Take online natural-gradient steps on X, one per ``batch_size`` documents.
 
         Parameters
@@ -304,6 +317,13 @@ class SVILatentDirichletAllocation(
             Word counts of the minibatch.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights, as in :meth:`fit`.  A document
+            of weight 2 also counts twice in the ``N / |S|`` scaling and in
+            the running count of ``total_samples='auto'`` (and in
+            ``n_samples_seen_``, then the total weight seen).  Documents of
+            weight 0 are dropped before the others are cut into minibatches
+            of ``batch_size`` documents.
 
         Returns
         -------
@@ -315,8 +335,14 @@ class SVILatentDirichletAllocation(
                 # As scikit-learn: one step per batch_size documents, the last
                 # minibatch taking the remainder, so that the steps equal
                 # scikit-learn's partial_fit steps.
-                batches = gen_batches(X.shape[0], self.batch_size)
-                self._engine_partial_fit(X, batches=batches)
+                if sample_weight is None:
+                    n_docs = X.shape[0]
+                else:
+                    # _validate_input drops the documents of weight 0 (it
+                    # checks the weights again, against the validated X).
+                    n_docs = np.count_nonzero(check_row_weights(sample_weight, X))
+                batches = gen_batches(n_docs, self.batch_size)
+                self._engine_partial_fit(_with_weights(X, sample_weight), batches=batches)
             finally:
                 self._forget_fit_data()
         return self
@@ -344,7 +370,7 @@ class SVILatentDirichletAllocation(
             gamma /= gamma.sum(axis=1, keepdims=True)
         return gamma
 
-    def fit_transform(self, X, y=None, *, normalize=True):
+    def fit_transform(self, X, y=None, *, sample_weight=None, normalize=True):
         """Fit to X, then return its topic proportions.
 
         Parameters
@@ -353,6 +379,9 @@ class SVILatentDirichletAllocation(
             Word counts.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Document weights of the fit, see :meth:`fit`; every document's
+            proportions are returned, whatever its weight.
         normalize : bool, default=True
             See :meth:`transform`.
 
@@ -361,9 +390,9 @@ class SVILatentDirichletAllocation(
         doc_topic_distr : ndarray of shape (n_samples, n_components)
             Topic proportions of each document.
         """
-        return self.fit(X).transform(X, normalize=normalize)
+        return self.fit(X, sample_weight=sample_weight).transform(X, normalize=normalize)
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """Return the ELBO of X (scikit-learn's approximate log-likelihood).
 
         ``theta`` of each document is inferred from X itself; see
@@ -376,6 +405,9 @@ class SVILatentDirichletAllocation(
             Word counts.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: each document's part of the ELBO
+            counts this many times (the topics' part once).
 
         Returns
         -------
@@ -383,11 +415,11 @@ class SVILatentDirichletAllocation(
             The evidence lower bound (higher is better).
         """
         check_is_fitted(self)
-        X = self._validate_input(X, reset=False)
+        X, weight = _docs(self._validate_input(_with_weights(X, sample_weight), reset=False))
         gamma = self._infer(X)
-        return self._approx_bound(X, gamma, sub_sampling=False)
+        return self._approx_bound(X, gamma, sub_sampling=False, weight=weight)
 
-    def perplexity(self, X, sub_sampling=False):
+    def perplexity(self, X, sub_sampling=False, *, sample_weight=None):
         """Return ``exp(-ELBO / n_words)`` of X, scikit-learn's perplexity.
 
         Parameters
@@ -397,6 +429,9 @@ class SVILatentDirichletAllocation(
         sub_sampling : bool, default=False
             Scale the document part as if X were a sample of
             ``total_samples`` documents.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: a document of weight 2 counts
+            twice, in the ELBO and in the number of words.
 
         Returns
         -------
@@ -404,9 +439,9 @@ class SVILatentDirichletAllocation(
             Perplexity (lower is better).
         """
         check_is_fitted(self)
-        X = self._validate_input(X, reset=False)
+        X, weight = _docs(self._validate_input(_with_weights(X, sample_weight), reset=False))
         gamma = self._infer(X)
-        return self._perplexity_of(X, gamma, sub_sampling=sub_sampling)
+        return self._perplexity_of(X, gamma, sub_sampling=sub_sampling, weight=weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -421,6 +456,16 @@ class SVILatentDirichletAllocation(
 
     # ------------------------------------------------------------ engine hooks
     def _validate_input(self, X, reset):
+        if isinstance(X, Rows):
+            # Documents with weights: the counts as below, then the weights.
+            # Documents of weight 0 are dropped (they are ignored), and
+            # weights that are all 1 become None: the unweighted code path.
+            Xv = self._validate_input(X.X, reset)
+            weight = check_row_weights(X.weight, Xv)
+            keep = weight > 0
+            if not keep.all():
+                Xv, weight = Xv[keep], weight[keep]
+            return Xv if np.all(weight == 1.0) else Rows(Xv, None, weight)
         check_sparse_structure(X)
         X = validate_data(
             self, X, reset=reset, accept_sparse=("csr", "csc"),
@@ -474,7 +519,8 @@ class SVILatentDirichletAllocation(
         self.doc_topic_prior_ = alpha
         self.topic_word_prior_ = eta
 
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, data, random_state):
+        X, _ = _docs(data)
         if X.nnz == 0 or not X.sum() > 0:
             raise ValueError(
                 "X holds no words (every count is zero): there is nothing to fit topics to."
@@ -482,7 +528,7 @@ class SVILatentDirichletAllocation(
         self._check_priors()
         self._rng = random_state
         self._dtype = X.dtype
-        self._fit_X = X
+        self._fit_X = data
         lam = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
         # Stored word-major (Fortran order): the E-step and the update read
         # and write the topic weights of a minibatch's words, each one
@@ -525,7 +571,12 @@ class SVILatentDirichletAllocation(
             sstats_t, executor=pool and pool.executor, n_blocks=pool.n_jobs if pool else 1,
         )
 
-    def _local_step(self, X, params):
+    def _sample_count(self, data):
+        # A document of weight 2 counts twice in N / |S| and the running count.
+        return data.count() if isinstance(data, Rows) else data.shape[0]
+
+    def _local_step(self, data, params):
+        X, weight = _docs(data)
         topics = params["topics"]
         n_features = topics[0].shape[1]
         used = np.zeros(n_features, dtype=bool)
@@ -536,9 +587,21 @@ class SVILatentDirichletAllocation(
         eb_t = self._topic_columns(topics, cols)
         gamma = self._random_gamma(X.shape[0])
         sstats_t = np.zeros_like(eb_t)
-        _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t)
+        if weight is None:
+            _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t)
+        else:
+            # A document's gamma does not depend on its weight; its
+            # statistics and bound are its counts' times the weight.  With
+            # max_iter=0 the E-step only reads gamma and computes them from
+            # the weighted counts (the ratios n_dw / phinorm_dw are linear
+            # in the counts, phinorm_dw does not depend on them).
+            self._run_e_step(Xc, eb_t, gamma)
+            Xc = _weighted_counts(Xc, weight)
+            _, loglik = self._run_e_step(Xc, eb_t, gamma.copy(), sstats_t, max_iter=0)
         sstats_t *= eb_t
-        return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik}
+        # With weights, "X" holds the weighted counts (for _local_bound).
+        return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik,
+                "weight": weight}
 
     def _expected_stats(self, name, X, local, params):
         # Non-zero only at the words of the minibatch (rows of the
@@ -581,30 +644,33 @@ class SVILatentDirichletAllocation(
         # at its optimum: one pass over the words, no gamma update.
         eb_t = self._topic_columns(params["topics"], local["cols"])
         _, loglik = self._run_e_step(local["X"], eb_t, local["gamma"].copy(), max_iter=0)
-        return loglik + self._doc_bound(local["gamma"])
+        return loglik + self._doc_bound(local["gamma"], local["weight"])
 
-    def _doc_bound(self, gamma):
-        """``sum_d E[log p(theta_d | alpha)] - E[log q(theta_d)]``: minus the KLs."""
+    def _doc_bound(self, gamma, weight=None):
+        """``sum_d w_d (E[log p(theta_d | alpha)] - E[log q(theta_d)])``: minus the KLs."""
         q = Dirichlet(gamma.astype(np.float64, copy=False))
         prior = Dirichlet(np.asarray(self._alpha_vector(), dtype=np.float64))
-        return -float(np.sum(q.kl(prior)))
+        if weight is None:
+            return -float(np.sum(q.kl(prior)))
+        return -float(np.dot(weight, q.kl(prior)))
 
     def _global_bound(self, params):
         lam = params["topics"][0].astype(np.float64) + 1.0
         prior = Dirichlet(np.full(lam.shape[1], float(self.topic_word_prior_)))
         return -float(np.sum(Dirichlet(lam).kl(prior)))
 
-    def _pass_lower_bound(self, X):
+    def _pass_lower_bound(self, data):
         # As scikit-learn: an E-step over all of X from gamma = 1.
         self._on_params_updated()
+        X, weight = _docs(data)
         gamma = self._infer(X)
-        return self._approx_bound(X, gamma, sub_sampling=False)
+        return self._approx_bound(X, gamma, sub_sampling=False, weight=weight)
 
     def _evaluate_pass(self, it):
         return self.evaluate_every > 0 and it % self.evaluate_every == 0
 
     def _pass_converged(self, previous, bound):
-        n_words = max(float(self._fit_X.sum()), np.finfo(float).tiny)
+        n_words = max(_n_words(*_docs(self._fit_X)), np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
 
     def _warn_not_converged(self):
@@ -616,13 +682,17 @@ class SVILatentDirichletAllocation(
             return None
         gamma = local["gamma"].astype(np.float64)
         e_log = digamma(gamma) - digamma(gamma.sum(axis=1))[:, None]
-        return (np.array(float(gamma.shape[0])), e_log.sum(axis=0))
+        weight = local["weight"]
+        if weight is None:
+            return (np.array(float(gamma.shape[0])), e_log.sum(axis=0))
+        return (np.array(float(np.sum(weight))), weight @ e_log)
 
     def _update_hyperparameters(self, hyper, ctx):
         if not self.learn_priors:
             return False
         rho = ctx.rho
-        n = int(hyper[0]) if hyper is not None else 0
+        # The documents' count, or total weight (a float; exact for counts).
+        n = float(hyper[0]) if hyper is not None else 0.0
         if n:
             self.doc_topic_prior_ = _dirichlet_newton(
                 np.asarray(self._alpha_vector(), dtype=np.float64), n, hyper[1] / n, rho
@@ -665,21 +735,53 @@ class SVILatentDirichletAllocation(
                 own.close()
         return gamma
 
-    def _approx_bound(self, X, gamma, sub_sampling):
-        _, loglik = self._run_e_step(X, self._exp_elog_beta_t, gamma.copy(), max_iter=0)
-        doc = loglik + self._doc_bound(gamma)
+    def _approx_bound(self, X, gamma, sub_sampling, weight=None):
+        """The ELBO of X at ``gamma``, each document's part times its weight."""
+        Xw = X if weight is None else _weighted_counts(X, weight)
+        _, loglik = self._run_e_step(Xw, self._exp_elog_beta_t, gamma.copy(), max_iter=0)
+        doc = loglik + self._doc_bound(gamma, weight)
         if sub_sampling:
-            doc *= float(self.total_samples) / X.shape[0]
+            doc *= float(self.total_samples) / _n_docs(X, weight)
         return doc + self._global_bound(self.natural_params_)
 
-    def _perplexity_of(self, X, gamma, sub_sampling):
-        n_words = float(X.sum())
+    def _perplexity_of(self, X, gamma, sub_sampling, weight=None):
+        n_words = _n_words(X, weight)
         if n_words <= 0:
             raise ValueError("X holds no words (every count is zero): its perplexity is undefined.")
-        bound = self._approx_bound(X, gamma, sub_sampling)
+        bound = self._approx_bound(X, gamma, sub_sampling, weight)
         if sub_sampling:
-            n_words *= float(self.total_samples) / X.shape[0]
+            n_words *= float(self.total_samples) / _n_docs(X, weight)
         return float(np.exp(-bound / n_words))
+
+
+def _with_weights(X, sample_weight):
+    """X, or X with its document weights for :meth:`_validate_input` to check."""
+    return X if sample_weight is None else Rows(X, None, sample_weight)
+
+
+def _docs(data):
+    """``(X, weight)`` of validated documents; weight is None for unit weights."""
+    if isinstance(data, Rows):
+        return data.X, data.weight
+    return data, None
+
+
+def _weighted_counts(X, weight):
+    """CSR X with each row's counts times its weight (in the dtype of X)."""
+    data = X.data * np.repeat(weight, np.diff(X.indptr))
+    return sp.csr_matrix((data.astype(X.dtype, copy=False), X.indices, X.indptr), shape=X.shape)
+
+
+def _n_docs(X, weight):
+    """The number of documents, or their total weight."""
+    return X.shape[0] if weight is None else float(np.sum(weight))
+
+
+def _n_words(X, weight):
+    """The number of words of X, each document's counted ``weight`` times."""
+    if weight is None:
+        return float(X.sum())
+    return float(np.dot(weight, np.asarray(X.sum(axis=1)).ravel()))
 
 
 def _dirichlet_newton(alpha, n, logphat, rho):
