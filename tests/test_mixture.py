@@ -6,6 +6,7 @@ the unnormalised exact posterior of the labelled model, and Monte Carlo
 over the variational posterior (ELBO, E-step, predictive density).
 """
 
+import copy
 import warnings
 
 import numpy as np
@@ -16,6 +17,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from skvi import SVIBayesianGaussianMixture
+from skvi.expfam import NormalWishart
+from skvi.models import mixture as mixture_module
+from skvi.models._rows import Rows
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
 WEIGHT_PRIORS = ["dirichlet_process", "dirichlet_distribution"]
@@ -545,3 +549,114 @@ def test_from_sklearn_continues_as_a_stream():
     assert est.n_samples_seen_ == pytest.approx(400)
     # beta_k = beta0 + N_k: the posterior now counts the 400 rows.
     assert est.mean_precision_.sum() - 2 * ref.mean_precision_prior_ == pytest.approx(400, rel=0.02)
+
+
+# --------------------------------------------------------------------------
+# sample_weight: a sample of weight w is the sample repeated w times
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("ct", ["full", "diag"])
+def test_weighted_batch_fit_equals_the_rows_repeated_by_weight(ct):
+    rng = np.random.RandomState(21)
+    X = _blobs(rng, n=120, d=2, k=3)
+    w = rng.randint(0, 4, size=X.shape[0])
+    # A given start (a warm start from one posterior), so that no k-means
+    # draw can differ; tol=0, so that both make the same 25 passes.
+    start = SVIBayesianGaussianMixture(n_components=4, covariance_type=ct, max_iter=1,
+                                       random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        start.fit(X)
+        start.set_params(warm_start=True, max_iter=25, tol=0.0)
+        weighted = copy.deepcopy(start).fit(X, sample_weight=w)
+        repeated = copy.deepcopy(start).fit(np.repeat(X, w, axis=0))
+    for name in ("weights_", "means_", "covariances_", "mean_prior_", "covariance_prior_"):
+        assert_allclose(getattr(weighted, name), getattr(repeated, name), rtol=1e-8, err_msg=name)
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-8)
+    assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
+    assert weighted.n_iter_ == repeated.n_iter_ == 25
+
+
+def test_weighted_stream_and_online_fit_count_the_weight_sum():
+    rng = np.random.RandomState(22)
+    X = rng.normal(size=(3000, 2))
+    w = rng.uniform(0.0, 3.0, size=X.shape[0])
+    w[::10] = 0.0
+    stream = SVIBayesianGaussianMixture(n_components=1, batch_size=500, random_state=0)
+    for rows in np.array_split(np.arange(X.shape[0]), 6):
+        stream.partial_fit(X[rows], sample_weight=w[rows])
+    assert stream.n_samples_seen_ == pytest.approx(w.sum(), rel=1e-12)
+    # total_samples='auto': beta = beta0 + N_k, N_k the weight sum seen.
+    assert stream.mean_precision_[0] == pytest.approx(1.0 + w.sum(), rel=0.02)
+    online = SVIBayesianGaussianMixture(n_components=1, learning_method="online", batch_size=500,
+                                        max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        online.fit(X, sample_weight=w)
+    assert online.n_samples_seen_ == pytest.approx(w.sum(), rel=1e-12)
+    assert online.mean_precision_[0] == pytest.approx(1.0 + w.sum(), rel=0.02)
+
+
+def test_zero_weight_samples_are_ignored():
+    rng = np.random.RandomState(23)
+    X = _blobs(rng, n=600, d=2, k=2)
+    w = rng.randint(0, 3, size=X.shape[0]).astype(float)
+    keep = w > 0
+    kw = {"n_components": 2, "batch_size": 100, "random_state": 0}
+    a = SVIBayesianGaussianMixture(**kw).partial_fit(X, sample_weight=w)
+    b = SVIBayesianGaussianMixture(**kw).partial_fit(X[keep], sample_weight=w[keep])
+    assert_allclose(a.means_, b.means_, rtol=1e-12)
+    assert a.lower_bounds_ == pytest.approx(b.lower_bounds_, rel=1e-12)
+    # fit_predict labels every sample, those of weight 0 too.
+    labels = SVIBayesianGaussianMixture(n_components=2, random_state=0).fit_predict(X, sample_weight=w)
+    assert labels.shape == (X.shape[0],)
+
+
+def test_weighted_online_start_draws_its_subsample_by_weight(monkeypatch):
+    # Rows at -5 of weight 9 and at +5 of weight 1: the weighted mean is -4
+    # (a uniform subsample of the rows would put the start near 0).
+    rng = np.random.RandomState(24)
+    X = np.concatenate([rng.normal(-5.0, 1.0, (1000, 1)), rng.normal(5.0, 1.0, (1000, 1))])
+    w = np.repeat([9.0, 1.0], 1000)
+    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    est = SVIBayesianGaussianMixture(n_components=1)
+    est.n_features_in_ = 1
+    natural = est._initialize_globals(Rows(X, None, w), np.random.RandomState(0))
+    q = NormalWishart.from_natural(*natural["components"])
+    # The start counts for the weight sum, its mean is the weighted one
+    # (to 3 standard errors of 200 draws).
+    assert q.beta[0, 0] - est.mean_precision_prior_ == pytest.approx(w.sum(), rel=1e-12)
+    assert q.loc[0, 0, 0] == pytest.approx(-4.0, abs=0.7)
+
+
+def test_sample_weight_is_a_keyword_of_fit_and_partial_fit_only():
+    X = np.random.RandomState(0).normal(size=(20, 2))
+    est = SVIBayesianGaussianMixture(n_components=2)
+    with pytest.raises(TypeError):
+        est.partial_fit(X, sample_weights=np.ones(20))
+    with pytest.raises(TypeError):
+        est.fit(X, weight=np.ones(20))
+
+
+def test_bad_sample_weight_is_rejected():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20, 2))
+    est = SVIBayesianGaussianMixture(n_components=2)
+    bad_nan = np.ones(20)
+    bad_nan[3] = np.nan
+    for bad, match in [(-np.ones(20), "Negative"), (np.ones(19), "shape"), (np.zeros(20), "zero"),
+                       (bad_nan, "NaN")]:
+        with pytest.raises(ValueError, match=match):
+            est.fit(X, sample_weight=bad)
+        with pytest.raises(ValueError, match=match):
+            SVIBayesianGaussianMixture(n_components=2).partial_fit(X, sample_weight=bad)
+    # Fewer samples of positive weight than components.
+    one = np.zeros(20)
+    one[0] = 5.0
+    with pytest.raises(ValueError, match="n_samples >= n_components"):
+        est.fit(X, sample_weight=one)
+    # Weights count samples: a weight sum below 1 is less than one sample,
+    # whose covariance (the default covariance_prior) is undefined.
+    with pytest.raises(ValueError, match="covariance_prior"):
+        est.fit(X, sample_weight=np.full(20, 0.04))
+    est.set_params(covariance_prior=np.eye(2)).fit(X, sample_weight=np.full(20, 0.04))
+    assert est.n_samples_seen_ == pytest.approx(0.8)

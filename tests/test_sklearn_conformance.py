@@ -62,6 +62,9 @@ _MF_CHECKS["check_fit_idempotent"] = (
 )
 EXPECTED_FAILED_CHECKS = {
     "SVIMatrixFactorization": _MF_CHECKS,
+    "SVIBayesianGaussianMixture": {
+        "check_sample_weight_equivalence_on_dense_data": "its 15 x 30 X gives a singular default covariance_prior (the repeated rows' fit fails too) and shuffled weighted rows draw other k-means++ seeds",
+    },
 }
 
 

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
+from ._rows import Rows, check_row_weights
 
 __all__ = ["SVIBayesianGaussianMixture"]
 
@@ -117,7 +118,9 @@ default='kmeans'
         online fit, and the first ``partial_fit`` call, initialise from a
         random subsample of at most 20,000 rows ('kmeans': the best of 5
         k-means runs on it, which made online fits of 10^5 rows land
-        closer to the batch optimum).
+        closer to the batch optimum).  With ``sample_weight`` the
+        subsample is 20,000 draws with replacement, each with probability
+        proportional to weight, a row's draws counted as its weight.
     weight_concentration_prior_type : {'dirichlet_process', \
 'dirichlet_distribution'}, default='dirichlet_process'
         Stick-breaking (a truncated Dirichlet process) or a finite
@@ -314,7 +317,7 @@ n_samples_seen_, n_rejected_steps_
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the variational posterior, ``n_init`` times, keeping the best.
 
         Parameters
@@ -323,6 +326,28 @@ n_samples_seen_, n_rejected_steps_
             Samples.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative frequency weights: a sample of weight 2 counts as
+            the sample twice (in the responsibilities' statistics ``N_k``,
+            ``sum r x`` and ``sum r x x^T``, in the ELBO and in
+            ``n_samples_seen_``, hence in ``N / |S|`` and in the tolerance
+            per sample), and a sample of weight 0 is ignored.  The default
+            ``mean_prior`` and ``covariance_prior`` are the weighted mean
+            and covariance (``ddof=1`` on the weight sum, which must then
+            exceed 1).  The start counts the weights too: 'kmeans' is
+            scikit-learn's ``KMeans`` with ``sample_weight``, 'k-means++'
+            and 'random_from_data' draw their seeds with probability
+            proportional to weight (a seed is one sample, as one copy of a
+            repeated row), and an online start draws its subsample so (see
+            ``init_params``).  The k-means++ seeding draws differently for
+            weighted and repeated rows: it inverts the cumulative weights
+            of the rows in their order, so another order of the rows (or
+            rounding at a draw's bound) picks other seeds, and the online
+            subsample draws rows, not copies.  A weighted fit therefore
+            equals the fit on the rows repeated by weight (up to rounding)
+            when the start does not depend on these draws: a
+            ``warm_start`` from a given posterior, or k-means reaching the
+            same clustering from any seeds.
 
         Returns
         -------
@@ -332,12 +357,14 @@ n_samples_seen_, n_rejected_steps_
         warm = self.warm_start and hasattr(self, "natural_params_")
         n_init = 1 if warm else self.n_init
         random_state = check_random_state(self.random_state)
+        # Validated once for all the restarts, the weights attached.
+        data = self._rows(X, reset=True, sample_weight=sample_weight)
         # Batch EM starts from all rows, as scikit-learn's; SVI from a subsample.
         self._init_rows = None if self.learning_method == "batch" else _INIT_ROWS
         try:
             best = None
             for _ in range(n_init):
-                self._engine_fit(X, random_state)
+                self._engine_fit(data, random_state)
                 if best is None or self.lower_bound_ > best["lower_bound_"]:
                     best = dict(self.__dict__)
             self.__dict__.update(best)
@@ -345,7 +372,7 @@ n_samples_seen_, n_rejected_steps_
             del self._init_rows
         return self
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the most probable component of every sample.
 
         Parameters
@@ -354,16 +381,19 @@ n_samples_seen_, n_rejected_steps_
             Samples.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative frequency weights of the fit, see :meth:`fit`;
+            samples of weight 0 get a label too.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
             Component labels.
         """
-        return self.fit(X).predict(X)
+        return self.fit(X, sample_weight=sample_weight).predict(X)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, sample_weight=None):
         """SVI steps on X, one per minibatch of at most ``batch_size`` rows.
 
         The first call initialises the posterior (and the priors that
@@ -376,13 +406,21 @@ n_samples_seen_, n_rejected_steps_
             A chunk of the stream.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative frequency weights, as in :meth:`fit`: a sample of
+            weight 2 counts twice in its minibatch's statistics and ELBO
+            term, in ``N / |S|`` and in ``n_samples_seen_`` (the running
+            count of ``total_samples='auto'``).  Samples of weight 0 are
+            dropped before the minibatches are cut; the weights of a call
+            must not all be 0.
 
         Returns
         -------
         self : SVIBayesianGaussianMixture
             The updated estimator.
         """
-        return self._engine_partial_fit(X)
+        first = not hasattr(self, "natural_params_")
+        return self._engine_partial_fit(self._rows(X, reset=first, sample_weight=sample_weight))
 
     def predict_proba(self, X):
         """Posterior probability of each component for each sample (the E-step).
@@ -512,7 +550,7 @@ n_samples_seen_, n_rejected_steps_
             included.
         """
         X = self._check_predict_input(X)
-        return float(self._pass_lower_bound(X))
+        return float(self._pass_lower_bound(Rows(X, None)))
 
     @classmethod
     def from_sklearn(cls, mixture, **params):
@@ -578,7 +616,8 @@ n_samples_seen_, n_rejected_steps_
         return est
 
     # ------------------------------------------------------------- input
-    def _validate_input(self, X, reset):
+    def _rows(self, X, reset, sample_weight=None):
+        """Validated X and its weights (the rows of weight 0 dropped) as :class:`Rows`."""
         # The first rows set the default priors (their covariance): 2 at least.
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32],
                           ensure_min_samples=2 if reset else 1)
@@ -588,7 +627,24 @@ n_samples_seen_, n_rejected_steps_
                 f"Expected n_samples >= n_components but got n_components = "
                 f"{self.n_components}, n_samples = {X.shape[0]}"
             )
-        return X
+        weight = check_row_weights(sample_weight, X)
+        if weight is not None and not np.all(weight > 0):
+            # A sample of weight 0 is no sample: not in k-means, not in a minibatch.
+            keep = weight > 0
+            X, weight = X[keep], weight[keep]
+            if reset and X.shape[0] < self.n_components:
+                raise ValueError(
+                    f"Expected n_samples >= n_components but got n_components = "
+                    f"{self.n_components}, n_samples = {X.shape[0]} of positive weight"
+                )
+        return Rows(X, None, weight)
+
+    def _validate_input(self, X, reset):
+        # fit and partial_fit validate X and attach the weights first.
+        return X if isinstance(X, Rows) else self._rows(X, reset)
+
+    def _sample_count(self, X):
+        return X.count()
 
     def _check_predict_input(self, X):
         check_is_fitted(self)
@@ -596,8 +652,12 @@ n_samples_seen_, n_rejected_steps_
         return np.asarray(X, dtype=np.float64)
 
     # ------------------------------------------------------------ priors
-    def _set_priors(self, X):
-        """The priors' values; those left None come from X, as in scikit-learn."""
+    def _set_priors(self, X, weight=None):
+        """The priors' values; those left None come from X, as in scikit-learn.
+
+        With row weights, the weighted mean and the covariance of the rows
+        repeated by weight (``ddof=1`` on the weight sum).
+        """
         d = X.shape[1]
         K = self.n_components
         self.weight_concentration_prior_ = (
@@ -607,7 +667,7 @@ n_samples_seen_, n_rejected_steps_
             1.0 if self.mean_precision_prior is None else float(self.mean_precision_prior)
         )
         if self.mean_prior is None:
-            self.mean_prior_ = X.mean(axis=0)
+            self.mean_prior_ = X.mean(axis=0) if weight is None else np.average(X, axis=0, weights=weight)
         else:
             self.mean_prior_ = check_array(self.mean_prior, ensure_2d=False, dtype=np.float64)
             if self.mean_prior_.shape != (d,):
@@ -626,9 +686,15 @@ n_samples_seen_, n_rejected_steps_
             )
         ct = self.covariance_type
         if self.covariance_prior is None:
-            var = np.var(X, axis=0, ddof=1)
+            if weight is None:
+                var = np.var(X, axis=0, ddof=1)
+                full = None
+            else:
+                full, var = self._weighted_covariance(X, weight, ct in ("full", "tied"))
             cov = {"full": None, "tied": None, "diag": var, "spherical": float(var.mean())}[ct]
-            self.covariance_prior_ = np.atleast_2d(np.cov(X.T)) if cov is None else cov
+            if cov is None:
+                cov = np.atleast_2d(np.cov(X.T)) if full is None else full
+            self.covariance_prior_ = cov
             if np.any(np.atleast_1d(var) <= 0):
                 raise ValueError(
                     "A feature of X is constant, so the default covariance_prior (the "
@@ -658,6 +724,24 @@ n_samples_seen_, n_rejected_steps_
             if not isinstance(self.covariance_prior, numbers.Real):
                 raise ValueError("The 'spherical covariance_prior' should be a positive float.")
             self.covariance_prior_ = float(self.covariance_prior)
+
+    @staticmethod
+    def _weighted_covariance(X, weight, full):
+        """Covariance (if ``full``) and variances of the rows of X repeated by weight."""
+        total = float(np.sum(weight))
+        if not total > 1.0:
+            raise ValueError(
+                f"sample_weight sums to {total:g}: the default covariance_prior (the "
+                "covariance of the samples, ddof=1) needs a sum above 1, as weights "
+                "count samples; scale the weights or pass covariance_prior."
+            )
+        diff = X - np.average(X, axis=0, weights=weight)
+        wdiff = diff * weight[:, None]
+        var = np.einsum("ij,ij->j", wdiff, diff) / (total - 1.0)
+        if not full:
+            return None, var
+        cov = (wdiff.T @ diff) / (total - 1.0)
+        return 0.5 * (cov + cov.T), var
 
     def _prior_natural(self):
         K, d = self.n_components, self.mean_prior_.shape[0]
@@ -692,37 +776,70 @@ n_samples_seen_, n_rejected_steps_
     # ------------------------------------------------------------ initialisation
     def _initialize_globals(self, X, random_state):
         warm = self.warm_start and hasattr(self, "natural_params_")
-        self._set_priors(X)
+        X, weight = X.X, X.weight
+        self._set_priors(X, weight)
         if warm:
             return {name: tuple(f) for name, f in self.natural_params_.items()}
         n = X.shape[0]
         limit = getattr(self, "_init_rows", _INIT_ROWS)
-        sub = X
-        if limit is not None and n > limit:
-            sub = X[np.sort(random_state.choice(n, limit, replace=False))]
+        if weight is None:
+            sub, sub_weight = X, None
+            if limit is not None and n > limit:
+                sub = X[np.sort(random_state.choice(n, limit, replace=False))]
+            # The start counts for the whole of X, as a step with rho = 1 would.
+            scale = n / sub.shape[0]
+        else:
+            sub, sub_weight, scale = self._weighted_subsample(X, weight, limit, random_state)
         # On a subsample, k-means restarts are cheap, and the start decides
         # which optimum SVI reaches: keep the best of 5.
-        resp = self._initial_responsibilities(sub, random_state, 1 if sub is X else 5)
+        resp = self._initial_responsibilities(sub, random_state, 1 if sub is X else 5, sub_weight)
+        if sub_weight is not None and self.init_params in ("kmeans", "random"):
+            # Responsibilities of every row count its weight; the seeds of
+            # 'k-means++' and 'random_from_data' are one sample each, as one
+            # copy of a repeated row would be.
+            resp *= sub_weight[:, None]
         stats = self._statistics(sub, resp)
         prior = self._prior_natural()
-        # The start counts for the whole of X, as a step with rho = 1 would.
-        scale = n / sub.shape[0]
         return {name: tuple(p + scale * s for p, s in zip(prior[name], stats[name]))
                 for name in self._global_factors}
 
-    def _initial_responsibilities(self, X, random_state, n_kmeans=1):
+    def _weighted_subsample(self, X, weight, limit, random_state):
+        """The rows of a weighted start: ``(rows, their weights, scale to the weight sum)``.
+
+        At most ``limit`` draws with replacement, each row with probability
+        ``w_i / sum(w)``, the draws of a row counted as its weight: the
+        multinomial version of a uniform subsample of the rows repeated by
+        weight.  Its weighted statistics times ``sum(w) / limit`` are
+        unbiased for the weighted statistics of all rows (a uniform
+        subsample keeping its weights would be too, but it misses the few
+        heavy rows of skewed weights, or takes mostly negligible ones).
+        """
+        n = X.shape[0]
+        if limit is None or n <= limit:
+            return X, weight, 1.0
+        total = float(np.sum(weight))
+        draws = random_state.choice(n, size=limit, replace=True, p=weight / total)
+        rows, counts = np.unique(draws, return_counts=True)
+        if rows.shape[0] < self.n_components:
+            # A few rows hold nearly all the weight: k-means needs K rows.
+            return X, weight, 1.0
+        return X[rows], counts.astype(np.float64), total / limit
+
+    def _initial_responsibilities(self, X, random_state, n_kmeans=1, sample_weight=None):
         n, K = X.shape[0], self.n_components
         resp = np.zeros((n, K))
         if self.init_params == "kmeans":
-            labels = KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state).fit(X).labels_
+            labels = KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state).fit(
+                X, sample_weight=sample_weight).labels_
             resp[np.arange(n), labels] = 1.0
         elif self.init_params == "random":
             resp = random_state.uniform(size=(n, K))
             resp /= resp.sum(axis=1, keepdims=True)
         elif self.init_params == "random_from_data":
-            resp[random_state.choice(n, size=K, replace=False), np.arange(K)] = 1.0
+            p = None if sample_weight is None else sample_weight / np.sum(sample_weight)
+            resp[random_state.choice(n, size=K, replace=False, p=p), np.arange(K)] = 1.0
         else:
-            _, idx = kmeans_plusplus(X, K, random_state=random_state)
+            _, idx = kmeans_plusplus(X, K, sample_weight=sample_weight, random_state=random_state)
             resp[idx, np.arange(K)] = 1.0
         return resp
 
@@ -845,11 +962,15 @@ n_samples_seen_, n_rejected_steps_
     def _local_step(self, X, params):
         # Blocks of rows bound the (rows, K, d) temporaries of the full
         # covariance type and keep them in cache.
+        X, weight = X.X, X.weight
         block = max(256, _BLOCK_VALUES // (self.n_components * X.shape[1]))
         stats, neg_entropy = None, 0.0
         for start in range(0, X.shape[0], block):
             Xb = X[start:start + block]
             resp, log_resp = _softmax(self._log_rho(Xb, params))
+            if weight is not None:
+                # A sample of weight w is w samples: w times its statistics and entropy.
+                resp *= weight[start:start + block, None]
             # sum r log r, with 0 log 0 = 0 (r underflows to 0 where log r < -745)
             neg_entropy += float(np.einsum("nk,nk->", resp, np.maximum(log_resp, -745.0)))
             part = self._statistics(Xb, resp)
@@ -862,12 +983,13 @@ n_samples_seen_, n_rejected_steps_
 
     def _local_bound(self, X, local, params):
         # E_q[log p(x, z | theta)] is linear in the statistics:
-        # sum_f <stats_f, E_q[t_f]> - n d log(2 pi) / 2, minus E_q[log q(z)].
+        # sum_f <stats_f, E_q[t_f]> - n d log(2 pi) / 2, minus E_q[log q(z)]
+        # (n: the weight sum with weights).
         total = 0.0
         for name in self._global_factors:
             expected = params[name].cached("expected_stats", lambda f: f.distribution.expected_stats())
             total += sum(float(np.sum(s * e)) for s, e in zip(local["stats"][name], expected))
-        return total - 0.5 * X.shape[0] * X.shape[1] * _LOG_2PI - local["neg_entropy"]
+        return total - 0.5 * X.count() * X.X.shape[1] * _LOG_2PI - local["neg_entropy"]
 
     def _global_bound(self, params):
         total = 0.0
