@@ -15,6 +15,7 @@ from .models import (
     SVIMatrixFactorization,
     SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
+    SVISparseGPRegressor,
 )
 
 __version__ = "0.1.0.dev0"
@@ -30,6 +31,7 @@ __all__ = [
     "SVIMatrixFactorization",
     "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
+    "SVISparseGPRegressor",
     "__version__",
     "kernels",
     "show_versions",

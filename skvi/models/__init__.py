@@ -7,6 +7,7 @@ from .linear import SVILinearRegression
 from .matrix_factorization import SVIMatrixFactorization
 from .mixture import SVIBayesianGaussianMixture
 from .overdispersed_poisson import SVIOverdispersedPoissonRegression
+from .sparse_gp import SVISparseGPRegressor
 
 __all__ = [
     "SVIBayesianGaussianMixture",
@@ -17,4 +18,5 @@ __all__ = [
     "SVIMatrixFactorization",
     "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
+    "SVISparseGPRegressor",
 ]

@@ -1,0 +1,658 @@
+"""Sparse Gaussian-process regression by (stochastic) variational inference.
+
+The inducing-point model of Titsias ("Variational learning of inducing
+variables in sparse Gaussian processes") and Hensman, Fusi and Lawrence
+("Gaussian processes for big data"), with the four objectives compared in
+"Monte Carlo structured SVI for two-level non-conjugate models"::
+
+    u = f(Z) ~ N(0, K_uu),   f | u ~ N(A u, K_ff - Q_ff),   y | f ~ N(f, s2 I)
+
+with ``A = K_fu K_uu^-1`` and ``Q_ff = A K_uf``.  Whitened, ``u = L v`` with
+``L L^T = K_uu`` and ``v ~ N(0, I)``: each row has features
+``phi_i = L^-1 k_u(x_i)`` and ``f_i | v ~ N(phi_i . v, c_i)``,
+``c_i = k_ii - |phi_i|^2``, so every objective is a Bayesian linear model in
+``phi`` with per-row noise, fitted by the engine's natural-gradient steps on
+one full-covariance Gaussian ``q(v) = N(m, V)``.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+from sklearn.base import RegressorMixin, _fit_context, clone
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
+from sklearn.metrics import r2_score
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..expfam import MultivariateGaussian
+from ._rows import Rows, check_row_weights, row_quadratic
+
+__all__ = ["SVISparseGPRegressor"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+#: Largest number of rows of the 'optimal' objective, which factorises N x N.
+MAX_OPTIMAL_ROWS = 5000
+#: Relative jitters tried in turn on the diagonal of K_uu until it factorises.
+JITTERS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
+
+
+def _gauss_logpdf(y, mean, var):
+    return -0.5 * (_LOG_2PI + np.log(var) + (y - mean) ** 2 / var)
+
+
+class SVISparseGPRegressor(RegressorMixin, SVIEstimator):
+    """Sparse Gaussian-process regression with inducing points, batch or by SVI.
+
+    ``objective`` chooses what ``q(u)`` (and, with ``optimizer``, the kernel
+    hyperparameters and the noise) maximise; ``N`` rows, ``M`` inducing
+    points:
+
+    - ``'titsias'``: the variational bound of Titsias (the standard bound of
+      "Monte Carlo structured SVI", eq. 3); its collapsed value is
+      ``log N(y; 0, Q + s2 I) - tr(K - Q) / (2 s2)``; by SVI it is the
+      stochastic variational GP of Hensman et al.  O(N M^2).
+    - ``'optimal'``: the bound with the conditional ``p(f | u)`` kept whole
+      (eq. 6); its optimum is the exact GP's log marginal likelihood and
+      ``q(u)`` the exact posterior of ``u``.  O(N^3), batch only, at most
+      ``MAX_OPTIMAL_ROWS`` rows.
+    - ``'fitc'`` (V1): the per-row conditional variances added to the noise;
+      at its optimum, the FITC log marginal likelihood.  Not a bound.
+    - ``'predictive'`` (V2): the log predictive density of the training rows,
+      ``sum_i log N(y_i; phi_i . m, c_i + s2 + phi_i^T V phi_i)``.  Not a
+      bound; its natural-gradient target can be indefinite and is projected
+      onto the positive-definite cone (eigenvalues clipped).
+
+    With a Gaussian likelihood the first three have targets that do not
+    depend on ``q``: one batch step with ``rho = 1`` is their optimum.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel, default=None
+        Covariance function; None is ``ConstantKernel() * RBF()``.  Its
+        hyperparameters (``theta``, in log space) are learned with
+        ``optimizer`` within ``kernel.bounds``, or kept.
+    noise_variance : float, default=1.0
+        Initial (or, with ``optimizer=None``, fixed) noise variance ``s2``.
+    n_inducing : int, default=100
+        Number of inducing points when ``inducing_points`` is None: k-means
+        centres of (at most 20,000 rows of) the first data seen, or all the
+        distinct rows when there are fewer.
+    inducing_points : array-like of shape (n_inducing, n_features), default=None
+        Given inducing inputs (kept fixed).
+    objective : {'titsias', 'optimal', 'fitc', 'predictive'}, default='titsias'
+        See above.
+    optimizer : 'fmin_l_bfgs_b' or None, default='fmin_l_bfgs_b'
+        In batch ``fit``, L-BFGS on the collapsed objective (for
+        ``'predictive'``, which has none, on the FITC one) over the kernel's
+        ``theta`` and ``log s2``, with finite-difference gradients, before
+        ``q(u)`` is fitted.  Online, a gradient step on the same parameters
+        after every accepted step (Hensman et al.), of size ``rho_t`` times
+        ``hyperparameter_learning_rate``.  None keeps them.
+    n_restarts_optimizer : int, default=0
+        Further L-BFGS runs from ``theta`` drawn log-uniformly within the
+        bounds; the best is kept.
+    hyperparameter_learning_rate : float, default=0.01
+        Online hyperparameter step per unit ``rho_t``, on the per-row
+        gradient of the objective in log space.
+    learning_method : {'batch', 'online'}, default='batch'
+        ``'batch'``: natural-gradient steps on all rows (one step for the
+        conjugate objectives).  ``'online'``: SVI on shuffled minibatches.
+    batch_size : int, default=1000
+        Largest number of rows per online minibatch.
+    max_iter : int, default=100
+        Maximum passes.
+    tol : float, default=1e-8
+        Stop when the relative change of the objective between passes is
+        below.
+    learning_offset, learning_decay : float, default=1.0, 0.7
+        ``tau`` and ``kappa`` of ``rho_t = (t + tau) ** -kappa``.
+    learning_rate : None, float or Schedule, default=None
+        Overrides the two above (see :mod:`skvi.schedules`).
+    total_samples : 'auto' or float, default='auto'
+        ``N`` for ``partial_fit``'s ``N / |S|`` scaling.
+    step_safety : bool, default=True
+        Reject (and halve) a step whose covariance is not positive definite
+        or, in batch, that lowers the objective.
+    random_state : int, RandomState or None, default=None
+        Seeds k-means, optimizer restarts and the minibatch order.
+    verbose : int, default=0
+        Print one line per pass.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The kernel with the fitted hyperparameters.
+    noise_variance_ : float
+        The fitted noise variance.
+    inducing_points_ : ndarray of shape (n_inducing, n_features)
+        The inducing inputs ``Z``.
+    jitter_ : float
+        The relative jitter ``j`` of ``K_uu + j mean(diag K_uu) I``: the
+        smallest of ``JITTERS`` with which it factorises (0 unless the
+        inducing points nearly coincide).
+    q_mean_ : ndarray of shape (n_inducing,)
+        Mean of ``q(u)`` (not whitened).
+    q_covariance_ : ndarray of shape (n_inducing, n_inducing)
+        Covariance of ``q(u)``.
+    natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
+n_samples_seen_, converged_, n_rejected_steps_
+        Engine history (the objective's values), see
+        :class:`skvi.engine.SVIEstimator`.  For ``'fitc'`` and
+        ``'predictive'`` the values are not lower bounds.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    sklearn.gaussian_process.GaussianProcessRegressor : the exact GP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process import GaussianProcessRegressor
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skvi import SVISparseGPRegressor
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, size=(200, 1))
+    >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=200)
+    >>> gp = SVISparseGPRegressor(kernel=RBF(0.5), noise_variance=0.01, n_inducing=30,
+    ...                           optimizer=None, random_state=0).fit(X, y)
+    >>> exact = GaussianProcessRegressor(RBF(0.5), alpha=0.01, optimizer=None).fit(X, y)
+
+    30 inducing points give the exact GP's predictions and, nearly, its log
+    marginal likelihood:
+
+    >>> X_new = np.array([[0.0], [1.0]])
+    >>> bool(np.allclose(gp.predict(X_new), exact.predict(X_new), atol=1e-5))
+    True
+    >>> round(gp.lower_bound_, 2), round(float(exact.log_marginal_likelihood_value_), 2)
+    (143.33, 143.33)
+    """
+
+    _parameter_constraints = {
+        "kernel": [None, Kernel],
+        "noise_variance": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
+        "inducing_points": [None, "array-like"],
+        "objective": [StrOptions({"titsias", "optimal", "fitc", "predictive"})],
+        "optimizer": [None, StrOptions({"fmin_l_bfgs_b"})],
+        "n_restarts_optimizer": [Interval(numbers.Integral, 0, None, closed="left")],
+        "hyperparameter_learning_rate": [Interval(numbers.Real, 0, None, closed="left")],
+        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
+    }
+    _parameter_constraints["learning_rate"] = [
+        None,
+        Interval(numbers.Real, 0, 1, closed="right"),
+        HasMethods(["__call__", "validate", "observe"]),
+    ]
+
+    _global_factors = ("inducing",)
+    _factor_families = {"inducing": MultivariateGaussian}
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        noise_variance=1.0,
+        n_inducing=100,
+        inducing_points=None,
+        objective="titsias",
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        hyperparameter_learning_rate=0.01,
+        learning_method="batch",
+        batch_size=1000,
+        max_iter=100,
+        tol=1e-8,
+        learning_offset=1.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        step_safety=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.noise_variance = noise_variance
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.objective = objective
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.hyperparameter_learning_rate = hyperparameter_learning_rate
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit q(u) (and the hyperparameters, with ``optimizer``) to (X, y).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Training targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row
+            twice (not with ``objective='optimal'``).
+
+        Returns
+        -------
+        self : SVISparseGPRegressor
+            The fitted estimator.
+        """
+        return self._engine_fit(self._rows(X, y, True, sample_weight))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Stochastic steps on (X, y), one per minibatch of at most ``batch_size`` rows.
+
+        The first call chooses the inducing points from its rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs of the minibatch.
+        y : array-like of shape (n_samples,)
+            Targets of the minibatch.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`.
+
+        Returns
+        -------
+        self : SVISparseGPRegressor
+            The updated estimator.
+        """
+        if self.objective == "optimal":
+            raise ValueError(
+                "objective='optimal' does not decompose over rows: it has no partial_fit. "
+                "Use 'titsias', 'fitc' or 'predictive' on a stream."
+            )
+        first = not hasattr(self, "natural_params_")
+        return self._engine_partial_fit(self._rows(X, y, first, sample_weight))
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive mean of f (and its standard deviation or covariance).
+
+        As :class:`~sklearn.gaussian_process.GaussianProcessRegressor`: the
+        latent function, without the noise:
+        ``N(phi . m, k** - q** + phi^T V phi)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query inputs.
+        return_std : bool, default=False
+            Also return the standard deviation.
+        return_cov : bool, default=False
+            Also return the joint covariance.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+            Predictive mean of f.
+        std : ndarray of shape (n_samples,)
+            Predictive standard deviation of f; only with ``return_std``.
+        cov : ndarray of shape (n_samples, n_samples)
+            Predictive covariance of f; only with ``return_cov``.
+        """
+        if return_std and return_cov:
+            raise ValueError("At most one of return_std and return_cov can be requested.")
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        phi, kdiag = self._features(X)
+        q = self.natural_params_["inducing"].distribution
+        mean = phi @ q.loc
+        if return_cov:
+            cov = self.kernel_(X) - phi @ phi.T + phi @ q.covariance @ phi.T
+            return mean, cov
+        if return_std:
+            var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, q.covariance)
+            return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean
+
+    def log_predictive_density(self, X, y):
+        """``log N(y_i; E[f_i], Var[f_i] + s2)`` of every row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Log predictive density of each row (noise included).
+        """
+        mean, std = self.predict(X, return_std=True)
+        y = np.asarray(y, dtype=np.float64)
+        return _gauss_logpdf(y, mean, std**2 + self.noise_variance_)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draws of the latent function at X from the posterior predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_points, n_features)
+            Query inputs.
+        n_samples : int, default=1
+            Number of draws.
+        random_state : int, RandomState or None, default=0
+            Seeds the draws.
+
+        Returns
+        -------
+        ndarray of shape (n_points, n_samples)
+            One draw of f per column.
+        """
+        from sklearn.utils import check_random_state
+
+        mean, cov = self.predict(X, return_cov=True)
+        rng = check_random_state(random_state)
+        return rng.multivariate_normal(mean, cov, n_samples, method="eigh").T
+
+    def score(self, X, y, sample_weight=None):
+        """R^2 of :meth:`predict` (as scikit-learn's regressors).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            True targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows.
+
+        Returns
+        -------
+        float
+            R^2 (1 is a perfect fit).
+        """
+        return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+
+    # -------------------------------------------------------------- features
+    def _rows(self, X, y, reset, sample_weight):
+        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        weight = check_row_weights(sample_weight, X)
+        if weight is not None and self.objective == "optimal":
+            raise ValueError("objective='optimal' takes no sample_weight.")
+        return Rows(X, np.asarray(y, dtype=np.float64), weight)
+
+    def _set_kernel(self, kernel, noise):
+        """Adopt hyperparameters: the kernel, the noise and the Cholesky factor of K_uu."""
+        self.kernel_ = kernel
+        self.noise_variance_ = float(noise)
+        self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True)
+
+    def _cholesky(self, kernel, with_jitter=False):
+        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``."""
+        Kuu = kernel(self.inducing_points_)
+        scale = max(float(np.mean(np.diag(Kuu))), 1e-300)
+        for jitter in JITTERS:
+            try:
+                chol = np.linalg.cholesky(Kuu + jitter * scale * np.eye(Kuu.shape[0]))
+            except np.linalg.LinAlgError:
+                continue
+            if np.all(np.isfinite(chol)) and np.min(np.diag(chol)) > 0:
+                return (chol, jitter) if with_jitter else chol
+        raise np.linalg.LinAlgError(
+            "K_uu is not positive definite even with a relative jitter of "
+            f"{JITTERS[-1]}: are inducing points repeated?"
+        )
+
+    def _features(self, X, kernel=None, chol=None):
+        """Whitened features ``phi = (L^-1 K_uX)^T`` and the prior variances ``k_ii``."""
+        kernel = self.kernel_ if kernel is None else kernel
+        chol = self._chol if chol is None else chol
+        phi = sla.solve_triangular(chol, kernel(self.inducing_points_, X), lower=True).T
+        return phi, kernel.diag(X)
+
+    def _choose_inducing(self, data, random_state):
+        X = data.X
+        if self.inducing_points is not None:
+            Z = np.asarray(self.inducing_points, dtype=np.float64)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
+                raise ValueError(
+                    f"inducing_points must have shape (n_inducing, {X.shape[1]}), got {Z.shape}."
+                )
+            return Z.copy()
+        weight = data.weight
+        if weight is not None:  # rows of weight 0 are not data
+            X, weight = X[weight > 0], weight[weight > 0]
+        distinct = np.unique(X, axis=0)
+        if distinct.shape[0] <= self.n_inducing:
+            return distinct
+        from sklearn.cluster import KMeans
+
+        if X.shape[0] > 20000:
+            rows = random_state.choice(X.shape[0], 20000, replace=False)
+            X, weight = X[rows], None if weight is None else weight[rows]
+        km = KMeans(self.n_inducing, n_init=1, random_state=random_state.randint(2**31 - 1))
+        return km.fit(X, sample_weight=weight).cluster_centers_
+
+    # ----------------------------------------------------------- objectives
+    def _row_terms(self, data, phi, kdiag, mean, var, noise):
+        """Per-row objective values and the derivatives E1, E2 in the row's mean."""
+        y = data.y
+        c = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0)
+        if self.objective == "titsias":
+            value = _gauss_logpdf(y, mean, noise) - (var + c) / (2.0 * noise)
+            e1, e2 = (y - mean) / noise, np.full_like(y, -1.0 / noise)
+        elif self.objective == "fitc":
+            b = c + noise
+            value = _gauss_logpdf(y, mean, b) - var / (2.0 * b)
+            e1, e2 = (y - mean) / b, -1.0 / b
+        else:  # predictive
+            s = c + noise + var
+            r = y - mean
+            value = _gauss_logpdf(y, mean, s)
+            # d/dmean = r / s; 2 d/dvar = r^2 / s^2 - 1 / s (Price's theorem's E2).
+            e1, e2 = r / s, r * r / (s * s) - 1.0 / s
+        return value, e1, e2
+
+    def _optimal_terms(self, X, y, phi, q=None, kernel=None, noise=None):
+        """Cholesky factor of ``B = K - Q + s2 I`` and, given q, the data term."""
+        kernel = self.kernel_ if kernel is None else kernel
+        noise = self.noise_variance_ if noise is None else noise
+        B = kernel(X) - phi @ phi.T
+        B[np.diag_indices_from(B)] += noise
+        chol = sla.cho_factor(B, lower=True)
+        if q is None:
+            return chol, None
+        r = y - phi @ q.loc
+        logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
+        trace = np.sum(sla.cho_solve(chol, phi) * (phi @ q.covariance))
+        value = -0.5 * (y.size * _LOG_2PI + logdet + r @ sla.cho_solve(chol, r) + trace)
+        return chol, value
+
+    # ----------------------------------------------------------- model hooks
+    def _validate_input(self, data, reset):
+        return data
+
+    def _sample_count(self, data):
+        return data.count()
+
+    def _prior_natural(self):
+        m = self.inducing_points_.shape[0]
+        return {"inducing": (np.zeros(m), -0.5 * np.eye(m))}
+
+    def _initialize_globals(self, data, random_state):
+        if self.objective == "optimal" and data.shape[0] > MAX_OPTIMAL_ROWS:
+            raise ValueError(
+                f"objective='optimal' factorises an N x N matrix; N = {data.shape[0]} is above "
+                f"MAX_OPTIMAL_ROWS = {MAX_OPTIMAL_ROWS}. Use 'titsias', 'fitc' or 'predictive'."
+            )
+        if self.objective == "optimal" and self.learning_method == "online":
+            raise ValueError("objective='optimal' does not decompose over rows: use batch fit.")
+        self.inducing_points_ = self._choose_inducing(data, random_state)
+        kernel = clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
+        noise = float(self.noise_variance)
+        if self.optimizer is not None and self.learning_method == "batch":
+            kernel, noise = self._optimize_hyperparameters(data, kernel, noise, random_state)
+        self._set_kernel(kernel, noise)
+        return self._prior_natural()
+
+    def _local_step(self, data, params):
+        phi, kdiag = self._features(data.X)
+        local = {"phi": phi, "kdiag": kdiag}
+        if self.objective == "optimal":
+            local["chol"] = self._optimal_terms(data.X, data.y, phi)[0]
+        return local
+
+    def _expected_stats(self, name, data, local, params):
+        phi = local["phi"]
+        if self.objective == "optimal":
+            solved = sla.cho_solve(local["chol"], phi)
+            return solved.T @ data.y, -0.5 * phi.T @ solved
+        q = params["inducing"].distribution
+        mean = phi @ q.loc
+        var = row_quadratic(phi, q.covariance)
+        _, e1, e2 = self._row_terms(data, phi, local["kdiag"], mean, var, self.noise_variance_)
+        e1, e2 = data.weighted(e1), data.weighted(e2)
+        return phi.T @ (e1 - e2 * mean), 0.5 * (phi * e2[:, None]).T @ phi
+
+    def _factor_target(self, name, current, stats, ctx):
+        eta1, eta2 = super()._factor_target(name, current, stats, ctx)
+        if self.objective != "predictive":
+            return eta1, eta2
+        # V2's precision target sum (1/s - r^2/s^2) phi phi^T + I can be
+        # indefinite: clip its eigenvalues (the prior's precision is 1, so
+        # a floor of 1e-6 keeps q proper without hiding the data).
+        values, vectors = np.linalg.eigh(-2.0 * eta2)
+        clipped = (vectors * np.maximum(values, 1e-6)) @ vectors.T
+        return eta1, -0.5 * clipped
+
+    def _local_bound(self, data, local, params):
+        phi, kdiag = (local["phi"], local["kdiag"]) if local else self._features(data.X)
+        q = params["inducing"].distribution
+        if self.objective == "optimal":
+            return float(self._optimal_terms(data.X, data.y, phi, q)[1])
+        mean = phi @ q.loc
+        var = row_quadratic(phi, q.covariance)
+        value, _, _ = self._row_terms(data, phi, kdiag, mean, var, self.noise_variance_)
+        return float(np.sum(data.weighted(value)))
+
+    def _global_bound(self, params):
+        q = params["inducing"].distribution
+        m = q.loc.size
+        return float(-q.kl(MultivariateGaussian(np.zeros(m), np.eye(m))))
+
+    def _batch_line_search(self):
+        return True
+
+    def _step_acceptable(self, data, params, ctx):
+        # V2's projected fixed point can overshoot: a batch step must not
+        # lower the objective (the conjugate objectives reach it in one step).
+        if ctx.online or data is None or self.objective != "predictive":
+            return True
+        new = self._global_bound(params) + self._local_bound(data, None, params)
+        old = self._global_bound(self.natural_params_) + self._local_bound(
+            data, None, self.natural_params_
+        )
+        return bool(np.isfinite(new) and new >= old - 1e-12 * abs(old))
+
+    def _on_params_updated(self):
+        q = self.natural_params_["inducing"].distribution
+        L = self._chol
+        self.q_mean_ = L @ q.loc
+        self.q_covariance_ = L @ q.covariance @ L.T
+
+    # -------------------------------------------------------- hyperparameters
+    def _collapsed(self, data, kernel, noise):
+        """The objective at its optimal q(u), in closed form (FITC for 'predictive')."""
+        X, y, w = data.X, data.y, data.weight
+        if self.objective == "optimal":
+            K = kernel(X)
+            K[np.diag_indices_from(K)] += noise
+            chol = sla.cho_factor(K, lower=True)
+            logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
+            return -0.5 * (y.size * _LOG_2PI + logdet + y @ sla.cho_solve(chol, y))
+        phi, kdiag = self._features(X, kernel, self._cholesky(kernel))
+        c = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0)
+        d = np.full_like(y, noise) if self.objective == "titsias" else c + noise
+        ww = np.ones_like(y) if w is None else w
+        # log N(y; 0, Phi Phi^T + D) for weighted rows (a row of weight k is k
+        # copies): Woodbury with D / w, plus the per-copy normalisers.
+        A = np.eye(phi.shape[1]) + (phi * (ww / d)[:, None]).T @ phi
+        chol_a = np.linalg.cholesky(A)
+        c_vec = sla.solve_triangular(chol_a, phi.T @ (ww * y / d), lower=True)
+        value = -0.5 * (
+            np.sum(ww * (_LOG_2PI + np.log(d) + y * y / d))
+            + 2.0 * np.sum(np.log(np.diag(chol_a)))
+            - c_vec @ c_vec
+        )
+        if self.objective == "titsias":
+            value -= np.sum(ww * c) / (2.0 * noise)
+        return float(value)
+
+    def _optimize_hyperparameters(self, data, kernel, noise, random_state):
+        bounds = np.vstack([kernel.bounds, [np.log(1e-6), np.log(1e6)]])
+
+        def objective(params):
+            k = kernel.clone_with_theta(params[:-1])
+            try:
+                return -self._collapsed(data, k, float(np.exp(params[-1])))
+            except (np.linalg.LinAlgError, ValueError):
+                return np.inf
+
+        starts = [np.append(kernel.theta, np.log(noise))]
+        for _ in range(self.n_restarts_optimizer):
+            starts.append(random_state.uniform(bounds[:, 0], bounds[:, 1]))
+        best = None
+        for start in starts:
+            res = minimize(objective, start, method="L-BFGS-B", bounds=bounds)
+            if np.isfinite(res.fun) and (best is None or res.fun < best.fun):
+                best = res
+        if best is None:
+            raise ValueError("The hyperparameter optimisation found no finite objective.")
+        return kernel.clone_with_theta(best.x[:-1]), float(np.exp(best.x[-1]))
+
+    def _hyperparameter_statistics(self, data, local):
+        if self.optimizer is None or self.learning_method == "batch" or data is None:
+            return None
+        # The per-row gradient of the objective in (theta, log s2) with q
+        # fixed (whitened, so the KL does not depend on them), by central
+        # differences.
+        q = self.natural_params_["inducing"].distribution
+        params = np.append(self.kernel_.theta, np.log(self.noise_variance_))
+
+        def value(p):
+            k = self.kernel_.clone_with_theta(p[:-1])
+            phi, kdiag = self._features(data.X, k, self._cholesky(k))
+            mean = phi @ q.loc
+            var = row_quadratic(phi, q.covariance)
+            v, _, _ = self._row_terms(data, phi, kdiag, mean, var, float(np.exp(p[-1])))
+            return float(np.sum(data.weighted(v)))
+
+        h = 1e-5
+        grad = np.array([
+            (value(params + h * e) - value(params - h * e)) / (2.0 * h)
+            for e in np.eye(params.size)
+        ])
+        return grad / max(self._sample_count(data), 1e-300)
+
+    def _update_hyperparameters(self, hyper, ctx):
+        if hyper is None:
+            return False
+        bounds = np.vstack([self.kernel_.bounds, [np.log(1e-6), np.log(1e6)]])
+        params = np.append(self.kernel_.theta, np.log(self.noise_variance_))
+        step = np.clip(ctx.rho * self.hyperparameter_learning_rate * hyper, -0.5, 0.5)
+        params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
+        self._set_kernel(self.kernel_.clone_with_theta(params[:-1]), float(np.exp(params[-1])))
+        return True

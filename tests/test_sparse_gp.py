@@ -1,0 +1,178 @@
+"""SVISparseGPRegressor against closed forms and scikit-learn's exact GP."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+from scipy.stats import multivariate_normal
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from skvi import SVISparseGPRegressor
+
+KERNEL = C(1.3) * RBF(0.7)
+NOISE = 0.05
+
+
+def _data(n=120, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, size=(n, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+def _nystrom(X, Z, kernel=KERNEL, jitter=0.0):
+    """K_ff, Q_ff = K_fu K_uu^-1 K_uf (with a relative jitter on K_uu) and the blocks."""
+    Kuu = kernel(Z)
+    Kuu = Kuu + jitter * np.mean(np.diag(Kuu)) * np.eye(len(Z))
+    Kfu = kernel(X, Z)
+    return kernel(X), Kfu @ np.linalg.solve(Kuu, Kfu.T), Kuu, Kfu
+
+
+def _fit(objective, Z, X, y, sample_weight=None, **kw):
+    kw = {"kernel": KERNEL, "noise_variance": NOISE, "inducing_points": Z, "optimizer": None,
+          "objective": objective, **kw}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SVISparseGPRegressor(**kw).fit(X, y, sample_weight=sample_weight)
+
+
+def test_optimal_objective_is_the_exact_log_marginal_likelihood_for_any_inducing_set():
+    X, y = _data()
+    exact = GaussianProcessRegressor(KERNEL, alpha=NOISE, optimizer=None).fit(X, y)
+    for Z in (np.array([[-2.0], [0.5]]), np.random.RandomState(1).uniform(-3, 3, (12, 1))):
+        gp = _fit("optimal", Z, X, y)
+        assert gp.lower_bound_ == pytest.approx(exact.log_marginal_likelihood_value_, rel=1e-8)
+        # q(u) is the exact posterior of f at Z.
+        mean, cov = exact.predict(Z, return_cov=True)
+        np.testing.assert_allclose(gp.q_mean_, mean, atol=1e-6)
+        np.testing.assert_allclose(gp.q_covariance_, cov, atol=1e-6)
+
+
+def test_titsias_and_fitc_objectives_equal_their_collapsed_closed_forms():
+    X, y = _data()
+    Z = np.linspace(-2.5, 2.5, 8)[:, None]
+    K, Q, _, _ = _nystrom(X, Z)
+    n = len(y)
+    titsias = (multivariate_normal(np.zeros(n), Q + NOISE * np.eye(n)).logpdf(y)
+               - np.trace(K - Q) / (2 * NOISE))
+    fitc = multivariate_normal(np.zeros(n), Q + np.diag(np.diag(K - Q)) + NOISE * np.eye(n)).logpdf(y)
+    assert _fit("titsias", Z, X, y).lower_bound_ == pytest.approx(titsias, rel=1e-8)
+    assert _fit("fitc", Z, X, y).lower_bound_ == pytest.approx(fitc, rel=1e-8)
+
+
+def test_one_batch_step_is_the_closed_form_posterior_and_svi_converges_to_it():
+    X, y = _data(300)
+    Z = np.linspace(-2.5, 2.5, 10)[:, None]
+    _, _, Kuu, Kfu = _nystrom(X, Z)
+    # Titsias's optimal q(u): S = Kuu (Kuu + Kuf Kfu / s2)^-1 Kuu, m = S Kuu^-1 Kuf y / s2.
+    Sigma = Kuu + Kfu.T @ Kfu / NOISE
+    S = Kuu @ np.linalg.solve(Sigma, Kuu)
+    m = Kuu @ np.linalg.solve(Sigma, Kfu.T @ y) / NOISE
+    one = _fit("titsias", Z, X, y, max_iter=1)
+    np.testing.assert_allclose(one.q_mean_, m, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(one.q_covariance_, S, rtol=1e-8, atol=1e-10)
+    online = _fit("titsias", Z, X, y, learning_method="online", batch_size=30, max_iter=40,
+                  tol=0, random_state=0)
+    np.testing.assert_allclose(online.q_mean_, m, atol=0.02)
+    np.testing.assert_allclose(online.q_covariance_, S, atol=2e-3)
+
+
+def test_inducing_points_at_the_data_give_the_exact_gp():
+    X, y = _data(60)
+    exact = GaussianProcessRegressor(KERNEL, alpha=NOISE, optimizer=None).fit(X, y)
+    gp = _fit("titsias", X, X, y)
+    X_new = np.linspace(-3.5, 3.5, 9)[:, None]
+    mean, std = gp.predict(X_new, return_std=True)
+    ref_mean, ref_std = exact.predict(X_new, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, atol=1e-6)
+    assert gp.lower_bound_ == pytest.approx(exact.log_marginal_likelihood_value_, rel=1e-6)
+    np.testing.assert_allclose(
+        gp.log_predictive_density(X_new, ref_mean),
+        -0.5 * np.log(2 * np.pi * (ref_std**2 + NOISE)), atol=1e-6,
+    )
+
+
+def test_predictive_objective_is_stationary_at_its_fixed_point():
+    # V2 is not a bound; its fixed point (with the projected precision) must
+    # still be a stationary point in q's mean: finite differences of the
+    # objective, written out here from the kernel.
+    X, y = _data(80, seed=3)
+    Z = np.linspace(-2.5, 2.5, 6)[:, None]
+    gp = _fit("predictive", Z, X, y, max_iter=300, tol=1e-14)
+    K, Q, Kuu, Kfu = _nystrom(X, Z)
+    L = np.linalg.cholesky(Kuu)
+    phi = sla.solve_triangular(L, Kfu.T, lower=True).T
+    c = np.diag(K) - np.sum(phi**2, axis=1)
+    V = np.linalg.solve(L, np.linalg.solve(L, gp.q_covariance_).T)  # whitened covariance
+    m = np.linalg.solve(L, gp.q_mean_)
+
+    def objective(mean):
+        s = c + NOISE + np.einsum("ij,jk,ik->i", phi, V, phi)
+        r = y - phi @ mean
+        kl = 0.5 * (np.trace(V) + mean @ mean - len(mean) - np.linalg.slogdet(V)[1])
+        return np.sum(-0.5 * (np.log(2 * np.pi * s) + r * r / s)) - kl
+
+    assert objective(m) == pytest.approx(gp.lower_bound_, rel=1e-10)
+    h = 1e-5
+    grad = [(objective(m + h * e) - objective(m - h * e)) / (2 * h) for e in np.eye(len(m))]
+    assert np.abs(grad).max() < 1e-4
+    assert np.linalg.eigvalsh(gp.q_covariance_).min() > 0
+
+
+def test_learned_hyperparameters_match_scikit_learn_with_inducing_points_at_the_data():
+    # With Z = X the collapsed Titsias bound is the exact log marginal
+    # likelihood, so its maximiser is scikit-learn's (noise as a WhiteKernel).
+    X, y = _data(50, seed=2)
+    ref = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1), alpha=0.0,
+                                   random_state=0).fit(X, y)
+    gp = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.1, inducing_points=X).fit(X, y)
+    ref_k = ref.kernel_
+    assert gp.kernel_.k2.length_scale == pytest.approx(ref_k.k1.k2.length_scale, rel=2e-3)
+    assert gp.kernel_.k1.constant_value == pytest.approx(ref_k.k1.k1.constant_value, rel=5e-3)
+    assert gp.noise_variance_ == pytest.approx(ref_k.k2.noise_level, rel=5e-3)
+    assert gp.lower_bound_ == pytest.approx(ref.log_marginal_likelihood_value_, rel=1e-5)
+
+
+def test_hyperparameters_of_a_known_gp_are_recovered():
+    # 600 draws from a GP with length scale 0.8, amplitude 1 and noise 0.04:
+    # the batch fit with 40 k-means inducing points recovers them within 15%.
+    rng = np.random.RandomState(4)
+    X = rng.uniform(-4, 4, size=(600, 1))
+    K = RBF(0.8)(X) + 1e-8 * np.eye(600)
+    y = np.linalg.cholesky(K) @ rng.normal(size=600) + 0.2 * rng.normal(size=600)
+    gp = SVISparseGPRegressor(C(0.5) * RBF(2.0), noise_variance=0.5, n_inducing=40,
+                              random_state=0).fit(X, y)
+    assert gp.kernel_.k2.length_scale == pytest.approx(0.8, rel=0.15)
+    assert gp.noise_variance_ == pytest.approx(0.04, rel=0.15)
+
+
+def test_online_hyperparameter_steps_approach_the_batch_optimum():
+    rng = np.random.RandomState(5)
+    X = rng.uniform(-3, 3, size=(2000, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=2000)
+    Z = np.linspace(-3, 3, 15)[:, None]
+    batch = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.3, inducing_points=Z).fit(X, y)
+    online = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.3, inducing_points=Z,
+                                  learning_method="online", batch_size=200, max_iter=30, tol=0,
+                                  hyperparameter_learning_rate=1.0, random_state=0).fit(X, y)
+    assert online.noise_variance_ == pytest.approx(batch.noise_variance_, rel=0.2)
+    assert online.score(X, y) == pytest.approx(batch.score(X, y), abs=0.01)
+
+
+def test_refusals_and_weights():
+    X, y = _data(40)
+    with pytest.raises(ValueError, match="partial_fit"):
+        SVISparseGPRegressor(objective="optimal").partial_fit(X, y)
+    with pytest.raises(ValueError, match="batch"):
+        SVISparseGPRegressor(objective="optimal", learning_method="online").fit(X, y)
+    w = np.random.RandomState(0).randint(0, 3, size=40)
+    Z = X[:6]
+    a = _fit("fitc", Z, X, y, sample_weight=w)
+    b = _fit("fitc", Z, np.repeat(X, w, axis=0), np.repeat(y, w))
+    np.testing.assert_allclose(a.q_mean_, b.q_mean_, rtol=1e-9, atol=1e-12)
+    assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)
