@@ -15,6 +15,7 @@ from .models import (
     SVIMatrixFactorization,
     SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
+    SVISparseGPClassifier,
     SVISparseGPRegressor,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "SVIMatrixFactorization",
     "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
+    "SVISparseGPClassifier",
     "SVISparseGPRegressor",
     "__version__",
     "kernels",

@@ -11,6 +11,7 @@ from skvi import (
     SVIMatrixFactorization,
     SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
+    SVISparseGPClassifier,
     SVISparseGPRegressor,
 )
 
@@ -32,6 +33,7 @@ ESTIMATORS = [
     SVIPoissonRegression(max_iter=30, expectation="quadrature", random_state=0),
     SVIOverdispersedPoissonRegression(max_iter=10, random_state=0),
     SVISparseGPRegressor(n_inducing=10, random_state=0),
+    SVISparseGPClassifier(n_inducing=10, max_iter=20, optimizer=None, random_state=0),
 ]
 
 # SVIMatrixFactorization's X is two columns of (user, item) ids, of any

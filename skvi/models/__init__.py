@@ -7,7 +7,7 @@ from .linear import SVILinearRegression
 from .matrix_factorization import SVIMatrixFactorization
 from .mixture import SVIBayesianGaussianMixture
 from .overdispersed_poisson import SVIOverdispersedPoissonRegression
-from .sparse_gp import SVISparseGPRegressor
+from .sparse_gp import SVISparseGPClassifier, SVISparseGPRegressor
 
 __all__ = [
     "SVIBayesianGaussianMixture",
@@ -18,5 +18,6 @@ __all__ = [
     "SVIMatrixFactorization",
     "SVIOverdispersedPoissonRegression",
     "SVIPoissonRegression",
+    "SVISparseGPClassifier",
     "SVISparseGPRegressor",
 ]

@@ -20,17 +20,20 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
-from sklearn.base import RegressorMixin, _fit_context, clone
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 from sklearn.metrics import r2_score
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
+from ..likelihoods import Bernoulli
+from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ._rows import Rows, check_row_weights, row_quadratic
 
-__all__ = ["SVISparseGPRegressor"]
+__all__ = ["SVISparseGPClassifier", "SVISparseGPRegressor"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Largest number of rows of the 'optimal' objective, which factorises N x N.
@@ -43,7 +46,171 @@ def _gauss_logpdf(y, mean, var):
     return -0.5 * (_LOG_2PI + np.log(var) + (y - mean) ** 2 / var)
 
 
-class SVISparseGPRegressor(RegressorMixin, SVIEstimator):
+class _SparseGP(SVIEstimator):
+    """What the sparse-GP estimators share: kernel, inducing points, whitened features.
+
+    ``q(v)`` over the whitened inducing values is the one global factor;
+    subclasses give the per-row objective (``_local_step``,
+    ``_expected_stats``, ``_local_bound``) and, through ``_hyper_vector``,
+    the hyperparameters besides the kernel's.
+    """
+
+    _parameter_constraints = {
+        "kernel": [None, Kernel],
+        "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
+        "inducing_points": [None, "array-like"],
+        "optimizer": [None, StrOptions({"fmin_l_bfgs_b"})],
+        "hyperparameter_learning_rate": [Interval(numbers.Real, 0, None, closed="left")],
+        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
+    }
+
+    _global_factors = ("inducing",)
+    _factor_families = {"inducing": MultivariateGaussian}
+
+    # -------------------------------------------------------------- features
+    def _set_kernel(self, kernel):
+        """Adopt a kernel: it and the Cholesky factor of K_uu."""
+        self.kernel_ = kernel
+        self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True)
+
+    def _cholesky(self, kernel, with_jitter=False):
+        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``."""
+        Kuu = kernel(self.inducing_points_)
+        scale = max(float(np.mean(np.diag(Kuu))), 1e-300)
+        for jitter in JITTERS:
+            try:
+                chol = np.linalg.cholesky(Kuu + jitter * scale * np.eye(Kuu.shape[0]))
+            except np.linalg.LinAlgError:
+                continue
+            if np.all(np.isfinite(chol)) and np.min(np.diag(chol)) > 0:
+                return (chol, jitter) if with_jitter else chol
+        raise np.linalg.LinAlgError(
+            "K_uu is not positive definite even with a relative jitter of "
+            f"{JITTERS[-1]}: are inducing points repeated?"
+        )
+
+    def _features(self, X, kernel=None, chol=None):
+        """Whitened features ``phi = (L^-1 K_uX)^T`` and the prior variances ``k_ii``."""
+        kernel = self.kernel_ if kernel is None else kernel
+        chol = self._chol if chol is None else chol
+        phi = sla.solve_triangular(chol, kernel(self.inducing_points_, X), lower=True).T
+        return phi, kernel.diag(X)
+
+    def _choose_inducing(self, data, random_state):
+        X = data.X
+        if self.inducing_points is not None:
+            Z = np.asarray(self.inducing_points, dtype=np.float64)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
+                raise ValueError(
+                    f"inducing_points must have shape (n_inducing, {X.shape[1]}), got {Z.shape}."
+                )
+            return Z.copy()
+        weight = data.weight
+        if weight is not None:  # rows of weight 0 are not data
+            X, weight = X[weight > 0], weight[weight > 0]
+        distinct = np.unique(X, axis=0)
+        if distinct.shape[0] <= self.n_inducing:
+            return distinct
+        from sklearn.cluster import KMeans
+
+        if X.shape[0] > 20000:
+            rows = random_state.choice(X.shape[0], 20000, replace=False)
+            X, weight = X[rows], None if weight is None else weight[rows]
+        km = KMeans(self.n_inducing, n_init=1, random_state=random_state.randint(2**31 - 1))
+        return km.fit(X, sample_weight=weight).cluster_centers_
+
+    def _latent_moments(self, X):
+        """Validated X's whitened features and the mean and variance of f under q."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        phi, kdiag = self._features(X)
+        q = self.natural_params_["inducing"].distribution
+        var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, q.covariance)
+        return X, phi, phi @ q.loc, np.maximum(var, 0.0)
+
+    def _start(self, data, random_state):
+        """The inducing points and a copy of the kernel for a new fit."""
+        self.inducing_points_ = self._choose_inducing(data, random_state)
+        return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
+
+    # ----------------------------------------------------------- model hooks
+    def _validate_input(self, data, reset):
+        return data
+
+    def _sample_count(self, data):
+        return data.count()
+
+    def _prior_natural(self):
+        m = self.inducing_points_.shape[0]
+        return {"inducing": (np.zeros(m), -0.5 * np.eye(m))}
+
+    def _global_bound(self, params):
+        q = params["inducing"].distribution
+        m = q.loc.size
+        return float(-q.kl(MultivariateGaussian(np.zeros(m), np.eye(m))))
+
+    def _on_params_updated(self):
+        q = self.natural_params_["inducing"].distribution
+        L = self._chol
+        self.q_mean_ = L @ q.loc
+        self.q_covariance_ = L @ q.covariance @ L.T
+
+    # -------------------------------------------------------- hyperparameters
+    def _hyper_vector(self):
+        """The learned hyperparameters in log space: the kernel's theta (and more in subclasses)."""
+        return self.kernel_.theta.copy()
+
+    def _hyper_bounds(self):
+        return self.kernel_.bounds
+
+    def _set_hyper_vector(self, params):
+        self._set_kernel(self.kernel_.clone_with_theta(params[: self.kernel_.theta.size]))
+
+    def _data_term(self, data, params):
+        """The rows' objective with q fixed and the hyperparameters ``params``."""
+        raise NotImplementedError  # pragma: no cover - each estimator has its own
+
+    def _learns_hyperparameters_by_steps(self):
+        return self.optimizer is not None and self.learning_method == "online"
+
+    def _hyperparameter_statistics(self, data, local):
+        if data is None or not self._learns_hyperparameters_by_steps():
+            return None
+        if self.learning_method == "batch":
+            # Coordinate ascent: the hyperparameters that maximise the
+            # objective with q fixed (L-BFGS, finite-difference gradients).
+            bounds = self._hyper_bounds()
+            res = minimize(lambda p: -self._data_term(data, p), self._hyper_vector(),
+                           method="L-BFGS-B", bounds=bounds, options={"maxiter": 20})
+            return {"target": res.x}
+        # The per-row gradient of the objective in the log hyperparameters
+        # with q fixed (whitened, so the KL does not depend on them), by
+        # central differences: scikit-learn's kernels give no gradient of
+        # the cross-covariance K(X, Z).
+        params = self._hyper_vector()
+        h = 1e-5
+        grad = np.array([
+            (self._data_term(data, params + h * e) - self._data_term(data, params - h * e))
+            / (2.0 * h)
+            for e in np.eye(params.size)
+        ])
+        return {"gradient": grad / max(self._sample_count(data), 1e-300)}
+
+    def _update_hyperparameters(self, hyper, ctx):
+        if hyper is None:
+            return False
+        bounds = self._hyper_bounds()
+        current = self._hyper_vector()
+        if "target" in hyper:  # batch: the maximiser given q
+            new = hyper["target"]
+        else:  # online: a gradient step, at most 0.5 in log space per coordinate
+            step = ctx.rho * self.hyperparameter_learning_rate * hyper["gradient"]
+            new = current + np.clip(step, -0.5, 0.5)
+        self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
+        return True
+
+
+class SVISparseGPRegressor(RegressorMixin, _SparseGP):
     """Sparse Gaussian-process regression with inducing points, batch or by SVI.
 
     ``objective`` chooses what ``q(u)`` (and, with ``optimizer``, the kernel
@@ -173,24 +340,11 @@ n_samples_seen_, converged_, n_rejected_steps_
     """
 
     _parameter_constraints = {
-        "kernel": [None, Kernel],
+        **_SparseGP._parameter_constraints,
         "noise_variance": [Interval(numbers.Real, 0, None, closed="neither")],
-        "n_inducing": [Interval(numbers.Integral, 1, None, closed="left")],
-        "inducing_points": [None, "array-like"],
         "objective": [StrOptions({"titsias", "optimal", "fitc", "predictive"})],
-        "optimizer": [None, StrOptions({"fmin_l_bfgs_b"})],
         "n_restarts_optimizer": [Interval(numbers.Integral, 0, None, closed="left")],
-        "hyperparameter_learning_rate": [Interval(numbers.Real, 0, None, closed="left")],
-        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
-    _parameter_constraints["learning_rate"] = [
-        None,
-        Interval(numbers.Real, 0, 1, closed="right"),
-        HasMethods(["__call__", "validate", "observe"]),
-    ]
-
-    _global_factors = ("inducing",)
-    _factor_families = {"inducing": MultivariateGaussian}
 
     def __init__(
         self,
@@ -312,17 +466,12 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         if return_std and return_cov:
             raise ValueError("At most one of return_std and return_cov can be requested.")
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        phi, kdiag = self._features(X)
-        q = self.natural_params_["inducing"].distribution
-        mean = phi @ q.loc
+        X, phi, mean, var = self._latent_moments(X)
         if return_cov:
-            cov = self.kernel_(X) - phi @ phi.T + phi @ q.covariance @ phi.T
-            return mean, cov
+            q = self.natural_params_["inducing"].distribution
+            return mean, self.kernel_(X) - phi @ phi.T + phi @ q.covariance @ phi.T
         if return_std:
-            var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, q.covariance)
-            return mean, np.sqrt(np.maximum(var, 0.0))
+            return mean, np.sqrt(var)
         return mean
 
     def log_predictive_density(self, X, y):
@@ -386,7 +535,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
 
-    # -------------------------------------------------------------- features
+    # ----------------------------------------------------------- objectives
     def _rows(self, X, y, reset, sample_weight):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
         weight = check_row_weights(sample_weight, X)
@@ -394,59 +543,24 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("objective='optimal' takes no sample_weight.")
         return Rows(X, np.asarray(y, dtype=np.float64), weight)
 
-    def _set_kernel(self, kernel, noise):
-        """Adopt hyperparameters: the kernel, the noise and the Cholesky factor of K_uu."""
-        self.kernel_ = kernel
-        self.noise_variance_ = float(noise)
-        self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True)
+    def _hyper_vector(self):
+        return np.append(self.kernel_.theta, np.log(self.noise_variance_))
 
-    def _cholesky(self, kernel, with_jitter=False):
-        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``."""
-        Kuu = kernel(self.inducing_points_)
-        scale = max(float(np.mean(np.diag(Kuu))), 1e-300)
-        for jitter in JITTERS:
-            try:
-                chol = np.linalg.cholesky(Kuu + jitter * scale * np.eye(Kuu.shape[0]))
-            except np.linalg.LinAlgError:
-                continue
-            if np.all(np.isfinite(chol)) and np.min(np.diag(chol)) > 0:
-                return (chol, jitter) if with_jitter else chol
-        raise np.linalg.LinAlgError(
-            "K_uu is not positive definite even with a relative jitter of "
-            f"{JITTERS[-1]}: are inducing points repeated?"
-        )
+    def _hyper_bounds(self):
+        return np.vstack([self.kernel_.bounds, [np.log(1e-6), np.log(1e6)]])
 
-    def _features(self, X, kernel=None, chol=None):
-        """Whitened features ``phi = (L^-1 K_uX)^T`` and the prior variances ``k_ii``."""
-        kernel = self.kernel_ if kernel is None else kernel
-        chol = self._chol if chol is None else chol
-        phi = sla.solve_triangular(chol, kernel(self.inducing_points_, X), lower=True).T
-        return phi, kernel.diag(X)
+    def _set_hyper_vector(self, params):
+        super()._set_hyper_vector(params)
+        self.noise_variance_ = float(np.exp(params[-1]))
 
-    def _choose_inducing(self, data, random_state):
-        X = data.X
-        if self.inducing_points is not None:
-            Z = np.asarray(self.inducing_points, dtype=np.float64)
-            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
-                raise ValueError(
-                    f"inducing_points must have shape (n_inducing, {X.shape[1]}), got {Z.shape}."
-                )
-            return Z.copy()
-        weight = data.weight
-        if weight is not None:  # rows of weight 0 are not data
-            X, weight = X[weight > 0], weight[weight > 0]
-        distinct = np.unique(X, axis=0)
-        if distinct.shape[0] <= self.n_inducing:
-            return distinct
-        from sklearn.cluster import KMeans
+    def _data_term(self, data, params):
+        kernel = self.kernel_.clone_with_theta(params[:-1])
+        phi, kdiag = self._features(data.X, kernel, self._cholesky(kernel))
+        q = self.natural_params_["inducing"].distribution
+        mean, var = phi @ q.loc, row_quadratic(phi, q.covariance)
+        value, _, _ = self._row_terms(data, phi, kdiag, mean, var, float(np.exp(params[-1])))
+        return float(np.sum(data.weighted(value)))
 
-        if X.shape[0] > 20000:
-            rows = random_state.choice(X.shape[0], 20000, replace=False)
-            X, weight = X[rows], None if weight is None else weight[rows]
-        km = KMeans(self.n_inducing, n_init=1, random_state=random_state.randint(2**31 - 1))
-        return km.fit(X, sample_weight=weight).cluster_centers_
-
-    # ----------------------------------------------------------- objectives
     def _row_terms(self, data, phi, kdiag, mean, var, noise):
         """Per-row objective values and the derivatives E1, E2 in the row's mean."""
         y = data.y
@@ -482,16 +596,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         return chol, value
 
     # ----------------------------------------------------------- model hooks
-    def _validate_input(self, data, reset):
-        return data
-
-    def _sample_count(self, data):
-        return data.count()
-
-    def _prior_natural(self):
-        m = self.inducing_points_.shape[0]
-        return {"inducing": (np.zeros(m), -0.5 * np.eye(m))}
-
     def _initialize_globals(self, data, random_state):
         if self.objective == "optimal" and data.shape[0] > MAX_OPTIMAL_ROWS:
             raise ValueError(
@@ -500,12 +604,12 @@ n_samples_seen_, converged_, n_rejected_steps_
             )
         if self.objective == "optimal" and self.learning_method == "online":
             raise ValueError("objective='optimal' does not decompose over rows: use batch fit.")
-        self.inducing_points_ = self._choose_inducing(data, random_state)
-        kernel = clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
+        kernel = self._start(data, random_state)
         noise = float(self.noise_variance)
         if self.optimizer is not None and self.learning_method == "batch":
             kernel, noise = self._optimize_hyperparameters(data, kernel, noise, random_state)
-        self._set_kernel(kernel, noise)
+        self._set_kernel(kernel)
+        self.noise_variance_ = noise
         return self._prior_natural()
 
     def _local_step(self, data, params):
@@ -548,11 +652,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         value, _, _ = self._row_terms(data, phi, kdiag, mean, var, self.noise_variance_)
         return float(np.sum(data.weighted(value)))
 
-    def _global_bound(self, params):
-        q = params["inducing"].distribution
-        m = q.loc.size
-        return float(-q.kl(MultivariateGaussian(np.zeros(m), np.eye(m))))
-
     def _batch_line_search(self):
         return True
 
@@ -566,12 +665,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             data, None, self.natural_params_
         )
         return bool(np.isfinite(new) and new >= old - 1e-12 * abs(old))
-
-    def _on_params_updated(self):
-        q = self.natural_params_["inducing"].distribution
-        L = self._chol
-        self.q_mean_ = L @ q.loc
-        self.q_covariance_ = L @ q.covariance @ L.T
 
     # -------------------------------------------------------- hyperparameters
     def _collapsed(self, data, kernel, noise):
@@ -623,36 +716,335 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("The hyperparameter optimisation found no finite objective.")
         return kernel.clone_with_theta(best.x[:-1]), float(np.exp(best.x[-1]))
 
-    def _hyperparameter_statistics(self, data, local):
-        if self.optimizer is None or self.learning_method == "batch" or data is None:
-            return None
-        # The per-row gradient of the objective in (theta, log s2) with q
-        # fixed (whitened, so the KL does not depend on them), by central
-        # differences.
-        q = self.natural_params_["inducing"].distribution
-        params = np.append(self.kernel_.theta, np.log(self.noise_variance_))
 
-        def value(p):
-            k = self.kernel_.clone_with_theta(p[:-1])
-            phi, kdiag = self._features(data.X, k, self._cholesky(k))
-            mean = phi @ q.loc
-            var = row_quadratic(phi, q.covariance)
-            v, _, _ = self._row_terms(data, phi, kdiag, mean, var, float(np.exp(p[-1])))
-            return float(np.sum(data.weighted(v)))
+class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
+    """Sparse Gaussian-process binary classification by Monte-Carlo structured SVI.
 
-        h = 1e-5
-        grad = np.array([
-            (value(params + h * e) - value(params - h * e)) / (2.0 * h)
-            for e in np.eye(params.size)
-        ])
-        return grad / max(self._sample_count(data), 1e-300)
+    ``p(y = 1 | f) = sigmoid(f)`` with the inducing-point GP prior of
+    :class:`SVISparseGPRegressor` on ``f`` (Hensman, Matthews and
+    Ghahramani, "Scalable variational Gaussian process classification").
+    Whitened, each row's ``f_i ~ N(phi_i . m, c_i + phi_i^T V phi_i)`` under
+    ``q(v) = N(m, V)``, and ``q(v)`` moves by the steps of the Monte Carlo
+    structured SVI paper, as :class:`SVILogisticRegression`'s weights do:
+    ``algorithm`` in {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}.
 
-    def _update_hyperparameters(self, hyper, ctx):
-        if hyper is None:
-            return False
-        bounds = np.vstack([self.kernel_.bounds, [np.log(1e-6), np.log(1e6)]])
-        params = np.append(self.kernel_.theta, np.log(self.noise_variance_))
-        step = np.clip(ctx.rho * self.hyperparameter_learning_rate * hyper, -0.5, 0.5)
-        params = np.clip(params + step, bounds[:, 0], bounds[:, 1])
-        self._set_kernel(self.kernel_.clone_with_theta(params[:-1]), float(np.exp(params[-1])))
-        return True
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel, default=None
+        Covariance function; None is ``ConstantKernel() * RBF()``.
+    n_inducing : int, default=100
+        Number of k-means inducing points when ``inducing_points`` is None.
+    inducing_points : array-like of shape (n_inducing, n_features), default=None
+        Given inducing inputs (kept fixed).
+    algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
+        How ``q(v)`` moves (:mod:`skvi.update_rules`).
+    gradient_learning_rate : float, default=0.5
+        AdaGrad's rate for the ordinary-gradient parts (not 'mc-ssvi').
+    expectation : {'quadrature', 'mc'}, default='quadrature'
+        ``E_q[d log p/df]`` and ``E_q[d^2 log p/df^2]`` by Gauss-Hermite
+        quadrature or Monte Carlo, with ``n_mc_samples`` nodes or draws.
+    n_mc_samples : int, default=20
+        Nodes or draws per row.
+    optimizer : 'fmin_l_bfgs_b' or None, default='fmin_l_bfgs_b'
+        Learn the kernel's hyperparameters (in log space, finite-difference
+        gradients).  Batch: after every step on ``q``, at most 20 L-BFGS
+        iterations on the ELBO with ``q`` fixed (coordinate ascent:
+        classification has no collapsed objective).  Online: a gradient
+        step of size ``rho_t * hyperparameter_learning_rate`` after every
+        accepted step.  None keeps them.
+    hyperparameter_learning_rate : float, default=0.1
+        Online hyperparameter step per unit ``rho_t`` on the per-row gradient.
+    learning_method : {'batch', 'online'}, default='batch'
+        Batch fixed-point steps on all rows (a step that lowers the ELBO is
+        halved) or SVI on minibatches.
+    batch_size : int, default=1000
+        Largest number of rows per online minibatch.
+    max_iter : int, default=100
+        Maximum passes.
+    tol : float, default=1e-6
+        Stop when the relative change of the ELBO between passes is below.
+    learning_offset, learning_decay : float, default=1.0, 0.7
+        ``tau`` and ``kappa`` of ``rho_t = (t + tau) ** -kappa``.
+    learning_rate : None, float or Schedule, default=None
+        Overrides the two above.
+    total_samples : 'auto' or float, default='auto'
+        ``N`` for ``partial_fit``'s ``N / |S|`` scaling.
+    step_safety : bool, default=True
+        Reject (and halve) an invalid or, in batch, ELBO-lowering step.
+    random_state : int, RandomState or None, default=None
+        Seeds k-means, Monte Carlo and the minibatch order.
+    verbose : int, default=0
+        Print one line per pass.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The class labels; ``classes_[1]`` is the positive class.
+    kernel_ : Kernel
+        The kernel with the fitted hyperparameters.
+    inducing_points_ : ndarray of shape (n_inducing, n_features)
+        The inducing inputs.
+    jitter_ : float
+        The relative jitter on ``K_uu``'s diagonal (see the regressor).
+    q_mean_, q_covariance_ : ndarray
+        Mean and covariance of ``q(u)`` (not whitened).
+    natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
+n_samples_seen_, converged_, n_rejected_steps_
+        Engine history, see :class:`skvi.engine.SVIEstimator`.
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    See Also
+    --------
+    sklearn.gaussian_process.GaussianProcessClassifier : the Laplace
+        approximation on all rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from skvi import SVISparseGPClassifier
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.uniform(-3, 3, size=(300, 1))
+    >>> y = (rng.uniform(size=300) < 1 / (1 + np.exp(-3 * np.sin(X[:, 0])))).astype(int)
+    >>> clf = SVISparseGPClassifier(RBF(1.0), n_inducing=15, optimizer=None,
+    ...                             random_state=0).fit(X, y)
+    >>> clf.predict(np.array([[-1.5], [1.5]]))
+    array([0, 1])
+    """
+
+    _parameter_constraints = {
+        **_SparseGP._parameter_constraints,
+        **UPDATE_RULE_PARAMETER_CONSTRAINTS,
+        "expectation": [StrOptions({"mc", "quadrature"})],
+        "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        n_inducing=100,
+        inducing_points=None,
+        algorithm="mc-ssvi",
+        gradient_learning_rate=0.5,
+        expectation="quadrature",
+        n_mc_samples=20,
+        optimizer="fmin_l_bfgs_b",
+        hyperparameter_learning_rate=0.1,
+        learning_method="batch",
+        batch_size=1000,
+        max_iter=100,
+        tol=1e-6,
+        learning_offset=1.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        step_safety=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.algorithm = algorithm
+        self.gradient_learning_rate = gradient_learning_rate
+        self.expectation = expectation
+        self.n_mc_samples = n_mc_samples
+        self.optimizer = optimizer
+        self.hyperparameter_learning_rate = hyperparameter_learning_rate
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    _likelihood = Bernoulli()
+
+    # ------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit q(u) (and the kernel, with ``optimizer``) to (X, y).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Two class labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights: a row of weight 2 counts as the row twice.
+
+        Returns
+        -------
+        self : SVISparseGPClassifier
+            The fitted estimator.
+        """
+        return self._engine_fit(self._rows(X, y, True, sample_weight))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Stochastic steps on (X, y), one per minibatch of at most ``batch_size`` rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs of the minibatch (the first call places the inducing points).
+        y : array-like of shape (n_samples,)
+            Labels of the minibatch.
+        classes : array-like of shape (2,), default=None
+            Both labels; needed on the first call unless its minibatch has both.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative row weights, as in :meth:`fit`.
+
+        Returns
+        -------
+        self : SVISparseGPClassifier
+            The updated estimator.
+        """
+        first = not hasattr(self, "natural_params_")
+        return self._engine_partial_fit(self._rows(X, y, first, sample_weight, classes))
+
+    def predict_proba(self, X):
+        """``E_q[sigmoid(f)]`` for each row, by 40-point Gauss-Hermite quadrature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Probabilities of ``classes_[0]`` and ``classes_[1]``.
+        """
+        _, _, mean, var = self._latent_moments(X)
+        p = np.clip(self._likelihood.predictive_mean(mean, var), 0.0, 1.0)
+        return np.column_stack([1.0 - p, p])
+
+    def decision_function(self, X):
+        """Log-odds of :meth:`predict_proba`'s positive class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``log p / (1 - p)`` of ``classes_[1]``.
+        """
+        p = self.predict_proba(X)[:, 1]
+        with np.errstate(divide="ignore"):
+            return np.log(p) - np.log1p(-p)
+
+    def predict(self, X):
+        """The more probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
+        positive = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[positive.astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    # ----------------------------------------------------------- objectives
+    def _rows(self, X, y, reset, sample_weight, classes=None):
+        X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
+        if reset:
+            check_classification_targets(y)
+            found = np.unique(y if classes is None else np.asarray(classes))
+            if found.size < 2:
+                raise ValueError(
+                    "SVISparseGPClassifier needs samples of 2 classes; the data contain only "
+                    f"one class: {found[0]!r}."
+                )
+            if found.size > 2:
+                raise ValueError(
+                    "Only binary classification is supported: SVISparseGPClassifier needs "
+                    f"y (or classes) with exactly 2 labels, got {found.size}."
+                )
+            self.classes_ = found
+        unknown = ~np.isin(y, self.classes_)
+        if np.any(unknown):
+            raise ValueError(f"y contains labels not in classes_: {np.unique(y[unknown]).tolist()}.")
+        target = (y == self.classes_[1]).astype(np.float64)
+        return Rows(X, target, check_row_weights(sample_weight, X))
+
+    def _moments(self, data, phi, kdiag, q):
+        mean = phi @ q.loc
+        var = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0) + row_quadratic(phi, q.covariance)
+        return mean, var
+
+    def _data_term(self, data, params):
+        kernel = self.kernel_.clone_with_theta(params)
+        phi, kdiag = self._features(data.X, kernel, self._cholesky(kernel))
+        mean, var = self._moments(data, phi, kdiag, self.natural_params_["inducing"].distribution)
+        e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
+        return float(np.sum(data.weighted(e_log)))
+
+    def _learns_hyperparameters_by_steps(self):
+        # No collapsed objective: in batch, the kernel is maximised with q
+        # fixed after every q step (coordinate ascent on the ELBO).
+        return self.optimizer is not None
+
+    # ----------------------------------------------------------- model hooks
+    def _update_rule(self, name):
+        return make_update_rule(self.algorithm, self.gradient_learning_rate)
+
+    def _initialize_globals(self, data, random_state):
+        self._mc_random_state = random_state
+        self._set_kernel(self._start(data, random_state))
+        return self._prior_natural()
+
+    def _local_step(self, data, params):
+        phi, kdiag = self._features(data.X)
+        mean, var = self._moments(data, phi, kdiag, params["inducing"].distribution)
+        _, e1, e2 = self._likelihood.expectations(
+            data.y, mean, var, method=self.expectation, n_samples=self.n_mc_samples,
+            random_state=self._mc_random_state,
+        )
+        return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2}
+
+    def _expected_stats(self, name, data, local, params):
+        phi = local["phi"]
+        e1, e2 = data.weighted(local["e1"]), data.weighted(local["e2"])
+        return phi.T @ (e1 - e2 * local["mean"]), 0.5 * (phi * e2[:, None]).T @ phi
+
+    def _local_bound(self, data, local, params):
+        phi, kdiag = (local["phi"], local["kdiag"]) if local else self._features(data.X)
+        mean, var = self._moments(data, phi, kdiag, params["inducing"].distribution)
+        e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
+        return float(np.sum(data.weighted(e_log)))
+
+    def _batch_line_search(self):
+        return self.expectation == "quadrature"
+
+    def _step_acceptable(self, data, params, ctx):
+        # A batch fixed-point step on q's mean is Newton-like and can
+        # overshoot: it must not lower the ELBO.
+        if ctx.online or data is None:
+            return True
+        new = self._global_bound(params) + self._local_bound(data, None, params)
+        old = self._global_bound(self.natural_params_) + self._local_bound(
+            data, None, self.natural_params_
+        )
+        return bool(np.isfinite(new) and new >= old - 1e-9 * abs(old))
