@@ -421,3 +421,163 @@ def test_alg1_with_few_children_warns_until_the_nodes_have_seen_their_ratings():
     enough = quiet_fit(SVIMatrixFactorization(3, learning_method="online", children_per_node=5,
                                               max_iter=400, random_state=0), X[~test], y[~test])
     assert rmse(enough) < 1.05 * rmse(batch)
+
+
+# ----------------------------------------------------------- sample_weight
+def _weighted_ratings(seed=3):
+    """A small rating set with integer weights in {0, 1, 2, 3}.
+
+    User 0 has only ratings of weight 0: weighted, it is dropped like the
+    repeated data drop it, so both fits have the same ids and, since the
+    initial factors are drawn per node (not per rating), the same start.
+    """
+    X, y, _, _ = make_ratings(25, 18, k=2, density=0.45, seed=seed)
+    w = np.random.RandomState(seed).randint(0, 4, size=len(y))
+    w[X[:, 0] == 0] = 0
+    assert np.any(w == 0) and np.any(w == 3)
+    return X, y, w
+
+
+def _assert_same_posterior(a, b, rtol=1e-8):
+    np.testing.assert_array_equal(a.user_ids_, b.user_ids_)
+    np.testing.assert_array_equal(a.item_ids_, b.item_ids_)
+    for name in ("user_mean_", "item_mean_", "user_covariance_", "item_covariance_"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=rtol, atol=1e-12,
+                                   err_msg=name)
+    assert a.global_mean_ == pytest.approx(b.global_mean_, rel=rtol)
+    assert a.global_mean_variance_ == pytest.approx(b.global_mean_variance_, rel=rtol)
+
+
+def _assert_same_probe_loss(mf, X, y, w):
+    """Step safety's loss per rating: the weighted average is the repeated one."""
+    params = mf.natural_params_
+    weighted = mf._probe_loss(nodes.prepare(mf._ratings(X, y, sample_weight=w)), params)
+    repeated = nodes.prepare(mf._ratings(np.repeat(X, w, axis=0), np.repeat(y, w)))
+    assert weighted == pytest.approx(mf._probe_loss(repeated, params), rel=1e-10)
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_sample_weight_equals_repeated_ratings_gaussian(covariance):
+    X, y, w = _weighted_ratings()
+    kw = dict(n_components=2, covariance=covariance, max_iter=25, tol=0, random_state=0)
+    weighted = SVIMatrixFactorization(**kw).fit(X, y, sample_weight=w)
+    repeated = SVIMatrixFactorization(**kw).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    # The user whose ratings all weigh 0 is not fitted.
+    assert 0 not in weighted.user_ids_
+    _assert_same_posterior(weighted, repeated)
+    _assert_same_probe_loss(weighted, X, y, w)
+    assert weighted.noise_precision_ == pytest.approx(repeated.noise_precision_, rel=1e-8)
+    np.testing.assert_allclose(weighted.user_precision_, repeated.user_precision_, rtol=1e-8)
+    np.testing.assert_allclose(weighted.lower_bounds_, repeated.lower_bounds_, rtol=1e-10)
+    assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
+    # The same weights on the stored entries of the ratings matrix.
+    R = sp.csr_matrix((y, (X[:, 0], X[:, 1])))
+    matrix = SVIMatrixFactorization(**kw).fit(R, sample_weight=w)
+    np.testing.assert_allclose(matrix.user_mean_, weighted.user_mean_, rtol=1e-12)
+    # Unit weights are no weights, to the last bit.
+    ones = SVIMatrixFactorization(**kw).fit(X, y, sample_weight=np.ones(len(y)))
+    plain = SVIMatrixFactorization(**kw).fit(X, y)
+    np.testing.assert_array_equal(ones.user_mean_, plain.user_mean_)
+    np.testing.assert_array_equal(ones.lower_bounds_, plain.lower_bounds_)
+
+
+class _NoPartnerNoise:
+    """Stands in for the Monte-Carlo generator: every partner draw is its mean."""
+
+    def standard_normal(self, size=None):
+        return np.zeros(size)
+
+
+@pytest.mark.parametrize("likelihood", ["bernoulli", "poisson", "ordinal"])
+def test_sample_weight_equals_repeated_ratings_nonconjugate(likelihood, monkeypatch):
+    # The partner of each rating is drawn per rating, so repeated ratings draw
+    # more (and other) numbers than weighted ones.  With those draws at the
+    # partner's mean and E_f by quadrature the updates are deterministic and
+    # the two fits must agree; the weights still enter every sum: node
+    # statistics, the global mean's fixed point, the ELBO, the start of mu,
+    # the probe loss and (ordinal) the thresholds' objective.
+    from skvi.models.matrix_factorization import nonconjugate
+
+    side_pass = nonconjugate.GLMRatings.side_pass
+    calls = []
+
+    def no_noise(self, mf, name, side, params, want_node_stats, rng=None):
+        calls.append(name)
+        return side_pass(self, mf, name, side, params, want_node_stats, rng=_NoPartnerNoise())
+
+    monkeypatch.setattr(nonconjugate.GLMRatings, "side_pass", no_noise)
+    X, y, w = _weighted_ratings(seed=4)
+    target = {
+        "bernoulli": (y > 3.0).astype(int),
+        "poisson": np.round(np.exp(0.4 * (y - 3.0))),
+        "ordinal": np.clip(np.round(y - 1.0), 0, 4),
+    }[likelihood]
+    kw = dict(n_components=2, likelihood=likelihood, expectation="quadrature", max_iter=8,
+              tol=0, random_state=0)
+    weighted = SVIMatrixFactorization(**kw).fit(X, target, sample_weight=w)
+    repeated = SVIMatrixFactorization(**kw).fit(np.repeat(X, w, axis=0), np.repeat(target, w))
+    assert calls
+    _assert_same_posterior(weighted, repeated)
+    _assert_same_probe_loss(weighted, X, target, w)
+    np.testing.assert_allclose(weighted.lower_bounds_, repeated.lower_bounds_, rtol=1e-10)
+    if likelihood == "ordinal":
+        np.testing.assert_allclose(
+            weighted.likelihood_.thresholds, repeated.likelihood_.thresholds, rtol=1e-8
+        )
+    assert weighted.n_samples_seen_ == w.sum()
+
+
+def test_partial_fit_sample_weight_counts_the_weight_sum():
+    X, y, w = _weighted_ratings(seed=5)
+    parts = np.array_split(np.random.RandomState(0).permutation(len(y)), 3)
+    # Several minibatches per call: n_samples_seen_ is the running weight sum.
+    mf = SVIMatrixFactorization(2, batch_size=40, random_state=0)
+    seen = []
+    for p in parts:
+        mf.partial_fit(X[p], y[p], sample_weight=w[p])
+        seen.append(mf.n_samples_seen_)
+    np.testing.assert_allclose(seen, np.cumsum([w[p].sum() for p in parts]))
+    # With one minibatch per call and a constant weight, every N / |S| and
+    # N_i / C_i of the stream is that of the repeated ratings: the same steps.
+    two = np.full(len(y), 2)
+    a = SVIMatrixFactorization(2, batch_size=10**4, random_state=0)
+    b = SVIMatrixFactorization(2, batch_size=10**4, random_state=0)
+    for p in parts:
+        a.partial_fit(X[p], y[p], sample_weight=two[p])
+        b.partial_fit(np.repeat(X[p], 2, axis=0), np.repeat(y[p], 2))
+    assert a.n_samples_seen_ == b.n_samples_seen_ == 2 * len(y)
+    _assert_same_posterior(a, b)
+    assert a.noise_precision_ == pytest.approx(b.noise_precision_, rel=1e-8)
+    # A single step on weights in {0, ..., 3} is the step on the repeated ratings.
+    c = SVIMatrixFactorization(2, batch_size=10**4, random_state=0).partial_fit(
+        X, y, sample_weight=w
+    )
+    d = SVIMatrixFactorization(2, batch_size=10**4, random_state=0).partial_fit(
+        np.repeat(X, w, axis=0), np.repeat(y, w)
+    )
+    assert c.n_samples_seen_ == w.sum()
+    _assert_same_posterior(c, d)
+
+
+def test_sample_weight_validation():
+    X, y, w = _weighted_ratings()
+    mf = SVIMatrixFactorization(2, max_iter=2, random_state=0)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        mf.partial_fit(X, y, sample_weights=w)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        mf.fit(X, y, weight=w)
+    for method in (mf.fit, mf.partial_fit):
+        with pytest.raises(ValueError, match="shape"):
+            method(X, y, sample_weight=w[:-1])
+        with pytest.raises(ValueError, match="1D array"):
+            method(X, y, sample_weight=np.ones((len(y), 2)))
+        with pytest.raises(ValueError, match="Negative"):
+            method(X, y, sample_weight=np.where(np.arange(len(y)) == 3, -1.0, 1.0))
+        with pytest.raises(ValueError, match="zero"):
+            method(X, y, sample_weight=np.zeros(len(y)))
+        with pytest.raises(ValueError, match="NaN"):
+            method(X, y, sample_weight=np.full(len(y), np.nan))
+    # A ratings matrix takes one weight per stored entry, not per user.
+    R = sp.csr_matrix((y, (X[:, 0], X[:, 1])))
+    with pytest.raises(ValueError, match="shape"):
+        SVIMatrixFactorization(2).fit(R, sample_weight=np.ones(R.shape[0]))

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from skvi import (
+    SVIBayesianGaussianMixture,
     SVILatentDirichletAllocation,
     SVILogisticRegression,
     SVIMatrixFactorization,
@@ -199,19 +200,22 @@ def _partial_fit_cases():
         (SVILogisticRegression(), (X, y)),
         (SVIPoissonRegression(), (X, y)),
         (SVIMatrixFactorization(n_components=1), (pairs, rng.normal(size=20))),
+        (SVIBayesianGaussianMixture(n_components=2), (X,)),
     ]
 
 
 @pytest.mark.parametrize("est, args", _partial_fit_cases(), ids=lambda v: type(v).__name__ if not isinstance(v, tuple) else "")
 def test_partial_fit_refuses_unknown_keywords(est, args):
     # A keyword the estimator does not declare was silently ignored: e.g.
-    # sample_weight, where it is not supported, counted every row once
-    # whatever the caller meant.
+    # sample_weight, before the estimators took it, counted every row once
+    # whatever the caller meant.  Now every partial_fit takes sample_weight,
+    # and a misspelling of it raises.
     with pytest.raises(TypeError, match="unexpected keyword"):
         est.partial_fit(*args, not_a_parameter=1)
-    if not isinstance(est, (SVILogisticRegression, SVIPoissonRegression)):
-        with pytest.raises(TypeError, match="sample_weight"):
-            est.partial_fit(*args, sample_weight=np.ones(args[0].shape[0]))
+    with pytest.raises(TypeError, match="sample_weights"):
+        est.partial_fit(*args, sample_weights=np.ones(args[0].shape[0]))
+    est.partial_fit(*args, sample_weight=np.ones(args[0].shape[0]))
+    assert est.n_samples_seen_ == args[0].shape[0]
 
 
 # ------------------------------------------------------ matrix factorization

@@ -56,9 +56,13 @@ check_regressors_int check_regressors_no_decision_function
 check_regressors_train check_supervised_y_2d
 check_transformer_data_not_an_array check_transformer_general
 check_transformer_n_iter check_transformer_preserve_dtypes
+check_sample_weights_list check_sample_weight_equivalence_on_dense_data
 """.split()
 }
 _MF_CHECKS["check_estimator_sparse_tag"] = (
+    "a sparse X is the users x items ratings matrix, taken with y=None only"
+)
+_MF_CHECKS["check_sample_weight_equivalence_on_sparse_data"] = (
     "a sparse X is the users x items ratings matrix, taken with y=None only"
 )
 _MF_CHECKS["check_fit_idempotent"] = (

@@ -47,6 +47,7 @@ from ...update_rules import (
     make_update_rule,
 )
 from ...validation import check_sparse_structure
+from .._rows import check_row_weights
 from .conjugate import GaussianRatings
 from .ids import IdEncoder
 from .nodes import (
@@ -269,7 +270,8 @@ default='gaussian'
         with ``factor_prior='wishart'`` the matrices ``E[Lambda_u]``,
         ``E[Lambda_v]``.
     user_counts_, item_counts_ : ndarray
-        Ratings per user and item used for the ``N_i`` of the steps.
+        Ratings per user and item used for the ``N_i`` of the steps (not
+        weighted; ratings of weight 0 are not counted).
     likelihood_ : Likelihood or None
         The fitted observation model (ordinal: with the learned
         thresholds); None for the conjugate Gaussian model.
@@ -402,7 +404,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the posterior to ratings.
 
         Parameters
@@ -415,13 +417,26 @@ n_samples_seen_, converged_, n_rejected_steps_
             (``user_ids_``, ``item_ids_``).
         y : array-like of shape (n_ratings,) or None
             Ratings for the id pairs.
+        sample_weight : array-like of shape (n_ratings,) or None, default=None
+            Non-negative weight of each rating: of each row of the id pairs
+            X, or of each stored entry of a sparse X (in the order of
+            ``X.tocoo().data``, which is that of ``X.data`` for COO, CSR
+            and CSC).  A rating of weight 2 counts
+            as the rating twice (its likelihood term and statistics, and
+            ``n_samples_seen_`` and the ``N / |S|`` of the global mean and
+            noise precision); a rating of weight 0 is ignored, as if it
+            were not in X (an id with only such ratings is not fitted).
+            A batch fit on integer weights is the fit on the ratings
+            repeated that many times.  Online, each user's and item's
+            ``N_i`` is its number of ratings (see :meth:`partial_fit`).
+            Unit weights, or None, fit exactly as without weights.
 
         Returns
         -------
         self : SVIMatrixFactorization
             The fitted estimator.
         """
-        data = self._ratings(X, y, reset=True)
+        data = self._ratings(X, y, reset=True, sample_weight=sample_weight)
         self._in_partial_fit = False
         try:
             self._engine_fit(data)
@@ -430,7 +445,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, classes=None):
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """Take stochastic natural-gradient steps on a minibatch of ratings.
 
         One step per minibatch of at most ``batch_size`` ratings (the call's
@@ -450,6 +465,17 @@ n_samples_seen_, converged_, n_rejected_steps_
             values the stream can hold, in order, required on the first call
             unless its minibatch already holds them all.  Ignored afterwards
             and for the other likelihoods.
+        sample_weight : array-like of shape (n_ratings,) or None, default=None
+            Non-negative weight of each rating, as in :meth:`fit`: a rating
+            of weight 2 counts twice in its statistics, in the ``N / |S|``
+            of the global mean and noise precision and in the running count
+            ``n_samples_seen_`` (the ``N`` of ``total_samples='auto'``); a
+            rating of weight 0 is ignored.  Each user's and item's ``N_i``
+            (``user_counts_``, ``item_counts_``) stays its running count of
+            ratings of positive weight, so ``N_i / C_i`` times the weighted
+            sum of its ``C_i`` sampled ratings estimates the weighted sum of
+            all its ratings; a node whose weights change along the stream
+            is therefore not scaled exactly as its repeated ratings would be.
 
         Returns
         -------
@@ -457,7 +483,9 @@ n_samples_seen_, converged_, n_rejected_steps_
             The updated estimator.
         """
         first = not hasattr(self, "natural_params_")
-        data = self._ratings(X, y, reset=first, grow=True, classes=classes)
+        data = self._ratings(
+            X, y, reset=first, grow=True, classes=classes, sample_weight=sample_weight
+        )
         self._in_partial_fit = True
         return self._engine_partial_fit(data)
 
@@ -649,27 +677,52 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self.n_components
 
     # ------------------------------------------------------------- input
-    def _ratings(self, X, y, reset=False, grow=False, classes=None):
+    def _ratings(self, X, y, reset=False, grow=False, classes=None, sample_weight=None):
         """Validated, encoded ratings of (X, y): ids to rows, ratings to targets.
 
         ``reset`` starts new id encoders and the likelihood's classes;
         ``grow`` adds unknown ids (``partial_fit``); otherwise unknown ids
-        are encoded as -1 (predicted from the prior).
+        are encoded as -1 (predicted from the prior).  ``sample_weight``
+        weighs the ratings: those of weight 0 are dropped before their ids
+        are encoded, unit weights give unweighted ratings.
         """
         if y is None:
             data = self._matrix_ratings(X)
+            weights = check_row_weights(sample_weight, data.ratings)
             if reset:
                 self.n_features_in_ = 2
         else:
+            # The weights first: their errors (all zero, wrong length) do not
+            # depend on what the columns of X hold.
+            weights = check_row_weights(sample_weight, X)
             users, items = self._id_columns(X, reset=reset)
             ratings = self._check_ratings(y, users.shape[0])
             data = Ratings(users, items, ratings)
+        if weights is not None:
+            data = self._weigh(data, weights)
         if reset:
             self._user_ids = IdEncoder(data.users)
             self._item_ids = IdEncoder(data.items)
         data.users = self._user_ids.encode(data.users, grow=grow)
         data.items = self._item_ids.encode(data.items, grow=grow)
         return self._encode_targets(data, reset=reset, classes=classes)
+
+    @staticmethod
+    def _weigh(data, weights):
+        """``data`` with the validated ``weights``; ratings of weight 0 are dropped.
+
+        Dropped before their ids are encoded, a rating of weight 0 is as if
+        it were not in X.  Unit weights give unweighted ratings, whose code
+        paths (and numbers) are those of a fit without weights.
+        """
+        positive = weights > 0
+        if not np.all(positive):
+            data = data[positive]
+            weights = weights[positive]
+        if np.all(weights == 1.0):
+            return data
+        data.weights = weights
+        return data
 
     def _pairs(self, X):
         """Encoded (users, items) rows of the id pairs X; -1 for unknown ids."""
@@ -820,7 +873,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             ratings = idx.astype(np.float64)
         else:
             ratings = lik.validate_targets(ratings)
-        return Ratings(data.users, data.items, ratings)
+        return Ratings(data.users, data.items, ratings, data.weights)
 
 
     @property
@@ -1008,7 +1061,9 @@ n_samples_seen_, converged_, n_rejected_steps_
             params[name] = self._initial_nodes(
                 name, counts.shape[0], random_state, counts > 0, tight
             )
-        params.update(self._strategy.initial_scalars(self, data.ratings, random_state))
+        params.update(
+            self._strategy.initial_scalars(self, data.ratings, random_state, data.weights)
+        )
         if self.factor_precision is None:
             for name in ("users", "items"):
                 params[SIDES[name].precision] = self._initial_precision_natural()
@@ -1103,7 +1158,13 @@ n_samples_seen_, converged_, n_rejected_steps_
         c = self.children_per_node
         for_users = data[sample_children(data.users, c, random_state)]
         for_items = data[sample_children(data.items, c, random_state)]
-        yield ChildSample(for_users, for_items), data.shape[0] / for_users.shape[0]
+        yield ChildSample(for_users, for_items), data.count() / for_users.count()
+
+    def _sample_count(self, data):
+        # The global factors' minibatch is the users' sample (Alg. 1).
+        if isinstance(data, ChildSample):
+            data = data.for_users
+        return data.count()
 
 
     def _alg1_passes(self):

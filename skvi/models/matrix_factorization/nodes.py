@@ -60,44 +60,57 @@ SIDES = {
 
 
 class Ratings:
-    """Ratings as three aligned arrays; indexable by rows like an ndarray.
+    """Ratings as aligned arrays; indexable by rows like an ndarray.
 
     The engine only needs ``shape[0]`` and ``data[rows]``, so this is how
     the (user, item, rating) triples travel through its minibatch loop.
+    ``weights`` holds each rating's positive ``sample_weight``, or is None
+    for unit weights (the unweighted code paths).
     """
 
-    __slots__ = ("users", "items", "ratings")
+    __slots__ = ("users", "items", "ratings", "weights")
 
-    def __init__(self, users, items, ratings):
+    def __init__(self, users, items, ratings, weights=None):
         self.users = users
         self.items = items
         self.ratings = ratings
+        self.weights = weights
 
     @property
     def shape(self):
         return (self.users.shape[0],)
 
     def __getitem__(self, rows):
-        return Ratings(self.users[rows], self.items[rows], self.ratings[rows])
+        weights = None if self.weights is None else self.weights[rows]
+        return Ratings(self.users[rows], self.items[rows], self.ratings[rows], weights)
+
+    def count(self):
+        """The number of ratings, or their total weight."""
+        return self.shape[0] if self.weights is None else float(np.sum(self.weights))
 
 
 class BatchSide:
     """One side (users or items) of a prepared minibatch."""
 
-    __slots__ = ("nodes", "counts", "ones", "values", "other_nodes", "row", "col", "ratings")
+    __slots__ = (
+        "nodes", "counts", "ones", "values", "other_nodes", "row", "col", "ratings", "weights",
+    )
 
-    def __init__(self, nodes, counts, ones, values, other_nodes, row, col, ratings):
+    def __init__(self, nodes, counts, ones, values, other_nodes, row, col, ratings, weights=None):
         self.nodes = nodes  # distinct node ids of this side in the batch
-        self.counts = counts  # ratings per node in the batch (C_i)
-        self.ones = ones  # CSR indicator, nodes x other_nodes
-        self.values = values  # CSR ratings, nodes x other_nodes
+        # Ratings per node in the batch (C_i), not weighted: the engine's
+        # N_i are counts of ratings, and N_i / C_i scales weighted sums.
+        self.counts = counts
+        self.ones = ones  # CSR indicator (weights), nodes x other_nodes
+        self.values = values  # CSR ratings (times their weights), nodes x other_nodes
         self.other_nodes = other_nodes
         # Per rating: its node's position in ``nodes``, its partner's in
-        # ``other_nodes``, and the rating (the non-conjugate statistics are
-        # not sums over the CSR matrices).
+        # ``other_nodes``, the rating and its weight or None (the
+        # non-conjugate statistics are not sums over the CSR matrices).
         self.row = row
         self.col = col
         self.ratings = ratings
+        self.weights = weights
 
 
 class ChildSample:
@@ -114,33 +127,53 @@ class ChildSample:
         self.for_items = for_items
 
 
-def index_side(nodes_of, partners_of, ratings):
-    """CSR indicator and rating matrices of one side of a minibatch."""
+def index_side(nodes_of, partners_of, ratings, weights=None):
+    """CSR indicator and rating matrices of one side of a minibatch.
+
+    With ``weights`` the indicator holds each rating's weight and the rating
+    matrix the weighted ratings, so every sum over them (:func:`aggregate`)
+    counts a rating of weight 2 twice.  ``counts`` stays the number of
+    ratings per node.
+    """
     nodes, inv = np.unique(nodes_of, return_inverse=True)
     partners, inv_p = np.unique(partners_of, return_inverse=True)
     shape = (nodes.shape[0], partners.shape[0])
-    ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
-    val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
+    if weights is None:
+        ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
+        val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
+    else:
+        ind = sp.csr_matrix((weights, (inv, inv_p)), shape=shape)
+        val = sp.csr_matrix((weights * ratings, (inv, inv_p)), shape=shape)
     counts = np.bincount(inv, minlength=shape[0]).astype(float)
-    return BatchSide(nodes, counts, ind, val, partners, inv, inv_p, ratings)
+    return BatchSide(nodes, counts, ind, val, partners, inv, inv_p, ratings, weights)
 
 
 def prepare(data):
-    """Index a minibatch of ratings for sparse aggregation per node."""
+    """Index a minibatch of ratings for sparse aggregation per node.
+
+    ``n``, ``sum_r`` and ``sum_r2`` are the (weighted) count, sum and sum of
+    squares of the global side's ratings.
+    """
     if isinstance(data, ChildSample):
         for_users, for_items = data.for_users, data.for_items
     else:
         for_users = for_items = data
     r = for_users.ratings
+    w = for_users.weights
+    if w is None:
+        n, sum_r, sum_r2 = float(r.shape[0]), float(np.sum(r)), float(np.dot(r, r))
+    else:
+        wr = w * r
+        n, sum_r, sum_r2 = float(np.sum(w)), float(np.sum(wr)), float(np.dot(wr, r))
     return {
-        "users": index_side(for_users.users, for_users.items, r),
-        "items": index_side(for_items.items, for_items.users, for_items.ratings),
+        "users": index_side(for_users.users, for_users.items, r, w),
+        "items": index_side(for_items.items, for_items.users, for_items.ratings, for_items.weights),
         # The side whose ratings are the minibatch of the global factors.
         "global_side": "users",
         "same_sides": for_users is for_items,
-        "n": float(r.shape[0]),
-        "sum_r": float(np.sum(r)),
-        "sum_r2": float(np.dot(r, r)),
+        "n": n,
+        "sum_r": sum_r,
+        "sum_r2": sum_r2,
         "data": data,
     }
 
@@ -230,6 +263,7 @@ def aggregate(side, other):
     a column of ones (the rating counts); a second one weights ``E[f]``,
     ``E[o]`` and ones by the ratings.  The rest of ``E[x x^T]`` is one of
     these (``x = (f, 1)``), so the (d x d) products are never formed.
+    With rating weights (:func:`index_side`) every sum is weighted.
     """
     m = other.mean
     S = other.second

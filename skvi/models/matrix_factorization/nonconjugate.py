@@ -83,6 +83,7 @@ def side_statistics(
     rng,
     n_nodes,
     want_node_stats=True,
+    weights=None,
 ):
     """Per-node fixed-point statistics and per-rating expectations.
 
@@ -111,16 +112,19 @@ def side_statistics(
     n_nodes : int
     want_node_stats : bool, default=True
         Also aggregate the node statistics (the costly part).
+    weights : ndarray of shape (n_ratings,) or None, default=None
+        Weights of the ratings in the node statistics' sums (None: ones).
 
     Returns
     -------
     h : ndarray of shape (n_nodes, d) or None
-        ``sum_j E_v[(E[l'] - E[l''] m_w . x) x]``.
+        ``sum_j E_v[(E[l'] - E[l''] m_w . x) x]`` (each term times its
+        rating's weight).
     P : ndarray of shape (n_nodes, d, d) or None
-        ``-sum_j E_v[E[l''] x x^T]``.
+        ``-sum_j E_v[E[l''] x x^T]`` (likewise weighted).
     e_log, e_d1, e_d2 : ndarray of shape (n_ratings,)
         ``E_q[log p]``, ``E_q[l']`` and ``E_q[l'']`` of every rating, the
-        expectation over the partner by the same draws.
+        expectation over the partner by the same draws (not weighted).
     """
     n_r = y.shape[0]
     d = node_mean.shape[1]
@@ -166,7 +170,8 @@ def side_statistics(
         h_rows = np.matmul(w_h[:, None, :], x)[:, 0, :]
         p_rows = np.matmul(np.swapaxes(x * w_p[..., None], 1, 2), x).reshape(n_c, d * d)
         ind = sp.csr_matrix(
-            (np.ones(n_c), (r, np.arange(n_c))), shape=(n_nodes, n_c)
+            (np.ones(n_c) if weights is None else weights[sl], (r, np.arange(n_c))),
+            shape=(n_nodes, n_c),
         )
         h += ind @ h_rows
         P += ind @ p_rows
@@ -174,6 +179,41 @@ def side_statistics(
         P = P.reshape(n_nodes, d, d)
         P = 0.5 * (P + np.swapaxes(P, 1, 2))
     return h, P, e_log, e_d1, e_d2
+
+
+def _weighted_threshold_objective(lik, y, f, nodes_weights, weights):
+    """:meth:`~skvi.likelihoods.Ordinal.threshold_objective` with rating weights.
+
+    ``sum_n weights_n sum_s nodes_weights_s log p(y_n | f_ns)`` and its
+    gradient in the thresholds, by the same per-rating terms.
+
+    Parameters
+    ----------
+    lik : skvi.likelihoods.Ordinal
+    y : ndarray of shape (n,)
+        Category indices.
+    f : ndarray of shape (n, s)
+        Points of each linear predictor.
+    nodes_weights : ndarray of shape (s,)
+        Weights of the points.
+    weights : ndarray of shape (n,)
+        Weights of the ratings.
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray of shape (K-1,)
+    """
+    k = np.asarray(y).astype(np.intp)
+    value = float(weights @ (lik.logpdf(k[:, None], f) @ nodes_weights))
+    a, c = lik._cuts(k[:, None], f)
+    upper, lower = lik._threshold_terms(a, c)
+    upper = weights * (upper @ nodes_weights)
+    lower = weights * (lower @ nodes_weights)
+    n_thresholds = lik.thresholds.size
+    grad = np.bincount(k, weights=upper, minlength=n_thresholds + 1)[:n_thresholds]
+    grad += np.bincount(k, weights=lower, minlength=n_thresholds + 1)[1:]
+    return value, grad
 
 
 class GLMRatings:
@@ -200,23 +240,31 @@ class GLMRatings:
         """No noise precision: the likelihood has none."""
         return ()
 
-    def initial_scalars(self, mf, ratings, random_state):
-        """Start ``mu`` at the link value of the mean rating; seed the draws."""
+    def initial_scalars(self, mf, ratings, random_state, weights=None):
+        """Start ``mu`` at the link value of the mean rating; seed the draws.
+
+        With ``weights``: the weighted mean, and the total weight as the
+        number of ratings.
+        """
         # The Monte-Carlo draws, and the common random numbers of the ELBO
         # estimate.
         mf._bound_seed = int(random_state.randint(np.iinfo(np.int32).max))
         mf._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-        n = max(ratings.shape[0], 1)
-        f0, curvature = self.baseline(mf, ratings)
+        n = max(ratings.shape[0] if weights is None else float(np.sum(weights)), 1)
+        f0, curvature = self.baseline(mf, ratings, weights)
         prec_mu = mf.mean_precision_prior + n * curvature
         return {"mean": (np.array(prec_mu * f0), np.array(-0.5 * prec_mu))}
 
-    def baseline(self, mf, y):
+    def baseline(self, mf, y, weights=None):
         """Linear predictor ``f0`` whose conditional mean is ``mean(y)``, and
         the mean curvature ``-l''`` there (the initial global mean and its
-        precision per rating)."""
+        precision per rating); weighted averages with ``weights``."""
         lik = mf.likelihood_
-        target = float(np.mean(y)) if y.size else 0.0
+        if weights is not None:
+            total = float(np.sum(weights))
+            target = float(np.sum(weights * y) / total)
+        else:
+            target = float(np.mean(y)) if y.size else 0.0
         lo, hi = -30.0, 30.0
         g_lo = float(lik.conditional_mean(np.array(lo))) - target
         g_hi = float(lik.conditional_mean(np.array(hi))) - target
@@ -226,7 +274,10 @@ class GLMRatings:
             f0 = hi
         else:
             f0 = brentq(lambda f: float(lik.conditional_mean(np.array(f))) - target, lo, hi)
-        curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
+        if weights is not None:
+            curvature = float(np.sum(weights * -lik.d2logpdf(y, f0)) / total)
+        else:
+            curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
         return f0, max(curvature, 1e-6)
 
     # ---------------------------------------------------------- statistics
@@ -247,6 +298,7 @@ class GLMRatings:
             mf.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
             p_mean, p_root, mu, var_mu, mf.n_mc_samples, mf.expectation, n_f,
             mf._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
+            side.weights,
         )
 
     def node_stats(self, mf, name, prep, params, rng=None):
@@ -259,6 +311,9 @@ class GLMRatings:
         mu, _ = mf._global_mean(params)
         side = prep["global_side"]
         _, _, _, e1, e2 = self.side_pass(mf, side, prep[side], params, want_node_stats=False)
+        w = prep[side].weights
+        if w is not None:
+            return (np.array(np.sum(w * (e1 - e2 * mu))), np.array(0.5 * np.sum(w * e2)))
         return (np.array(np.sum(e1 - e2 * mu)), np.array(0.5 * np.sum(e2)))
 
     # ---------------------------------------------------------------- ELBO
@@ -271,7 +326,8 @@ class GLMRatings:
         side = prep["global_side"]
         rng = np.random.default_rng(mf._bound_seed)
         e_log = self.side_pass(mf, side, prep[side], params, want_node_stats=False, rng=rng)[2]
-        return float(np.sum(e_log))
+        w = prep[side].weights
+        return float(np.sum(e_log) if w is None else np.sum(w * e_log))
 
     def probe_loss(self, mf, prep, params):
         """``-E[log p(r | f)]`` per probe rating under the Gaussian approximation of ``f``."""
@@ -281,14 +337,19 @@ class GLMRatings:
         e_log = mf.likelihood_.expectations(
             side.ratings, m_f, v_f, method="quadrature", n_samples=PROBE_NODES
         )[0]
+        if side.weights is not None:
+            return float(-np.sum(side.weights * e_log) / np.sum(side.weights))
         return float(-np.mean(e_log))
 
     def hyperparameter_statistics(self, mf, prep):
-        """The minibatch's ratings, for the ordinal thresholds' step."""
+        """The minibatch's ratings (and weights), for the ordinal thresholds' step."""
         if not (mf.learn_thresholds and isinstance(mf.likelihood_, Ordinal)):
             return None
         side = prep[prep["global_side"]]
-        return Samples(side.nodes[side.row], side.other_nodes[side.col], side.ratings)
+        arrays = (side.nodes[side.row], side.other_nodes[side.col], side.ratings)
+        if side.weights is not None:
+            arrays += (side.weights,)
+        return Samples(*arrays)
 
     def update_thresholds(self, mf, hyper, rho):
         """Learn the ordinal thresholds after an accepted step.
@@ -302,7 +363,8 @@ class GLMRatings:
         lik = mf.likelihood_
         if hyper is None or not (mf.learn_thresholds and isinstance(lik, Ordinal)):
             return
-        users, items, ratings = hyper.arrays
+        users, items, ratings = hyper.arrays[:3]
+        weights = hyper.arrays[3] if len(hyper.arrays) > 3 else None
         m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
         z, w = np.polynomial.hermite.hermgauss(F_NODES)
         f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
@@ -316,10 +378,14 @@ class GLMRatings:
         def objective(theta):
             gaps = np.exp(theta)
             trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
-            value, grad_b = trial.threshold_objective(y, f, w)
+            if weights is None:
+                value, grad_b = trial.threshold_objective(y, f, w)
+                n = max(y.shape[0], 1)
+            else:
+                value, grad_b = _weighted_threshold_objective(trial, y, f, w, weights)
+                n = max(float(np.sum(weights)), 1e-300)
             # d b_k / d theta_j = exp(theta_j) for k > j.
             grad_theta = gaps * np.cumsum(grad_b[::-1])[::-1][1:]
-            n = max(y.shape[0], 1)
             return -value / n, -grad_theta / n
 
         theta = np.log(np.diff(lik.thresholds))
