@@ -196,8 +196,8 @@ default='gaussian'
         ``E_f[l']``, ``E_f[l'']`` and ``E_f[log p]`` from one draw of ``f``
         (``'mc'``) or from 10-node Gauss-Hermite quadrature.
     n_mc_samples : int, default=10
-        Draws of the partner node per rating and step (``S1`` of seed
-        002's eq. 52; 10 as in the paper).
+        Draws of the partner node per rating and step (``S1`` of eq. 52 of
+        Monte Carlo structured SVI; 10 as in the paper).
     learn_thresholds : bool, default=True
         ``likelihood='ordinal'``: learn the gaps between the thresholds
         (point estimates maximising the expected log-likelihood; the first
