@@ -20,6 +20,7 @@ MODULES = [
     "skvi.datasets",
     "skvi.models",
     "skvi.metrics",
+    "skvi.plotting",
 ]
 OBJECT_CODES = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01", "RT03", "EX01"}
 METHOD_CODES = OBJECT_CODES - {"EX01"}

@@ -7,6 +7,10 @@
     :class:`Factor`, a global factor's current value with its moments.
 :mod:`skvi.engine.statistics`
     Summed sufficient statistics: the map-reduce split's currency.
+:mod:`skvi.engine.monitoring`
+    :func:`monitor`, a callback after every step and pass of any fit (which
+    may stop it), and the ``verbose`` display and log; every fitted
+    estimator's ``history_`` and ``step_trace_``.
 """
 
 from .base import (
@@ -20,11 +24,13 @@ from .base import (
     even_batches,
 )
 from .factor import Factor
+from .monitoring import FitRecord, monitor
 from .statistics import RowStatistics, Samples, Statistics, add_statistics
 
 __all__ = [
     "ENGINE_PARAMETER_CONSTRAINTS",
     "Factor",
+    "FitRecord",
     "MAX_BACKOFF",
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",
@@ -36,4 +42,5 @@ __all__ = [
     "StepContext",
     "add_statistics",
     "even_batches",
+    "monitor",
 ]

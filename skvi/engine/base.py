@@ -26,7 +26,6 @@ from factor name to factor; a model asks ``params[name].distribution`` or
 
 import numbers
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
@@ -34,12 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..schedules import make_schedule
 from .factor import Factor
+from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, _Run, _Table, warn_user
 from .statistics import RowStatistics, Statistics, add_statistics
 
 __all__ = [
@@ -314,6 +314,9 @@ class _EngineState:
         self.recovered = False  # whether the backoff was last raised by a recovery
         self.n_accepted = 0
         self.rejection_warned = False
+        # Rejections that were a batch line search's backtracking (normal
+        # operation of a damped Newton step, not worth a warning).
+        self.backtracks = 0
         self.rule_states = {}
         self.init_parts = {}
         self.init_weight = {}
@@ -322,6 +325,16 @@ class _EngineState:
         self.probe_best = None
         self.last_batch = None
         self.rng = None
+        # Monitoring (skvi.engine.monitoring): the per-step trace of rho and
+        # rejections, the per-pass history, the engine's clock and the
+        # samples processed since fit began, and the last step's
+        # (rho, rejected attempts, accepted).
+        self.trace = _Table(TRACE_DTYPE)
+        self.history = _Table(HISTORY_DTYPE)
+        self.elapsed = 0.0
+        self.samples = 0.0
+        self.calls = 0
+        self.last_step = None
 
 
 class SVIEstimator(BaseEstimator):
@@ -396,9 +409,19 @@ class SVIEstimator(BaseEstimator):
     random_state : int, RandomState or None
         Seeds initialisation and the minibatch shuffling of online ``fit``.
     verbose : int
-        Print one line per pass (ELBO, steps per second, elapsed time); a
-        model with a ``verbose_interval`` parameter prints every that many
-        passes.
+        ``1``: a progress line on standard error, redrawn in place during
+        a pass (minibatch, steps per second, elapsed time, an ETA for
+        ``max_iter`` passes and the last known ELBO) and finished with a
+        newline after each pass (ELBO, steps per second, elapsed time); a
+        model with a ``verbose_interval`` parameter keeps every that many
+        pass lines, and the last pass's always.  Each ``partial_fit`` call
+        draws the same over its minibatches and ends with one line.
+        ``2`` or more: no display; the :mod:`logging` logger ``"skvi"``
+        gets one INFO record per pass and per ``partial_fit`` call, and one
+        DEBUG record per step (each record's ``skvi`` attribute is its
+        :class:`~skvi.engine.FitRecord`); configure logging to see them,
+        e.g. ``logging.basicConfig(level=logging.INFO)``.  See also
+        :func:`skvi.engine.monitor`.
     n_jobs : int or None
         For a model whose ``_parallel_local_step()`` is True: threads over
         which a minibatch is split into blocks of at least
@@ -572,8 +595,10 @@ class SVIEstimator(BaseEstimator):
         Refresh derived fitted attributes after fit and partial_fit.
 
     **Services for models**: ``_row_steps(name)`` (accepted updates of each
-    row, counting the rows of the step being tried) and
-    ``_row_totals(name)`` (each row's ``N_i``).
+    row, counting the rows of the step being tried),
+    ``_row_totals(name)`` (each row's ``N_i``) and
+    ``_warn(message, category)`` (a warning attributed to the user's line,
+    however many frames of skvi and scikit-learn lie between).
 
     Attributes
     ----------
@@ -595,10 +620,21 @@ class SVIEstimator(BaseEstimator):
         Whether the last ``fit`` met ``tol`` before ``max_iter``.
     n_rejected_steps_ : int
         Steps rejected by step safety.
+    history_ : ndarray
+        Structured array of ``time``, ``samples``, ``steps`` and ``elbo``
+        after each pass of ``fit`` and each ``partial_fit`` call (see the
+        property).
+    step_trace_ : ndarray
+        Structured array of ``t``, ``rho``, ``rejected`` and ``accepted``
+        for each step (thinned beyond ``TRACE_SIZE`` steps; see the
+        property).
 
     See Also
     --------
     skvi.GaussianGammaVB : a complete model built on this base.
+    skvi.engine.monitor : a callback after every step and pass.
+    skvi.plotting : ELBO curves and step sizes from ``history_`` and
+        ``step_trace_``.
 
     Examples
     --------
@@ -616,6 +652,8 @@ class SVIEstimator(BaseEstimator):
     20
     >>> sorted(est.natural_params_)
     ['mean', 'precision']
+    >>> est.history_["samples"]  # one row per pass
+    array([100., 200.])
     """
 
     _factor_families = {}
@@ -741,6 +779,57 @@ class SVIEstimator(BaseEstimator):
         """``N_i``: the data points of each row of group ``name``."""
         return self._svi.rows[name].totals
 
+    def _warn(self, message, category=UserWarning):
+        """Warn at the user's line (the first frame outside skvi and scikit-learn)."""
+        warn_user(message, category)
+
+    # ------------------------------------------------------------ monitoring
+    def _monitoring_state(self, attribute):
+        st = getattr(self, "_svi", None)
+        if st is None or not hasattr(st, "history"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance has no {attribute}: call fit or "
+                "partial_fit first."
+            )
+        return st
+
+    @property
+    def history_(self):
+        """Time, samples seen, steps and ELBO after each pass or ``partial_fit`` call.
+
+        A structured array with one row per pass of ``fit`` and per
+        ``partial_fit`` call (``fit`` starts it anew, ``partial_fit``
+        continues it), fields ``time`` (engine seconds since ``fit`` began,
+        its validation and initialisation included; ``partial_fit`` calls
+        add their own), ``samples`` (samples processed by the steps: a pass
+        counts its rows again, weighted by ``sample_weight``), ``steps``
+        (``n_batch_iter_``) and ``elbo`` (the pass's entry of
+        ``lower_bounds_``, NaN for a pass not evaluated or stopped by a
+        :func:`~skvi.engine.monitor` callback; after a call, its last
+        minibatch estimate, ``lower_bound_``).  At most
+        ``skvi.engine.monitoring.TRACE_SIZE`` rows are kept (the first
+        quarter exactly, then thinned, always with the latest).  A copy, of
+        numbers only: no training rows.
+        """
+        return self._monitoring_state("history_").history.array()
+
+    @property
+    def step_trace_(self):
+        """The step size of every step, and its rejections by step safety.
+
+        A structured array with fields ``t`` (the step), ``rho`` (its step
+        size: the schedule's value times the step-safety reduction, of the
+        last attempt for a skipped step), ``rejected`` (its attempts
+        rejected by step safety) and ``accepted`` (False when every attempt
+        was rejected and its minibatch skipped).  ``fit`` starts it anew;
+        ``partial_fit`` and ``apply_statistics`` continue it.  At most
+        ``skvi.engine.monitoring.TRACE_SIZE`` steps are kept: the first
+        quarter exactly, then one in ``k`` (``k`` doubling whenever the
+        table fills), the steps with rejections while they take at most
+        three quarters of it, and always the latest.
+        """
+        return self._monitoring_state("step_trace_").trace.array()
+
     # ------------------------------------------------------------ public API
     def compute_statistics(self, X, y=None):
         """Summed sufficient statistics of a block of data, globals held fixed.
@@ -799,7 +888,10 @@ class SVIEstimator(BaseEstimator):
         self : object
             The updated estimator.
         """
+        start = time.perf_counter()
         self._check_engine_ready("apply_statistics")
+        st = self._svi
+        run = _Run(self, "apply_statistics", start, st.elapsed)
         n = statistics.n_samples
         if total_samples is None:
             if self.total_samples == "auto":
@@ -808,6 +900,11 @@ class SVIEstimator(BaseEstimator):
                 total_samples = float(self.total_samples)
         scale = float(total_samples) / n if n else 0.0
         self._step(None, scale, online=True, stats=statistics)
+        st.samples += n
+        st.elapsed = run.elapsed()
+        if run.per_step:
+            run.n_batches = 1
+            run.step(1)  # a single step: a stop has nothing left to stop
         self._on_params_updated()
         return self
 
@@ -823,66 +920,92 @@ class SVIEstimator(BaseEstimator):
             return self._fit_passes(X, random_state)
 
     def _fit_passes(self, X, random_state=None):
+        start = time.perf_counter()  # the clock of fit: its validation and start count
         X = self._validate_input(X, reset=True)
         if random_state is None:
             random_state = check_random_state(self.random_state)
         self._reset_engine(X, random_state)
-        self._count_rows(X)
-        n_samples = X.shape[0]
-        self.n_samples_seen_ = self._sample_count(X)
-        online = self.learning_method == "online" and not self._one_minibatch(n_samples)
-        if self.step_safety and (online or self._probe_batch_steps()):
-            self._set_probe(X, random_state)
-        start = time.perf_counter()
-        previous = None
-        self.converged_ = False
-        self.n_iter_ = 0
-        local = None
-        for it in range(1, self.max_iter + 1):
-            steps_before = self.n_batch_iter_
-            accepted_before = self._svi.n_accepted
-            pass_start = time.perf_counter()
-            evaluate = self._evaluate_pass(it)
-            if online:
-                for Xb, scale in self._online_batches(X, random_state):
-                    if scale > 0:  # a minibatch of zero total weight has no data
-                        self._step(Xb, scale, online=True)
-                bound = self._pass_lower_bound(X) if evaluate else None
+        st = self._svi
+        run = _Run(self, "fit", start)
+        try:
+            self._count_rows(X)
+            n_samples = X.shape[0]
+            n_count = self._sample_count(X)
+            self.n_samples_seen_ = n_count
+            online = self.learning_method == "online" and not self._one_minibatch(n_samples)
+            if self.step_safety and (online or self._probe_batch_steps()):
+                self._set_probe(X, random_state)
+            if not online:
+                n_batches = 1
+            elif type(self)._online_batches is SVIEstimator._online_batches:
+                n_batches = len(even_batches(n_samples, self.batch_size))
             else:
-                if local is None or self._local_depends_on_globals:
-                    local = self._e_step(X, self.natural_params_)
-                self._step(X, 1.0, online=False, local=local)
-                if evaluate:
-                    params = self.natural_params_
-                    bound = self._data_bound(X, local, params) + self._global_bound(params)
+                n_batches = None  # the model's own scheme: known after a pass
+            previous = None
+            self.converged_ = False
+            self.n_iter_ = 0
+            local = None
+            for it in range(1, self.max_iter + 1):
+                accepted_before = st.n_accepted
+                run.begin_pass(it, n_batches)
+                evaluate = self._evaluate_pass(it)
+                stopped = False
+                if online:
+                    batch = 0
+                    for Xb, scale in self._online_batches(X, random_state):
+                        batch += 1
+                        if scale > 0:  # a minibatch of zero total weight has no data
+                            self._step(Xb, scale, online=True)
+                            st.samples += self._sample_count(Xb)
+                            if run.per_step and run.step(batch):
+                                stopped = True
+                                break
+                    if not stopped:
+                        n_batches = batch
+                    bound = self._pass_lower_bound(X) if evaluate and not stopped else None
                 else:
-                    bound = None
-            self.n_iter_ = it
-            if bound is not None:
-                self.lower_bounds_.append(float(bound))
-            if self.verbose and it % getattr(self, "verbose_interval", 1) == 0:
-                now = time.perf_counter()
-                rate = (self.n_batch_iter_ - steps_before) / max(now - pass_start, 1e-12)
-                shown = "not evaluated" if bound is None else f"{bound:.10g}"
-                print(
-                    f"[{type(self).__name__}] pass {it}/{self.max_iter}: "
-                    f"ELBO = {shown}, {rate:.1f} steps/s, "
-                    f"elapsed {now - start:.2f} s"
+                    if local is None or self._local_depends_on_globals:
+                        local = self._e_step(X, self.natural_params_)
+                    self._step(X, 1.0, online=False, local=local)
+                    st.samples += n_count
+                    stopped = run.per_step and run.step(1)
+                    if evaluate and not stopped:
+                        params = self.natural_params_
+                        bound = self._data_bound(X, local, params) + self._global_bound(params)
+                    else:
+                        bound = None
+                self.n_iter_ = it
+                if bound is not None:
+                    bound = float(bound)
+                    self.lower_bounds_.append(bound)
+                # A pass whose steps were all rejected left the parameters
+                # where they were: an unchanged ELBO says nothing about
+                # convergence.
+                moved = st.n_accepted != accepted_before
+                converged = (
+                    bound is not None and moved and previous is not None
+                    and self._pass_converged(previous, bound)
                 )
-            if bound is None:
-                continue
-            if self._svi.n_accepted == accepted_before:
-                # Every step of the pass was rejected: the parameters did not
-                # move, so an unchanged ELBO says nothing about convergence.
-                continue
-            if previous is not None and self._pass_converged(previous, bound):
-                self.converged_ = True
-                break
-            previous = bound
-        self.lower_bound_ = self.lower_bounds_[-1] if self.lower_bounds_ else None
-        self._forget_probe()
-        if not self.converged_ and self._warn_not_converged():
-            warnings.warn(
+                if bound is not None and moved:
+                    previous = bound
+                st.history.append((
+                    run.elapsed(), st.samples, self.n_batch_iter_,
+                    np.nan if bound is None else bound,
+                ))
+                if run.end_pass(bound, converged, stopped):
+                    stopped = True
+                if converged:
+                    self.converged_ = True
+                    break
+                if stopped:
+                    break
+            self.lower_bound_ = self.lower_bounds_[-1] if self.lower_bounds_ else None
+        finally:
+            self._forget_probe()
+            st.elapsed = run.elapsed()
+            run.close()
+        if not self.converged_ and not run.stopped and self._warn_not_converged():
+            self._warn(
                 f"{type(self).__name__} did not converge in max_iter="
                 f"{self.max_iter} passes (ELBO change above "
                 f"tol={self.tol}). Increase max_iter or tol.",
@@ -902,6 +1025,7 @@ class SVIEstimator(BaseEstimator):
             return self._partial_fit_steps(X, batches)
 
     def _partial_fit_steps(self, X, batches):
+        start = time.perf_counter()
         first = not hasattr(self, "natural_params_")
         X = self._validate_input(X, reset=first)
         if first:
@@ -913,15 +1037,29 @@ class SVIEstimator(BaseEstimator):
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False
-        rejected_before = self.n_rejected_steps_
+        st = self._svi
+        run = _Run(self, "partial_fit", start, st.elapsed)
+        st.calls += 1
         if batches is None:
             batches = even_batches(X.shape[0], self.batch_size)
+        batches = list(batches)
+        run.begin_pass(st.calls, len(batches))
         try:
-            for batch in batches:
+            for index, batch in enumerate(batches, 1):
                 self._partial_step(X[batch])
+                if run.per_step and run.step(index, elbo=self.lower_bound_):
+                    break
+            st.elapsed = run.elapsed()
+            elbo = getattr(self, "lower_bound_", None)
+            st.history.append(
+                (st.elapsed, st.samples, self.n_batch_iter_, np.nan if elbo is None else elbo)
+            )
+            run.end_call(elbo, st.calls)
         finally:
             self._forget_probe()
-        self._warn_rejections(rejected_before)
+            st.elapsed = run.elapsed()
+            run.close()
+        self._warn_rejections(run.rejected_before)
         self._on_params_updated()
         return self
 
@@ -932,6 +1070,7 @@ class SVIEstimator(BaseEstimator):
         n_batch = self._sample_count(X)
         seen_before = self.n_samples_seen_
         self.n_samples_seen_ += n_batch
+        st.samples += n_batch
         if self.total_samples == "auto":
             total = self.n_samples_seen_
             if seen_before and n_batch:
@@ -1340,12 +1479,15 @@ class SVIEstimator(BaseEstimator):
             local = self._e_step(X, self.natural_params_)
         t = self.n_batch_iter_ + 1
         base_rho = st.schedule(t) if online else 1.0
-        if not online and self._batch_line_search():
+        line_search = not online and self._batch_line_search()
+        if line_search:
             # A deterministic batch target: halving is a line search within
             # this step, and the next step tries the full step again (a
             # damped Newton iteration, not a shrunken one).
             st.backoff = 1.0
         backoff_before = st.backoff
+        rejected_before = self.n_rejected_steps_
+        accepted = False
         want_grads = online and st.schedule.needs_gradient
         try:
             for _ in range(MAX_BACKOFF + 1):
@@ -1367,9 +1509,12 @@ class SVIEstimator(BaseEstimator):
                 if ok:
                     self._commit(params, pending, ctx, X, local, stats)
                     self._recover_step_size()
+                    accepted = True
                     break
                 # Reject: the previous parameters stay in natural_params_.
                 self.n_rejected_steps_ += 1
+                if line_search:
+                    st.backtracks += 1
                 self._reduce_step_size()
                 if not self.step_safety:
                     break  # a non-finite step is skipped, not retried smaller
@@ -1384,6 +1529,9 @@ class SVIEstimator(BaseEstimator):
             for group in st.rows.values():
                 group.pending = None
         self.n_batch_iter_ += 1
+        rejected = self.n_rejected_steps_ - rejected_before
+        st.last_step = (ctx.rho, rejected, accepted)
+        st.trace.append((t, ctx.rho, rejected, accepted), flagged=rejected > 0)
         return local
 
     def _reduce_step_size(self):
@@ -1437,9 +1585,10 @@ class SVIEstimator(BaseEstimator):
 
     def _warn_rejections(self, rejected_before):
         st = self._svi
-        if self.n_rejected_steps_ > rejected_before and not st.rejection_warned:
+        unexpected = self.n_rejected_steps_ - getattr(st, "backtracks", 0)
+        if unexpected > rejected_before and not st.rejection_warned:
             st.rejection_warned = True
-            warnings.warn(
+            self._warn(
                 f"{type(self).__name__}: {self.n_rejected_steps_} step(s) were "
                 "rejected by step safety (an invalid global factor or an "
                 "overshoot); the step "

@@ -83,7 +83,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         at least ``2 * skvi.engine.base.MIN_BLOCK_ROWS`` rows, each block's
         sums on its own thread (None: one thread).
     verbose : int, default=0
-        Print a line per pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------

@@ -539,7 +539,9 @@ _GLM_PARAMS_DOC = """
         with ``expectation='quadrature'``; Monte-Carlo expectations draw
         from one generator, so they run on one thread to stay reproducible.
     verbose : int, default=0
-        Print one line per pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 """
 
 _EXPECTATION_DOC = """    expectation : {'auto', 'mc', 'quadrature'}, default='auto'

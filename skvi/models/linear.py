@@ -79,7 +79,9 @@ class SVILinearRegression(RegressorMixin, SVIEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the online minibatch order.
     verbose : int, default=0
-        Print the ELBO after each pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------

@@ -157,7 +157,9 @@ default='kmeans'
         Start ``fit`` from the previous fit's posterior (``n_init`` is then
         ignored).
     verbose : int, default=0
-        Print the ELBO after every ``verbose_interval`` passes.
+        1: a progress line on standard error, finished every
+        ``verbose_interval`` passes; 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
     verbose_interval : int, default=10
         Passes between two printed lines.
     learning_method : {'batch', 'online'}, default='batch'

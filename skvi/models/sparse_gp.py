@@ -288,7 +288,9 @@ class SVISparseGPRegressor(RegressorMixin, _SparseGP):
     random_state : int, RandomState or None, default=None
         Seeds k-means, optimizer restarts and the minibatch order.
     verbose : int, default=0
-        Print one line per pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -781,7 +783,9 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
     random_state : int, RandomState or None, default=None
         Seeds k-means, Monte Carlo and the minibatch order.
     verbose : int, default=0
-        Print one line per pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------

@@ -136,7 +136,9 @@ class SVILatentDirichletAllocation(
         into ``n_jobs`` blocks of about equal size); None means 1 and -1
         all cores.
     verbose : int, default=0
-        Print one line per pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
     random_state : int, RandomState instance or None, default=None
         Seeds the initial topics, the E-step's random initial ``gamma`` and
         the document order of online ``fit``.

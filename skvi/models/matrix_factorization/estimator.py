@@ -21,7 +21,6 @@ the Monte Carlo structured SVI one for the other likelihoods
 
 import copy
 import numbers
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -237,7 +236,9 @@ default='gaussian'
     random_state : int, RandomState instance or None, default=None
         Seeds the initial factors and the minibatch order.
     verbose : int, default=0
-        Print the ELBO after each pass.
+        0: quiet; 1: a progress line on standard error (pass, minibatch,
+        rate, ETA, ELBO); 2: records to the ``skvi`` logger
+        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -1200,7 +1201,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         if passes is None:
             return super()._warn_not_converged()
         if passes < _ALG1_MIN_PASSES:
-            warnings.warn(
+            self._warn(
                 f"{type(self).__name__}: after {self.n_iter_} Alg. 1 iterations with "
                 f"children_per_node={self.children_per_node}, the median node has seen its "
                 f"ratings {passes:.2g} times, so the fit is far from converged. Raise "

@@ -1,0 +1,310 @@
+"""Plots of fitted skvi estimators: ELBO curves, step sizes, topics.
+
+Every function imports matplotlib when it is called (``pip install
+skvi[plot]``), so ``import skvi`` never does; each draws on the given
+``ax`` or on a new figure, and returns what it drew on.
+
+:func:`plot_elbo`
+    The ELBO of one or several fitted estimators against fit time, samples
+    seen or steps, from their ``history_``.
+:func:`plot_step_sizes`
+    The step size of every step, the steps with rejections marked, from
+    ``step_trace_``.
+:func:`plot_top_words`
+    The most probable words of each topic of a fitted
+    :class:`~skvi.SVILatentDirichletAllocation`.
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["plot_elbo", "plot_step_sizes", "plot_top_words"]
+
+_X_AXES = {
+    "time": ("time", "fit time [s]"),
+    "samples": ("samples", "samples seen"),
+    "steps": ("steps", "steps"),
+}
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "skvi.plotting needs matplotlib: pip install matplotlib (or skvi[plot])"
+        ) from exc
+    return plt
+
+
+def _new_axes(ax, **subplots):
+    if ax is not None:
+        return ax
+    return _pyplot().subplots(**subplots)[1]
+
+
+def _history(est):
+    try:
+        return est.history_
+    except AttributeError:
+        check_is_fitted(est)  # raises NotFittedError naming the estimator
+        raise
+
+
+def plot_elbo(estimators, x="time", ax=None, labels=None):
+    """Plot the ELBO of fitted estimators against fit time or samples seen.
+
+    One line per estimator, from its ``history_``: a point per evaluated
+    pass of ``fit`` (the exact full-data ELBO, ``lower_bounds_``) and per
+    ``partial_fit`` call (its last minibatch's estimate).  Passes whose ELBO
+    was not computed (an LDA's ``evaluate_every``) are left out.
+
+    Parameters
+    ----------
+    estimators : SVIEstimator or list of SVIEstimator
+        Fitted skvi estimators.
+    x : {'time', 'samples', 'steps'}, default='time'
+        The horizontal axis: seconds since ``fit`` began, samples processed
+        (a pass counts its rows again) or steps taken.
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; None draws on a new figure.
+    labels : list of str or None, default=None
+        A legend label per estimator; None labels each by its class name
+        (numbered when several share one).
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn on; ``ax.get_lines()[i]`` is the ``i``-th
+        estimator's curve.
+
+    Raises
+    ------
+    ValueError
+        When ``x`` is unknown, the labels do not match the estimators, or
+        an estimator's history holds no ELBO.
+
+    See Also
+    --------
+    plot_step_sizes : the step sizes of a fit.
+    skvi.engine.monitor : watch the ELBO while a fit runs.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.plotting import plot_elbo
+    >>> X = np.random.RandomState(0).normal(size=(500, 2))
+    >>> svi = GaussianGammaVB(learning_method="online", batch_size=50, max_iter=4, tol=0)
+    >>> batch = GaussianGammaVB(max_iter=4, tol=0)
+    >>> ax = plot_elbo([svi.fit(X), batch.fit(X)], x="samples", labels=["SVI", "batch"])
+    >>> ax.get_lines()[0].get_xdata()
+    array([ 500., 1000., 1500., 2000.])
+    >>> bool(np.all(ax.get_lines()[1].get_ydata() == batch.lower_bounds_))
+    True
+    """
+    if x not in _X_AXES:
+        raise ValueError(f"x must be one of {sorted(_X_AXES)}, got {x!r}")
+    field, xlabel = _X_AXES[x]
+    if not isinstance(estimators, (list, tuple)):
+        estimators = [estimators]
+    names = [type(est).__name__ for est in estimators]
+    if labels is None:
+        labels = [
+            name if names.count(name) == 1 else f"{name} ({names[:i + 1].count(name)})"
+            for i, name in enumerate(names)
+        ]
+    elif len(labels) != len(estimators):
+        raise ValueError(f"{len(labels)} labels for {len(estimators)} estimators")
+    histories = []
+    for est in estimators:
+        history = _history(est)
+        shown = np.isfinite(history["elbo"])
+        if not shown.any():
+            raise ValueError(
+                f"{type(est).__name__} has no ELBO in its history_: no pass computed "
+                "it (for SVILatentDirichletAllocation set evaluate_every)."
+            )
+        histories.append(history[shown])
+    ax = _new_axes(ax)
+    for history, label in zip(histories, labels):
+        ax.plot(history[field], history["elbo"], marker=".", label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("ELBO")
+    if len(estimators) > 1 or labels is not None:
+        ax.legend()
+    return ax
+
+
+def plot_step_sizes(estimator, ax=None):
+    """Plot the step size of every step of a fit, the rejected steps marked.
+
+    From ``step_trace_``: the step size ``rho_t`` of each step (the
+    schedule's value times the step safety's reduction) on log-log axes,
+    a cross on every step with attempts rejected by step safety (the size
+    shown is the one finally taken) and a triangle on every step skipped
+    (all its attempts rejected).  Beyond ``skvi.engine.monitoring.TRACE_SIZE``
+    steps the trace is thinned (see ``step_trace_``).
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        A fitted skvi estimator.
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; None draws on a new figure.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        The axes drawn on: ``ax.get_lines()[0]`` is the step-size curve,
+        then the rejected and the skipped steps, when there are any.
+
+    See Also
+    --------
+    plot_elbo : the ELBO curves of fits.
+    skvi.schedules : the step-size schedules.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.plotting import plot_step_sizes
+    >>> X = np.random.RandomState(0).normal(size=(500, 2))
+    >>> est = GaussianGammaVB(learning_method="online", batch_size=50, max_iter=2, tol=0)
+    >>> ax = plot_step_sizes(est.fit(X))
+    >>> rho = ax.get_lines()[0].get_ydata()
+    >>> bool(np.allclose(rho, (np.arange(1, 21) + 10.0) ** -0.7))  # the default schedule
+    True
+    """
+    try:
+        trace = estimator.step_trace_
+    except AttributeError:
+        check_is_fitted(estimator)
+        raise
+    ax = _new_axes(ax)
+    ax.plot(trace["t"], trace["rho"], label="step size")
+    rejected = (trace["rejected"] > 0) & trace["accepted"]
+    if rejected.any():
+        n = int(estimator.n_rejected_steps_)
+        ax.plot(trace["t"][rejected], trace["rho"][rejected], ls="none", marker="x",
+                color="C3", label=f"steps with rejections ({n} attempts rejected)")
+    skipped = ~trace["accepted"]
+    if skipped.any():
+        ax.plot(trace["t"][skipped], trace["rho"][skipped], ls="none", marker="v",
+                color="C1", label="skipped steps (every attempt rejected)")
+    if trace.shape[0]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("step t")
+    ax.set_ylabel(r"step size $\rho_t$")
+    if rejected.any() or skipped.any():
+        ax.legend()
+    return ax
+
+
+def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
+    """Bar charts of the most probable words of each topic of a fitted LDA.
+
+    One horizontal bar chart per topic: its ``n_words`` most probable
+    words under the posterior mean of the topic,
+    ``E[beta_k] = components_[k] / components_[k].sum()``, the most
+    probable at the top.
+
+    Parameters
+    ----------
+    lda : SVILatentDirichletAllocation
+        A fitted topic model (or any estimator with a ``components_`` of
+        shape ``(n_topics, n_features)`` holding Dirichlet parameters or
+        word weights).
+    feature_names : array-like of str of shape (n_features,) or None
+        The words, e.g. ``vectorizer.get_feature_names_out()``; None uses
+        ``lda.feature_names_in_`` if it exists, else the column numbers.
+    n_words : int, default=10
+        Words shown per topic.
+    ax : matplotlib.axes.Axes, array of Axes or None, default=None
+        One axes per topic shown; None draws on a new figure, a grid of
+        at most five topics a row.
+    topics : array-like of int or None, default=None
+        The topics to show, in this order; None shows them all.
+
+    Returns
+    -------
+    axes : ndarray of matplotlib.axes.Axes
+        One axes per topic shown; ``axes[i].patches`` are the bars of its
+        words, the most probable first.
+
+    Raises
+    ------
+    ValueError
+        When ``feature_names`` or ``ax`` do not match the model.
+
+    See Also
+    --------
+    skvi.SVILatentDirichletAllocation : the topic model.
+    skvi.metrics.topic_coherence : how coherent the top words are.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_multilabel_classification
+    >>> from skvi import SVILatentDirichletAllocation
+    >>> from skvi.plotting import plot_top_words
+    >>> X, _ = make_multilabel_classification(n_features=12, random_state=0)
+    >>> lda = SVILatentDirichletAllocation(n_components=3, random_state=0).fit(X)
+    >>> words = np.array([f"w{j}" for j in range(12)])
+    >>> axes = plot_top_words(lda, words, n_words=4)
+    >>> len(axes), len(axes[0].patches)
+    (3, 4)
+    >>> p = lda.components_[0] / lda.components_[0].sum()
+    >>> bool(np.allclose([bar.get_width() for bar in axes[0].patches],
+    ...                  np.sort(p)[::-1][:4]))
+    True
+    """
+    check_is_fitted(lda, "components_")
+    weights = np.asarray(lda.components_, dtype=float)
+    n_topics, n_features = weights.shape
+    if feature_names is None:
+        feature_names = getattr(lda, "feature_names_in_", None)
+        if feature_names is None:
+            feature_names = [str(j) for j in range(n_features)]
+    feature_names = np.asarray(feature_names, dtype=object)
+    if feature_names.shape != (n_features,):
+        raise ValueError(
+            f"feature_names has shape {feature_names.shape}; the model has "
+            f"{n_features} features"
+        )
+    topics = np.arange(n_topics) if topics is None else np.asarray(topics, dtype=int).ravel()
+    n_words = min(int(n_words), n_features)
+    if ax is None:
+        n_cols = min(5, topics.size)
+        n_rows = -(-topics.size // n_cols)
+        _, grid = _pyplot().subplots(
+            n_rows, n_cols, squeeze=False,
+            figsize=(3.2 * n_cols, 0.25 * n_words * n_rows + 1.0 * n_rows),
+        )
+        grid = grid.ravel()
+        for extra in grid[topics.size:]:
+            extra.set_visible(False)
+        axes = grid[: topics.size]
+    else:
+        axes = np.ravel(np.asarray(ax, dtype=object))
+        if axes.size < topics.size:
+            raise ValueError(f"{topics.size} topics to show need as many axes, got {axes.size}")
+        axes = axes[: topics.size]
+    probabilities = weights / weights.sum(axis=1, keepdims=True)
+    for axis, k in zip(axes, topics):
+        p = probabilities[k]
+        top = np.argsort(-p, kind="stable")[:n_words]
+        axis.barh(np.arange(n_words), p[top], height=0.7)
+        axis.set_yticks(np.arange(n_words))
+        axis.set_yticklabels([str(w) for w in feature_names[top]])
+        axis.invert_yaxis()
+        axis.set_title(f"Topic {k}")
+        axis.set_xlabel("probability")
+    return axes

@@ -1,0 +1,136 @@
+"""skvi.plotting: the lines drawn are the fitted estimators' arrays."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+
+from skvi import GaussianGammaVB, SVILatentDirichletAllocation, SVILogisticRegression
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from skvi.plotting import plot_elbo, plot_step_sizes, plot_top_words  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X = np.random.RandomState(0).normal(size=(300, 2))
+    svi = GaussianGammaVB(learning_method="online", batch_size=30, max_iter=4, tol=0).fit(X)
+    batch = GaussianGammaVB(max_iter=5, tol=0).fit(X)
+    return X, svi, batch
+
+
+def test_import_skvi_does_not_import_matplotlib():
+    code = ("import sys, skvi, skvi.plotting, skvi.engine; "
+            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("x, field", [("time", "time"), ("samples", "samples"), ("steps", "steps")])
+def test_plot_elbo_draws_each_history(fitted, x, field):
+    X, svi, batch = fitted
+    ax = plot_elbo([svi, batch], x=x, labels=["svi", "batch"])
+    lines = ax.get_lines()
+    assert len(lines) == 2
+    for line, est in zip(lines, (svi, batch)):
+        np.testing.assert_array_equal(line.get_xdata(), est.history_[field])
+        np.testing.assert_array_equal(line.get_ydata(), est.lower_bounds_)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["svi", "batch"]
+    if x == "samples":  # independently: four passes of 300 rows
+        np.testing.assert_array_equal(lines[0].get_xdata(), [300, 600, 900, 1200])
+
+
+def test_plot_elbo_skips_passes_without_elbo_and_draws_on_given_axes():
+    counts = sp.csr_matrix(np.random.RandomState(0).poisson(0.5, size=(80, 20)).astype(float))
+    lda = SVILatentDirichletAllocation(n_components=2, learning_method="online", batch_size=20,
+                                       max_iter=4, evaluate_every=2, random_state=0).fit(counts)
+    fig, ax = plt.subplots()
+    assert plot_elbo(lda, x="samples", ax=ax) is ax
+    (line,) = ax.get_lines()
+    np.testing.assert_array_equal(line.get_xdata(), [160, 320])  # passes 2 and 4
+    np.testing.assert_array_equal(line.get_ydata(), lda.lower_bounds_)
+    never = SVILatentDirichletAllocation(n_components=2, max_iter=2, random_state=0).fit(counts)
+    with pytest.raises(ValueError, match="evaluate_every"):
+        plot_elbo(never)
+    with pytest.raises(ValueError, match="x must be"):
+        plot_elbo(lda, x="passes")
+    with pytest.raises(NotFittedError):
+        plot_elbo(GaussianGammaVB())
+
+
+def test_plot_elbo_default_labels_number_repeated_classes(fitted):
+    _, svi, batch = fitted
+    ax = plot_elbo([svi, batch])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["GaussianGammaVB (1)", "GaussianGammaVB (2)"]
+
+
+def test_plot_step_sizes_draws_the_trace(fitted):
+    _, svi, _ = fitted
+    ax = plot_step_sizes(svi)
+    (line,) = ax.get_lines()
+    t = np.arange(1, svi.n_batch_iter_ + 1)
+    np.testing.assert_array_equal(line.get_xdata(), t)
+    np.testing.assert_allclose(line.get_ydata(), (t + 10.0) ** -0.7, rtol=1e-15)  # the default schedule
+
+
+def test_plot_step_sizes_marks_rejected_steps():
+    rng = np.random.RandomState(0)
+    X = 3 * rng.normal(size=(60, 4))
+    y = (X @ [1.0, -1.0, 0.5, 0.0] > 0).astype(int)
+    clf = SVILogisticRegression(learning_rate=1.0, algorithm="s-dsvi", gradient_learning_rate=10.0,
+                                expectation="quadrature", batch_size=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.partial_fit(X, y, classes=[0, 1])
+    trace = clf.step_trace_
+    ax = plot_step_sizes(clf)
+    curve, marks = ax.get_lines()[:2]
+    np.testing.assert_array_equal(curve.get_ydata(), trace["rho"])
+    hit = trace["rejected"] > 0
+    assert hit.any()
+    np.testing.assert_array_equal(marks.get_xdata(), trace["t"][hit])
+    np.testing.assert_array_equal(marks.get_ydata(), trace["rho"][hit])
+
+
+def test_plot_top_words_bars_are_the_topics_top_probabilities():
+    rng = np.random.RandomState(0)
+    counts = sp.csr_matrix(rng.poisson(0.5, size=(80, 15)).astype(float))
+    lda = SVILatentDirichletAllocation(n_components=3, random_state=0).fit(counts)
+    words = np.array([f"word{j}" for j in range(15)])
+    axes = plot_top_words(lda, words, n_words=5)
+    assert len(axes) == 3
+    for k, ax in enumerate(axes):
+        p = lda.components_[k] / lda.components_[k].sum()
+        order = np.argsort(-p, kind="stable")[:5]
+        np.testing.assert_allclose([bar.get_width() for bar in ax.patches], p[order], rtol=1e-12)
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(words[order])
+        assert ax.get_title() == f"Topic {k}"
+    # Chosen topics on given axes.
+    fig, given = plt.subplots(1, 2)
+    axes = plot_top_words(lda, words, n_words=3, ax=given, topics=[2, 0])
+    assert [ax.get_title() for ax in axes] == ["Topic 2", "Topic 0"]
+    with pytest.raises(ValueError, match="axes"):
+        plot_top_words(lda, words, ax=given)
+    with pytest.raises(ValueError, match="15 features"):
+        plot_top_words(lda, words[:-1])
+
+
+@pytest.mark.parametrize("name", ["plot_elbo", "plot_step_sizes", "plot_top_words"])
+def test_numpydoc(name):
+    validate = pytest.importorskip("numpydoc.validate").validate
+    codes = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01", "RT03", "EX01"}
+    errors = [f"{c}: {m}" for c, m in validate(f"skvi.plotting.{name}")["errors"] if c in codes]
+    assert not errors
