@@ -109,32 +109,10 @@ def _escape_type_underscores(app, what, name, obj, options, lines):
             lines[i] = head + _TRAILING_UNDERSCORE.sub(r"\\_", kind)
 
 
-# The figure of docs/glm.md's section on the algorithms is written by
-# ``examples/glm_convergence.py`` on a9a and has never been committed
-# (``*.png`` is ignored outside docs/images/).  Until it is, say so in its
-# place instead of a broken image (a warning, so an error under -W).  This
-# does nothing once the file exists; delete it then.
-_MISSING_FIGURES = {"glm": "![ELBO against fit time on z-scored a9a](img/glm_convergence.png)"}
-
-
-def _note_missing_figures(app, docname, source):
-    image = _MISSING_FIGURES.get(docname)
-    if image is None or image not in source[0]:
-        return
-    path = image[image.index("](") + 2 : -1]
-    if not (Path(app.srcdir) / path).is_file():
-        source[0] = source[0].replace(
-            image,
-            f"*(The figure `docs/{path}` is not in the repository; the command "
-            "below writes it.)*",
-        )
-
-
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
     # Before numpydoc's own handler (priority 500) reads the docstring.
     app.connect("autodoc-process-docstring", _escape_type_underscores, priority=400)
-    app.connect("source-read", _note_missing_figures)
 
 
 # -- Gallery ---------------------------------------------------------------
