@@ -14,7 +14,6 @@ every build, on data that ships with skvi or scikit-learn (no download).
 import os
 import re
 import warnings
-from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
