@@ -537,15 +537,16 @@ def test_partial_fit_sample_weight_counts_the_weight_sum():
         mf.partial_fit(X[p], y[p], sample_weight=w[p])
         seen.append(mf.n_samples_seen_)
     np.testing.assert_allclose(seen, np.cumsum([w[p].sum() for p in parts]))
-    # With one minibatch per call and a constant weight, every N / |S| and
-    # N_i / C_i of the stream is that of the repeated ratings: the same steps.
-    two = np.full(len(y), 2)
+    # With one minibatch per call, every N / |S| and N_i / C_i of the stream
+    # is that of the repeated ratings, even with weights that change from
+    # call to call (N_i and C_i count weights): the same steps.  Before the
+    # engine counted weights into N_i, the user means differed by about 20%.
     a = SVIMatrixFactorization(2, batch_size=10**4, random_state=0)
     b = SVIMatrixFactorization(2, batch_size=10**4, random_state=0)
     for p in parts:
-        a.partial_fit(X[p], y[p], sample_weight=two[p])
-        b.partial_fit(np.repeat(X[p], 2, axis=0), np.repeat(y[p], 2))
-    assert a.n_samples_seen_ == b.n_samples_seen_ == 2 * len(y)
+        a.partial_fit(X[p], y[p], sample_weight=w[p])
+        b.partial_fit(np.repeat(X[p], w[p], axis=0), np.repeat(y[p], w[p]))
+    assert a.n_samples_seen_ == b.n_samples_seen_ == w.sum()
     _assert_same_posterior(a, b)
     assert a.noise_precision_ == pytest.approx(b.noise_precision_, rel=1e-8)
     # A single step on weights in {0, ..., 3} is the step on the repeated ratings.

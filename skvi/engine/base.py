@@ -108,6 +108,7 @@ OPTIONAL_HOOKS = (
     "_validate_input",
     "_prepare_block",
     "_row_ids",
+    "_row_weights",
     "_grow_rows",
     "_online_batches",
     "_prior_message",
@@ -500,6 +501,10 @@ class SVIEstimator(BaseEstimator):
         For each row group, the row of every data point of X (an int array
         of length ``X.shape[0]``): the engine counts them into ``N_i`` and
         grows the group when an id is new.  Default: no row groups.
+    _row_weights(X) -> ndarray or None
+        The weight of every data point of X in the rows' counts ``N_i``
+        (a point of weight 2 counts twice, as in ``_sample_count``).
+        Default None: every point counts once.
     _grow_rows(name, n_new, rated, random_state) -> tuple of arrays
         Natural parameters of ``n_new`` rows appended to group ``name`` by
         ``partial_fit`` (``rated``: which of them the minibatch rates).
@@ -707,6 +712,9 @@ class SVIEstimator(BaseEstimator):
 
     def _row_ids(self, X):
         return {}
+
+    def _row_weights(self, X):
+        return None
 
     def _grow_rows(self, name, n_new, rated, random_state):
         raise NotImplementedError(
@@ -1243,12 +1251,16 @@ class SVIEstimator(BaseEstimator):
 
     def _count_rows(self, X):
         """``N_i`` of every row group from the whole of X (fit)."""
+        weights = self._row_weights(X)
         for name, ids in self._row_ids(X).items():
             group = self._svi.rows[name]
-            group.totals = np.bincount(ids, minlength=group.totals.shape[0]).astype(float)
+            group.totals = np.bincount(
+                ids, weights=weights, minlength=group.totals.shape[0]
+            ).astype(float)
 
     def _grow_and_count(self, X):
         """Add the rows X meets for the first time; add X's points to ``N_i``."""
+        weights = self._row_weights(X)
         for name, ids in self._row_ids(X).items():
             group = self._svi.rows[name]
             n_old = group.totals.shape[0]
@@ -1262,7 +1274,7 @@ class SVIEstimator(BaseEstimator):
                     [np.concatenate([a, b]) for a, b in zip(self.natural_params_[name], extra)],
                 )
                 group.grow(n_new)
-            group.totals += np.bincount(ids, minlength=group.totals.shape[0])
+            group.totals += np.bincount(ids, weights=weights, minlength=group.totals.shape[0])
 
     def _one_minibatch(self, n_samples):
         """Whether an online pass would be a single minibatch holding all the data.

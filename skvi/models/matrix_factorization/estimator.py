@@ -969,6 +969,14 @@ n_samples_seen_, converged_, n_rejected_steps_
             data = data.for_users
         return {"users": data.users, "items": data.items}
 
+    def _row_weights(self, data):
+        # A rating of weight 2 counts twice in its user's and item's N_i, as
+        # it does in the minibatch's C_i (index_side), so that N_i / C_i is
+        # the repeated ratings' ratio.
+        if isinstance(data, ChildSample):
+            data = data.for_users
+        return data.weights
+
     def _grow_rows(self, name, n_new, rated, random_state):
         """Users or items seen for the first time by ``partial_fit``."""
         return self._initial_nodes(name, n_new, random_state, rated)

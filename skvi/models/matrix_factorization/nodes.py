@@ -132,8 +132,8 @@ def index_side(nodes_of, partners_of, ratings, weights=None):
 
     With ``weights`` the indicator holds each rating's weight and the rating
     matrix the weighted ratings, so every sum over them (:func:`aggregate`)
-    counts a rating of weight 2 twice.  ``counts`` stays the number of
-    ratings per node.
+    counts a rating of weight 2 twice, and so does ``counts``, the
+    ratings per node (``C_i`` of the engine's ``N_i / C_i``).
     """
     nodes, inv = np.unique(nodes_of, return_inverse=True)
     partners, inv_p = np.unique(partners_of, return_inverse=True)
@@ -144,7 +144,7 @@ def index_side(nodes_of, partners_of, ratings, weights=None):
     else:
         ind = sp.csr_matrix((weights, (inv, inv_p)), shape=shape)
         val = sp.csr_matrix((weights * ratings, (inv, inv_p)), shape=shape)
-    counts = np.bincount(inv, minlength=shape[0]).astype(float)
+    counts = np.bincount(inv, weights=weights, minlength=shape[0]).astype(float)
     return BatchSide(nodes, counts, ind, val, partners, inv, inv_p, ratings, weights)
 
 
