@@ -567,3 +567,16 @@ def test_a_weight_of_two_is_the_row_duplicated(cls):
     assert c.n_samples_seen_ == d.n_samples_seen_ == weight.sum()
     with pytest.raises(ValueError):
         cls().fit(X, y, sample_weight=-weight)
+
+
+def test_a_zero_weight_minibatch_of_partial_fit_takes_no_step():
+    # It took a step of scale 0, towards the prior; online fit skipped it.
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(int)
+    w = np.ones(400)
+    w[200:300] = 0.0  # the third of four minibatches
+    a = SVILogisticRegression(batch_size=100, random_state=0).partial_fit(X, y, sample_weight=w)
+    b = SVILogisticRegression(batch_size=100, random_state=0).partial_fit(X[w > 0], y[w > 0])
+    assert a.n_batch_iter_ == b.n_batch_iter_ == 3
+    np.testing.assert_array_equal(a.posterior_mean_, b.posterior_mean_)

@@ -1074,8 +1074,13 @@ class SVIEstimator(BaseEstimator):
     def _partial_step(self, X):
         """One ``partial_fit`` step on the minibatch X (already validated)."""
         st = self._svi
-        self._grow_and_count(X)
         n_batch = self._sample_count(X)
+        if not n_batch > 0:
+            # A minibatch of zero total weight holds no data: no step (a
+            # step with scale 0 would pull the globals towards the prior),
+            # as online fit skips it.
+            return
+        self._grow_and_count(X)
         seen_before = self.n_samples_seen_
         self.n_samples_seen_ += n_batch
         st.samples += n_batch
