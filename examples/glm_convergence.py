@@ -55,9 +55,12 @@ How to run (about a minute with the defaults)::
     python examples/glm_convergence.py --no-batch --output /tmp/fig1.png
     python examples/glm_convergence.py --standardize --prior-variance 1   # paper's scaling
     python examples/glm_convergence.py --data /path/to/a9a-adult-libsvm
+    python examples/glm_convergence.py --max-rows 2000 --passes 1 --no-batch  # seconds
 
 ``--data`` is the folder holding ``a9a``; it defaults to ``$SKVI_DATA/a9a-adult-libsvm``
 with ``SKVI_DATA`` defaulting to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).
+The file is read by :func:`skvi.datasets.read_libsvm`; ``--max-rows N`` keeps its first ``N``
+rows (and ``total_samples`` is then ``N``).
 """
 
 import os
@@ -71,11 +74,10 @@ import time  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from sklearn.datasets import load_svmlight_file  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skvi import SVILogisticRegression  # noqa: E402
-from skvi.datasets import get_data_home  # noqa: E402
+from skvi.datasets import get_data_home, read_libsvm  # noqa: E402
 from skvi.engine import even_batches  # noqa: E402
 
 
@@ -85,6 +87,9 @@ def parse_args(argv=None):
     p.add_argument("--data", default=os.path.normpath(os.path.join(data_root, "a9a-adult-libsvm")),
                    help="folder with the a9a training file (default %(default)s)")
     p.add_argument("--passes", type=int, default=10, help="passes over the data (default 10)")
+    p.add_argument("--max-rows", type=int, default=None,
+                   help="use only the first N rows of a9a (default: all 32,561); with "
+                   "--passes 1 --no-batch a quick check that runs in seconds")
     p.add_argument("--batch-size", type=int, default=2000, help="minibatch rows (default 2000)")
     p.add_argument("--prior-variance", type=float, default=0.316,
                    help="prior variance of the weights (default 0.316)")
@@ -109,15 +114,22 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.passes < 1 or args.batch_size < 1:
         p.error("--passes and --batch-size must be at least 1")
+    if args.max_rows is not None and args.max_rows < 2:
+        p.error("--max-rows must be at least 2")
     return args
 
 
-def load(data_dir):
+def load(data_dir, max_rows=None):
     path = os.path.join(data_dir, "a9a")
     if not os.path.isfile(path):
-        sys.exit("error: %s not found; pass --data /path/to/a9a-adult-libsvm" % path)
-    X, y = load_svmlight_file(path, n_features=123)
-    return X.tocsr(), (y > 0).astype(np.int64)
+        sys.exit("error: %s not found.\nPass the folder that holds the LIBSVM file a9a, e.g.\n"
+                 "    python examples/glm_convergence.py --data /path/to/a9a-adult-libsvm\n"
+                 "or set SKVI_DATA to the folder that holds a9a-adult-libsvm/ (now %s)."
+                 % (path, get_data_home()))
+    X, y = read_libsvm(path, n_features=123)  # CSR, float64, int32 indices
+    if max_rows is not None:
+        X, y = X[:max_rows], y[:max_rows]
+    return X, (y > 0).astype(np.int64)
 
 
 class OnlineRun:
@@ -255,14 +267,15 @@ def plot(traces, best, path, batch_size):
 
 def main(argv=None):
     args = parse_args(argv)
-    X, y = load(args.data)
+    X, y = load(args.data, args.max_rows)
     if args.standardize:  # the paper's z-scored features (dense; constant columns kept at 0)
         X = X.toarray()
         sd = X.std(axis=0)
         X = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     print("a9a%s: %d rows x %d features; %d passes of minibatches of %d; prior variance %g, "
           "intercept %g; rho_t = (t + %g)^-%g; AdaGrad rates %s; seed %d"
-          % (" (z-scored)" if args.standardize else "", X.shape[0], X.shape[1], args.passes,
+          % ((" (its first %d rows)" % X.shape[0] if args.max_rows is not None else "")
+             + (" (z-scored)" if args.standardize else ""), X.shape[0], X.shape[1], args.passes,
              args.batch_size, args.prior_variance, args.intercept_prior_variance,
              args.learning_offset, args.learning_decay,
              " ".join("%g" % r for r in args.gradient_rates), args.seed))

@@ -27,7 +27,8 @@ Corpus.  ``CORPUS`` is a folder with ``train.npz`` and ``test.npz``
 (scipy.sparse document-word count matrices) and ``vocab.txt`` (one word per
 line, the columns in order).  It defaults to
 ``20newsgroups-bydate`` in :func:`skvi.datasets.get_data_home` (``$SKVI_DATA``,
-or ``~/skvi_data``; the script runs from any folder).  If the folder is
+else ``../shared/data`` beside a checkout, else ``~/skvi_data``; the script runs
+from any folder).  If the folder is
 absent, the script falls back to skvi's embedded sample of 180 short texts
 on six themes (:func:`skvi.datasets.load_topics_sample`), vectorised with
 ``CountVectorizer(stop_words='english', min_df=2)`` and split 80/20 into
@@ -36,7 +37,13 @@ train and test, with 6 topics, minibatches of 16 documents and 10 passes.
 Run::
 
     python examples/lda_topics.py [CORPUS] [--n-topics K] [--batch-size B]
-                                  [--passes P] [--plot PATH]
+                                  [--passes P] [--max-docs N] [--plot PATH]
+
+``--max-docs N`` keeps at most ``N`` training and ``N`` test documents
+(default: all), for a quick run, e.g. ``--max-docs 500 --passes 1``: rows
+``i * n // N`` for ``i < N`` of each matrix of ``n`` rows, spread over the
+file so that a corpus stored in groups (20 Newsgroups is, by newsgroup)
+keeps every group.
 
 The plot (default ``lda_perplexity.png``; ``--plot ''`` for none) needs
 matplotlib (``pip install matplotlib``); without it the script prints a note
@@ -87,7 +94,10 @@ def _load_corpus(folder):
             vocab=vocab, n_topics=20, batch_size=256, passes=2,
         )
     print(f"no corpus folder with train.npz, test.npz and vocab.txt at {folder}; "
-          "falling back to skvi's embedded sample (load_topics_sample)")
+          "falling back to skvi's embedded sample (load_topics_sample).  For the real "
+          "corpus pass its folder as the first argument, e.g. 'python "
+          "examples/lda_topics.py /path/to/20newsgroups-bydate', or set SKVI_DATA to "
+          f"the folder that holds 20newsgroups-bydate/ (now {get_data_home()})")
     sample = load_topics_sample()
     train_text, test_text = train_test_split(
         sample.data, test_size=0.2, random_state=SEED, stratify=sample.target
@@ -194,16 +204,23 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=None,
                         help="passes over the training documents (default: 2, "
                              "or 10 for the sample)")
+    parser.add_argument("--max-docs", type=int, default=None,
+                        help="use at most N training and N test documents, spread "
+                             "evenly over each file (default: all)")
     parser.add_argument("--plot", default="lda_perplexity.png",
                         help="PNG file for the perplexity curves ('' for none)")
     args = parser.parse_args(argv)
-    for name in ("n_topics", "batch_size", "passes"):
+    for name in ("n_topics", "batch_size", "passes", "max_docs"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
     t0 = time.perf_counter()
     corpus = _load_corpus(args.corpus if args.corpus else _default_corpus())
     X_train, X_test, vocab = corpus["X_train"], corpus["X_test"], corpus["vocab"]
+    if args.max_docs is not None:
+        X_train, X_test = (X[np.arange(min(args.max_docs, X.shape[0])) * X.shape[0]
+                             // min(args.max_docs, X.shape[0])] for X in (X_train, X_test))
+        corpus["name"] += f" (at most {args.max_docs} train / test documents)"
     n_topics = args.n_topics if args.n_topics else corpus["n_topics"]
     batch_size = args.batch_size if args.batch_size else corpus["batch_size"]
     passes = args.passes if args.passes else corpus["passes"]

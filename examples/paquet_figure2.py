@@ -36,14 +36,20 @@ The script also prints, for every (step safety, option, C), the final and the
 smallest ELBO along the run and the number of rejected steps.
 
 Data.  ``DATA`` is the MovieLens 100k folder (the one with ``u.data``, tab
-separated ``user item rating timestamp``; all 100,000 ratings are used).
+separated ``user item rating timestamp``; all 100,000 ratings are used
+unless ``--max-ratings`` says otherwise).
 It defaults to ``$SKVI_DATA/movielens-100k``, with ``SKVI_DATA`` defaulting
 to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  Nothing is copied.
 
 Run::
 
     python examples/paquet_figure2.py [DATA] [--iterations T]
-                                      [--batch-iterations TB] [--out PATH]
+                                      [--batch-iterations TB]
+                                      [--max-ratings N] [--out PATH]
+
+``--max-ratings N`` uses only the first ``N`` lines of ``u.data`` (default:
+all); ``--iterations 3 --batch-iterations 3 --max-ratings 20000 --out ''``
+is a check that runs in seconds.
 
 The figure (default ``paquet_figure2.png`` in the current directory;
 ``--out ''`` for none) needs matplotlib (``pip install matplotlib``); without
@@ -77,17 +83,22 @@ def _default_data():
     return get_data_home() / "movielens-100k"
 
 
-def _load_ratings(folder):
-    """Return the (user, item) pairs and ratings of ``folder/u.data``."""
+def _load_ratings(folder, max_ratings=None):
+    """Return the (user, item) pairs and ratings of ``folder/u.data``.
+
+    Only the first ``max_ratings`` lines when it is not None.
+    """
     path = pathlib.Path(folder) / "u.data"
     if not path.is_file():
         raise SystemExit(
-            f"no u.data in {folder}: pass the MovieLens 100k folder (the one "
-            "with u.data) as the first argument, e.g. "
+            f"error: no u.data in {folder}: pass the MovieLens 100k folder (the "
+            "one with u.data) as the first argument, e.g. "
             "'python examples/paquet_figure2.py /path/to/movielens-100k', or "
-            "set SKVI_DATA to the folder that holds movielens-100k/"
+            "set SKVI_DATA to the folder that holds movielens-100k/ "
+            f"(now {get_data_home()})"
         )
-    table = np.loadtxt(path, dtype=np.int64, usecols=(0, 1, 2))
+    table = np.loadtxt(path, dtype=np.int64, usecols=(0, 1, 2), ndmin=2,
+                       max_rows=max_ratings)
     return table[:, :2], table[:, 2].astype(float)
 
 
@@ -230,18 +241,22 @@ def main(argv=None):
     parser.add_argument("--batch-iterations", type=int, default=None,
                         help="full batch VB iterations (default: enough to read "
                              "as many ratings as the longest Alg. 1 run)")
+    parser.add_argument("--max-ratings", type=int, default=None,
+                        help="use only the first N ratings of u.data "
+                             "(default: all 100,000)")
     parser.add_argument("--out", default="paquet_figure2.png",
                         help="PNG file for the figure ('' for none)")
     args = parser.parse_args(argv)
-    for name in ("iterations", "batch_iterations"):
+    for name in ("iterations", "batch_iterations", "max_ratings"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
     t0 = time.perf_counter()
     folder = args.data if args.data else _default_data()
-    X, y = _load_ratings(folder)
+    X, y = _load_ratings(folder, args.max_ratings)
     n = X.shape[0]
-    print(f"MovieLens from {folder}: {n} ratings, {np.unique(X[:, 0]).size} "
+    first = "" if args.max_ratings is None else f" (its first {args.max_ratings})"
+    print(f"MovieLens from {folder}: {n} ratings{first}, {np.unique(X[:, 0]).size} "
           f"users, {np.unique(X[:, 1]).size} items; {args.iterations} Alg. 1 "
           f"iterations per run")
 

@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from .readers import read_ldac, read_movielens, read_uci_bag_of_words
+from .readers import read_ldac, read_libsvm, read_movielens, read_uci_bag_of_words
 
 __all__ = [
     "get_data_home",
     "load_newcomb",
     "load_topics_sample",
     "read_ldac",
+    "read_libsvm",
     "read_movielens",
     "read_uci_bag_of_words",
 ]
