@@ -81,8 +81,15 @@ def _default_corpus():
     return get_data_home() / "20newsgroups-bydate"
 
 
+def _has_corpus(folder):
+    folder = pathlib.Path(folder)
+    return all((folder / name).is_file() for name in ("train.npz", "test.npz", "vocab.txt"))
+
+
 def _load_corpus(folder):
-    """Return a dict describing the corpus in ``folder``, or the sample."""
+    """Return a dict describing the corpus in ``folder``, or (None or missing) the sample."""
+    if folder is None:
+        return _sample_corpus()
     folder = pathlib.Path(folder)
     files = [folder / name for name in ("train.npz", "test.npz", "vocab.txt")]
     if all(f.is_file() for f in files):
@@ -98,6 +105,11 @@ def _load_corpus(folder):
           "corpus pass its folder as the first argument, e.g. 'python "
           "examples/lda_topics.py /path/to/20newsgroups-bydate', or set SKVI_DATA to "
           f"the folder that holds 20newsgroups-bydate/ (now {get_data_home()})")
+    return _sample_corpus()
+
+
+def _sample_corpus():
+    """skvi's embedded sample of 180 short texts, vectorised and split."""
     sample = load_topics_sample()
     train_text, test_text = train_test_split(
         sample.data, test_size=0.2, random_state=SEED, stratify=sample.target
@@ -180,10 +192,10 @@ def main(argv=None):
 
     Examples
     --------
-    A folder that does not exist selects the embedded sample:
+    ``--sample`` selects the embedded sample (as does a missing default
+    corpus; a folder given but missing is an error):
 
-    >>> results = main(["no-such-folder", "--passes", "2", "--plot", ""])
-    no corpus folder ...
+    >>> results = main(["--sample", "--passes", "2", "--plot", ""])
     corpus: skvi's embedded topics sample (6 themes): 144 train / 36 test documents, ...
     ...
     held-out document-completion perplexity on 36 test documents: ...
@@ -196,6 +208,8 @@ def main(argv=None):
     parser.add_argument("corpus", nargs="?", default=None,
                         help="folder with train.npz, test.npz and vocab.txt "
                              "(default: $SKVI_DATA/20newsgroups-bydate)")
+    parser.add_argument("--sample", action="store_true",
+                        help="use skvi's embedded sample of 180 texts instead of a corpus")
     parser.add_argument("--n-topics", type=int, default=None,
                         help="number of topics (default: 20, or 6 for the sample)")
     parser.add_argument("--batch-size", type=int, default=None,
@@ -215,7 +229,13 @@ def main(argv=None):
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
     t0 = time.perf_counter()
-    corpus = _load_corpus(args.corpus if args.corpus else _default_corpus())
+    if args.sample:
+        corpus = _load_corpus(None)
+    elif args.corpus and not _has_corpus(args.corpus):
+        parser.error(f"{args.corpus} holds no train.npz, test.npz and vocab.txt (pass the "
+                     "folder of 20newsgroups-bydate, or --sample for the embedded sample)")
+    else:
+        corpus = _load_corpus(args.corpus if args.corpus else _default_corpus())
     X_train, X_test, vocab = corpus["X_train"], corpus["X_test"], corpus["vocab"]
     if args.max_docs is not None:
         X_train, X_test = (X[np.arange(min(args.max_docs, X.shape[0])) * X.shape[0]

@@ -283,3 +283,10 @@ def test_paquet_figure2_without_data(tmp_path):
     proc = run_example("paquet_figure2.py", "--iterations", 1, cwd=tmp_path, env=env)
     assert proc.returncode != 0
     assert str(home / "movielens-100k") in proc.stderr and "SKVI_DATA" in proc.stderr
+
+
+def test_lda_topics_refuses_a_named_folder_without_its_corpus(tmp_path):
+    # A folder the user names is not silently replaced by the sample.
+    proc = run_example("lda_topics.py", str(tmp_path / "nowhere"), "--plot", "", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert str(tmp_path / "nowhere") in proc.stderr and "--sample" in proc.stderr
