@@ -44,7 +44,7 @@ def check_sparse_structure(X, name="X"):
     >>> check_sparse_structure(X)
     Traceback (most recent call last):
     ...
-    ValueError: X is not a valid sparse matrix: indices must be < 3
+    ValueError: X is not a valid sparse matrix: ... must be < 3
     """
     if not sp.issparse(X):
         return X

@@ -1,6 +1,8 @@
 """scikit-learn's estimator checks over every estimator in skvi."""
 
+import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.fixes import parse_version
 
 from skvi import (
     GaussianGammaVB,
@@ -26,7 +28,10 @@ ESTIMATORS = [
     SVIMatrixFactorization(n_components=2, max_iter=5),
     # tol=0: a fixed number of passes, so that weighted and repeated rows (whose
     # sums differ in the last bits) stop at the same pass on data it fits exactly.
-    SVILinearRegression(tol=0.0),
+    # Only 10: the check's 30 features fit its 15 rows exactly, so the noise
+    # precision climbs to ~1e7 and later passes amplify those last bits to
+    # ~1e-7, the check's rtol (1.2e-7 at the minimum versions, 7e-8 at current ones).
+    SVILinearRegression(tol=0.0, max_iter=10),
     # Quadrature expectations: deterministic, so weighted and repeated rows
     # give the same fit (scikit-learn checks sample_weight equivalence).
     SVILogisticRegression(max_iter=5, expectation="quadrature", random_state=0),
@@ -70,9 +75,17 @@ _MF_CHECKS["check_fit_idempotent"] = (
 )
 EXPECTED_FAILED_CHECKS = {
     "SVISparseGPRegressor": {
-        "check_sample_weight_equivalence_on_dense_data": "k-means places the inducing points from other seeds for shuffled repeated rows (given inducing_points, weights equal repeats: tests/test_sparse_gp.py)",
+        "check_sample_weight_equivalence_on_dense_data": "the L-BFGS kernel fits of the weighted and the repeated rows end in different local optima (with optimizer=None they agree to 1e-15; given inducing points, weights equal repeats: tests/test_sparse_gp.py)",
     },
     "SVIMatrixFactorization": _MF_CHECKS,
+    # scikit-learn < 1.7 binarises a binary-only classifier's y by its first
+    # label, which the check shuffles for the weighted fit only: the weighted
+    # and the repeated rows then get different labels (fixed in 1.7).
+    "SVISparseGPClassifier": (
+        {"check_sample_weight_equivalence_on_dense_data": "scikit-learn < 1.7 relabels y differently for the weighted and the repeated fit"}
+        if parse_version(sklearn.__version__) < parse_version("1.7")
+        else {}
+    ),
     "SVIBayesianGaussianMixture": {
         "check_sample_weight_equivalence_on_dense_data": "its 15 x 30 X gives a singular default covariance_prior (the repeated rows' fit fails too) and shuffled weighted rows draw other k-means++ seeds",
     },

@@ -258,7 +258,10 @@ class MultivariateGaussian(ExponentialFamily):
             The log-normaliser of each factor.
         """
         quad = np.einsum("...i,...ij,...j->...", self.loc, self.precision, self.loc)
-        return 0.5 * (quad - self._logdet_precision() + self.dim * _LOG_2PI)
+        # astype: with NumPy < 2 a float32 scalar (batch_shape ()) and a Python
+        # float promote to float64.
+        out = 0.5 * (quad - self._logdet_precision() + self.dim * _LOG_2PI)
+        return out.astype(self.dtype, copy=False)
 
     def entropy(self):
         """Differential entropy ``d (1 + log(2 pi)) / 2 - log|Lambda| / 2``.
@@ -268,7 +271,8 @@ class MultivariateGaussian(ExponentialFamily):
         ndarray of shape batch_shape
             Entropy of each factor.
         """
-        return 0.5 * (self.dim * (1.0 + _LOG_2PI) - self._logdet_precision())
+        out = 0.5 * (self.dim * (1.0 + _LOG_2PI) - self._logdet_precision())
+        return out.astype(self.dtype, copy=False)
 
     def kl(self, other):
         """KL(self || other) for another (broadcastable) MultivariateGaussian.
@@ -304,7 +308,7 @@ class MultivariateGaussian(ExponentialFamily):
             + self._logdet_precision()
             - other._logdet_precision()
         )
-        return np.maximum(kl, 0.0)
+        return np.maximum(kl, 0.0).astype(np.result_type(self.dtype, other.dtype), copy=False)
 
     def log_prob(self, x):
         """Log density at ``x`` of shape ``(..., batch_shape, d)``.

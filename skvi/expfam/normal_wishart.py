@@ -152,7 +152,8 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         inv = 0.5 * (inv + np.swapaxes(inv, -1, -2))
         bm = self.beta[..., None] * self.loc
         eta2 = -0.5 * (inv + _weighted_outer(bm, self.loc))
-        eta4 = 0.5 * (self.df - self.dim - 1.0 + self.n_means)
+        # astype: with NumPy < 2 a 0-d float32 df and Python numbers give float64.
+        eta4 = (0.5 * (self.df - self.dim - 1.0 + self.n_means)).astype(self.dtype, copy=False)
         return (bm, eta2, -0.5 * self.beta, eta4)
 
     # -- constructors / validity ------------------------------------------------
@@ -196,7 +197,8 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         winv = -(eta2 + np.swapaxes(eta2, -1, -2)) - _weighted_outer(loc, eta1)
         scale = np.linalg.inv(winv)
         scale = 0.5 * (scale + np.swapaxes(scale, -1, -2))
-        return cls(loc, beta, 2.0 * eta4 + d + 1.0 - n_means, scale)
+        df = np.asarray(2.0 * eta4 + d + 1.0 - n_means, dtype=dtype)  # float32 kept on NumPy < 2
+        return cls(loc, beta, df, scale)
 
     @staticmethod
     def valid_natural(eta1, eta2, eta3, eta4):
