@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from skvi import (
     GaussianGammaVB,
@@ -33,14 +33,12 @@ from skvi import (
     SVISparseGPRegressor,
 )
 from skvi.engine import (
-    ENGINE_PARAMETER_CONSTRAINTS,
     FitRecord,
-    SVIEstimator,
     monitor,
     monitoring,
 )
-from skvi.expfam import Gamma
 from skvi.schedules import Constant
+from test_engine import OneGamma  # the toy Gamma model whose targets a test sets
 
 ONLINE = dict(learning_method="online", max_iter=4, tol=0.0)
 
@@ -264,52 +262,6 @@ def test_step_trace_follows_the_schedule():
     # Batch steps have rho = 1.
     batch = GaussianGammaVB(max_iter=3, tol=0).fit(X)
     np.testing.assert_array_equal(batch.step_trace_["rho"], [1.0, 1.0, 1.0])
-
-
-class OneGamma(SVIEstimator):
-    """A Gamma factor whose target the rows set (as in test_engine.py)."""
-
-    _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
-    _global_factors = ("g",)
-    _factor_families = {"g": Gamma}
-
-    def __init__(self, learning_rate=None, total_samples="auto", batch_size=1, verbose=0):
-        self.learning_method = "online"
-        self.batch_size = batch_size
-        self.max_iter = 1
-        self.tol = 0.0
-        self.learning_offset = 10.0
-        self.learning_decay = 0.7
-        self.learning_rate = learning_rate
-        self.total_samples = total_samples
-        self.update_order = "sequential"
-        self.step_safety = True
-        self.random_state = None
-        self.verbose = verbose
-
-    def partial_fit(self, X, y=None):
-        return self._engine_partial_fit(X)
-
-    def _validate_input(self, X, reset):
-        return validate_data(self, X, reset=reset, ensure_all_finite=False)
-
-    def _initialize_globals(self, X, random_state):
-        return self._prior_natural()
-
-    def _prior_natural(self):
-        return {"g": (np.array([-1.0]), np.array([0.0]))}
-
-    def _local_step(self, X, params):
-        return None
-
-    def _expected_stats(self, name, X, local, params):
-        return X[:, :1].sum(0), X[:, 1:].sum(0)
-
-    def _local_bound(self, X, local, params):
-        return 0.0
-
-    def _global_bound(self, params):
-        return 0.0
 
 
 def test_step_trace_marks_rejected_and_skipped_steps():
