@@ -121,6 +121,8 @@ OPTIONAL_HOOKS = (
     "_prepare_probe",
     "_probe_growth",
     "_probe_batch_steps",
+    "_batch_steps_raise_elbo",
+    "_elbo_tolerance",
     "_batch_line_search",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
@@ -318,6 +320,8 @@ class _EngineState:
         # Rejections that were a batch line search's backtracking (normal
         # operation of a damped Newton step, not worth a warning).
         self.backtracks = 0
+        # (parameters, their full-data ELBO) from the last batch-step test.
+        self.known_bound = None
         self.rule_states = {}
         self.init_parts = {}
         self.init_weight = {}
@@ -559,6 +563,13 @@ class SVIEstimator(BaseEstimator):
         The fraction of its best value by which a step may raise the
         probe's loss (default 1.0: rejected when the loss more than
         doubles).
+    _batch_steps_raise_elbo() -> bool
+        Whether, with ``step_safety``, a batch step that lowers the
+        full-data ELBO (``_global_bound`` plus ``_local_bound``) is rejected
+        (default False): for Newton-like fixed-point steps, which can
+        overshoot while every factor stays valid.  The accepted step's ELBO
+        is the pass's.  ``_elbo_tolerance`` (default 1e-9) is the relative
+        fall still accepted.
     _probe_batch_steps() -> bool
         Whether batch ``fit`` tests its steps on the probe too (default
         False): for fixed-point steps that are not guaranteed to increase
@@ -735,6 +746,13 @@ class SVIEstimator(BaseEstimator):
 
     def _step_acceptable(self, X, params, ctx):
         return True
+
+    def _batch_steps_raise_elbo(self):
+        return False
+
+    #: Relative fall of the ELBO that ``_batch_steps_raise_elbo`` still
+    #: accepts (rounding in the ELBO's sums).
+    _elbo_tolerance = 1e-9
 
     def _probe_loss(self, probe, params):
         return None
@@ -979,7 +997,11 @@ class SVIEstimator(BaseEstimator):
                     stopped = run.per_step and run.step(1)
                     if evaluate and not stopped:
                         params = self.natural_params_
-                        bound = self._data_bound(X, local, params) + self._global_bound(params)
+                        known = st.known_bound
+                        if known is not None and known[0] is params:
+                            bound = known[1]  # the step's test computed it
+                        else:
+                            bound = self._data_bound(X, local, params) + self._global_bound(params)
                     else:
                         bound = None
                 self.n_iter_ = it
@@ -1514,6 +1536,8 @@ class SVIEstimator(BaseEstimator):
                 )
                 params, pending, ok = self._global_update(X, local, ctx, stats)
                 if self.step_safety:
+                    if ok and not online and X is not None and self._batch_steps_raise_elbo():
+                        ok = self._raises_elbo(X, params)
                     if ok:
                         ok = self._step_acceptable(X, params, ctx)
                     if ok and st.probe is not None:
@@ -1599,6 +1623,29 @@ class SVIEstimator(BaseEstimator):
         hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
             st.prior = self._prior_natural()
+            st.known_bound = None  # the objective moved with the priors
+
+    def _raises_elbo(self, X, params):
+        """Whether a batch step's ``params`` do not lower the full-data ELBO.
+
+        The current parameters' ELBO is remembered from the last test (it
+        is the accepted step's, or the rejected step's old one), and the
+        accepted one serves as the pass's ELBO: one evaluation per try.
+        """
+        st = self._svi
+        new = self._global_bound(params) + self._local_bound(X, None, params)
+        known = st.known_bound
+        if known is not None and known[0] is self.natural_params_:
+            old = known[1]
+        else:
+            old = self._global_bound(self.natural_params_) + self._local_bound(
+                X, None, self.natural_params_
+            )
+        if not np.isfinite(new) or new < old - self._elbo_tolerance * abs(old):
+            st.known_bound = (self.natural_params_, old)
+            return False
+        st.known_bound = (params, new)
+        return True
 
     def _warn_rejections(self, rejected_before):
         st = self._svi

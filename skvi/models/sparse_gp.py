@@ -674,16 +674,14 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _batch_line_search(self):
         return True
 
-    def _step_acceptable(self, data, params, ctx):
+    def _batch_steps_raise_elbo(self):
         # V2's projected fixed point can overshoot: a batch step must not
         # lower the objective (the conjugate objectives reach it in one step).
-        if ctx.online or data is None or self.objective != "predictive":
-            return True
-        new = self._global_bound(params) + self._local_bound(data, None, params)
-        old = self._global_bound(self.natural_params_) + self._local_bound(
-            data, None, self.natural_params_
-        )
-        return bool(np.isfinite(new) and new >= old - 1e-12 * abs(old))
+        return self.objective == "predictive"
+
+    # Tighter than the GLMs': V2's fixed point is found to finite-difference
+    # stationarity (tests/test_sparse_gp.py).
+    _elbo_tolerance = 1e-12
 
     # -------------------------------------------------------- hyperparameters
     def _collapsed(self, data, kernel, noise):
@@ -1070,13 +1068,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _batch_line_search(self):
         return self.expectation == "quadrature"
 
-    def _step_acceptable(self, data, params, ctx):
+    def _batch_steps_raise_elbo(self):
         # A batch fixed-point step on q's mean is Newton-like and can
         # overshoot: it must not lower the ELBO.
-        if ctx.online or data is None:
-            return True
-        new = self._global_bound(params) + self._local_bound(data, None, params)
-        old = self._global_bound(self.natural_params_) + self._local_bound(
-            data, None, self.natural_params_
-        )
-        return bool(np.isfinite(new) and new >= old - 1e-9 * abs(old))
+        return True
