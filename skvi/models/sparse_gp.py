@@ -127,14 +127,19 @@ class _SparseGP(SVIEstimator):
         km = KMeans(self.n_inducing, n_init=1, random_state=random_state.randint(2**31 - 1))
         return km.fit(X, sample_weight=weight).cluster_centers_
 
+    def _q_moments(self, params=None):
+        """Mean and covariance of the whitened q(v); the covariance cached with the factor."""
+        factor = (self.natural_params_ if params is None else params)["inducing"]
+        return factor.distribution.loc, factor.cached("covariance", lambda f: f.distribution.covariance)
+
     def _latent_moments(self, X):
         """Validated X's whitened features and the mean and variance of f under q."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         phi, kdiag = self._features(X)
-        q = self.natural_params_["inducing"].distribution
-        var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, q.covariance)
-        return X, phi, phi @ q.loc, np.maximum(var, 0.0)
+        loc, cov = self._q_moments()
+        var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, cov)
+        return X, phi, phi @ loc, np.maximum(var, 0.0)
 
     def _start(self, data, random_state):
         """The inducing points and a copy of the kernel for a new fit."""
@@ -482,8 +487,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("At most one of return_std and return_cov can be requested.")
         X, phi, mean, var = self._latent_moments(X)
         if return_cov:
-            q = self.natural_params_["inducing"].distribution
-            return mean, self.kernel_(X) - phi @ phi.T + phi @ q.covariance @ phi.T
+            cov = self._q_moments()[1]
+            return mean, self.kernel_(X) - phi @ phi.T + phi @ cov @ phi.T
         if return_std:
             return mean, np.sqrt(var)
         return mean
@@ -570,8 +575,8 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _data_term(self, data, params):
         kernel = self.kernel_.clone_with_theta(params[:-1])
         phi, kdiag = self._features(data.X, kernel, self._cholesky(kernel))
-        q = self.natural_params_["inducing"].distribution
-        mean, var = phi @ q.loc, row_quadratic(phi, q.covariance)
+        loc, cov = self._q_moments()
+        mean, var = phi @ loc, row_quadratic(phi, cov)
         value, _, _ = self._row_terms(data, phi, kdiag, mean, var, float(np.exp(params[-1])))
         return float(np.sum(data.weighted(value)))
 
@@ -638,9 +643,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         if self.objective == "optimal":
             solved = sla.cho_solve(local["chol"], phi)
             return solved.T @ data.y, -0.5 * phi.T @ solved
-        q = params["inducing"].distribution
-        mean = phi @ q.loc
-        var = row_quadratic(phi, q.covariance)
+        loc, cov = self._q_moments(params)
+        mean = phi @ loc
+        var = row_quadratic(phi, cov)
         _, e1, e2 = self._row_terms(data, phi, local["kdiag"], mean, var, self.noise_variance_)
         e1, e2 = data.weighted(e1), data.weighted(e2)
         return phi.T @ (e1 - e2 * mean), 0.5 * (phi * e2[:, None]).T @ phi
@@ -666,8 +671,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         q = params["inducing"].distribution
         if self.objective == "optimal":
             return float(self._optimal_terms(data.X, data.y, phi, q)[1])
-        mean = phi @ q.loc
-        var = row_quadratic(phi, q.covariance)
+        loc, cov = self._q_moments(params)
+        mean = phi @ loc
+        var = row_quadratic(phi, cov)
         value, _, _ = self._row_terms(data, phi, kdiag, mean, var, self.noise_variance_)
         return float(np.sum(data.weighted(value)))
 
@@ -1019,15 +1025,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         target = (y == self.classes_[1]).astype(np.float64)
         return Rows(X, target, check_row_weights(sample_weight, X))
 
-    def _moments(self, data, phi, kdiag, q):
-        mean = phi @ q.loc
-        var = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0) + row_quadratic(phi, q.covariance)
-        return mean, var
+    def _moments(self, data, phi, kdiag, params=None):
+        loc, cov = self._q_moments(params)
+        var = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0) + row_quadratic(phi, cov)
+        return phi @ loc, var
 
     def _data_term(self, data, params):
         kernel = self.kernel_.clone_with_theta(params)
         phi, kdiag = self._features(data.X, kernel, self._cholesky(kernel))
-        mean, var = self._moments(data, phi, kdiag, self.natural_params_["inducing"].distribution)
+        mean, var = self._moments(data, phi, kdiag)
         e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
         return float(np.sum(data.weighted(e_log)))
 
@@ -1047,7 +1053,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _local_step(self, data, params):
         phi, kdiag = self._features(data.X)
-        mean, var = self._moments(data, phi, kdiag, params["inducing"].distribution)
+        mean, var = self._moments(data, phi, kdiag, params)
         _, e1, e2 = self._likelihood.expectations(
             data.y, mean, var, method=self.expectation, n_samples=self.n_mc_samples,
             random_state=self._mc_random_state,
@@ -1061,7 +1067,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _local_bound(self, data, local, params):
         phi, kdiag = (local["phi"], local["kdiag"]) if local else self._features(data.X)
-        mean, var = self._moments(data, phi, kdiag, params["inducing"].distribution)
+        mean, var = self._moments(data, phi, kdiag, params)
         e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
         return float(np.sum(data.weighted(e_log)))
 
