@@ -8,7 +8,7 @@ import scipy.linalg as sla
 from scipy.stats import multivariate_normal
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from skvi import SVISparseGPRegressor
@@ -288,3 +288,99 @@ def test_predictive_objective_converges_with_the_projected_newton_step():
               n_inducing=10, random_state=0)
     assert gp.converged_
     assert gp.lower_bound_ > 84.0  # measured 84.65
+
+
+def _central_differences(f, p, h=1e-6):
+    return np.array([(f(p + h * e) - f(p - h * e)) / (2 * h) for e in np.eye(p.size)])
+
+
+@pytest.mark.parametrize("kernel", [
+    C(1.3) * RBF([0.7, 2.0]) + WhiteKernel(0.01),  # contracted on the fly (skvi.models._kernels)
+    C(1.3) * Matern([0.7, 2.0], nu=1.5) + WhiteKernel(0.01),  # via K([X; Z])'s gradient
+])
+def test_hyperparameter_gradients_equal_finite_differences_of_the_dense_closed_forms(kernel):
+    # The collapsed objectives written with dense N x N matrices (with the
+    # model's K_uu jitter, which moves with the kernel too), differenced;
+    # ARD kernels plus a white-noise term, and weighted rows for the
+    # fixed-q objective.
+    from skvi.models._rows import Rows
+
+    X, y = _data(60)
+    X = np.hstack([X, np.random.RandomState(3).normal(size=(60, 1))])
+    Z = np.random.RandomState(4).normal(size=(7, 2))
+    gp = _fit("titsias", Z, X, y, kernel=kernel, max_iter=1)
+    n = len(y)
+
+    def dense(params, objective):
+        k = kernel.clone_with_theta(params[:-1])
+        noise = np.exp(params[-1])
+        K, Q, _, _ = _nystrom(X, Z, k, jitter=gp.jitter_)
+        if objective == "titsias":
+            return (multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y)
+                    - np.trace(K - Q) / (2 * noise))
+        cov = Q + np.diag(np.diag(K - Q)) + noise * np.eye(n)
+        return multivariate_normal(np.zeros(n), cov).logpdf(y)
+
+    params = gp._hyper_vector() + np.array([0.1, -0.2, 0.3, 0.2, -0.1])
+    for objective in ("titsias", "fitc"):
+        gp.objective = objective
+        value, grad = gp._collapsed_and_gradient(Rows(X, y), params)
+        assert value == pytest.approx(dense(params, objective), rel=1e-10)
+        reference = _central_differences(lambda p, o=objective: dense(p, o), params)
+        np.testing.assert_allclose(grad, reference, rtol=1e-6, atol=1e-6 * np.abs(reference).max())
+
+    # V2's rows with q fixed (whitened), weighted.
+    w = np.random.RandomState(5).uniform(0.5, 2.0, n)
+    rng = np.random.RandomState(6)
+    m, A = rng.normal(size=7), rng.normal(size=(7, 7)) / 3
+    V = A @ A.T + 0.1 * np.eye(7)
+
+    def predictive(params):
+        k = kernel.clone_with_theta(params[:-1])
+        K = k(Z)
+        L = np.linalg.cholesky(K + gp.jitter_ * np.mean(np.diag(K)) * np.eye(7))
+        phi = np.linalg.solve(L, k(Z, X)).T
+        var = (np.exp(params[-1]) + k.diag(X) - np.sum(phi**2, axis=1)
+               + np.einsum("ij,jk,ik->i", phi, V, phi))
+        return np.sum(w * (-0.5 * np.log(2 * np.pi * var) - (y - phi @ m) ** 2 / (2 * var)))
+
+    gp.objective = "predictive"
+    value, grad = gp._data_term(Rows(X, y, w), params, q=(m, V), gradient=True)
+    assert value == pytest.approx(predictive(params), rel=1e-10)
+    reference = _central_differences(predictive, params)
+    np.testing.assert_allclose(grad, reference, rtol=1e-6, atol=1e-6 * np.abs(reference).max())
+
+
+def test_classifier_kernel_gradient_equals_finite_differences_of_its_expected_log_likelihood():
+    # E_q log sigmoid(+-f) by an independent 80-node Gauss-Hermite rule,
+    # written with dense matrices, differenced in the log hyperparameters.
+    from scipy.special import log_expit
+
+    from skvi import SVISparseGPClassifier
+    from skvi.models._rows import Rows
+
+    X, y = _binary(50, seed=2)
+    Z = np.linspace(-2.5, 2.5, 6)[:, None]  # K_uu well conditioned: differences are clean
+    kernel = C(1.5) * RBF(0.8)
+    clf = SVISparseGPClassifier(kernel, inducing_points=Z, optimizer=None, max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    m, V = clf._q_moments()
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+
+    def expected(params):
+        k = kernel.clone_with_theta(params)
+        K = k(Z)
+        L = np.linalg.cholesky(K + clf.jitter_ * np.mean(np.diag(K)) * np.eye(len(Z)))
+        phi = np.linalg.solve(L, k(Z, X)).T
+        var = k.diag(X) - np.sum(phi**2, axis=1) + np.einsum("ij,jk,ik->i", phi, V, phi)
+        f = (phi @ m)[:, None] + np.sqrt(var)[:, None] * nodes
+        return np.sum(log_expit(np.where(y[:, None] == 1, f, -f)) @ weights)
+
+    params = clf._hyper_vector() + np.array([0.2, -0.3])
+    value, grad = clf._data_term(Rows(X, y.astype(float)), params, gradient=True)
+    assert value == pytest.approx(expected(params), rel=1e-8)
+    reference = _central_differences(expected, params)
+    np.testing.assert_allclose(grad, reference, rtol=1e-6)
