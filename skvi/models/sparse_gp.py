@@ -56,17 +56,17 @@ def _gauss_logpdf(y, mean, var):
     return -0.5 * (_LOG_2PI + np.log(var) + (y - mean) ** 2 / var)
 
 
-def _cholesky_backward(chol, chol_bar):
+def _cholesky_backward(chol, chol_inv, chol_bar):
     """Gradient in a symmetric ``A`` of a function of ``L = cholesky(A)``, given its gradient in ``L``.
 
     ``A_bar = sym(L^-T Phi(L^T L_bar) L^-1)``, ``Phi`` the lower triangle with
     the diagonal halved (Murray, "Differentiation of the Cholesky
-    decomposition"); only ``L_bar``'s lower triangle counts.
+    decomposition"); only ``L_bar``'s lower triangle counts.  ``chol_inv``
+    is ``L^-1``.
     """
     middle = np.tril(chol.T @ np.tril(chol_bar))
     middle[np.diag_indices_from(middle)] *= 0.5
-    inner = sla.solve_triangular(chol, middle, lower=True, trans="T")  # L^-T Phi
-    outer = sla.solve_triangular(chol, inner.T, lower=True, trans="T").T  # ... L^-1
+    outer = chol_inv.T @ middle @ chol_inv
     return 0.5 * (outer + outer.T)
 
 
@@ -232,7 +232,10 @@ class _SparseGP(SVIEstimator):
         extra = np.asarray(params[n_theta:], dtype=np.float64)
         Z = self.inducing_points_
         m = Z.shape[0]
-        chol, jitter = self._cholesky(kernel, with_jitter=True)
+        if np.array_equal(params[:n_theta], self.kernel_.theta):
+            chol, jitter = self._chol, self.jitter_
+        else:
+            chol, jitter = self._cholesky(kernel, with_jitter=True)
         loc, cov = self._q_moments() if q is None else q
         if not gradient:
             phi, kdiag = self._features(data.X, kernel, chol)
@@ -283,7 +286,7 @@ class _SparseGP(SVIEstimator):
                 weights[:nb, nb:] = kxu_bar
                 weights[np.arange(nb), np.arange(nb)] = d_c
                 grad[:n_theta] += np.tensordot(weights, dK, axes=([0, 1], [0, 1]))
-        kuu_bar = _cholesky_backward(chol, chol_bar)
+        kuu_bar = _cholesky_backward(chol, chol_inv, chol_bar)
         Kuu, dKuu = kernel(Z, eval_gradient=True)
         scale = float(np.mean(np.diag(Kuu)))
         # K_uu's jitter, jitter * mean(diag K_uu), moves with the kernel too
@@ -312,8 +315,10 @@ class _SparseGP(SVIEstimator):
                            bounds=self._hyper_bounds(), options={"maxiter": 20})
             return {"target": res.x}
         # The per-row gradient of the objective in the log hyperparameters
-        # with q fixed (whitened, so the KL does not depend on them).
-        _, grad = self._data_term(data, self._hyper_vector(), gradient=True)
+        # with q fixed (whitened, so the KL does not depend on them); the
+        # kernel has not moved since the local step computed the features.
+        _, grad = self._data_term(data, self._hyper_vector(), gradient=True,
+                                  features=local["phi"])
         return {"gradient": grad / max(self._sample_count(data), 1e-300)}
 
     def _update_hyperparameters(self, hyper, ctx):
