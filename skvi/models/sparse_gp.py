@@ -932,7 +932,7 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
         classification has no collapsed objective).  Online: a gradient
         step of size ``rho_t * hyperparameter_learning_rate`` after every
         accepted step.  None keeps them.
-    hyperparameter_learning_rate : float, default=0.1
+    hyperparameter_learning_rate : float, default=1.0
         Online hyperparameter step per unit ``rho_t`` on the per-row gradient.
     learning_method : {'batch', 'online'}, default='batch'
         Batch fixed-point steps on all rows (a step that lowers the ELBO is
@@ -1013,7 +1013,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         expectation="quadrature",
         n_mc_samples=20,
         optimizer="fmin_l_bfgs_b",
-        hyperparameter_learning_rate=0.1,
+        hyperparameter_learning_rate=1.0,
         learning_method="batch",
         batch_size=1000,
         max_iter=100,
