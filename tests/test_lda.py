@@ -125,29 +125,34 @@ def test_total_samples_auto_scales_by_the_running_count():
     X, _, _ = lda_corpus(n_docs=90, seed=8)
     ours = SVILatentDirichletAllocation(n_components=K, total_samples="auto", random_state=1)
     ref = LatentDirichletAllocation(n_components=K, random_state=1)
-    seen = 0
+    seen, previous = 0, None
     eta = 1.0 / K
     init, weight = None, 1.0
     for t, batch in enumerate(np.array_split(np.arange(90), 3), start=1):
-        if seen:
-            # The running count grows: the data part of the topics grows
-            # with it before the step (skvi.engine's _rescale_data_parts),
-            # done here by hand on scikit-learn's.  The data part is
-            # lambda - eta less what remains of the random initial topics,
-            # (1 - rho_1) ... (1 - rho_{t-1}) (lambda_0 - eta).
+        seen += batch.size
+        # N_t = seen / (1 - W_t), W_t = (1 - rho_1) ... (1 - rho_t) what
+        # remains of the random initial topics after this step: the data
+        # part of the topics then carries exactly the rows seen.
+        rho = (10.0 + t) ** -0.7
+        total = seen / (1.0 - weight * (1.0 - rho))
+        if previous is not None:
+            # N grows: the data part of the topics grows with it before the
+            # step (skvi.engine's _rescale_data_parts), done here by hand on
+            # scikit-learn's.  The data part is lambda - eta less what
+            # remains of the initial topics, W_{t-1} (lambda_0 - eta).
             data = ref.components_ - eta - weight * init
-            ref.components_ = ref.components_ + (seen + batch.size) / seen * data - data
+            ref.components_ = ref.components_ + (total / previous - 1.0) * data
             ref.exp_dirichlet_component_ = np.exp(
                 digamma(ref.components_) - digamma(ref.components_.sum(axis=1, keepdims=True))
             )
-        seen += batch.size
         ours.partial_fit(X[batch])
         if init is None:
             # scikit-learn's initial topics: the same draw as ours.
             lam0 = np.random.RandomState(1).gamma(100.0, 0.01, (K, X.shape[1]))
             init = lam0 - eta
-        ref.set_params(total_samples=seen).partial_fit(X[batch])
-        weight *= 1.0 - (10.0 + t) ** -0.7
+        ref.set_params(total_samples=total).partial_fit(X[batch])
+        weight *= 1.0 - rho
+        previous = total
     np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
     assert ours.n_samples_seen_ == 90
 

@@ -325,6 +325,8 @@ class _EngineState:
         self.rule_states = {}
         self.init_parts = {}
         self.init_weight = {}
+        self.init_nonzero = {}
+        self.auto_total = None  # N of the last 'auto' step
         self.rows = {}
         self.probe = None
         self.probe_best = None
@@ -379,11 +381,13 @@ class SVIEstimator(BaseEstimator):
         for a constant step.
     total_samples : 'auto' or float
         The ``N`` in ``N / |S|`` for ``partial_fit`` (``fit`` always uses
-        the number of rows it is given).  ``'auto'`` uses the running count
-        of rows seen so far by ``partial_fit``, including the current
-        minibatch: the right choice for a stream of unknown length, where
-        the posterior then describes the data seen so far (the data part of
-        the globals grows with the count, see ``_rescale_data_parts``).
+        the number of rows it is given).  ``'auto'`` follows the rows seen
+        so far by ``partial_fit``, including the current minibatch: the
+        right choice for a stream of unknown length, where the data part of
+        the globals then describes the data seen so far (``N`` is the
+        running count divided by ``1 -`` the initial globals' remaining
+        weight, and the data part grows with it: ``_auto_total``,
+        ``_rescale_data_parts``).
         Every call counts its rows: a second pass over the same data counts
         them again, so for several passes over a data set give its size.
     update_order : {'sequential', 'joint'}
@@ -1107,9 +1111,11 @@ class SVIEstimator(BaseEstimator):
         self.n_samples_seen_ += n_batch
         st.samples += n_batch
         if self.total_samples == "auto":
-            total = self.n_samples_seen_
-            if seen_before and n_batch:
-                self._rescale_data_parts(total / seen_before)
+            total = self._auto_total()
+            previous = st.auto_total or seen_before
+            if previous and total != previous:
+                self._rescale_data_parts(total / previous)
+            st.auto_total = total
         else:
             total = float(self.total_samples)
         scale = total / n_batch if n_batch else 0.0
@@ -1150,6 +1156,29 @@ class SVIEstimator(BaseEstimator):
                 for p, c in zip(prior, current)
             )
             st.init_weight[name] = 1.0
+            st.init_nonzero[name] = any(np.any(part != 0) for part in st.init_parts[name])
+
+    def _auto_total(self):
+        """``N`` of the next ``partial_fit`` step with ``total_samples='auto'``.
+
+        After the step the globals are the prior, what remains of the
+        initial globals (weight ``W = prod(1 - rho_t)`` over the steps so
+        far and this one) and a data part of ``N (1 - W)`` rows' worth of
+        averaged statistics.  ``N = n_seen / (1 - W)`` makes the data part
+        exactly the rows seen so far: the first minibatch, which enters with
+        weight ``rho_1``, counts as its own rows rather than ``rho_1`` of
+        them.  ``N`` tends to the running count as ``W`` decays; with
+        initial globals that are all prior or all data (``W`` plays no
+        part) it is the running count.  (The running count itself left the
+        early topics of an LDA stream blunt: ``docs/engine.md``.)
+        """
+        st = self._svi
+        weights = [st.init_weight[name] for name in st.init_parts if st.init_nonzero.get(name)]
+        if not weights:
+            return float(self.n_samples_seen_)
+        rho = min(st.schedule(self.n_batch_iter_ + 1) * st.backoff, 1.0)
+        remaining = max(weights) * (1.0 - rho)
+        return float(self.n_samples_seen_) / max(1.0 - remaining, 1e-12)
 
     def _rescale_data_parts(self, growth):
         """With ``total_samples='auto'``: grow the data part of the globals with N.

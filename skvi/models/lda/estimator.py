@@ -61,7 +61,7 @@ class SVILatentDirichletAllocation(
     Differences from scikit-learn, each deliberate:
 
     - ``total_samples='auto'``: for ``partial_fit`` on a stream of unknown
-      length, ``N`` is the running count of documents seen.  scikit-learn
+      length, ``N`` follows the documents seen (``docs/engine.md``).  scikit-learn
       scales every minibatch by ``total_samples=1e6`` whatever the stream's
       size (its issue #8943); the default here stays ``1e6`` for
       compatibility.
@@ -122,8 +122,10 @@ class SVILatentDirichletAllocation(
         evaluates (faster).
     total_samples : float or 'auto', default=1e6
         ``N`` in the ``N / |S|`` scaling of ``partial_fit``; ``fit`` uses
-        the number of documents.  ``'auto'``: the running count of
-        documents seen by ``partial_fit``.
+        the number of documents.  ``'auto'``: the documents seen by
+        ``partial_fit``, divided by ``1 -`` the random initial topics'
+        remaining weight, so that the topics' data part holds exactly the
+        documents seen (``docs/engine.md``).
     perp_tol : float, default=0.1
         Perplexity tolerance of the stopping rule (with ``evaluate_every``).
     mean_change_tol : float, default=1e-3
