@@ -1,6 +1,7 @@
-"""Sparse GP regression on California housing: Fig. 3 of the MC-SSVI paper, and peers.
+"""Sparse GPs: Fig. 3 of the MC-SSVI paper and peers (California housing), a9a classification.
 
-Two parts (``--part fig3``, ``--part peers`` or ``--part both``, the default).
+Three parts: ``--part fig3``, ``--part peers``, ``--part classifier``; ``--part both`` (the
+default) runs fig3 and peers, ``--part all`` the three.
 
 Part ``fig3``: the sparse-GP experiment of "Monte Carlo structured SVI for two-level
 non-conjugate models" (sec. 4.3, Fig. 3)
@@ -42,9 +43,10 @@ passes, how many fits converged and its rejected steps; then the paper's four cl
 against N (skipped with a message when matplotlib is missing).  ``--n-jobs 2`` runs repeats in
 parallel processes (one BLAS thread each); the fit times printed are then not comparable.
 
-Part ``peers``: skvi against GPyTorch, all 20,640 rows
--------------------------------------------------------
-One random 67/33 split (``RandomState(seed)``), z-scored as above, ``--peer-inducing`` (500)
+Part ``peers``: skvi against GPyTorch and GPflow, all 20,640 rows
+------------------------------------------------------------------
+One random 67/33 split (``RandomState(seed)``), z-scored as above (``--max-train N`` fits on
+N random rows of its training part only, for smoke tests), ``--peer-inducing`` (500)
 inducing inputs (``--inducing kmeans``: k-means centres of the training inputs,
 ``KMeans(500, n_init=1)``; or ``random`` training inputs), the same fixed set for every method
 (not learned).  Kernel as in part fig3 (``--kernel``), every method starting from constant 1,
@@ -52,7 +54,7 @@ length scales 1, noise ``--init-noise``, and learning them:
 
 ``skvi SGPR``
     ``SVISparseGPRegressor(objective='titsias', optimizer='fmin_l_bfgs_b')``, batch: L-BFGS
-    (scipy, finite-difference gradients) on Titsias' collapsed bound, then one step for q(u).
+    (scipy, exact gradients) on Titsias' collapsed bound, then one step for q(u).
 ``skvi SVGP``
     ``SVISparseGPRegressor(objective='titsias', learning_method='online',
     batch_size=--batch-size, max_iter=--passes, optimizer='fmin_l_bfgs_b')``: natural-gradient
@@ -68,18 +70,81 @@ length scales 1, noise ``--init-noise``, and learning them:
     ``VariationalStrategy(learn_inducing_locations=False)``, ``VariationalELBO``;
     ``gpytorch.optim.NGD(lr=--ngd-lr)`` on q(u) and ``Adam(lr=--adam-lr)`` on the kernel and
     noise, minibatches of ``--batch-size`` rows, ``--passes`` epochs.
+``gpflow SGPR``
+    ``gpflow.models.SGPR`` (Titsias' collapsed bound) with ``SquaredExponential`` (variance 1,
+    length scales 1, one per input with ARD) and ``noise_variance=--init-noise``, the
+    inducing variable made untrainable (``gpflow.set_trainable``);
+    ``gpflow.optimizers.Scipy().minimize(model.training_loss, ..., method='L-BFGS-B',
+    options={'maxiter': --sgpr-max-iter})``: scipy's L-BFGS-B with autodiff gradients, the
+    loss and gradient compiled by ``tf.function`` (compile=True, the default).
+``gpflow SVGP``
+    ``gpflow.models.SVGP(kernel, likelihoods.Gaussian(--init-noise), Z, whiten=True,
+    num_data=N)``, inducing variable frozen; q_mu and q_sqrt untrainable for Adam and moved by
+    ``gpflow.optimizers.NaturalGradient(gamma=--ngd-lr)``, the kernel and noise by Adam
+    (``--adam-lr``; ``gpflow.keras.tf_keras.optimizers.Adam``, the Keras 2 optimiser GPflow
+    2.11 is written for: under TF >= 2.16 ``tf.optimizers`` is Keras 3's); per minibatch of
+    ``--batch-size`` rows one natural-gradient step then one Adam step (two forward and
+    backward passes: GPflow's documented recipe), ``--passes`` epochs in a ``tf.function``
+    traced once per fit (the trace, 4-5 s, is in the fit time and is printed as the first
+    step's time).  Prediction: ``predict_y`` (mean, and variance with the noise).
 
-All tensors are float64.  Fit time is ``time.perf_counter`` around the fit alone (for the
-peers: model construction and the optimisation loop); the repetitions are interleaved (every
-method once, then again, ``--peer-repeats`` times) and the table gives medians of the fit time,
-test NLL and test RMSE (z-scored target units), plus the ratio of skvi's fit time to the
-corresponding peer's (SGPR to SGPR, SVGP to SVGP) and the learned hyperparameters.
+All tensors are float64 (``gpflow.config.set_default_float(np.float64)``).  Fit time is
+``time.perf_counter`` around the fit alone (for the peers: model construction and the
+optimisation loop, GPflow's tracing included); the repetitions are interleaved (every method
+once, then again, ``--peer-repeats`` times) and the table gives medians of the fit time, test
+NLL and test RMSE (z-scored target units), then for each peer library that ran a column
+"time / gpytorch" or "time / gpflow" (skvi's median fit time over that library's, SGPR to SGPR
+and SVGP to SVGP) and "NLL - gpytorch" or "NLL - gpflow", and the learned hyperparameters.
 ``--profile`` also profiles one extra (untimed) fit of each skvi method with cProfile and
-prints the top 15 functions by internal time.  The part needs torch and gpytorch; without
-them it prints why and is skipped.
+prints the top 15 functions by internal time.  A peer library that does not import here
+(torch + gpytorch; tensorflow + gpflow) drops its methods with the reason printed; when no
+selected peer imports, the part prints why and is skipped.
+
+Part ``classifier``: skvi against GPflow on a9a
+-----------------------------------------------
+Data: LIBSVM's ``a9a`` (32,561 training rows) and ``a9a.t`` (16,281 test rows) from
+``--clf-data`` (default ``a9a-adult-libsvm`` in ``skvi.datasets.get_data_home()``), read by
+``skvi.datasets.read_libsvm(path, n_features=123)``, densified to float64, labels -1/+1 to
+0/1; ``--max-train N`` subsamples the training rows.  ``--clf-inducing`` (100) k-means centres
+of the training inputs (``KMeans(n_init=1)``, computed once, not timed), fixed, for every GP.
+Isotropic RBF starting at signal variance 1 and length scale ``--clf-length-scale`` (1, the
+estimators' default; the median squared distance between a9a rows is 16, so about 2.8 would
+be the median heuristic), learned by both.  Rows (``--clf-methods``):
+
+``skvi online``
+    ``SVISparseGPClassifier(ConstantKernel(1) * RBF(ls), inducing_points=Z,
+    learning_method='online', batch_size=--batch-size, max_iter=--clf-passes)``, every other
+    argument at its default (algorithm 'mc-ssvi', quadrature, ``optimizer='fmin_l_bfgs_b'``:
+    a step of ``rho_t * hyperparameter_learning_rate`` (1.0) on the kernel after every
+    minibatch); ``--clf-opt KEY=VALUE`` overrides.
+``skvi batch`` (not in the default selection)
+    The same with ``learning_method='batch', max_iter=--clf-batch-max-iter`` (100).  Left out
+    by default because it is slow at this size: after every step on q, up to 20 L-BFGS
+    iterations on the kernel over all rows (coordinate ascent); on 4,000 rows 100 passes took
+    37 s and had not converged (test NLL 0.3274, better than online's), so a fit on all
+    32,561 rows would take several minutes.  Select it with ``--max-train`` or a small
+    ``--clf-batch-max-iter``.
+``gpflow SVGP``
+    ``gpflow.models.SVGP(SquaredExponential(1, ls), likelihoods.Bernoulli(invlink=tf.sigmoid),
+    Z, whiten=True, num_data=N)``, trained as ``gpflow SVGP`` of part peers
+    (``NaturalGradient(gamma=--ngd-lr)`` on q, Adam(``--adam-lr``) on the kernel, minibatches
+    of ``--batch-size``, ``--clf-passes`` epochs).  The logistic link is skvi's; GPflow's
+    default ``Bernoulli()`` is the probit link.  With the logistic link GPflow's expected
+    log-likelihood and ``predict_y`` use Gauss-Hermite quadrature (20 points).
+``logistic regression``
+    scikit-learn's ``LogisticRegression(max_iter=1000)`` (C=1) on the raw features: a sanity row.
+
+Reported per method: medians over ``--clf-repeats`` (3) interleaved repetitions of the fit
+time, test accuracy (threshold 0.5) and test NLL (mean ``-log p(y | x)``, p clipped to
+[1e-12, 1 - 1e-12]), skvi's fit time over GPflow's ("time / gpflow") and the NLL difference;
+then the learned hyperparameters.  Without tensorflow and gpflow the part prints "gpflow not
+available" and the reason, and is skipped (unless ``--clf-methods`` leaves GPflow out).
 
 Threads: OMP/OpenBLAS/MKL variables are set to 1 before numpy is imported,
-``one_blas_thread()`` (threadpoolctl) holds BLAS to one thread, and ``torch.set_num_threads(1)``.
+``one_blas_thread()`` (threadpoolctl) holds BLAS to one thread, ``torch.set_num_threads(1)``,
+and TensorFlow's intra- and inter-op thread pools are set to 1 before its first operation
+(printed).  ``TF_CPP_MIN_LOG_LEVEL`` defaults to 2; TensorFlow still writes a few CUDA
+plug-in lines to standard error on a machine without a GPU: harmless.
 
 How to run ::
 
@@ -93,17 +158,35 @@ How to run ::
     #   /work/benchenv-gp/bin/pip install torch gpytorch scikit-learn threadpoolctl
     #   /work/benchenv-gp/bin/pip install -e .    (or a .pth file naming the checkout)
     /work/benchenv-gp/bin/python benchmarks/sparse_gp.py --part peers --kernel iso --profile
+    # GPflow: a venv with gpflow 2.11 (built and tested with these pins: TFP 0.25 is the
+    # release for TF 2.19; gpflow 2.11.2 wants numpy<2 and names 'tensorflow' as its
+    # requirement, so 'tensorflow-cpu' would be joined by 'tensorflow' anyway; the Linux
+    # 'tensorflow' wheel runs on the CPU, CUDA comes only with its 'and-cuda' extra), and skvi
+    # by a .pth file naming the checkout (its compiled extensions are built in place there):
+    #   python3 -m venv /work/benchenv-gpflow
+    #   /work/benchenv-gpflow/bin/pip install "gpflow==2.11.2" "tensorflow==2.19.1" \
+    #       "tensorflow-probability[tf]==0.25.0" "tf-keras==2.19.0" "numpy<2" scipy \
+    #       scikit-learn threadpoolctl
+    #   echo /work/main > /work/benchenv-gpflow/lib/python3.11/site-packages/skvi-main.pth
+    /work/benchenv-gpflow/bin/python benchmarks/sparse_gp.py --part peers --kernel iso \
+        --methods "skvi SGPR,gpflow SGPR,skvi SVGP,gpflow SVGP"
+    /work/benchenv-gpflow/bin/python benchmarks/sparse_gp.py --part classifier
+    # smoke tests
+    /work/benchenv-gpflow/bin/python benchmarks/sparse_gp.py --part peers --max-train 1000 \
+        --peer-inducing 50 --passes 2 --peer-repeats 1 --kernel iso
+    /work/benchenv-gpflow/bin/python benchmarks/sparse_gp.py --part classifier \
+        --max-train 2000 --clf-passes 2 --clf-repeats 1
 
-Cost (one core, measured on a quiet 2-core machine): 'predictive' dominates part fig3: a
-batch pass costs about 0.6 s at N = 4,000, proportionally more at larger N (it retries about
-five halved steps, each evaluating the objective twice), so the default run (5 repeats, 200
-passes at every size) needs well over an hour; ``--predictive-max-iter``, ``--sizes`` and
-``--n-jobs`` cut it. The other fits take seconds ('optimal' at N = 4,000 and the exact GP
-about 5-10 s each). Part peers takes about 2 minutes per repetition with ``--kernel iso``
-and 8.5 with ARD (skvi SGPR 5.5 min: its L-BFGS uses finite differences, 11 objective
-evaluations per gradient). At its default ``hyperparameter_learning_rate=0.01``, 'skvi SVGP'
-moves the hyperparameters little in 10 passes; ``--opt hyperparameter_learning_rate=1.0``
-shows the effect of a larger step.
+Cost (one core, on a shared 2-core machine): 'predictive' dominates part fig3: a batch pass
+costs about 0.5 s at N = 4,000, proportionally more at larger N (it retries about five halved
+steps, each evaluating the objective twice), so ``--repeats 3 --sizes 500,1000,2000,4000,8000``
+took 20 minutes; ``--predictive-max-iter``, ``--sizes`` and ``--n-jobs`` cut it. The other fits
+take seconds ('optimal' at N = 4,000 and the exact GP about 5-6 s each). Part peers with
+``--kernel iso`` and the four methods of one library: about 7 minutes for 3 repetitions
+(skvi SGPR and SVGP 20-30 s each, GPflow SGPR about 30 s, GPflow SVGP 35-50 s, GPyTorch
+SGPR and SVGP 15-20 s). Part classifier, all rows, defaults: 'skvi online' about 11 s,
+'gpflow SVGP' 5 s of tracing plus about 0.03 s per step, logistic regression about a second:
+a few minutes for the 3 repetitions.
 
 ``--data`` is the folder holding ``cal_housing.data``; it defaults to ``california-housing``
 in ``skvi.datasets.get_data_home()``.  The data are read with ``numpy.loadtxt``, never copied.
@@ -113,6 +196,7 @@ import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ info and warnings
 
 import argparse  # noqa: E402
 import platform  # noqa: E402
@@ -131,19 +215,28 @@ TEST_FRACTION = 0.33
 FIG3_METHODS = ("optimal", "fitc", "predictive", "exact")
 LABELS = {"optimal": "optimal (6)", "fitc": "V1 fitc", "predictive": "V2 predictive",
           "exact": "exact GP", "titsias": "titsias (3)"}
-PEER_METHODS = ("skvi SGPR", "gpytorch SGPR", "skvi SVGP", "gpytorch SVGP")
-PEER_OF = {"skvi SGPR": "gpytorch SGPR", "skvi SVGP": "gpytorch SVGP"}
+PEER_METHODS = ("skvi SGPR", "gpytorch SGPR", "gpflow SGPR",
+                "skvi SVGP", "gpytorch SVGP", "gpflow SVGP")
+PEER_LIBRARIES = ("gpytorch", "gpflow")
+CLF_METHODS = ("skvi online", "skvi batch", "gpflow SVGP", "logistic regression")
+CLF_DEFAULT = ("skvi online", "gpflow SVGP", "logistic regression")
+A9A_FEATURES = 123
+PROBABILITY_CLIP = 1e-12
 LENGTH_SCALE_BOUNDS = (1e-2, 1e5)
 CONSTANT_BOUNDS = (1e-3, 1e3)
 
 
 def parse_args(argv=None):
     default_dir = os.path.join(str(get_data_home()), "california-housing")
+    default_a9a = os.path.join(str(get_data_home()), "a9a-adult-libsvm")
     p = argparse.ArgumentParser(
         description="California housing sparse GP: Fig. 3 of 'Monte Carlo structured SVI for "
         "two-level non-conjugate models' (test NLL of the four objectives of "
-        "SVISparseGPRegressor minus 'titsias') and a comparison with GPyTorch.")
-    p.add_argument("--part", choices=("fig3", "peers", "both"), default="both")
+        "SVISparseGPRegressor minus 'titsias'), a comparison with GPyTorch and GPflow, and "
+        "sparse GP classification of a9a against GPflow.")
+    p.add_argument("--part", choices=("fig3", "peers", "classifier", "both", "all"),
+                   default="both", help="both: fig3 and peers; all: the three parts "
+                   "(default %(default)s)")
     p.add_argument("--data", default=default_dir,
                    help="folder with cal_housing.data (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of splits, subsets, inducing "
@@ -153,6 +246,9 @@ def parse_args(argv=None):
     p.add_argument("--init-noise", type=float, default=0.1,
                    help="initial noise variance of every hyperparameter fit (default "
                    "%(default)s; constant and length scales start at 1)")
+    p.add_argument("--max-train", type=int, metavar="N",
+                   help="parts peers and classifier: fit on N random rows of the training "
+                   "part only (smoke tests; default: all)")
     g = p.add_argument_group("part fig3")
     g.add_argument("--repeats", type=int, default=5,
                    help="repeats, each a new split and inducing set (default %(default)s; "
@@ -183,22 +279,58 @@ def parse_args(argv=None):
                    help="inducing inputs: k-means centres or random training inputs")
     g.add_argument("--batch-size", type=int, default=1000, help="SVGP minibatch rows")
     g.add_argument("--passes", type=int, default=10,
-                   help="SVGP passes (epochs) of skvi and GPyTorch (default %(default)s)")
+                   help="SVGP passes (epochs) of skvi, GPyTorch and GPflow (default "
+                   "%(default)s)")
     g.add_argument("--sgpr-max-iter", type=int, default=100,
-                   help="torch LBFGS max_iter of GPyTorch SGPR (default %(default)s)")
-    g.add_argument("--ngd-lr", type=float, default=0.1, help="GPyTorch NGD step size")
-    g.add_argument("--adam-lr", type=float, default=0.01, help="GPyTorch Adam step size")
+                   help="iterations of the SGPR L-BFGS of GPyTorch (torch LBFGS max_iter) and "
+                   "GPflow (scipy L-BFGS-B maxiter) (default %(default)s)")
+    g.add_argument("--ngd-lr", type=float, default=0.1,
+                   help="natural-gradient step size of the GPyTorch and GPflow SVGPs "
+                   "(NGD lr, NaturalGradient gamma), also in part classifier (default "
+                   "%(default)s)")
+    g.add_argument("--adam-lr", type=float, default=0.01,
+                   help="Adam step size of the GPyTorch and GPflow SVGPs, also in part "
+                   "classifier (default %(default)s)")
     g.add_argument("--opt", action="append", default=[], type=key_value, metavar="KEY=VALUE",
                    help="extra SVISparseGPRegressor argument of 'skvi SVGP' (repeatable)")
     g.add_argument("--methods", default=",".join(PEER_METHODS),
                    help="comma-separated subset of: %s" % ", ".join(PEER_METHODS))
     g.add_argument("--profile", action="store_true",
                    help="profile one extra fit of each skvi method (cProfile, top 15 tottime)")
+    g = p.add_argument_group("part classifier (a9a; also uses --batch-size, --ngd-lr, "
+                             "--adam-lr, --max-train)")
+    g.add_argument("--clf-data", default=default_a9a,
+                   help="folder with a9a and a9a.t (default %(default)s)")
+    g.add_argument("--clf-inducing", type=int, default=100,
+                   help="k-means inducing points (default %(default)s)")
+    g.add_argument("--clf-passes", type=int, default=10,
+                   help="passes (epochs) of the online fits (default %(default)s)")
+    g.add_argument("--clf-batch-max-iter", type=int, default=100,
+                   help="max_iter of 'skvi batch' (default %(default)s)")
+    g.add_argument("--clf-repeats", type=int, default=3,
+                   help="interleaved repetitions, medians reported (default %(default)s)")
+    g.add_argument("--clf-length-scale", type=float, default=1.0,
+                   help="initial RBF length scale of skvi and GPflow; the signal variance "
+                   "starts at 1 (default %(default)s, the estimators' default)")
+    g.add_argument("--clf-methods", default=",".join(CLF_DEFAULT),
+                   help="comma-separated subset of: %s (default %%(default)s)"
+                   % ", ".join(CLF_METHODS))
+    g.add_argument("--clf-opt", action="append", default=[], type=key_value,
+                   metavar="KEY=VALUE",
+                   help="extra SVISparseGPClassifier argument of the skvi rows (repeatable)")
     args = p.parse_args(argv)
     if min(args.repeats, args.n_inducing, args.hyper_subset, args.peer_repeats,
            args.peer_inducing, args.batch_size, args.passes, args.predictive_max_iter,
-           args.sgpr_max_iter, args.n_jobs) < 1 or args.init_noise <= 0:
+           args.sgpr_max_iter, args.n_jobs, args.clf_inducing, args.clf_passes,
+           args.clf_batch_max_iter, args.clf_repeats) < 1 or args.init_noise <= 0:
         p.error("counts must be at least 1 and --init-noise positive")
+    if not args.clf_length_scale > 0:
+        p.error("--clf-length-scale must be positive")
+    if args.max_train is not None:
+        need = max(args.peer_inducing if args.part in ("peers", "both", "all") else 2,
+                   args.clf_inducing if args.part in ("classifier", "all") else 2)
+        if args.max_train < need:
+            p.error("--max-train must be at least the number of inducing points (%d)" % need)
     sizes = []
     for item in args.sizes.split(","):
         item = item.strip().lower()
@@ -217,6 +349,11 @@ def parse_args(argv=None):
         p.error("--methods: choose from %s" % ", ".join(PEER_METHODS))
     args.methods = [m for m in PEER_METHODS if m in methods]
     args.opt = dict(args.opt)
+    methods = {m.strip() for m in args.clf_methods.split(",") if m.strip()}
+    if not methods or methods - set(CLF_METHODS):
+        p.error("--clf-methods: choose from %s" % ", ".join(CLF_METHODS))
+    args.clf_methods = [m for m in CLF_METHODS if m in methods]
+    args.clf_opt = dict(args.clf_opt)
     if args.fixed_hyper is not None:
         try:
             args.fixed_hyper = [float(v) for v in args.fixed_hyper.split(",")]
@@ -551,6 +688,53 @@ def import_gpytorch():
     return torch, gpytorch
 
 
+_GPFLOW = []
+
+
+def import_gpflow():
+    """(tensorflow, gpflow), TensorFlow held to one thread and GPflow to float64.
+
+    The thread counts can only be set before TensorFlow runs its first operation, so this
+    is called before any GPflow model is built.  Raises Skipped when either is missing.
+    """
+    if _GPFLOW:
+        return _GPFLOW[0]
+    try:
+        import tensorflow as tf
+    except Exception as exc:  # ImportError, or a broken install
+        raise Skipped("gpflow not available: tensorflow is not importable here (%s: %s); run "
+                      "this with a Python that has tensorflow and gpflow (see the module "
+                      "docstring)" % (type(exc).__name__, exc)) from exc
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # TensorFlow already running: the counts are reported as they are
+        pass
+    try:
+        import gpflow
+    except Exception as exc:  # ImportError, or e.g. a mismatched TFP
+        raise Skipped("gpflow not available: gpflow is not importable here (%s: %s); run "
+                      "this with a Python that has gpflow (see the module docstring)"
+                      % (type(exc).__name__, exc)) from exc
+    gpflow.config.set_default_float(np.float64)
+    _GPFLOW.append((tf, gpflow))
+    return tf, gpflow
+
+
+def tf_threads(tf):
+    return "TF threads intra-op %d, inter-op %d" % (
+        tf.config.threading.get_intra_op_parallelism_threads(),
+        tf.config.threading.get_inter_op_parallelism_threads())
+
+
+def subsample(X, y, max_train, seed):
+    """At most ``max_train`` random rows of (X, y) (all rows when it is None)."""
+    if max_train is None or max_train >= y.size:
+        return X, y
+    rows = np.sort(np.random.RandomState(seed).choice(y.size, max_train, replace=False))
+    return X[rows], y[rows]
+
+
 def choose_inducing(X_tr, args):
     rng = np.random.RandomState(args.seed)
     if args.inducing == "random":
@@ -694,6 +878,88 @@ def fit_gpytorch(method, data, Z, args, torch, gpytorch):
             "hyper": _gpytorch_hyper(scale_kernel, likelihood), "note": note}
 
 
+def _gpflow_hyper(model):
+    ls = np.atleast_1d(model.kernel.lengthscales.numpy())
+    text = "signal variance %.4g, length scale%s %s" % (
+        float(model.kernel.variance.numpy()), "s" if ls.size > 1 else "",
+        " ".join("%.3g" % v for v in ls))
+    if hasattr(model.likelihood, "variance"):
+        text += ", noise variance %.4g" % float(model.likelihood.variance.numpy())
+    return text
+
+
+def train_gpflow_svgp(tf, gpflow, model, X, Y, args, passes):
+    """NaturalGradient on q(u) and Adam on the rest, minibatches, ``passes`` epochs.
+
+    q_mu and q_sqrt are made untrainable so that Adam leaves them to the natural
+    gradient; one step (both optimisers on one minibatch) is a ``tf.function``, traced once
+    (the row indices are its argument, the data stay in two constants).  Returns the
+    number of steps and the seconds of the first, which includes tracing the function.
+    """
+    from gpflow.keras import tf_keras
+
+    gpflow.set_trainable(model.q_mu, False)
+    gpflow.set_trainable(model.q_sqrt, False)
+    natgrad = gpflow.optimizers.NaturalGradient(gamma=args.ngd_lr)
+    adam = tf_keras.optimizers.Adam(args.adam_lr)
+    tX, tY = tf.constant(X), tf.constant(Y)
+    variational = [(model.q_mu, model.q_sqrt)]
+    trainable = model.trainable_variables
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+    def step(rows):
+        batch = (tf.gather(tX, rows), tf.gather(tY, rows))
+
+        def loss():
+            return model.training_loss(batch)
+
+        natgrad.minimize(loss, var_list=variational)
+        adam.minimize(loss, var_list=trainable)
+
+    rng = np.random.RandomState(args.seed)
+    n, steps, first = Y.shape[0], 0, 0.0
+    for _ in range(passes):
+        order = rng.permutation(n)
+        for b in range(0, n, args.batch_size):
+            if steps == 0:
+                start = time.perf_counter()
+                step(order[b:b + args.batch_size])
+                first = time.perf_counter() - start
+            else:
+                step(order[b:b + args.batch_size])
+            steps += 1
+    return steps, first
+
+
+def fit_gpflow(method, data, Z, args, tf, gpflow):
+    X_tr, y_tr, X_te, y_te = data
+    Y = y_tr[:, None]
+    start = time.perf_counter()
+    ls = np.ones(N_INPUTS) if args.kernel == "ard" else 1.0
+    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=ls)
+    if method == "gpflow SGPR":
+        model = gpflow.models.SGPR((X_tr, Y), kernel, inducing_variable=Z.copy(),
+                                   noise_variance=args.init_noise)
+        gpflow.set_trainable(model.inducing_variable, False)
+        res = gpflow.optimizers.Scipy().minimize(
+            model.training_loss, model.trainable_variables, method="L-BFGS-B",
+            options={"maxiter": args.sgpr_max_iter})
+        note = "%d L-BFGS-B iterations, %d function+gradient evaluations%s" % (
+            res.nit, res.nfev, "" if res.success else ", not converged")
+    else:
+        likelihood = gpflow.likelihoods.Gaussian(variance=args.init_noise)
+        model = gpflow.models.SVGP(kernel, likelihood, Z.copy(), whiten=True,
+                                   num_data=y_tr.size)
+        gpflow.set_trainable(model.inducing_variable, False)
+        steps, first = train_gpflow_svgp(tf, gpflow, model, X_tr, Y, args, args.passes)
+        note = "%d passes, %d steps, the first %.1f s with tracing" % (args.passes, steps, first)
+    seconds = time.perf_counter() - start
+    mean, var = (a.numpy().ravel() for a in model.predict_y(X_te))
+    return {"seconds": seconds, "nll": gauss_nll(y_te, mean, var),
+            "rmse": float(np.sqrt(np.mean((mean - y_te) ** 2))),
+            "hyper": _gpflow_hyper(model), "note": note}
+
+
 def profile_skvi(method, data, Z, args):
     import cProfile
     import io
@@ -708,35 +974,65 @@ def profile_skvi(method, data, Z, args):
     return out.getvalue()
 
 
+def peer_libraries(methods):
+    """{library: (module objects, version text)} of the peer libraries ``methods`` need
+    that import here, and {library: reason} of those that do not."""
+    have, missing = {}, {}
+    for lib in PEER_LIBRARIES:
+        if not any(m.startswith(lib + " ") for m in methods):
+            continue
+        try:
+            if lib == "gpytorch":
+                torch, gpytorch = import_gpytorch()
+                have[lib] = ((torch, gpytorch), "torch %s, gpytorch %s; torch threads %d" % (
+                    torch.__version__, gpytorch.__version__, torch.get_num_threads()))
+            else:
+                tf, gpflow = import_gpflow()
+                have[lib] = ((tf, gpflow), "tensorflow %s, gpflow %s; %s" % (
+                    tf.__version__, gpflow.__version__, tf_threads(tf)))
+        except Skipped as exc:
+            missing[lib] = str(exc)
+    return have, missing
+
+
 def run_peers(X, y, args):
-    print("== Part peers: skvi against GPyTorch on all %d rows" % y.size)
-    try:
-        torch, gpytorch = import_gpytorch()
-    except Skipped as exc:
-        print("part peers skipped: %s" % exc)
+    wanted = [m for m in args.methods if not m.startswith("skvi")]
+    have, missing = peer_libraries(wanted)
+    print("== Part peers: skvi against GPyTorch and GPflow on California housing")
+    for lib, reason in missing.items():
+        print("%s methods skipped: %s" % (lib, reason))
+    if wanted and not have:
+        print("part peers skipped: no peer library is importable here")
         print()
         return
-    print("  torch %s, gpytorch %s; torch threads %d" % (
-        torch.__version__, gpytorch.__version__, torch.get_num_threads()))
+    for _, text in have.values():
+        print("  %s" % text)
+    methods = [m for m in args.methods if m.split()[0] not in missing]
     data = split(X, y, args.seed)
+    n_train = data[1].size
+    data = subsample(data[0], data[1], args.max_train, args.seed) + data[2:]
     with one_blas_thread():
         Z = choose_inducing(data[0], args)
-    print("split: %d train, %d test (seed %d); %d inducing points (%s), fixed; %s kernel; "
+    print("split: %d train%s, %d test (seed %d); %d inducing points (%s), fixed; %s kernel; "
           "start: signal variance 1, length scales 1, noise %.3g; SVGP: batch %d, %d passes; "
           "%d interleaved repetition(s), float64"
-          % (data[1].size, data[3].size, args.seed, Z.shape[0], args.inducing, args.kernel,
+          % (data[1].size, "" if data[1].size == n_train else " (of %d)" % n_train,
+             data[3].size, args.seed, Z.shape[0], args.inducing, args.kernel,
              args.init_noise, args.batch_size, args.passes, args.peer_repeats))
     if args.opt:
         print("  skvi SVGP extra options: %s" % args.opt)
-    results = {m: [] for m in args.methods}
+    results = {m: [] for m in methods}
     start_all = time.perf_counter()
     with one_blas_thread():
         for rep in range(args.peer_repeats):
-            for method in args.methods:
-                if method.startswith("skvi"):
+            for method in methods:
+                lib = method.split()[0]
+                if lib == "skvi":
                     r = fit_skvi(method, data, Z, args)
+                elif lib == "gpytorch":
+                    r = fit_gpytorch(method, data, Z, args, *have[lib][0])
                 else:
-                    r = fit_gpytorch(method, data, Z, args, torch, gpytorch)
+                    r = fit_gpflow(method, data, Z, args, *have[lib][0])
                 results[method].append(r)
                 print("  rep %d  %-14s fit %7.1f s  NLL %.4f  RMSE %.4f  (%s)"
                       % (rep, method, r["seconds"], r["nll"], r["rmse"], r["note"]), flush=True)
@@ -744,31 +1040,199 @@ def run_peers(X, y, args):
     print()
     med = {m: {k: float(np.median([r[k] for r in rs])) for k in ("seconds", "nll", "rmse")}
            for m, rs in results.items()}
-    header = ("method", "fit [s]", "test NLL", "test RMSE", "time / peer", "NLL - peer")
+    libs = [lib for lib in PEER_LIBRARIES if any(m.startswith(lib + " ") for m in methods)]
+    if not any(m.startswith("skvi ") for m in methods):
+        libs = []  # nothing to compare
+    header = (["method", "fit [s]", "test NLL", "test RMSE"]
+              + ["time / %s" % lib for lib in libs] + ["NLL - %s" % lib for lib in libs])
     body = []
-    for m in args.methods:
-        peer = PEER_OF.get(m)
-        ratio = nll_diff = ""
-        if peer in med:
-            ratio = "%.2f" % (med[m]["seconds"] / med[peer]["seconds"])
-            nll_diff = "%+.4f" % (med[m]["nll"] - med[peer]["nll"])
+    for m in methods:
+        ratios, diffs = [], []
+        for lib in libs:
+            peer = "%s %s" % (lib, m.split()[1])
+            if m.startswith("skvi ") and peer in med:
+                ratios.append("%.2f" % (med[m]["seconds"] / med[peer]["seconds"]))
+                diffs.append("%+.4f" % (med[m]["nll"] - med[peer]["nll"]))
+            else:
+                ratios.append("")
+                diffs.append("")
         body.append([m, "%.1f" % med[m]["seconds"], "%.4f" % med[m]["nll"],
-                     "%.4f" % med[m]["rmse"], ratio, nll_diff])
+                     "%.4f" % med[m]["rmse"]] + ratios + diffs)
     print("California housing, %d train / %d test rows, %d inducing points, %s kernel: "
           "medians over %d repetition(s) (z-scored target)"
           % (data[1].size, data[3].size, Z.shape[0], args.kernel, args.peer_repeats))
-    print(format_table(header, body, (False,) + (True,) * 5))
-    print("(time / peer: skvi's median fit time over GPyTorch's for the same approximation)")
+    print(format_table(header, body, (False,) + (True,) * (len(header) - 1)))
+    if libs:
+        print("(time / LIB: skvi's median fit time over LIB's for the same approximation, "
+              "SGPR to SGPR and SVGP to SVGP; NLL - LIB: the difference of their median "
+              "test NLLs)")
     print("learned hyperparameters (last repetition):")
-    for m in args.methods:
+    for m in methods:
         print("  %-14s %s" % (m, results[m][-1]["hyper"]))
     print()
     if args.profile:
         with one_blas_thread():
-            for m in args.methods:
+            for m in methods:
                 if m.startswith("skvi"):
                     print("cProfile of one more %s fit (untimed), top 15 by tottime:" % m)
                     print(profile_skvi(m, data, Z, args))
+
+
+# ------------------------------------------------------------- part classifier
+def load_a9a(folder):
+    """a9a and a9a.t as dense float64 arrays, labels -1/+1 mapped to 0/1."""
+    from skvi.datasets import read_libsvm
+
+    parts = []
+    for name in ("a9a", "a9a.t"):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            sys.exit("error: %s not found; pass --clf-data FOLDER (the folder that holds a9a "
+                     "and a9a.t) or set SKVI_DATA" % path)
+        X, y = read_libsvm(path, n_features=A9A_FEATURES)
+        parts += [X.toarray(), (y > 0).astype(np.int64)]
+    return parts
+
+
+def bernoulli_nll(y, p):
+    p = np.clip(p, PROBABILITY_CLIP, 1.0 - PROBABILITY_CLIP)
+    return -float(np.mean(np.where(y == 1, np.log(p), np.log1p(-p))))
+
+
+def clf_kernel(args):
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    return (ConstantKernel(1.0, CONSTANT_BOUNDS)
+            * RBF(args.clf_length_scale, LENGTH_SCALE_BOUNDS))
+
+
+def fit_classifier(method, data, Z, args, gpflow_modules=None):
+    """One fit of a classifier row; returns its time, test accuracy, NLL and notes."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X_tr, y_tr, X_te, y_te = data
+    if method == "logistic regression":
+        from sklearn.linear_model import LogisticRegression
+
+        start = time.perf_counter()
+        model = LogisticRegression(max_iter=1000).fit(X_tr, y_tr)
+        seconds = time.perf_counter() - start
+        p = model.predict_proba(X_te)[:, 1]
+        hyper, note = "C=1 (L2), %d features" % X_tr.shape[1], "%d lbfgs iterations" % (
+            model.n_iter_[0])
+    elif method.startswith("skvi"):
+        from skvi import SVISparseGPClassifier
+
+        params = {"inducing_points": Z, "random_state": args.seed}
+        if method == "skvi online":
+            params.update(learning_method="online", batch_size=args.batch_size,
+                          max_iter=args.clf_passes)
+        else:
+            params.update(learning_method="batch", max_iter=args.clf_batch_max_iter)
+        params.update(args.clf_opt)
+        model = SVISparseGPClassifier(clf_kernel(args), **params)
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X_tr, y_tr)
+        seconds = time.perf_counter() - start
+        p = model.predict_proba(X_te)[:, 1]
+        params = model.kernel_.get_params()
+        hyper = "signal variance %.4g, length scale %.4g" % (
+            params["k1__constant_value"], params["k2__length_scale"])
+        note = "%d passes%s, %d rejected steps" % (
+            model.n_iter_, ", converged" if model.converged_ else "", model.n_rejected_steps_)
+    else:
+        tf, gpflow = gpflow_modules
+        Y = y_tr.astype(np.float64)[:, None]
+        start = time.perf_counter()
+        kernel = gpflow.kernels.SquaredExponential(variance=1.0,
+                                                   lengthscales=args.clf_length_scale)
+        # invlink=sigmoid: the logistic link of SVISparseGPClassifier (GPflow's default is
+        # the probit link, inv_probit); its expectations then use Gauss-Hermite quadrature.
+        likelihood = gpflow.likelihoods.Bernoulli(invlink=tf.sigmoid)
+        model = gpflow.models.SVGP(kernel, likelihood, Z.copy(), whiten=True,
+                                   num_data=y_tr.size)
+        gpflow.set_trainable(model.inducing_variable, False)
+        steps, first = train_gpflow_svgp(tf, gpflow, model, X_tr, Y, args, args.clf_passes)
+        seconds = time.perf_counter() - start
+        p = model.predict_y(X_te)[0].numpy().ravel()
+        hyper = _gpflow_hyper(model)
+        note = "%d passes, %d steps, the first %.1f s with tracing" % (
+            args.clf_passes, steps, first)
+    return {"seconds": seconds, "acc": float(np.mean((p > 0.5) == (y_te == 1))),
+            "nll": bernoulli_nll(y_te, p), "hyper": hyper, "note": note}
+
+
+def run_classifier(args):
+    print("== Part classifier: sparse GP classification of a9a, skvi against GPflow")
+    gpflow_modules = None
+    if "gpflow SVGP" in args.clf_methods:
+        try:
+            gpflow_modules = import_gpflow()
+        except Skipped as exc:
+            print("part classifier skipped: %s" % exc)
+            print()
+            return
+        tf, gpflow = gpflow_modules
+        print("  tensorflow %s, gpflow %s; %s" % (tf.__version__, gpflow.__version__,
+                                                 tf_threads(tf)))
+    X_tr, y_tr, X_te, y_te = load_a9a(args.clf_data)
+    n_train = y_tr.size
+    X_tr, y_tr = subsample(X_tr, y_tr, args.max_train, args.seed)
+    data = (X_tr, y_tr, X_te, y_te)
+    from sklearn.cluster import KMeans
+
+    with one_blas_thread():
+        start = time.perf_counter()
+        Z = KMeans(args.clf_inducing, n_init=1, random_state=args.seed).fit(X_tr).cluster_centers_
+        kmeans_seconds = time.perf_counter() - start
+    print("data: %s; %d train%s, %d test rows, %d binary features (dense float64), "
+          "%.1f%% positive in train"
+          % (os.path.abspath(args.clf_data), y_tr.size,
+             "" if y_tr.size == n_train else " (of %d)" % n_train, y_te.size, X_tr.shape[1],
+             100.0 * y_tr.mean()))
+    print("%d k-means inducing points (KMeans(n_init=1), %.1f s, not timed below), fixed; "
+          "isotropic RBF from signal variance 1, length scale %.3g, learned; online: batch "
+          "%d, %d passes; skvi batch: max_iter %d; GPflow: NaturalGradient(gamma=%.3g) + "
+          "Adam(%.3g), logistic link; %d interleaved repetition(s)"
+          % (Z.shape[0], kmeans_seconds, args.clf_length_scale, args.batch_size,
+             args.clf_passes, args.clf_batch_max_iter, args.ngd_lr, args.adam_lr,
+             args.clf_repeats))
+    if args.clf_opt:
+        print("  skvi extra options: %s" % args.clf_opt)
+    results = {m: [] for m in args.clf_methods}
+    start_all = time.perf_counter()
+    with one_blas_thread():
+        for rep in range(args.clf_repeats):
+            for method in args.clf_methods:
+                r = fit_classifier(method, data, Z, args, gpflow_modules)
+                results[method].append(r)
+                print("  rep %d  %-19s fit %7.1f s  acc %.4f  NLL %.4f  (%s)"
+                      % (rep, method, r["seconds"], r["acc"], r["nll"], r["note"]), flush=True)
+    print("part classifier: %.1f s" % (time.perf_counter() - start_all))
+    print()
+    med = {m: {k: float(np.median([r[k] for r in rs])) for k in ("seconds", "acc", "nll")}
+           for m, rs in results.items()}
+    peer = med.get("gpflow SVGP")
+    header = ["method", "fit [s]", "test acc", "test NLL", "time / gpflow", "NLL - gpflow"]
+    body = []
+    for m in args.clf_methods:
+        ratio = diff = ""
+        if m.startswith("skvi") and peer is not None:
+            ratio = "%.2f" % (med[m]["seconds"] / peer["seconds"])
+            diff = "%+.4f" % (med[m]["nll"] - peer["nll"])
+        body.append([m, "%.1f" % med[m]["seconds"], "%.4f" % med[m]["acc"],
+                     "%.4f" % med[m]["nll"], ratio, diff])
+    print("a9a, %d train / %d test rows, %d inducing points, isotropic RBF: medians over %d "
+          "repetition(s)" % (y_tr.size, y_te.size, Z.shape[0], args.clf_repeats))
+    print(format_table(header, body, (False,) + (True,) * 5))
+    print("(test NLL: mean -log p(y | x), p clipped to [%g, 1 - %g]; time / gpflow: skvi's "
+          "median fit time over GPflow SVGP's)" % (PROBABILITY_CLIP, PROBABILITY_CLIP))
+    print("learned hyperparameters (last repetition):")
+    for m in args.clf_methods:
+        print("  %-19s %s" % (m, results[m][-1]["hyper"]))
+    print()
 
 
 def skvi_commit():
@@ -791,16 +1255,22 @@ def skvi_commit():
 def main(argv=None):
     wall = time.perf_counter()
     args = parse_args(argv)
-    X, y = load_data(args.data)
+    housing = args.part != "classifier"
+    if housing:
+        X, y = load_data(args.data)
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
-    for name in ("numpy", "scipy", "sklearn", "skvi", "threadpoolctl", "torch", "gpytorch"):
-        print("  %-13s %s%s" % (name, version(name), skvi_commit() if name == "skvi" else ""))
-    print("data: %s, %d rows x %d inputs" % (os.path.abspath(args.data), *X.shape))
+    for name in ("numpy", "scipy", "sklearn", "skvi", "threadpoolctl", "torch", "gpytorch",
+                 "tensorflow", "tensorflow_probability", "gpflow"):
+        print("  %-22s %s%s" % (name, version(name), skvi_commit() if name == "skvi" else ""))
+    if housing:
+        print("data: %s, %d rows x %d inputs" % (os.path.abspath(args.data), *X.shape))
     print()
-    if args.part in ("fig3", "both"):
+    if args.part in ("fig3", "both", "all"):
         run_fig3(X, y, args)
-    if args.part in ("peers", "both"):
+    if args.part in ("peers", "both", "all"):
         run_peers(X, y, args)
+    if args.part in ("classifier", "all"):
+        run_classifier(args)
     print("total wall time %.1f s" % (time.perf_counter() - wall))
     return 0
 
