@@ -74,9 +74,6 @@ _MF_CHECKS["check_fit_idempotent"] = (
     "transform folds in new users from a sparse users x items matrix, not id pairs"
 )
 EXPECTED_FAILED_CHECKS = {
-    "SVISparseGPRegressor": {
-        "check_sample_weight_equivalence_on_dense_data": "the L-BFGS kernel fits of the weighted and the repeated rows end in different local optima (with optimizer=None they agree to 1e-15; given inducing points, weights equal repeats: tests/test_sparse_gp.py)",
-    },
     "SVIMatrixFactorization": _MF_CHECKS,
     # scikit-learn < 1.7 binarises a binary-only classifier's y by its first
     # label, which the check shuffles for the weighted fit only: the weighted

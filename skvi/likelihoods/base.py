@@ -51,6 +51,14 @@ class Likelihood:
         """``d^2 log p(y | f) / df^2``."""
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def logpdf_and_derivatives(self, y, f):
+        """``log p``, ``d log p / df`` and ``d^2 log p / df^2`` at once.
+
+        The default calls the three methods; a likelihood whose three share
+        work (an exponential, say) overrides it.  :meth:`expectations` uses it.
+        """
+        return self.logpdf(y, f), self.dlogpdf(y, f), self.d2logpdf(y, f)
+
     def conditional_mean(self, f):
         """``E[y | f]``."""
         raise NotImplementedError  # pragma: no cover - abstract
@@ -114,11 +122,8 @@ class Likelihood:
         """
         f, w = self._nodes(mean, var, method, n_samples, random_state)
         y = np.asarray(y, dtype=float)[..., None]
-        return (
-            self.logpdf(y, f) @ w,
-            self.dlogpdf(y, f) @ w,
-            self.d2logpdf(y, f) @ w,
-        )
+        value, d1, d2 = self.logpdf_and_derivatives(y, f)
+        return value @ w, d1 @ w, d2 @ w
 
     def expected_logpdf(self, y, mean, var, method="quadrature", n_samples=20,
                         random_state=None):
@@ -132,7 +137,8 @@ class Likelihood:
         ...                                     np.array([1.0]))[0].round(4))
         -1.4189
         """
-        return self.expectations(y, mean, var, method, n_samples, random_state)[0]
+        f, w = self._nodes(mean, var, method, n_samples, random_state)
+        return self.logpdf(np.asarray(y, dtype=float)[..., None], f) @ w
 
     def _tilted_mode(self, y, mean, var, max_iter=50):
         """Mode and Laplace variance of the tilted density ``N(f; mean, var) p(y | f)``.

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy.special import expit
 
-from .base import Likelihood, _log_sigmoid
+from .base import Likelihood
 
 
 class Bernoulli(Likelihood):
@@ -22,9 +22,10 @@ class Bernoulli(Likelihood):
     """
 
     def logpdf(self, y, f):
-        # log sigmoid(f) for y = 1 and log sigmoid(-f) for y = 0, each
-        # computed without cancellation.
-        return np.where(y == 1, _log_sigmoid(f), _log_sigmoid(-f))
+        # log sigmoid(z), z = f for y = 1 and -f for y = 0: one exponential,
+        # without cancellation (and -inf, 0 at z = -inf, +inf).
+        z = np.where(y == 1, f, -f)
+        return np.minimum(z, 0.0) - np.log1p(np.exp(-np.abs(z)))
 
     def dlogpdf(self, y, f):
         return y - expit(f)
@@ -32,6 +33,16 @@ class Bernoulli(Likelihood):
     def d2logpdf(self, y, f):
         p = expit(f)
         return -p * (1.0 - p) + 0.0 * y
+
+    def logpdf_and_derivatives(self, y, f):
+        # All three from e = exp(-|z|), z = (2y - 1) f: sigmoid(|z|) = 1 / (1 + e).
+        sign = np.where(y == 1, 1.0, -1.0)
+        z = sign * f
+        e = np.exp(-np.abs(z))
+        big = 1.0 / (1.0 + e)  # sigmoid(|z|)
+        fit = np.where(z >= 0, big, e * big)  # sigmoid(z): the probability of y
+        return (np.minimum(z, 0.0) - np.log1p(e), sign * (1.0 - fit),
+                -fit * (1.0 - fit))
 
     def conditional_mean(self, f):
         return expit(f)
