@@ -137,6 +137,9 @@ class Likelihood:
         ...                                     np.array([1.0]))[0].round(4))
         -1.4189
         """
+        if type(self).expectations is not Likelihood.expectations:
+            # A likelihood with its own expectations (closed forms) keeps them.
+            return self.expectations(y, mean, var, method, n_samples, random_state)[0]
         f, w = self._nodes(mean, var, method, n_samples, random_state)
         return self.logpdf(np.asarray(y, dtype=float)[..., None], f) @ w
 
