@@ -123,6 +123,7 @@ OPTIONAL_HOOKS = (
     "_probe_batch_steps",
     "_batch_steps_raise_elbo",
     "_elbo_tolerance",
+    "_local_step_and_bound",
     "_batch_line_search",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
@@ -320,8 +321,10 @@ class _EngineState:
         # Rejections that were a batch line search's backtracking (normal
         # operation of a damped Newton step, not worth a warning).
         self.backtracks = 0
-        # (parameters, their full-data ELBO) from the last batch-step test.
+        # (parameters, their full-data ELBO) from the last batch-step test,
+        # and (parameters, local step) when the model computed both at once.
         self.known_bound = None
+        self.known_local = None
         self.rule_states = {}
         self.init_parts = {}
         self.init_weight = {}
@@ -574,6 +577,10 @@ class SVIEstimator(BaseEstimator):
         overshoot while every factor stays valid.  The accepted step's ELBO
         is the pass's.  ``_elbo_tolerance`` (default 1e-9) is the relative
         fall still accepted.
+    _local_step_and_bound(X, params) -> (local, bound) or None
+        The local step at ``params`` and its data bound from one pass over
+        the rows (default None): the ELBO test above keeps ``local`` for the
+        next batch E-step at the accepted ``params`` (single-threaded).
     _probe_batch_steps() -> bool
         Whether batch ``fit`` tests its steps on the probe too (default
         False): for fixed-point steps that are not guaranteed to increase
@@ -757,6 +764,18 @@ class SVIEstimator(BaseEstimator):
     #: Relative fall of the ELBO that ``_batch_steps_raise_elbo`` still
     #: accepts (rounding in the ELBO's sums).
     _elbo_tolerance = 1e-9
+
+    def _local_step_and_bound(self, X, params):
+        """The local step of X at ``params`` and its data bound, or None.
+
+        For ``_batch_steps_raise_elbo``: the test evaluates the ELBO at the
+        tried parameters, and if they are accepted the next batch E-step is
+        at the same parameters.  A model that gets both from one pass over
+        the rows returns ``(local, bound)`` and the engine reuses ``local``
+        for that E-step (single-threaded fits, whose E-step is one block);
+        the default None keeps ``_local_bound`` and a separate E-step.
+        """
+        return None
 
     def _probe_loss(self, probe, params):
         return None
@@ -995,7 +1014,12 @@ class SVIEstimator(BaseEstimator):
                     bound = self._pass_lower_bound(X) if evaluate and not stopped else None
                 else:
                     if local is None or self._local_depends_on_globals:
-                        local = self._e_step(X, self.natural_params_)
+                        known = st.known_local
+                        if known is not None and known[0] is self.natural_params_:
+                            local = known[1]  # the last step's ELBO test computed it
+                        else:
+                            local = self._e_step(X, self.natural_params_)
+                        st.known_local = None
                     self._step(X, 1.0, online=False, local=local)
                     st.samples += n_count
                     stopped = run.per_step and run.step(1)
@@ -1186,7 +1210,7 @@ class SVIEstimator(BaseEstimator):
         The globals of SVI are ``prior + N * (average statistics)``, plus,
         early in a stream, what remains of the initial globals: their part
         ``lam_0 - prior`` times ``prod(1 - rho_t)`` over the steps so far.
-        When the running count N grows by ``growth``, the data part (the
+        When N (``_auto_total``) grows by ``growth``, the data part (the
         rest) is scaled by it before the step, so that it and the new target
         describe the same N: otherwise each step blends a posterior for
         fewer rows into the new one and the stream ends far below its row
@@ -1344,9 +1368,9 @@ class SVIEstimator(BaseEstimator):
         return default and n_samples <= self.batch_size
 
     def _forget_probe(self):
-        """Drop the probe rows: a fitted estimator keeps no training rows."""
+        """Drop the probe rows and any kept local step: a fitted estimator keeps no training rows."""
         st = self._svi
-        st.probe = st.probe_best = st.last_batch = None
+        st.probe = st.probe_best = st.last_batch = st.known_local = None
 
     def _set_probe(self, X, random_state):
         """Draw the fixed probe sample of online ``fit`` (see ``_probe_loss``)."""
@@ -1652,7 +1676,7 @@ class SVIEstimator(BaseEstimator):
         hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
             st.prior = self._prior_natural()
-            st.known_bound = None  # the objective moved with the priors
+            st.known_bound = st.known_local = None  # the objective moved with the priors
 
     def _raises_elbo(self, X, params):
         """Whether a batch step's ``params`` do not lower the full-data ELBO.
@@ -1662,7 +1686,12 @@ class SVIEstimator(BaseEstimator):
         accepted one serves as the pass's ELBO: one evaluation per try.
         """
         st = self._svi
-        new = self._global_bound(params) + self._local_bound(X, None, params)
+        both = None if getattr(self, "_blocks_pool", None) else self._local_step_and_bound(X, params)
+        if both is None:
+            new = self._global_bound(params) + self._local_bound(X, None, params)
+        else:
+            local, new = both
+            new += self._global_bound(params)
         known = st.known_bound
         if known is not None and known[0] is self.natural_params_:
             old = known[1]
@@ -1674,6 +1703,7 @@ class SVIEstimator(BaseEstimator):
             st.known_bound = (self.natural_params_, old)
             return False
         st.known_bound = (params, new)
+        st.known_local = None if both is None else (params, local)
         return True
 
     def _warn_rejections(self, rejected_before):

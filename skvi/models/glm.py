@@ -292,11 +292,7 @@ class _BayesianGLM(SVIEstimator):
         return np.maximum(sq.astype(np.float64), 1e-12)
 
     def _local_step(self, data, params):
-        memo = getattr(self, "_rows_memo", None)
-        if memo is not None and memo[0] is data.X and memo[1] is params["weights"]:
-            # The batch ELBO test of these parameters computed it (_local_bound).
-            return memo[2]
-        Xd = self._design_of(data.X)
+        Xd = self._design(data.X)
         mean, var = self._linear_moments(Xd, params)
         method, points = self._expectation_rule()
         _, e1, e2 = self._likelihood.expectations(
@@ -320,32 +316,27 @@ class _BayesianGLM(SVIEstimator):
         return eta1, 0.5 * _weighted_gram(Xd, e2)
 
     def _local_bound(self, data, local, params):
-        Xd = local["design"] if local is not None else self._design_of(data.X)
+        Xd = local["design"] if local is not None else self._design(data.X)
         mean, var = self._linear_moments(Xd, params)
         points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
-        if local is None and self._expectation_rule() == ("quadrature", points):
-            # A batch quadrature fit: the ELBO test's rule is the step's, and
-            # the next E-step, at these parameters if they are accepted,
-            # reuses its expectations (one quadrature pass per step, not two).
-            e_log, e1, e2 = self._likelihood.expectations(
-                data.y, mean, var, method="quadrature", n_samples=points
-            )
-            local = {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
-            self._rows_memo = (data.X, params["weights"], local)
-        else:
-            e_log = self._likelihood.expected_logpdf(
-                data.y, mean, var, method="quadrature", n_samples=points
-            )
+        e_log = self._likelihood.expected_logpdf(
+            data.y, mean, var, method="quadrature", n_samples=points
+        )
         return float(np.sum(data.weighted(e_log)))
 
-    def _design_of(self, X):
-        """``_design(X)``, remembered for the last X of a fit (its rows are not kept after)."""
-        memo = getattr(self, "_design_memo", None)
-        if memo is not None and memo[0] is X:
-            return memo[1]
-        Xd = self._design(X)
-        self._design_memo = (X, Xd)
-        return Xd
+    def _local_step_and_bound(self, data, params):
+        # A batch quadrature fit judges its steps by the ELBO's rule: one
+        # quadrature pass gives the bound and the next E-step's expectations.
+        points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
+        if self._expectation_rule() != ("quadrature", points):
+            return None
+        Xd = self._design(data.X)
+        mean, var = self._linear_moments(Xd, params)
+        e_log, e1, e2 = self._likelihood.expectations(
+            data.y, mean, var, method="quadrature", n_samples=points
+        )
+        local = {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
+        return local, float(np.sum(data.weighted(e_log)))
 
     def _global_bound(self, params):
         q = params["weights"].distribution
@@ -405,9 +396,6 @@ class _BayesianGLM(SVIEstimator):
         return True
 
     def _on_params_updated(self):
-        # The end of fit or partial_fit: forget the rows' memos (no training
-        # rows are kept in a fitted estimator).
-        self._rows_memo = self._design_memo = None
         q = self._posterior()
         blocks = q.loc.reshape(self._n_outputs, -1)
         n_features = blocks.shape[1] - int(self.fit_intercept)

@@ -307,6 +307,10 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         lam = float(current[0])
         return (np.asarray(min(max(target, 4.0 * lam), 0.25 * lam)),)
 
+    def _local_step_and_bound(self, data, params):
+        # The GLM's shortcut is for its own local step: this one has more.
+        return None
+
     def _local_bound(self, data, local, params):
         Xd = local["design"] if local is not None else self._design(data.X)
         mean, var = self._linear_moments(Xd, params)
