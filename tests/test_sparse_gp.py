@@ -384,3 +384,42 @@ def test_classifier_kernel_gradient_equals_finite_differences_of_its_expected_lo
     assert value == pytest.approx(expected(params), rel=1e-8)
     reference = _central_differences(expected, params)
     np.testing.assert_allclose(grad, reference, rtol=1e-6)
+
+
+def test_a_kernel_without_free_hyperparameters_fits_with_the_optimizer_on():
+    # Only the regressor's noise is left to learn: its batch value is the
+    # maximiser of the dense collapsed bound; the classifier has nothing to
+    # learn and equals its fit with optimizer=None.
+    from scipy.optimize import minimize_scalar
+
+    from skvi import SVISparseGPClassifier
+
+    X, y = _data(80)
+    Z = np.linspace(-2.5, 2.5, 6)[:, None]
+    kernel = C(1.3, "fixed") * RBF(0.7, "fixed")
+    gp = _fit("titsias", Z, X, y, kernel=kernel, optimizer="fmin_l_bfgs_b")
+    K, Q, _, _ = _nystrom(X, Z, kernel, jitter=gp.jitter_)
+    n = len(y)
+
+    def negative_bound(log_noise):
+        noise = np.exp(log_noise)
+        return -(multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y)
+                 - np.trace(K - Q) / (2 * noise))
+
+    best = minimize_scalar(negative_bound, bounds=(-8, 2), method="bounded",
+                           options={"xatol": 1e-10})
+    assert gp.noise_variance_ == pytest.approx(np.exp(best.x), rel=1e-4)
+    assert gp.kernel_ == kernel
+    online = _fit("titsias", Z, X, y, kernel=kernel, optimizer="fmin_l_bfgs_b",
+                  learning_method="online", batch_size=20, max_iter=3)
+    assert np.isfinite(online.noise_variance_) and online.kernel_ == kernel
+
+    Xc, yc = _binary(60, seed=3)
+    for method in ("batch", "online"):
+        kw = dict(inducing_points=Z, learning_method=method, batch_size=20, max_iter=5,
+                  random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            learned = SVISparseGPClassifier(kernel, **kw).fit(Xc, yc)
+            kept = SVISparseGPClassifier(kernel, optimizer=None, **kw).fit(Xc, yc)
+        np.testing.assert_array_equal(learned.q_mean_, kept.q_mean_)

@@ -78,7 +78,7 @@ def cross_covariance(kernel, X, Z):
             WK = W * K
             per_dim = (np.sum(WK, axis=1) @ Xs**2 + np.sum(WK, axis=0) @ Zs**2
                        - 2.0 * np.sum(Xs * (WK @ Zs), axis=0))
-            return per_dim if np.ndim(kernel.length_scale) else np.array([np.sum(per_dim)])
+            return per_dim if kernel.anisotropic else np.array([np.sum(per_dim)])
 
         return K, backward
     return None

@@ -192,7 +192,9 @@ class _SparseGP(SVIEstimator):
         return self.kernel_.theta.copy()
 
     def _hyper_bounds(self):
-        return self.kernel_.bounds
+        # (0, 2) for a kernel with no free hyperparameter (scikit-learn's
+        # bounds are then of shape (0,)).
+        return np.reshape(self.kernel_.bounds, (-1, 2))
 
     def _set_hyper_vector(self, params):
         self._set_kernel(self.kernel_.clone_with_theta(params[: self.kernel_.theta.size]))
@@ -297,7 +299,8 @@ class _SparseGP(SVIEstimator):
         return value, grad
 
     def _learns_hyperparameters_by_steps(self):
-        return self.optimizer is not None and self.learning_method == "online"
+        return (self.optimizer is not None and self.learning_method == "online"
+                and self._hyper_vector().size > 0)
 
     def _hyperparameter_statistics(self, data, local):
         if data is None or not self._learns_hyperparameters_by_steps():
@@ -378,8 +381,8 @@ class SVISparseGPRegressor(RegressorMixin, _SparseGP):
         See above.
     optimizer : 'fmin_l_bfgs_b' or None, default='fmin_l_bfgs_b'
         In batch ``fit``, L-BFGS on the collapsed objective over the
-        kernel's ``theta`` and ``log s2``, with finite-difference gradients,
-        before ``q(u)`` is fitted.  ``'predictive'`` has no collapsed form and
+        kernel's ``theta`` and ``log s2``, with exact gradients (finite
+        differences for ``'optimal'``), before ``q(u)`` is fitted.  ``'predictive'`` has no collapsed form and
         takes the FITC optimum: maximising its own objective drives the
         noise towards zero (to 3e-6 on 500 rows of noise variance 0.04, with
         ``q``'s covariance taking its place).  Online, a gradient step on the same parameters
@@ -678,7 +681,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return np.append(self.kernel_.theta, np.log(self.noise_variance_))
 
     def _hyper_bounds(self):
-        return np.vstack([self.kernel_.bounds, [np.log(1e-6), np.log(1e6)]])
+        return np.vstack([np.reshape(self.kernel_.bounds, (-1, 2)), [np.log(1e-6), np.log(1e6)]])
 
     def _set_hyper_vector(self, params):
         super()._set_hyper_vector(params)
@@ -859,7 +862,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return value - kl, grad
 
     def _optimize_hyperparameters(self, data, kernel, noise, random_state):
-        bounds = np.vstack([kernel.bounds, [np.log(1e-6), np.log(1e6)]])
+        bounds = np.vstack([np.reshape(kernel.bounds, (-1, 2)), [np.log(1e-6), np.log(1e6)]])
         # Per row: the sum over 10,000 rows made L-BFGS's finite-difference
         # first step jump to the bounds, and it stopped (ABNORMAL) at its start.
         rows = max(self._sample_count(data), 1.0)
@@ -926,8 +929,7 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
     n_mc_samples : int, default=20
         Nodes or draws per row.
     optimizer : 'fmin_l_bfgs_b' or None, default='fmin_l_bfgs_b'
-        Learn the kernel's hyperparameters (in log space, finite-difference
-        gradients).  Batch: after every step on ``q``, at most 20 L-BFGS
+        Learn the kernel's hyperparameters (in log space, exact gradients).  Batch: after every step on ``q``, at most 20 L-BFGS
         iterations on the ELBO with ``q`` fixed (coordinate ascent:
         classification has no collapsed objective).  Online: a gradient
         step of size ``rho_t * hyperparameter_learning_rate`` after every
@@ -1184,7 +1186,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _learns_hyperparameters_by_steps(self):
         # No collapsed objective: in batch, the kernel is maximised with q
         # fixed after every q step (coordinate ascent on the ELBO).
-        return self.optimizer is not None
+        return self.optimizer is not None and self._hyper_vector().size > 0
 
     # ----------------------------------------------------------- model hooks
     def _update_rule(self, name):
