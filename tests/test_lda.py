@@ -13,6 +13,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 
 from skvi import SVILatentDirichletAllocation
+from skvi.models.lda import estep
 from skvi.schedules import Constant, RobbinsMonro
 
 K = 3
@@ -210,7 +211,10 @@ def test_learned_priors_recover_the_generating_ones():
 
 
 # ---------------------------------------------------------------- input
-def test_sparse_formats_dense_and_n_jobs_agree():
+def test_sparse_formats_dense_and_n_jobs_agree(monkeypatch):
+    # Threads take blocks of any size here (MIN_BLOCK_NNZ keeps small
+    # minibatches on one thread otherwise).
+    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
     X, _, _ = lda_corpus(seed=12)
     kw = dict(n_components=K, max_iter=5, random_state=0)
     ref = SVILatentDirichletAllocation(**kw).fit(X).components_
@@ -349,7 +353,7 @@ TIGHT = dict(mean_change_tol=1e-10, max_doc_update_iter=5000)
 
 
 @pytest.mark.parametrize("learn_priors", [False, True])
-def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors):
+def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors, monkeypatch):
     X, w, X_rep = _weighted_corpus()
     kw = dict(n_components=K, max_iter=8, evaluate_every=1, perp_tol=0.0, random_state=0,
               learn_priors=learn_priors, **TIGHT)
@@ -363,6 +367,7 @@ def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_prio
     np.testing.assert_allclose(weighted.doc_topic_prior_, repeated.doc_topic_prior_, rtol=1e-6)
     assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
     # The E-step's threads split the weighted documents too.
+    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
     threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X, sample_weight=w)
     np.testing.assert_allclose(threaded.components_, weighted.components_, rtol=1e-10)
 

@@ -159,9 +159,13 @@ def test_lda_on_a_corpus_without_words_is_a_clear_error():
     np.testing.assert_allclose(lda.transform(sp.csr_matrix((3, 12))).sum(axis=1), 1.0)
 
 
-def test_concurrent_predictions_on_one_fitted_estimator():
+def test_concurrent_predictions_on_one_fitted_estimator(monkeypatch):
     # transform with n_jobs=2 from several threads at once: each call has
-    # its own thread pool (a shared one was shut down under the others).
+    # its own thread pool (a shared one was shut down under the others);
+    # blocks of any size go to the threads.
+    from skvi.models.lda import estep
+
+    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
     X = _counts(200, 30)
     lda = SVILatentDirichletAllocation(n_components=3, max_iter=2, n_jobs=2,
                                        random_state=0).fit(X)
