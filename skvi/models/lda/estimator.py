@@ -135,8 +135,8 @@ class SVILatentDirichletAllocation(
         Most E-step iterations per document.
     n_jobs : int or None, default=None
         Threads for the E-step (the documents of a minibatch are split
-        into ``n_jobs`` blocks of about equal size); None means 1 and -1
-        all cores.
+        into ``n_jobs`` blocks of about equal size, each of at least
+        20,000 word counts); None means 1 and -1 all cores.
     verbose : int, default=0
         0: quiet; 1: a progress line on standard error (pass, minibatch,
         rate, ETA, ELBO); 2: records to the ``skvi`` logger
