@@ -423,3 +423,22 @@ def test_a_kernel_without_free_hyperparameters_fits_with_the_optimizer_on():
             learned = SVISparseGPClassifier(kernel, **kw).fit(Xc, yc)
             kept = SVISparseGPClassifier(kernel, optimizer=None, **kw).fit(Xc, yc)
         np.testing.assert_array_equal(learned.q_mean_, kept.q_mean_)
+
+
+@pytest.mark.parametrize("kernel", [
+    C(1.3) * RBF([0.7, 2.0]) + WhiteKernel(0.01),
+    C(2.0, "fixed") * RBF([1.0]),  # a length-one list: one isotropic length scale
+    RBF(0.5, "fixed") + C(0.3),
+])
+def test_cross_covariance_contraction_equals_finite_differences(kernel):
+    from skvi.models._kernels import cross_covariance
+
+    rng = np.random.RandomState(7)
+    X, Z, W = rng.normal(size=(9, 2)), rng.normal(size=(4, 2)), rng.normal(size=(9, 4))
+    K, backward = cross_covariance(kernel, X, Z)
+    np.testing.assert_allclose(K, kernel(X, Z), rtol=1e-13)
+    theta = kernel.theta
+    reference = _central_differences(
+        lambda t: np.sum(W * kernel.clone_with_theta(t)(X, Z)), theta, h=1e-5)
+    assert backward(W).shape == theta.shape
+    np.testing.assert_allclose(backward(W), reference, rtol=1e-7, atol=1e-9)
