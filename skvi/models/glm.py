@@ -292,10 +292,13 @@ class _BayesianGLM(SVIEstimator):
         return np.maximum(sq.astype(np.float64), 1e-12)
 
     def _local_step(self, data, params):
+        return self._rows_expectations(data, params, *self._expectation_rule())[1]
+
+    def _rows_expectations(self, data, params, method, points):
+        """The rows' ``E[log p]`` and their local step (design, mean, ``E1``, ``E2``)."""
         Xd = self._design(data.X)
         mean, var = self._linear_moments(Xd, params)
-        method, points = self._expectation_rule()
-        _, e1, e2 = self._likelihood.expectations(
+        e_log, e1, e2 = self._likelihood.expectations(
             data.y,
             mean,
             var,
@@ -303,7 +306,7 @@ class _BayesianGLM(SVIEstimator):
             n_samples=points,
             random_state=self._mc_random_state,
         )
-        return {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
+        return e_log, {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
 
     def _expected_stats(self, name, data, local, params):
         Xd = local["design"]
@@ -330,12 +333,7 @@ class _BayesianGLM(SVIEstimator):
         points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
         if self._expectation_rule() != ("quadrature", points):
             return None
-        Xd = self._design(data.X)
-        mean, var = self._linear_moments(Xd, params)
-        e_log, e1, e2 = self._likelihood.expectations(
-            data.y, mean, var, method="quadrature", n_samples=points
-        )
-        local = {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
+        e_log, local = self._rows_expectations(data, params, "quadrature", points)
         return local, float(np.sum(data.weighted(e_log)))
 
     def _global_bound(self, params):

@@ -812,35 +812,18 @@ n_samples_seen_, converged_, n_rejected_steps_
     _elbo_tolerance = 1e-12
 
     # -------------------------------------------------------- hyperparameters
-    def _collapsed(self, data, kernel, noise):
-        """The objective at its optimal q(u), in closed form (FITC for 'predictive')."""
-        X, y, w = data.X, data.y, data.weight
-        if self.objective == "optimal":
-            K = kernel(X)
-            K[np.diag_indices_from(K)] += noise
-            chol = sla.cho_factor(K, lower=True)
-            logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
-            return -0.5 * (y.size * _LOG_2PI + logdet + y @ sla.cho_solve(chol, y))
-        phi, kdiag = self._features(X, kernel, self._cholesky(kernel))
-        c = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0)
-        d = np.full_like(y, noise) if self.objective == "titsias" else c + noise
-        ww = np.ones_like(y) if w is None else w
-        # log N(y; 0, Phi Phi^T + D) for weighted rows (a row of weight k is k
-        # copies): Woodbury with D / w, plus the per-copy normalisers.
-        A = np.eye(phi.shape[1]) + (phi * (ww / d)[:, None]).T @ phi
-        chol_a = np.linalg.cholesky(A)
-        c_vec = sla.solve_triangular(chol_a, phi.T @ (ww * y / d), lower=True)
-        value = -0.5 * (
-            np.sum(ww * (_LOG_2PI + np.log(d) + y * y / d))
-            + 2.0 * np.sum(np.log(np.diag(chol_a)))
-            - c_vec @ c_vec
-        )
-        if self.objective == "titsias":
-            value -= np.sum(ww * c) / (2.0 * noise)
-        return float(value)
+    @staticmethod
+    def _exact_log_marginal(data, kernel, noise):
+        """'optimal' at its optimum: the exact GP's ``log N(y; 0, K + s2 I)``."""
+        K = kernel(data.X)
+        K[np.diag_indices_from(K)] += noise
+        chol = sla.cho_factor(K, lower=True)
+        logdet = 2.0 * np.sum(np.log(np.diag(chol[0])))
+        y = data.y
+        return -0.5 * (y.size * _LOG_2PI + logdet + y @ sla.cho_solve(chol, y))
 
     def _collapsed_and_gradient(self, data, params):
-        """``_collapsed`` ('titsias' or, for 'fitc' and 'predictive', FITC) and its gradient.
+        """The collapsed objective ('titsias', or FITC for 'fitc' and 'predictive') and its gradient.
 
         The optimal whitened q of ``params`` in closed form (one batch step),
         then the rows' term there with its exact gradient (``_data_term``):
@@ -878,7 +861,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             try:
                 if exact:
                     k = kernel.clone_with_theta(params[:-1])
-                    return -self._collapsed(data, k, float(np.exp(params[-1]))) / rows
+                    return -self._exact_log_marginal(data, k, float(np.exp(params[-1]))) / rows
                 value, grad = self._collapsed_and_gradient(data, params)
                 return -value / rows, -grad / rows
             except (np.linalg.LinAlgError, ValueError):
