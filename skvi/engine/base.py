@@ -24,6 +24,8 @@ from factor name to factor; a model asks ``params[name].distribution`` or
 ``params[name].cached(key, compute)`` for moments.
 """
 
+import functools
+import inspect
 import numbers
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +42,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ..schedules import make_schedule
 from .factor import Factor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, _Run, _Table, warn_user
+from . import blocks as _block_fns
+from .blocks import BlockedData, RemoteProbe, is_dask_collection
 from .statistics import RowStatistics, Statistics, add_statistics
 
 __all__ = [
@@ -133,6 +137,9 @@ OPTIONAL_HOOKS = (
     "_pass_converged",
     "_warn_not_converged",
     "_on_params_updated",
+    "_fit_data",
+    "_seed_local_steps",
+    "_transient_attributes",
 )
 
 
@@ -330,6 +337,7 @@ class _EngineState:
         self.init_weight = {}
         self.init_nonzero = {}
         self.auto_total = None  # N of the last 'auto' step
+        self.view_version = 0  # bumped when the model's attributes change mid-fit
         self.rows = {}
         self.probe = None
         self.probe_best = None
@@ -345,6 +353,26 @@ class _EngineState:
         self.samples = 0.0
         self.calls = 0
         self.last_step = None
+
+
+#: Methods that take rows and return one value (or row of values) per row:
+#: on a dask collection they run blockwise and return a dask array.
+BLOCKWISE_METHODS = ("transform", "predict", "predict_proba", "predict_log_proba", "score_samples")
+
+
+def _blockwise_on_dask(method):
+    """``method(X, ...)``, or its blockwise dask array when X is a dask collection."""
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        if is_dask_collection(X):
+            from ..distributed import blockwise  # noqa: PLC0415 (an optional extra)
+
+            return blockwise(self, method, X, *args, **kwargs)
+        return method(self, X, *args, **kwargs)
+
+    wrapper._blockwise_on_dask = True
+    return wrapper
 
 
 class SVIEstimator(BaseEstimator):
@@ -620,6 +648,19 @@ class SVIEstimator(BaseEstimator):
         ``tol > 0`` and ``max_iter > 1``).
     _on_params_updated()
         Refresh derived fitted attributes after fit and partial_fit.
+    _fit_data(X, y, sample_weight, classes) -> data
+        What ``fit`` makes of its input before the engine's loop (the
+        validated rows, targets and weights), for one block of a fit on a
+        cluster (:mod:`skvi.distributed`); ``classes`` are a classifier's
+        labels, found over every block.  A model without it cannot fit on a
+        cluster.
+    _seed_local_steps(random_state)
+        Draw the local step's random numbers (LDA's initial gamma, Monte
+        Carlo samples) from ``random_state``: each block of a fit on a
+        cluster gets its own generator (default: nothing to seed).
+    _transient_attributes : tuple of str
+        Attributes an in-memory fit keeps for its duration only (buffers,
+        thread pools, the data); they never travel to a worker.
 
     **Services for models**: ``_row_steps(name)`` (accepted updates of each
     row, counting the rows of the step being tried),
@@ -690,6 +731,14 @@ class SVIEstimator(BaseEstimator):
     _probe_growth = 1.0
 
     # --------------------------------------------------------- required hooks
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # transform / predict / ... of every model accept dask collections.
+        for name in BLOCKWISE_METHODS:
+            method = cls.__dict__.get(name)
+            if inspect.isfunction(method) and not getattr(method, "_blockwise_on_dask", False):
+                setattr(cls, name, _blockwise_on_dask(method))
+
     def _missing_hook(self, hook, what):
         raise NotImplementedError(
             f"{type(self).__name__} must implement the engine hook {hook}: {what} "
@@ -779,6 +828,29 @@ class SVIEstimator(BaseEstimator):
 
     def _probe_loss(self, probe, params):
         return None
+
+    def _fit_data(self, X, y, sample_weight, classes):
+        raise NotImplementedError(f"{type(self).__name__} cannot yet fit on a cluster.")
+
+    def _seed_local_steps(self, random_state):
+        pass
+
+    _transient_attributes = ()
+
+    def _fit_blocks(self, data):
+        """``fit`` on validated blocks held elsewhere (a model may add its own end)."""
+        return self._engine_fit(data)
+
+    def _fit_on_cluster(self, X, y=None, sample_weight=None):
+        """``fit`` on dask collections: the engine's loop with the blocks kept on the workers."""
+        if type(self)._fit_data is SVIEstimator._fit_data:
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot yet fit on a dask cluster; call "
+                ".compute() on the data to fit it in memory."
+            )
+        from ..distributed import fit_on_cluster  # noqa: PLC0415 (an optional extra)
+
+        return fit_on_cluster(self, X, y, sample_weight)
 
     def _prepare_probe(self, X):
         return X
@@ -970,7 +1042,9 @@ class SVIEstimator(BaseEstimator):
 
     def _fit_passes(self, X, random_state=None):
         start = time.perf_counter()  # the clock of fit: its validation and start count
-        X = self._validate_input(X, reset=True)
+        blocked = isinstance(X, BlockedData)
+        if not blocked:  # blocks were validated where they are held
+            X = self._validate_input(X, reset=True)
         if random_state is None:
             random_state = check_random_state(self.random_state)
         self._reset_engine(X, random_state)
@@ -979,7 +1053,7 @@ class SVIEstimator(BaseEstimator):
         try:
             self._count_rows(X)
             n_samples = X.shape[0]
-            n_count = self._sample_count(X)
+            n_count = self._count_of(X)
             self.n_samples_seen_ = n_count
             online = self.learning_method == "online" and not self._one_minibatch(n_samples)
             if self.step_safety and (online or self._probe_batch_steps()):
@@ -1001,17 +1075,24 @@ class SVIEstimator(BaseEstimator):
                 stopped = False
                 if online:
                     batch = 0
-                    for Xb, scale in self._online_batches(X, random_state):
+                    passes = X.minibatches(self, random_state) if blocked else (
+                        self._online_batches(X, random_state))
+                    for Xb, scale in passes:
                         batch += 1
                         if scale > 0:  # a minibatch of zero total weight has no data
                             self._step(Xb, scale, online=True)
-                            st.samples += self._sample_count(Xb)
+                            st.samples += self._count_of(Xb)
                             if run.per_step and run.step(batch):
                                 stopped = True
                                 break
                     if not stopped:
                         n_batches = batch
-                    bound = self._pass_lower_bound(X) if evaluate and not stopped else None
+                    if not evaluate or stopped:
+                        bound = None
+                    elif blocked:  # a model's own full-data pass is in-memory code
+                        bound = SVIEstimator._pass_lower_bound(self, X)
+                    else:
+                        bound = self._pass_lower_bound(X)
                 else:
                     if local is None or self._local_depends_on_globals:
                         known = st.known_local
@@ -1261,7 +1342,9 @@ class SVIEstimator(BaseEstimator):
             pool.shutdown()
 
     def _e_step(self, X, params):
-        """The local step of X: of the whole minibatch, or of its blocks on threads."""
+        """The local step of X: of the whole minibatch, or of its blocks on threads or workers."""
+        if isinstance(X, BlockedData):
+            return _Blocks(X, X.local_steps(self, params))
         pool = getattr(self, "_blocks_pool", None)
         n_blocks = 0 if pool is None else min(self._blocks_threads, X.shape[0] // MIN_BLOCK_ROWS)
         if n_blocks < 2:
@@ -1270,27 +1353,39 @@ class SVIEstimator(BaseEstimator):
         blocks = [X[s] for s in even_batches(X.shape[0], size)]
         return _Blocks(blocks, list(pool.map(lambda b: self._local_step(b, params), blocks)))
 
-    def _over_blocks(self, local, compute):
-        """``compute(X_block, local_block)`` for each block, on the threads."""
-        return list(self._blocks_pool.map(lambda bl: compute(*bl), zip(local.data, local.locals)))
+    def _sum_over_blocks(self, local, function, *args):
+        """``function(self, X_block, local_block, *args)`` of every block, summed.
+
+        The blocks are a minibatch's on threads (``n_jobs``), or data held
+        elsewhere (:class:`~skvi.engine.blocks.BlockedData`), whose sum is
+        computed where the blocks are.
+        """
+        if isinstance(local.data, BlockedData):
+            return local.data.sum_over(self, function, local.locals, *args)
+        pool = self._blocks_pool
+        parts = list(pool.map(lambda bl: function(self, *bl, *args), zip(local.data, local.locals)))
+        total = None
+        for part in parts:
+            total = add_statistics(total, part)
+        return total
 
     def _block_statistics(self, name, X, local, params):
         if not isinstance(local, _Blocks):
             return self._expected_stats(name, X, local, params)
-        parts = self._over_blocks(local, lambda b, lb: self._expected_stats(name, b, lb, params))
-        total = parts[0]
-        for part in parts[1:]:
-            total = add_statistics(total, part)
-        return total
+        return self._sum_over_blocks(local, _block_fns.block_statistics, name, params)
 
     def _data_bound(self, X, local, params):
+        if isinstance(X, BlockedData) and local is None:
+            return float(X.sum_over(self, _block_fns.block_bound, None, params))
         if not isinstance(local, _Blocks):
             return self._local_bound(X, local, params)
-        return float(sum(self._over_blocks(local, lambda b, lb: self._local_bound(b, lb, params))))
+        return float(self._sum_over_blocks(local, _block_fns.block_bound, params))
 
     def _hyper_statistics(self, X, local):
         if not isinstance(local, _Blocks):
             return self._hyperparameter_statistics(X, local)
+        if isinstance(local.data, BlockedData):
+            return self._sum_over_blocks(local, _block_fns.block_hyper_statistics)
         total = None
         for b, lb in zip(local.data, local.locals):
             total = add_statistics(total, self._hyperparameter_statistics(b, lb))
@@ -1298,7 +1393,14 @@ class SVIEstimator(BaseEstimator):
 
     # -------------------------------------------------------------- internals
     def _reset_engine(self, X, random_state):
-        self._start_engine(self._initialize_globals(X, random_state))
+        if isinstance(X, BlockedData):
+            self._start_engine(X.initialize(self, random_state))
+        else:
+            self._start_engine(self._initialize_globals(X, random_state))
+
+    def _count_of(self, X):
+        """``_sample_count`` of X, summed over its blocks when they are held elsewhere."""
+        return X.count(self) if isinstance(X, BlockedData) else self._sample_count(X)
 
     def _start_engine(self, natural):
         """Fresh engine state (schedule at its first step) around the globals ``natural``."""
@@ -1331,6 +1433,13 @@ class SVIEstimator(BaseEstimator):
 
     def _count_rows(self, X):
         """``N_i`` of every row group from the whole of X (fit)."""
+        if isinstance(X, BlockedData):
+            if self._row_groups:
+                raise NotImplementedError(
+                    f"{type(self).__name__} cannot yet fit on a cluster: its per-row "
+                    "factors need the rows' counts gathered from every block."
+                )
+            return
         weights = self._row_weights(X)
         for name, ids in self._row_ids(X).items():
             group = self._svi.rows[name]
@@ -1380,21 +1489,29 @@ class SVIEstimator(BaseEstimator):
         copy.set_state(random_state.get_state())
         n = X.shape[0]
         rows = np.sort(copy.choice(n, size=min(n, PROBE_SIZE), replace=False))
-        self._use_probe(self._prepare_probe(X[rows]))
+        if isinstance(X, BlockedData):
+            self._use_probe(X.probe(self, rows))
+        else:
+            self._use_probe(self._prepare_probe(X[rows]))
 
     def _use_probe(self, probe):
         """Make ``probe`` the probe, its loss under the current parameters the best."""
         st = self._svi
-        best = self._probe_loss(probe, self.natural_params_)
+        best = self._loss_of_probe(probe, self.natural_params_)
         if best is None:
             st.probe = None
             return
         st.probe, st.probe_best = probe, best
 
+    def _loss_of_probe(self, probe, params):
+        if isinstance(probe, RemoteProbe):
+            return probe.loss(self, params)
+        return self._probe_loss(probe, params)
+
     def _probe_acceptable(self, params):
         """The probe test of an online step (see ``_probe_loss``)."""
         st = self._svi
-        loss = self._probe_loss(st.probe, params)
+        loss = self._loss_of_probe(st.probe, params)
         best = st.probe_best
         too_far = np.isfinite(best) and loss > best + self._probe_growth * abs(best)
         if not np.isfinite(loss) or too_far:
@@ -1676,6 +1793,7 @@ class SVIEstimator(BaseEstimator):
         hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
             st.prior = self._prior_natural()
+            st.view_version += 1  # workers' copies of the model are stale
             st.known_bound = st.known_local = None  # the objective moved with the priors
 
     def _raises_elbo(self, X, params):
@@ -1686,9 +1804,10 @@ class SVIEstimator(BaseEstimator):
         accepted one serves as the pass's ELBO: one evaluation per try.
         """
         st = self._svi
-        both = None if getattr(self, "_blocks_pool", None) else self._local_step_and_bound(X, params)
+        in_memory = not (getattr(self, "_blocks_pool", None) or isinstance(X, BlockedData))
+        both = self._local_step_and_bound(X, params) if in_memory else None
         if both is None:
-            new = self._global_bound(params) + self._local_bound(X, None, params)
+            new = self._global_bound(params) + self._data_bound(X, None, params)
         else:
             local, new = both
             new += self._global_bound(params)
@@ -1696,7 +1815,7 @@ class SVIEstimator(BaseEstimator):
         if known is not None and known[0] is self.natural_params_:
             old = known[1]
         else:
-            old = self._global_bound(self.natural_params_) + self._local_bound(
+            old = self._global_bound(self.natural_params_) + self._data_bound(
                 X, None, self.natural_params_
             )
         if not np.isfinite(new) or new < old - self._elbo_tolerance * abs(old):

@@ -42,6 +42,20 @@ class Rows:
         y = None if self.y is None else self.y[rows]
         return Rows(self.X[rows], y, weight)
 
+    @staticmethod
+    def concatenate(parts):
+        """The rows of several ``Rows`` stacked (all with or all without y and weights)."""
+        first = parts[0]
+        stack = sp.vstack if sp.issparse(first.X) else np.concatenate
+
+        def join(arrays):
+            return None if arrays[0] is None else np.concatenate(arrays)
+
+        X = stack([p.X for p in parts])
+        if sp.issparse(first.X):
+            X = X.asformat(first.X.format)
+        return Rows(X, join([p.y for p in parts]), join([p.weight for p in parts]))
+
     def weighted(self, values):
         """``values`` times the row weights (unchanged without weights)."""
         if self.weight is None:

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine.blocks import is_dask_collection
 from ..expfam import Gamma, Gaussian
 from ._rows import Rows, check_row_weights
 
@@ -205,7 +206,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         self : GaussianGammaVB
             The fitted estimator.
         """
-        return self._engine_fit(self._rows(X, True, sample_weight))
+        if is_dask_collection(X):
+            return self._fit_on_cluster(X, y, sample_weight)
+        return self._engine_fit(self._fit_data(X, y, sample_weight, None))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, sample_weight=None):
@@ -333,6 +336,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         if reset:
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))
+
+    def _fit_data(self, X, y, sample_weight, classes):
+        return self._rows(X, True, sample_weight)
 
     def _validate_input(self, X, reset):
         # fit and partial_fit validate and attach the weights first.

@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine.blocks import is_dask_collection
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..likelihoods import Softmax
@@ -406,10 +407,18 @@ class _BayesianGLM(SVIEstimator):
         self.prior_variance_ = self._prior_var
 
     # ------------------------------------------------------------ fitting API
-    def _fit(self, X, y, sample_weight=None):
+    def _fit_data(self, X, y, sample_weight, classes):
         X, y = self._check_X_y(X, y, reset=True)
-        y = self._encode_targets(y, reset=True)
-        return self._engine_fit(Rows(X, y, check_row_weights(sample_weight, X)))
+        y = self._encode_targets(y, reset=True, classes=classes)
+        return Rows(X, y, check_row_weights(sample_weight, X))
+
+    def _fit(self, X, y, sample_weight=None):
+        if is_dask_collection(X):
+            return self._fit_on_cluster(X, y, sample_weight)
+        return self._engine_fit(self._fit_data(X, y, sample_weight, None))
+
+    def _seed_local_steps(self, random_state):
+        self._mc_random_state = random_state
 
     def _partial_fit(self, X, y, reset_classes=None, sample_weight=None):
         first = not hasattr(self, "natural_params_")

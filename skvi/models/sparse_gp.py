@@ -29,6 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine.blocks import is_dask_collection
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -543,6 +544,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVISparseGPRegressor
             The fitted estimator.
         """
+        if is_dask_collection(X):
+            return self._fit_on_cluster(X, y, sample_weight)
         return self._engine_fit(self._rows(X, y, True, sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1058,6 +1061,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVISparseGPClassifier
             The fitted estimator.
         """
+        if is_dask_collection(X):
+            return self._fit_on_cluster(X, y, sample_weight)
         return self._engine_fit(self._rows(X, y, True, sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -1,5 +1,6 @@
 """Latent Dirichlet allocation by batch and stochastic variational inference."""
 
+import copy
 import numbers
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import Factor, RowStatistics, SVIEstimator
+from ...engine.blocks import BlockedData, is_dask_collection
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
 from .._rows import Rows, check_row_weights
@@ -298,10 +300,12 @@ class SVILatentDirichletAllocation(
         self : SVILatentDirichletAllocation
             The fitted estimator.
         """
+        if is_dask_collection(X):
+            return self._fit_on_cluster(X, y, sample_weight)
         with self._threads():
             try:
                 # max_iter=0 (as scikit-learn allows) initialises the topics only.
-                self._engine_fit(_with_weights(X, sample_weight))
+                self._engine_fit(self._fit_data(X, y, sample_weight, None))
                 # Final perplexity of the training data, as scikit-learn
                 # reports in bound_.
                 X, weight = _docs(self._fit_X)
@@ -499,6 +503,39 @@ class SVILatentDirichletAllocation(
             self._pool.close()
             self._pool = None
 
+    def _fit_data(self, X, y, sample_weight, classes):
+        return _with_weights(X, sample_weight)
+
+    def _seed_local_steps(self, random_state):
+        self._rng = random_state
+
+    # Kept for the duration of an in-memory fit only.
+    _transient_attributes = ("_fit_X", "_buffers", "_pool")
+
+    def _fit_blocks(self, data):
+        # The data stay on the workers; bound_ (the training perplexity, as
+        # scikit-learn reports it) is summed over the blocks.
+        self._fit_X = data
+        try:
+            self._engine_fit(data)
+            params = self.natural_params_
+            doc, n_words = data.sum_over(self, _block_bound_and_words, None, params)
+            if not n_words > 0:
+                raise ValueError(
+                    "X holds no words (every count is zero): there is nothing to fit topics to."
+                )
+            self.bound_ = float(np.exp(-(doc + self._global_bound(params)) / n_words))
+        finally:
+            self._forget_fit_data()
+        return self
+
+    def _fit_words(self):
+        """The training documents' number of words (each counted its weight times)."""
+        data = self._fit_X
+        if isinstance(data, BlockedData):
+            return float(data.sum_over(self, _block_bound_and_words, None, None)[1])
+        return _n_words(*_docs(data))
+
     def _forget_fit_data(self):
         self._fit_X = None
         self._buffers = None
@@ -674,7 +711,7 @@ class SVILatentDirichletAllocation(
         return self.evaluate_every > 0 and it % self.evaluate_every == 0
 
     def _pass_converged(self, previous, bound):
-        n_words = max(_n_words(*_docs(self._fit_X)), np.finfo(float).tiny)
+        n_words = max(self._fit_words(), np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
 
     def _warn_not_converged(self):
@@ -756,6 +793,21 @@ class SVILatentDirichletAllocation(
         if sub_sampling:
             n_words *= float(self.total_samples) / _n_docs(X, weight)
         return float(np.exp(-bound / n_words))
+
+
+def _block_bound_and_words(estimator, data, local, params):
+    """``(data part of the ELBO from gamma = 1, words)`` of a block held elsewhere.
+
+    ``params`` None counts the words only.
+    """
+    X, weight = _docs(data)
+    if params is None:
+        return np.array([0.0, _n_words(X, weight)])
+    est = copy.copy(estimator)
+    est.natural_params_ = params
+    est._on_params_updated()
+    bound = est._approx_bound(X, est._infer(X), sub_sampling=False, weight=weight)
+    return np.array([bound - est._global_bound(params), _n_words(X, weight)])
 
 
 def _with_weights(X, sample_weight):

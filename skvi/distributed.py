@@ -1,0 +1,510 @@
+"""Fitting on a dask cluster: the map-reduce of sufficient statistics.
+
+``est.fit(X)`` with a dask array (or dataframe) X runs the estimator's usual
+loop with X's blocks kept on the workers (Hoffman et al., "Stochastic
+variational inference", on parallelisation):
+
+* each block is validated where it is, as ``fit`` validates its input;
+* at every step the globals are scattered to the workers once, each worker
+  computes the local step and the summed statistics of its blocks, the
+  statistics are added in a tree on the workers, and the client applies the
+  step from their sum;
+* the local steps stay with their blocks; only the globals go out and the
+  statistics (and a few numbers: counts, the ELBO's data part, the probe's
+  loss) come back.  Nothing of the data is gathered to the client.
+
+Batch fits (``learning_method='batch'``) use every block at every step, and
+equal the in-memory fit step for step.  An online pass cuts every block
+into the same number of pieces and takes one step per piece index, on the
+union of the pieces of every block (so that every worker works at every
+step), with ``N / |S|`` for that union.  The first block initialises the
+globals (as a first ``partial_fit`` minibatch would).
+
+dask and distributed are an optional extra (``pip install skvi[dask]``),
+imported only here; ``import skvi`` never imports them.  ``n_jobs`` keeps
+its own threads on one machine (see the "Scaling out" page of the docs).
+"""
+
+import operator
+import pickle
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.utils import check_random_state
+
+from .engine.blocks import (
+    BlockedData,
+    RemoteProbe,
+    block_count,
+    block_initialize,
+    block_prepare,
+    block_probe,
+    block_probe_loss,
+    block_rows,
+    block_concatenate,
+    block_local_step,
+    worker_view,
+)
+from .engine.statistics import add_statistics
+
+__all__ = ["DaskBlocks", "Traffic", "blockwise", "fit_on_cluster", "traffic"]
+
+_RECORDERS = []
+
+
+class Traffic:
+    """What fits on a cluster sent to and gathered from the workers, in pickled bytes.
+
+    Attributes
+    ----------
+    bytes_out : int
+        Scattered by the client: the globals and the worker copies of the
+        estimator (never data).
+    bytes_in : int
+        Gathered by the client: summed statistics, counts, bounds, probe losses.
+    round_trips : int
+        Results the client waited for.
+
+    Examples
+    --------
+    >>> from skvi.distributed import Traffic
+    >>> Traffic().bytes_out
+    0
+    """
+
+    def __init__(self):
+        self.bytes_out = 0
+        self.bytes_in = 0
+        self.round_trips = 0
+
+
+class traffic:  # noqa: N801 (used as a function: ``with traffic() as t``)
+    """Record the traffic of the fits on a cluster run inside the block.
+
+    Examples
+    --------
+    >>> from skvi.distributed import traffic
+    >>> with traffic() as t:
+    ...     pass
+    >>> t.bytes_in
+    0
+    """
+
+    def __enter__(self):
+        self.record = Traffic()
+        _RECORDERS.append(self.record)
+        return self.record
+
+    def __exit__(self, *exc):
+        _RECORDERS.remove(self.record)
+        return False
+
+
+def _count(kind, obj):
+    if _RECORDERS:
+        size = len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+        for record in _RECORDERS:
+            setattr(record, kind, getattr(record, kind) + size)
+            if kind == "bytes_in":
+                record.round_trips += 1
+
+
+def _import_dask():
+    try:
+        import dask.array as da  # noqa: PLC0415
+        import distributed  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - exercised without the extra
+        raise ImportError(
+            "Fitting on dask collections needs dask and distributed: "
+            "pip install 'skvi[dask]'."
+        ) from exc
+    return da, distributed
+
+
+def _client(client):
+    _, distributed = _import_dask()
+    if client is not None:
+        return client
+    try:
+        return distributed.default_client()
+    except ValueError:
+        raise ValueError(
+            "fit received a dask collection but no dask.distributed Client is "
+            "active: start one (distributed.Client(...)) or call .compute() on "
+            "the data to fit in memory."
+        ) from None
+
+
+def _add(a, b):
+    return add_statistics(a, b)
+
+
+def _n_rows(data):
+    return int(data.shape[0])
+
+
+def _unique(y):
+    return np.unique(np.asarray(y))
+
+
+class _Channel:
+    """The client and what was last sent to the workers, shared by a fit's data and minibatches.
+
+    The worker view of the estimator is scattered once per engine state and
+    view version (a hyperparameter step bumps it); the globals once per
+    distinct value.  :func:`traffic` records the bytes.
+    """
+
+    def __init__(self, client, seed):
+        self.client = client
+        self.rng = np.random.RandomState(seed)
+        self._view = (None, None)
+        self._params = []
+
+    def _scatter(self, obj):
+        _count("bytes_out", obj)
+        # A one-element list: scatter would split a dict into its values.
+        return self.client.scatter([obj], broadcast=True, hash=False)[0]
+
+    def gather(self, future):
+        value = future.result()
+        _count("bytes_in", value)
+        return value
+
+    def view(self, estimator):
+        st = getattr(estimator, "_svi", None)
+        key = (id(st), getattr(st, "view_version", None))
+        if self._view[0] != key or self._view[1] is None:
+            self._view = (key, self._scatter(worker_view(estimator)))
+        return self._view[1]
+
+    def params(self, params):
+        # The engine updates a step's dict of factors in place (one factor
+        # after another), and never a factor: the factors are the key.
+        factors = list(params.items())
+        for value, future in self._params:
+            if len(value) == len(factors) and all(
+                k1 == k2 and f1 is f2 for (k1, f1), (k2, f2) in zip(value, factors)
+            ):
+                return future
+        future = self._scatter(dict(params))
+        # The current globals and one tried step are all a step needs.
+        self._params = [(factors, future)] + self._params[:1]
+        return future
+
+    def tree_sum(self, futures):
+        client = self.client
+        futures = list(futures)
+        while len(futures) > 1:
+            pairs = [
+                client.submit(_add, a, b, pure=False)
+                for a, b in zip(futures[0::2], futures[1::2])
+            ]
+            if len(futures) % 2:
+                pairs.append(futures[-1])
+            futures = pairs
+        return self.gather(futures[0])
+
+
+class DaskBlocks(BlockedData):
+    """A fit's rows as blocks on a dask cluster (futures of validated blocks).
+
+    Built by :func:`fit_on_cluster`; the engine's loop calls its methods
+    (see :class:`skvi.engine.blocks.BlockedData`).
+
+    Parameters
+    ----------
+    channel : _Channel
+        The client and what was last sent to the workers.
+    blocks : list of distributed.Future
+        The validated blocks, in row order.
+    sizes : list of int
+        Rows of each block.
+    n_features : int
+        Columns of the data.
+
+    Examples
+    --------
+    >>> from skvi.distributed import DaskBlocks
+    >>> DaskBlocks.__mro__[1].__name__
+    'BlockedData'
+    """
+
+    def __init__(self, channel, blocks, sizes, n_features):
+        self.channel = channel
+        self.blocks = list(blocks)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.shape = (int(self.sizes.sum()), int(n_features))
+        self.n_blocks = len(self.blocks)
+        self._count = None
+
+    def _map(self, function, *columns):
+        return self.channel.client.map(function, *columns, pure=False)
+
+    def _repeat(self, value):
+        return [value] * self.n_blocks
+
+    def count(self, estimator):
+        if self._count is None:
+            view = self.channel.view(estimator)
+            counts = self._map(block_count, self._repeat(view), self.blocks)
+            self._count = float(self.channel.tree_sum(counts))
+        return self._count
+
+    def initialize(self, estimator, random_state):
+        view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
+        future = self.channel.client.submit(
+            block_initialize, view, self.blocks[0], random_state, pure=False
+        )
+        natural, attributes = self.channel.gather(future)
+        estimator.__dict__.update(attributes)
+        return natural
+
+    def local_steps(self, estimator, params):
+        view = self.channel.view(estimator)
+        seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
+        return self._map(
+            block_local_step, self._repeat(view), self.blocks,
+            self._repeat(self.channel.params(params)), seeds,
+        )
+
+    def sum_over(self, estimator, function, locals_, *args):
+        view = self.channel.view(estimator)
+        if locals_ is None:
+            locals_ = self._repeat(None)
+        columns = [
+            self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
+        ]
+        parts = self._map(function, self._repeat(view), self.blocks, locals_, *columns)
+        return self.channel.tree_sum(parts)
+
+    def _pieces(self, rows):
+        """Split global row numbers (increasing) into each block's local rows."""
+        starts = np.concatenate([[0], np.cumsum(self.sizes)])
+        cut = np.searchsorted(rows, starts)
+        return [rows[cut[b] : cut[b + 1]] - starts[b] for b in range(self.n_blocks)]
+
+    def probe(self, estimator, rows):
+        client = self.channel.client
+        parts = [
+            client.submit(block_rows, block, local, pure=False)
+            for block, local in zip(self.blocks, self._pieces(np.asarray(rows)))
+            if local.size
+        ]
+        data = client.submit(block_concatenate, *parts, pure=False)
+        view = self.channel.view(estimator)
+        handle = client.submit(block_probe, view, data, pure=False)
+        return RemoteProbe(self, handle)
+
+    def probe_loss(self, estimator, handle, params):
+        future = self.channel.client.submit(
+            block_probe_loss, self.channel.view(estimator), handle,
+            self.channel.params(params), pure=False,
+        )
+        return self.channel.gather(future)
+
+    def minibatches(self, estimator, random_state):
+        n_batches = max(1, -(-self.shape[0] // int(estimator.batch_size)))
+        client = self.channel.client
+        view = self.channel.view(estimator)
+        # Each block's rows shuffled and cut into n_batches near-equal pieces;
+        # step j takes piece j of every block.
+        pieces = [
+            np.array_split(random_state.permutation(size), n_batches) for size in self.sizes
+        ]
+        steps = []
+        for j in range(n_batches):
+            parts, sizes = [], []
+            for block, own in zip(self.blocks, pieces):
+                if own[j].size:
+                    parts.append(client.submit(block_rows, block, own[j], pure=False))
+                    sizes.append(own[j].size)
+            steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1]))
+        # Every piece's count (its weights' sum) in one round trip per pass.
+        counts = client.map(block_count, [view] * sum(s.n_blocks for s in steps),
+                            [p for s in steps for p in s.blocks], pure=False)
+        counts = self.channel.gather(client.submit(_stack, *counts, pure=False))
+        total = self.count(estimator)
+        first = 0
+        for step in steps:
+            step._count = float(np.sum(counts[first : first + step.n_blocks]))
+            first += step.n_blocks
+            yield step, (total / step._count if step._count else 0.0)
+
+
+def _stack(*values):
+    return np.asarray(values, dtype=np.float64)
+
+
+def _as_dask_array(da, X, name):
+    if hasattr(X, "to_dask_array"):  # a dask dataframe or series
+        return X.to_dask_array(lengths=True)
+    if isinstance(X, da.Array):
+        return X
+    raise TypeError(f"{name} must be a dask array or dataframe, got {type(X).__name__}.")
+
+
+def _aligned_parts(da, values, chunks, name):
+    """Delayed blocks of y or sample_weight with X's row chunks (None: no such input)."""
+    if values is None:
+        return [None] * len(chunks)
+    if hasattr(values, "__dask_graph__"):
+        values = _as_dask_array(da, values, name)
+    else:
+        values = da.from_array(np.asarray(values), chunks=(chunks,) + tuple(
+            (s,) for s in np.shape(values)[1:]))
+    if values.shape[0] != sum(chunks):
+        raise ValueError(
+            f"{name} has {values.shape[0]} rows, X has {sum(chunks)}."
+        )
+    values = values.rechunk((chunks,) + tuple((s,) for s in values.shape[1:]))
+    return list(values.to_delayed().ravel())
+
+
+def _apply_method(block, estimator, method, args, kwargs):
+    return method(estimator, block, *args, **kwargs)
+
+
+def blockwise(estimator, method, X, *args, **kwargs):
+    """``method(estimator, X_block, ...)`` of every block of X, as a lazy dask array.
+
+    What ``transform``, ``predict``, ``predict_proba``, ``predict_log_proba``
+    and ``score_samples`` of every skvi estimator return for a dask
+    collection: one task per block of rows, the fitted estimator sent once
+    (a single node of the graph), nothing computed until asked.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        A fitted estimator.
+    method : callable
+        The unbound method, ``method(estimator, X, *args, **kwargs)``,
+        returning one value or one row of values per row of X.
+    X : dask.array.Array or dask.dataframe.DataFrame
+        Rows in blocks.
+    *args, **kwargs
+        Further arguments of the method.
+
+    Returns
+    -------
+    dask.array.Array
+        One entry (1-D) or row (2-D) per row of X, blocked like X's rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from skvi import SVILinearRegression
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> est = SVILinearRegression().fit(X, X @ [1.0, -2.0] + 0.1 * rng.normal(size=200))
+    >>> y = est.predict(da.from_array(X, chunks=(50, 2)))  # a lazy dask array
+    >>> bool(np.allclose(y.compute(), est.predict(X)))
+    True
+    """
+    da, _ = _import_dask()
+    import dask  # noqa: PLC0415
+
+    X = _as_dask_array(da, X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimension(s).")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    # The output's width from one row of zeros (no data is computed).
+    sample = method(estimator, np.zeros((1, X.shape[1]), dtype=X.dtype), *args, **kwargs)
+    if isinstance(sample, tuple):
+        raise NotImplementedError(
+            f"{method.__name__} returning several arrays is not supported on dask "
+            "input; compute the blocks you need in memory."
+        )
+    sample = np.asarray(sample)
+    est = dask.delayed(estimator, traverse=False)
+    if sample.ndim == 1:
+        return X.map_blocks(
+            _apply_method, est, method, args, kwargs, drop_axis=1, dtype=sample.dtype,
+            meta=np.empty((0,), dtype=sample.dtype),
+        )
+    return X.map_blocks(
+        _apply_method, est, method, args, kwargs, chunks=(X.chunks[0], sample.shape[1:]),
+        dtype=sample.dtype, meta=np.empty((0,) * sample.ndim, dtype=sample.dtype),
+    )
+
+
+def _compute_optional(client, parts):
+    if parts[0] is None:
+        return parts
+    return client.compute(parts)
+
+
+def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
+    """Fit ``estimator`` to dask collections on a dask cluster, the data staying on the workers.
+
+    What ``estimator.fit(X, y)`` runs when X is a dask array or dataframe;
+    call it directly to name the client.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        An skvi estimator (its ``fit`` parameters are used as they are).
+    X : dask.array.Array or dask.dataframe.DataFrame
+        The data, in blocks of rows (chunks along the columns are merged).
+        Blocks of scipy sparse matrices are accepted where ``fit`` accepts
+        sparse input.
+    y : dask or numpy array or None, default=None
+        Targets, cut like X's rows.
+    sample_weight : dask or numpy array or None, default=None
+        Row weights, cut like X's rows.
+    client : distributed.Client or None, default=None
+        None uses the active client.
+
+    Returns
+    -------
+    estimator : SVIEstimator
+        The fitted estimator (in memory on the client: the globals only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from distributed import Client
+    >>> from skvi import GaussianGammaVB
+    >>> X = da.from_array(np.random.RandomState(0).normal(2.0, 1.0, (400, 2)), chunks=(100, 2))
+    >>> with Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    ...     est = GaussianGammaVB(learning_method="batch").fit(X)
+    >>> np.round(est.mean_, 1)
+    array([2., 2.])
+    """
+    da, _ = _import_dask()
+    client = _client(client)
+    X = _as_dask_array(da, X, "X")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimension(s).")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    chunks = X.chunks[0]
+    x_parts = list(X.to_delayed().ravel())
+    y_parts = _aligned_parts(da, y, chunks, "y")
+    w_parts = _aligned_parts(da, sample_weight, chunks, "sample_weight")
+    x_f = client.compute(x_parts)
+    y_f = _compute_optional(client, y_parts)
+    w_f = _compute_optional(client, w_parts)
+    classes = None
+    if is_classifier(estimator) and y is not None:
+        found = client.gather(client.map(_unique, y_f, pure=False))
+        classes = np.unique(np.concatenate(found))
+    # The blocks' local steps draw from generators seeded from this one,
+    # and the fit's initialisation and minibatches from random_state as in memory.
+    channel = _Channel(client, check_random_state(estimator.random_state).randint(0, 2**31 - 1))
+    view = channel._scatter(worker_view(estimator))
+    n = len(x_f)
+    prepared = client.map(block_prepare, [view] * n, x_f, y_f, w_f, [classes] * n, pure=False)
+    for future in prepared:
+        if future.exception() is not None:
+            future.result()  # raises the block's validation error here
+    data = client.map(operator.getitem, prepared, [0] * n, pure=False)
+    attributes = channel.gather(client.submit(operator.getitem, prepared[0], 1, pure=False))
+    sizes = client.gather(client.map(_n_rows, data, pure=False))
+    del prepared
+    estimator.__dict__.update(attributes)
+    blocks = DaskBlocks(channel, data, sizes, X.shape[1])
+    return estimator._fit_blocks(blocks)

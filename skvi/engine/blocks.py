@@ -1,0 +1,222 @@
+"""Data held in blocks elsewhere: what the engine maps over when a fit is distributed.
+
+A fit on a cluster keeps its rows where they are, in blocks on the workers;
+only the globals travel out and summed statistics travel back (Hoffman et
+al., "Stochastic variational inference", on parallelisation).  The engine
+sees such data as a :class:`BlockedData` and runs the same loop as for an
+in-memory array: every operation it needs on "all of X" (the local step,
+each factor's statistics, the data part of the ELBO, the hyperparameters'
+statistics, the row count, a probe sample and the minibatches of an online
+pass) is one of a block with the globals fixed, and the results add.
+
+This module holds the interface and the block functions, which need nothing
+but numpy; :mod:`skvi.distributed` implements the interface on dask.
+"""
+
+import copy
+
+import numpy as np
+
+__all__ = ["BlockedData", "is_dask_collection"]
+
+# Attributes of an estimator that never travel to a worker: the engine's
+# state (the trace, the probe) and the globals, which are sent on their own.
+_ENGINE_ATTRIBUTES = frozenset(("_svi", "natural_params_", "_blocks_pool", "_blocks_threads"))
+
+
+def is_dask_collection(X):
+    """Whether X is a dask collection (an array, dataframe or bag), without importing dask.
+
+    Parameters
+    ----------
+    X : object
+        Anything a ``fit`` may receive.
+
+    Returns
+    -------
+    bool
+        True for a dask collection: ``fit`` then runs on a cluster.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.blocks import is_dask_collection
+    >>> is_dask_collection(np.zeros(3))
+    False
+    """
+    return callable(getattr(type(X), "__dask_graph__", None))
+
+
+def worker_view(estimator):
+    """A shallow copy of ``estimator`` to ship to workers: no engine state, no globals.
+
+    A model lists in ``_transient_attributes`` what it keeps only for the
+    duration of an in-memory fit (buffers, thread pools, the data itself).
+    """
+    view = copy.copy(estimator)
+    drop = _ENGINE_ATTRIBUTES | frozenset(getattr(estimator, "_transient_attributes", ()))
+    view.__dict__ = {k: v for k, v in estimator.__dict__.items() if k not in drop}
+    return view
+
+
+def changed_attributes(before, estimator, data=None):
+    """The attributes ``estimator`` gained or replaced since ``before`` (a dict copy).
+
+    What a model's ``_validate_input(reset=True)`` or ``_initialize_globals``
+    set on a worker's copy, to be set on the client's estimator: never the
+    block itself nor a transient attribute.
+    """
+    drop = _ENGINE_ATTRIBUTES | frozenset(getattr(estimator, "_transient_attributes", ()))
+    return {
+        k: v for k, v in estimator.__dict__.items()
+        if k not in drop and (k not in before or before[k] is not v) and v is not data
+    }
+
+
+# ------------------------------------------------- functions run on a block
+def block_prepare(estimator, X, y, sample_weight, classes):
+    """Validate one block as ``fit`` validates its input; returns (data, attributes set)."""
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    data = est._validate_input(est._fit_data(X, y, sample_weight, classes), reset=True)
+    return data, changed_attributes(before, est, data)
+
+
+def block_initialize(estimator, data, random_state):
+    """The model's initial globals from one block; returns (globals, attributes set)."""
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    natural = est._initialize_globals(data, random_state)
+    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()}
+    return natural, changed_attributes(before, est, data)
+
+
+def block_count(estimator, data):
+    """``_sample_count`` of a block: its rows, or their total weight."""
+    return float(estimator._sample_count(data))
+
+
+def block_rows(data, rows):
+    """The given rows of a block (a minibatch or a probe's share)."""
+    return data[rows]
+
+
+def block_concatenate(*parts):
+    """Rows of several blocks stacked (the probe, from each block's share)."""
+    from ..models._rows import Rows  # noqa: PLC0415 (the engine does not import models)
+
+    parts = [p for p in parts if p.shape[0]]
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    if isinstance(first, Rows):
+        return Rows.concatenate(parts)
+    import scipy.sparse as sp  # noqa: PLC0415
+
+    if sp.issparse(first):
+        return sp.vstack(parts, format=first.format)
+    return np.concatenate(parts)
+
+
+def block_local_step(estimator, data, params, seed):
+    """The local step of a block, its random draws (if any) from ``seed``."""
+    if seed is not None:
+        estimator = copy.copy(estimator)
+        estimator._seed_local_steps(np.random.RandomState(seed))
+    return estimator._local_step(data, params)
+
+
+def block_statistics(estimator, data, local, name, params):
+    """One factor's expected sufficient statistics of a block."""
+    return estimator._expected_stats(name, data, local, params)
+
+
+def block_bound(estimator, data, local, params):
+    """The data part of the ELBO of a block (its local step redone when ``local`` is None)."""
+    return float(estimator._local_bound(data, local, params))
+
+
+def block_hyper_statistics(estimator, data, local):
+    """The hyperparameters' statistics of a block."""
+    return estimator._hyperparameter_statistics(data, local)
+
+
+def block_probe(estimator, data):
+    """The model's probe prepared from the probe rows."""
+    return estimator._prepare_probe(data)
+
+
+def block_probe_loss(estimator, probe, params):
+    """The probe's loss under ``params``."""
+    loss = estimator._probe_loss(probe, params)
+    return None if loss is None else float(loss)
+
+
+def block_call(estimator, data, method, *args):
+    """Any further per-block sum a model needs (``getattr(estimator, method)(data, *args)``)."""
+    return getattr(estimator, method)(data, *args)
+
+
+class BlockedData:
+    """The rows of a fit, held as blocks where they are and never gathered.
+
+    The interface the engine's loop uses for data that is not in memory;
+    :class:`skvi.distributed.DaskBlocks` implements it on a dask cluster.
+    Every method takes the estimator, whose globals it sends out at most
+    once per distinct value and whose other attributes (the worker view,
+    see :func:`worker_view`) once per fit and after each hyperparameter
+    update.
+
+    Attributes
+    ----------
+    shape : tuple of int
+        ``(n_rows, n_features)``.
+    n_blocks : int
+        The number of blocks.
+
+    Examples
+    --------
+    >>> from skvi.engine.blocks import BlockedData
+    >>> hasattr(BlockedData, "local_steps")
+    True
+    """
+
+    shape = (0, 0)
+    n_blocks = 0
+
+    def count(self, estimator):
+        """The total ``_sample_count`` of the rows (their weights' sum)."""
+        raise NotImplementedError
+
+    def initialize(self, estimator, random_state):
+        """The model's initial globals, from the first block."""
+        raise NotImplementedError
+
+    def local_steps(self, estimator, params):
+        """Each block's local step at ``params``, kept with its block; a handle."""
+        raise NotImplementedError
+
+    def sum_over(self, estimator, function, locals_, *args):
+        """``function(view, block, local, *args)`` of every block, summed."""
+        raise NotImplementedError
+
+    def probe(self, estimator, rows):
+        """The model's probe from the given rows (global row numbers); a handle."""
+        raise NotImplementedError
+
+    def minibatches(self, estimator, random_state):
+        """Yield ``(minibatch, N / |S|)`` for one online pass; each minibatch is a BlockedData."""
+        raise NotImplementedError
+
+
+class RemoteProbe:
+    """A probe kept on a worker; its loss is computed there."""
+
+    __slots__ = ("data", "handle")
+
+    def __init__(self, data, handle):
+        self.data = data
+        self.handle = handle
+
+    def loss(self, estimator, params):
+        return self.data.probe_loss(estimator, self.handle, params)
