@@ -64,7 +64,7 @@ def parse_args(argv=None):
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--online", action="store_true",
                         help="also time online LDA at the default batch_size (one pass)")
-    parser.add_argument("--blocks-per-worker", type=int, default=4)
+    parser.add_argument("--blocks-per-worker", type=int, default=1)
     parser.add_argument("--gg-rows", type=float, default=1e8)
     parser.add_argument("--gg-inprocess-rows", type=float, default=1e7)
     parser.add_argument("--gg-block-rows", type=int, default=1_000_000)
@@ -79,11 +79,15 @@ def _lda_block(path, rows):
     return X[np.asarray(rows) % X.shape[0]].astype(np.float64)
 
 
-def lda_dask_corpus(path, n_docs, n_features, n_blocks):
+def lda_dask_corpus(path, doc_nnz, n_features, n_blocks):
+    """The replicated corpus in ``n_blocks`` blocks of about equal non-zeros."""
     import dask
     import dask.array as da
 
-    bounds = np.linspace(0, n_docs, n_blocks + 1).astype(int)
+    n_docs = doc_nnz.shape[0]
+    cum = np.concatenate([[0], np.cumsum(doc_nnz)])
+    bounds = np.searchsorted(cum, np.linspace(0, cum[-1], n_blocks + 1))
+    bounds[0], bounds[-1] = 0, n_docs
     meta = sp.csr_matrix((0, n_features))
     parts = [
         da.from_delayed(dask.delayed(_lda_block)(path, np.arange(a, b)),
@@ -113,58 +117,113 @@ def _cluster(n_workers):
 
 
 def _timed_fit(make, X, client):
+    """Fit; returns (estimator, seconds, traffic); traffic.busy is the busiest worker's compute."""
+    from distributed import get_task_stream
+
     from skvi.distributed import fit_on_cluster, traffic
 
     est = make()
     with traffic() as t:
-        start = time.perf_counter()
         if client is None:
+            start = time.perf_counter()
             est.fit(X)
+            elapsed = time.perf_counter() - start
+            t.busy = elapsed
         else:
-            fit_on_cluster(est, X, client=client)
-        elapsed = time.perf_counter() - start
+            with get_task_stream(client) as stream:
+                start = time.perf_counter()
+                fit_on_cluster(est, X, client=client)
+                elapsed = time.perf_counter() - start
+            busy = {}
+            for task in stream.data:
+                for span in task["startstops"]:
+                    if span["action"] == "compute":
+                        w = task["worker"]
+                        busy[w] = busy.get(w, 0.0) + span["stop"] - span["start"]
+            t.busy = max(busy.values())
     return est, elapsed, t
 
 
 def run_configs(configs, repeats):
-    """``configs``: name -> (make, X, client); interleaved repeats; medians."""
+    """``configs``: name -> (make, X, client); interleaved repeats.
+
+    Returns name -> (median fit time, fit times, last estimator, its traffic)
+    and name -> the fits' steady-state step times.
+    """
     times = {name: [] for name in configs}
+    steps = {name: [] for name in configs}
     last = {}
     for _ in range(repeats):
         for name, (make, X, client) in configs.items():
             est, elapsed, t = _timed_fit(make, X, client)
             times[name].append(elapsed)
+            steps[name].append(step_time(est))
             last[name] = (est, t)
-    return {name: (statistics.median(v), v, *last[name]) for name, v in times.items()}
+    return {name: (statistics.median(v), v, *last[name]) for name, v in times.items()}, steps
 
 
-def overhead_rows(results, inprocess, steps_of):
-    base_time = results[inprocess][0]
-    rows, per_step = [], {}
+def idle_rows(results):
+    """Per step, the time the busiest worker was not computing: broadcast, reduce, client.
+
+    Returns the table and workers -> (idle s per step, busiest worker's compute s per step).
+    """
+    rows, idle_of = [], {}
     for name, (median, _, est, t) in results.items():
-        steps = max(steps_of(est), 1)
+        if name == "in-process":
+            continue
+        steps = max(est.n_batch_iter_, 1)
+        idle = (median - t.busy) / steps
+        idle_of[int(name.split()[0])] = (idle, t.busy / steps)
+        rows.append([name, f"{median:.2f}", f"{t.busy:.2f}", f"{1000 * idle:.1f}",
+                     f"{100 * idle / (t.busy / steps):.1f}%"])
+    table = format_table(["fit", "fit s", "busiest worker's compute s", "idle ms / step",
+                          "idle / compute"], rows, [False, True, True, True, True])
+    return table, idle_of
+
+
+def step_time(est):
+    """Seconds per step after the first pass (``history_``: the clock after each pass)."""
+    h = est.history_
+    if h.shape[0] < 2:
+        return h["time"][-1] / max(h["steps"][-1], 1)
+    return (h["time"][-1] - h["time"][0]) / (h["steps"][-1] - h["steps"][0])
+
+
+def overhead_rows(results, inprocess, step_times):
+    """Fit times, steady-state step times and the overhead per step against in-process."""
+    base_time = results[inprocess][0]
+    compute_one = statistics.median(step_times[inprocess])
+    rows, per_step = [], {}
+    one = results.get("1 worker", results[inprocess])[0]
+    for name, (median, _, est, t) in results.items():
         workers = 1 if name == inprocess else int(name.split()[0])
-        compute = base_time / steps_of(results[inprocess][2]) / workers
-        step = median / steps
+        compute = compute_one / workers
+        step = statistics.median(step_times[name])
         over = step - compute if name != inprocess else 0.0
         per_step[workers if name != inprocess else 0] = (step, compute, over)
+        steps = max(est.n_batch_iter_, 1)
         rows.append([
-            name, f"{median:.2f}", f"{base_time / median:.2f}", str(steps),
-            f"{1000 * step:.1f}", f"{1000 * compute:.1f}",
+            name, f"{median:.2f}", f"{base_time / median:.2f}", f"{one / median:.2f}",
+            str(steps), f"{1000 * step:.1f}", f"{1000 * compute:.1f}",
             "" if name == inprocess else f"{1000 * over:.1f} ({100 * over / compute:.0f}%)",
-            "" if name == inprocess else f"{t.bytes_out / steps / 1e3:.0f} / {t.bytes_in / steps / 1e3:.0f}",
+            "" if name == inprocess else
+            f"{t.bytes_out / steps / 1e3:.0f} / {t.bytes_in / steps / 1e3:.0f}",
         ])
-    header = ["fit", "median s", "speed-up vs in-process", "steps", "ms / step",
-              "compute ms / step", "overhead ms / step", "kB out / in per step"]
-    return format_table(header, rows, [False] + [True] * 7), per_step
+    header = ["fit", "fit s", "speed-up vs in-process", "speed-up vs 1 worker", "steps",
+              "ms / step", "compute ms / step", "overhead ms / step", "kB out / in per step"]
+    return format_table(header, rows, [False] + [True] * 8), per_step
 
 
-def projection(per_step, compute_one):
-    """Speed-ups over one worker for 8, 32, 128 workers from the fitted cost model."""
-    if 1 not in per_step or 2 not in per_step:
+def projection(idle_of):
+    """Speed-ups over one worker for 8, 32, 128 workers from the fitted cost model.
+
+    ``a`` is one worker's idle time per step, ``r`` two workers' minus it and
+    ``C`` one worker's compute per step (the fit's, set-up included).
+    """
+    if 1 not in idle_of or 2 not in idle_of:
         return ""
-    a = max(per_step[1][2], 0.0)
-    r = max(per_step[2][2] - a, 0.0)
+    a, compute_one = max(idle_of[1][0], 0.0), idle_of[1][1]
+    r = max(idle_of[2][0] - a, 0.0)
 
     def t(p):
         return compute_one / p + a + r * math.ceil(math.log2(p)) if p > 1 else compute_one + a
@@ -196,18 +255,21 @@ def lda_part(args):
 
             configs = {}
             for n, (_, client) in clusters.items():
-                Xd = lda_dask_corpus(path, n_docs, X_train.shape[1], n * args.blocks_per_worker)
-                configs[f"{n} worker{'s' if n > 1 else ''}"] = (make, Xd, client)
+                Xd = lda_dask_corpus(path, np.diff(X_big.indptr), X_train.shape[1],
+                                     n * args.blocks_per_worker)
+                # Built on the workers before the clock starts.
+                configs[f"{n} worker{'s' if n > 1 else ''}"] = (make, client.persist(Xd), client)
             configs["in-process"] = (make, X_big, None)
-            results = run_configs(configs, args.repeats)
-            table, per_step = overhead_rows(results, "in-process", lambda e: e.n_batch_iter_)
+            results, step_times = run_configs(configs, args.repeats)
+            table, per_step = overhead_rows(results, "in-process", step_times)
             print(f"\n{mode} ({kw}); medians of {args.repeats}, interleaved")
             print(table)
+            idle_table, idle_of = idle_rows(results)
+            print(idle_table)
             for name, (_, times, est, _) in results.items():
                 print(f"  {name}: times {', '.join(f'{x:.2f}' for x in times)}; "
                       f"test perplexity {est.perplexity(X_test):.1f}")
-            step_c = results["in-process"][0] / results["in-process"][2].n_batch_iter_
-            print(projection(per_step, step_c))
+            print(projection(idle_of))
     finally:
         for cluster, client in clusters.values():
             client.close()
@@ -226,14 +288,16 @@ def gg_part(args):
         configs = {}
         for n, (_, client) in clusters.items():
             configs[f"{n} worker{'s' if n > 1 else ''}"] = (
-                make, gg_dask_rows(small, args.gg_block_rows), client)
+                make, client.persist(gg_dask_rows(small, args.gg_block_rows)), client)
         configs["in-process"] = (make, gg_dask_rows(small, args.gg_block_rows).compute(), None)
-        results = run_configs(configs, args.repeats)
-        table, per_step = overhead_rows(results, "in-process", lambda e: e.n_batch_iter_)
+        results, step_times = run_configs(configs, args.repeats)
+        table, per_step = overhead_rows(results, "in-process", step_times)
         print(f"\nGaussianGammaVB, batch, {small:.0e} x 10 float32; medians of {args.repeats}")
         print(table)
-        step_c = results["in-process"][0] / results["in-process"][2].n_batch_iter_
-        print(projection(per_step, step_c))
+        idle_table, idle_of = idle_rows(results)
+        print(idle_table)
+        print(projection(idle_of))
+        del configs
         big = int(args.gg_rows)
         if big > small:
             configs = {
@@ -241,7 +305,7 @@ def gg_part(args):
                                                       client)
                 for n, (_, client) in clusters.items()
             }
-            results = run_configs(configs, 1)
+            results, _ = run_configs(configs, 1)
             print(f"\nGaussianGammaVB, batch, {big:.0e} x 10 float32 (one run each)")
             rows = [[name, f"{m:.1f}", str(est.n_batch_iter_),
                      f"{t.bytes_out / est.n_batch_iter_ / 1e3:.0f} / "

@@ -143,12 +143,15 @@ def test_classes_are_found_over_every_block(client):
 def test_gaussian_gamma_online_agrees_within_its_noise(client):
     rng = np.random.RandomState(4)
     X = rng.normal(-1.0, 0.5, (4000, 2))
-    kw = dict(learning_method="online", batch_size=250, random_state=0, max_iter=20)
+    kw = dict(learning_method="online", batch_size=500, random_state=0, max_iter=5, tol=0)
     ref = GaussianGammaVB(**kw).fit(X)
     est = GaussianGammaVB(**kw).fit(da.from_array(X, chunks=(1000, 2)))
-    # Within a tenth of the posterior standard deviation of the mean.
-    sd = np.sqrt(ref.mean_variance_) if hasattr(ref, "mean_variance_") else 0.5 / np.sqrt(4000)
-    assert np.all(np.abs(est.mean_ - ref.mean_) < 0.1 * np.maximum(sd, 1e-3) + 1e-3)
+    assert est.n_batch_iter_ == ref.n_batch_iter_ == 40
+    # The posterior mean's standard deviation is 0.5 / sqrt(4000) = 0.008;
+    # online SVI's fluctuation about the batch posterior is of that order.
+    batch = GaussianGammaVB(learning_method="batch").fit(X)
+    for fit in (ref, est):
+        assert np.all(np.abs(fit.mean_ - batch.mean_) < 0.008)
     assert est.n_samples_seen_ == 4000
 
 

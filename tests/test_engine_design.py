@@ -2,6 +2,8 @@
 
 import copy
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -275,3 +277,12 @@ def test_n_jobs_splits_minibatches_into_blocks_with_the_same_fit(name, est, X, y
     np.testing.assert_allclose(_flat(two.natural_params_), _flat(one.natural_params_),
                                rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(two.lower_bounds_, one.lower_bounds_, rtol=1e-10)
+
+
+def test_import_skvi_does_not_import_dask():
+    code = (
+        "import sys, skvi; "
+        "bad = [m for m in ('dask', 'distributed') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

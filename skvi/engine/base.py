@@ -1649,6 +1649,15 @@ class SVIEstimator(BaseEstimator):
             pending[name] = (stats.rows if ctx.row_rho is not None else None, ctx.new_rule_state)
         return new, valid
 
+    def _data_factors(self):
+        """The global factors whose statistics come from the data."""
+        return tuple(n for n in self._global_factors if n not in self._hierarchical_factors)
+
+    def _one_snapshot(self):
+        """Whether a step computes every factor's statistics from the same globals."""
+        joint = getattr(self, "update_order", "sequential") == "joint"
+        return joint or len(self._data_factors()) <= 1
+
     def _global_update(self, X, local, ctx, stats=None):
         """One update of every global factor; returns (params, pending rule states, ok)."""
         params = dict(self.natural_params_)
@@ -1686,6 +1695,13 @@ class SVIEstimator(BaseEstimator):
         st = self._svi
         if local is None and stats is None:
             local = self._e_step(X, self.natural_params_)
+        if stats is None and isinstance(X, BlockedData) and self._one_snapshot():
+            # Every factor's and the hyperparameters' statistics in one
+            # round trip to the blocks (one snapshot of the globals: the
+            # joint order, or a single factor).
+            stats = self._sum_over_blocks(
+                local, _block_fns.block_all_statistics, self._data_factors(), self.natural_params_
+            )
         t = self.n_batch_iter_ + 1
         base_rho = st.schedule(t) if online else 1.0
         line_search = not online and self._batch_line_search()

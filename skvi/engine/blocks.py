@@ -16,6 +16,7 @@ but numpy; :mod:`skvi.distributed` implements the interface on dask.
 import copy
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["BlockedData", "is_dask_collection"]
 
@@ -103,16 +104,12 @@ def block_rows(data, rows):
 
 def block_concatenate(*parts):
     """Rows of several blocks stacked (the probe, from each block's share)."""
-    from ..models._rows import Rows  # noqa: PLC0415 (the engine does not import models)
-
     parts = [p for p in parts if p.shape[0]]
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    if isinstance(first, Rows):
-        return Rows.concatenate(parts)
-    import scipy.sparse as sp  # noqa: PLC0415
-
+    if hasattr(type(first), "concatenate"):  # a model's own container (Rows)
+        return type(first).concatenate(parts)
     if sp.issparse(first):
         return sp.vstack(parts, format=first.format)
     return np.concatenate(parts)
@@ -129,6 +126,16 @@ def block_local_step(estimator, data, params, seed):
 def block_statistics(estimator, data, local, name, params):
     """One factor's expected sufficient statistics of a block."""
     return estimator._expected_stats(name, data, local, params)
+
+
+def block_all_statistics(estimator, data, local, names, params):
+    """Every named factor's statistics and the hyperparameters' of a block, as Statistics."""
+    from .statistics import Statistics  # noqa: PLC0415
+
+    factors = {name: estimator._expected_stats(name, data, local, params) for name in names}
+    return Statistics(
+        estimator._sample_count(data), factors, estimator._hyperparameter_statistics(data, local)
+    )
 
 
 def block_bound(estimator, data, local, params):

@@ -60,19 +60,25 @@ class RowStatistics:
     def __add__(self, other):
         if not isinstance(other, RowStatistics):
             return NotImplemented
-        rows, inverse = np.unique(np.concatenate([self.rows, other.rows]), return_inverse=True)
-        values = []
-        for a, b in zip(self.values, other.values):
-            out = np.zeros((rows.shape[0],) + a.shape[1:], dtype=np.result_type(a, b))
-            np.add.at(out, inverse, np.concatenate([a, b]))
-            values.append(out)
+        # Each operand's rows are distinct and increasing: a merge places
+        # them (no unbuffered np.add.at, twice as slow on LDA's topics).
+        rows = np.union1d(self.rows, other.rows)
+        at_a = np.searchsorted(rows, self.rows)
+        at_b = np.searchsorted(rows, other.rows)
+
+        def merge(a, b, dtype):
+            out = np.zeros((rows.shape[0],) + np.shape(a)[1:], dtype=dtype)
+            out[at_a] = a
+            out[at_b] += b
+            return out
+
+        values = tuple(
+            merge(a, b, np.result_type(a, b)) for a, b in zip(self.values, other.values)
+        )
         counts = None
         if self.counts is not None and other.counts is not None:
-            counts = np.bincount(
-                inverse, weights=np.concatenate([self.counts, other.counts]),
-                minlength=rows.shape[0],
-            )
-        return RowStatistics(rows, tuple(values), counts)
+            counts = merge(self.counts, other.counts, np.float64)
+        return RowStatistics(rows, values, counts)
 
 
 class Samples:

@@ -1,0 +1,7 @@
+"""Collection of skvi's doctests: those of the optional extras need the extra."""
+
+import importlib.util
+
+collect_ignore = []
+if importlib.util.find_spec("dask") is None or importlib.util.find_spec("distributed") is None:
+    collect_ignore.append("skvi/distributed.py")
