@@ -27,6 +27,7 @@ its own threads on one machine (see the "Scaling out" page of the docs).
 
 import operator
 import pickle
+from concurrent.futures import CancelledError
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -47,7 +48,7 @@ from .engine.blocks import (
 )
 from .engine.statistics import add_statistics
 
-__all__ = ["DaskBlocks", "Traffic", "blockwise", "fit_on_cluster", "traffic"]
+__all__ = ["DaskBlocks", "Traffic", "WorkerLostError", "blockwise", "fit_on_cluster", "traffic"]
 
 _RECORDERS = []
 
@@ -135,6 +136,17 @@ def _client(client):
         ) from None
 
 
+def _lost_results():
+    try:
+        from distributed.scheduler import KilledWorker  # noqa: PLC0415
+    except ImportError:  # pragma: no cover
+        return (CancelledError,)
+    return (CancelledError, KilledWorker)
+
+
+LOST_RESULTS = _lost_results()
+
+
 def _add(a, b):
     return add_statistics(a, b)
 
@@ -167,7 +179,14 @@ class _Channel:
         return self.client.scatter([obj], broadcast=True, hash=False)[0]
 
     def gather(self, future):
-        value = future.result()
+        try:
+            value = future.result()
+        except LOST_RESULTS as exc:
+            raise WorkerLostError(
+                "A dask worker was lost during the fit and its results could not be "
+                f"recomputed ({type(exc).__name__}: {exc}); no model was fitted. Fit again "
+                "once the cluster has its workers back."
+            ) from exc
         _count("bytes_in", value)
         return value
 
@@ -261,22 +280,35 @@ class DaskBlocks(BlockedData):
         return natural
 
     def local_steps(self, estimator, params):
-        view = self.channel.view(estimator)
         seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
+        return _Locals(self._local_futures(estimator, params, seeds), params, seeds)
+
+    def _local_futures(self, estimator, params, seeds):
         return self._map(
-            block_local_step, self._repeat(view), self.blocks,
+            block_local_step, self._repeat(self.channel.view(estimator)), self.blocks,
             self._repeat(self.channel.params(params)), seeds,
         )
 
     def sum_over(self, estimator, function, locals_, *args):
-        view = self.channel.view(estimator)
-        if locals_ is None:
-            locals_ = self._repeat(None)
         columns = [
             self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
         ]
-        parts = self._map(function, self._repeat(view), self.blocks, locals_, *columns)
-        return self.channel.tree_sum(parts)
+
+        def attempt():
+            futures = self._repeat(None) if locals_ is None else locals_.futures
+            parts = self._map(function, self._repeat(self.channel.view(estimator)),
+                              self.blocks, futures, *columns)
+            return self.channel.tree_sum(parts)
+
+        try:
+            return attempt()
+        except WorkerLostError:
+            # A lost worker took local steps or sums with it that the
+            # scheduler no longer recomputes: redo the local steps (same
+            # globals, same seeds: the same results) and the sum, once.
+            if locals_ is not None:
+                locals_.futures = self._local_futures(estimator, locals_.params, locals_.seeds)
+            return attempt()
 
     def _pieces(self, rows):
         """Split global row numbers (increasing) into each block's local rows."""
@@ -330,6 +362,28 @@ class DaskBlocks(BlockedData):
             step._count = float(np.sum(counts[first : first + step.n_blocks]))
             first += step.n_blocks
             yield step, (total / step._count if step._count else 0.0)
+
+
+class WorkerLostError(RuntimeError):
+    """A worker died mid-fit and its results could not be recomputed: no model was fitted.
+
+    Examples
+    --------
+    >>> from skvi.distributed import WorkerLostError
+    >>> issubclass(WorkerLostError, RuntimeError)
+    True
+    """
+
+
+class _Locals:
+    """The local steps of a fit's blocks (futures on the workers) and how they were made."""
+
+    __slots__ = ("futures", "params", "seeds")
+
+    def __init__(self, futures, params, seeds):
+        self.futures = futures
+        self.params = params
+        self.seeds = seeds
 
 
 def _stack(*values):

@@ -9,6 +9,7 @@ the noise of SVI.
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ from skvi import (  # noqa: E402
     SVIMatrixFactorization,
     SVIPoissonRegression,
 )
-from skvi.distributed import fit_on_cluster, traffic  # noqa: E402
+from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +235,12 @@ def test_bytes_per_step_do_not_grow_with_the_data(client):
 
 def test_a_worker_killed_mid_fit_gives_the_same_model_or_an_error(client):
     X = _lda_corpus(n_docs=4000, seed=6)
-    kw = dict(n_components=4, learning_method="batch", max_iter=15, random_state=0,
+    kw = dict(n_components=4, learning_method="batch", max_iter=30, random_state=0,
               evaluate_every=0)
     Xd = da.from_array(X, chunks=(500, 40))
+    start = time.perf_counter()
     ref = SVILatentDirichletAllocation(**kw).fit(Xd)
+    duration = time.perf_counter() - start
     result = {}
 
     def run():
@@ -251,14 +254,15 @@ def test_a_worker_killed_mid_fit_gives_the_same_model_or_an_error(client):
     # Kill one worker's process while the fit runs; its nanny restarts it.
     pids = client.run(os.getpid)
     victim = pids[sorted(pids)[0]]
-    threading.Event().wait(0.5)
+    threading.Event().wait(duration / 3)
+    assert thread.is_alive()  # the kill lands mid-fit
     os.kill(victim, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive()
     client.wait_for_workers(2, timeout=60)
-    print("killed worker:", "error" if "error" in result else "completed", result.get("error"))
-    if "error" in result:
-        assert str(result["error"])  # a clear error, never a silently wrong model
+    if "error" in result:  # a clear error, never a silently wrong model
+        assert isinstance(result["error"], WorkerLostError), repr(result["error"])
+        assert "no model was fitted" in str(result["error"])
     else:
         np.testing.assert_allclose(result["model"].components_, ref.components_, rtol=1e-10)
 
