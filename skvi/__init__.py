@@ -5,6 +5,7 @@ Every estimator runs on one shared stochastic natural-gradient engine
 and variational factors from :mod:`skvi.expfam`.
 """
 
+from . import distributed  # noqa: F401 (registers dask's collections; imports no dask)
 from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,

@@ -36,6 +36,7 @@ from sklearn.utils import check_random_state
 from .engine.blocks import (
     BlockedData,
     RemoteProbe,
+    register_backend,
     block_count,
     block_initialize,
     block_prepare,
@@ -137,14 +138,10 @@ def _client(client):
 
 
 def _lost_results():
-    try:
-        from distributed.scheduler import KilledWorker  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return (CancelledError,)
+    """The exceptions of results a lost worker took with it."""
+    from distributed.scheduler import KilledWorker  # noqa: PLC0415
+
     return (CancelledError, KilledWorker)
-
-
-LOST_RESULTS = _lost_results()
 
 
 def _add(a, b):
@@ -181,7 +178,7 @@ class _Channel:
     def gather(self, future):
         try:
             value = future.result()
-        except LOST_RESULTS as exc:
+        except _lost_results() as exc:
             raise WorkerLostError(
                 "A dask worker was lost during the fit and its results could not be "
                 f"recomputed ({type(exc).__name__}: {exc}); no model was fitted. Fit again "
@@ -563,3 +560,23 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     estimator.__dict__.update(attributes)
     blocks = DaskBlocks(channel, data, sizes, X.shape[1])
     return estimator._fit_blocks(blocks)
+
+
+class _DaskBackend:
+    """dask collections for the engine: fit on the cluster, blockwise methods."""
+
+    @staticmethod
+    def accepts(X):
+        # Without importing dask: its collections define __dask_graph__.
+        return callable(getattr(type(X), "__dask_graph__", None))
+
+    @staticmethod
+    def fit(estimator, X, y, sample_weight):
+        return fit_on_cluster(estimator, X, y, sample_weight)
+
+    @staticmethod
+    def blockwise(estimator, method, X, *args, **kwargs):
+        return blockwise(estimator, method, X, *args, **kwargs)
+
+
+register_backend(_DaskBackend())

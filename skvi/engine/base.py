@@ -43,7 +43,7 @@ from ..schedules import make_schedule
 from .factor import Factor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, _Run, _Table, warn_user
 from . import blocks as _block_fns
-from .blocks import BlockedData, RemoteProbe, is_dask_collection
+from .blocks import BlockedData, RemoteProbe, backend_for
 from .statistics import RowStatistics, Statistics, add_statistics
 
 __all__ = [
@@ -360,18 +360,17 @@ class _EngineState:
 BLOCKWISE_METHODS = ("transform", "predict", "predict_proba", "predict_log_proba", "score_samples")
 
 
-def _blockwise_on_dask(method):
-    """``method(X, ...)``, or its blockwise dask array when X is a dask collection."""
+def _blockwise_elsewhere(method):
+    """``method(X, ...)``, or its lazy blockwise result when X is held elsewhere (dask)."""
 
     @functools.wraps(method)
     def wrapper(self, X, *args, **kwargs):
-        if is_dask_collection(X):
-            from ..distributed import blockwise  # noqa: PLC0415 (an optional extra)
-
-            return blockwise(self, method, X, *args, **kwargs)
+        backend = backend_for(X)
+        if backend is not None:
+            return backend.blockwise(self, method, X, *args, **kwargs)
         return method(self, X, *args, **kwargs)
 
-    wrapper._blockwise_on_dask = True
+    wrapper._blockwise_elsewhere = True
     return wrapper
 
 
@@ -733,11 +732,11 @@ class SVIEstimator(BaseEstimator):
     # --------------------------------------------------------- required hooks
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # transform / predict / ... of every model accept dask collections.
+        # transform / predict / ... of every model accept data held elsewhere.
         for name in BLOCKWISE_METHODS:
             method = cls.__dict__.get(name)
-            if inspect.isfunction(method) and not getattr(method, "_blockwise_on_dask", False):
-                setattr(cls, name, _blockwise_on_dask(method))
+            if inspect.isfunction(method) and not getattr(method, "_blockwise_elsewhere", False):
+                setattr(cls, name, _blockwise_elsewhere(method))
 
     def _missing_hook(self, hook, what):
         raise NotImplementedError(
@@ -841,16 +840,19 @@ class SVIEstimator(BaseEstimator):
         """``fit`` on validated blocks held elsewhere (a model may add its own end)."""
         return self._engine_fit(data)
 
-    def _fit_on_cluster(self, X, y=None, sample_weight=None):
-        """``fit`` on dask collections: the engine's loop with the blocks kept on the workers."""
+    def _fit_elsewhere(self, X, y=None, sample_weight=None):
+        """``fit`` when X is held elsewhere (``backend_for(X)``: a dask collection):
+        the engine's loop with the blocks kept where they are, or None for data in memory.
+        """
+        backend = backend_for(X)
+        if backend is None:
+            return None
         if type(self)._fit_data is SVIEstimator._fit_data:
             raise NotImplementedError(
                 f"{type(self).__name__} cannot yet fit on a dask cluster; call "
                 ".compute() on the data to fit it in memory."
             )
-        from ..distributed import fit_on_cluster  # noqa: PLC0415 (an optional extra)
-
-        return fit_on_cluster(self, X, y, sample_weight)
+        return backend.fit(self, X, y, sample_weight)
 
     def _prepare_probe(self, X):
         return X

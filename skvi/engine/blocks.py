@@ -18,34 +18,69 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["BlockedData", "is_dask_collection"]
+__all__ = ["BlockedData", "backend_for", "register_backend"]
 
 # Attributes of an estimator that never travel to a worker: the engine's
 # state (the trace, the probe) and the globals, which are sent on their own.
 _ENGINE_ATTRIBUTES = frozenset(("_svi", "natural_params_", "_blocks_pool", "_blocks_threads"))
 
 
-def is_dask_collection(X):
-    """Whether X is a dask collection (an array, dataframe or bag), without importing dask.
+_BACKENDS = []
+
+
+def register_backend(backend):
+    """Make ``fit`` and the blockwise methods accept the collections of ``backend``.
+
+    A backend knows one kind of data held elsewhere (:mod:`skvi.distributed`
+    registers dask's when ``skvi`` is imported, without importing dask). It
+    has ``accepts(X) -> bool``, ``fit(estimator, X, y, sample_weight)`` (a
+    fit on the blocks where they are, through a :class:`BlockedData`) and
+    ``blockwise(estimator, method, X, *args, **kwargs)`` (``method`` of each
+    block, lazily).
 
     Parameters
     ----------
-    X : object
-        Anything a ``fit`` may receive.
+    backend : object
+        The backend.
 
     Returns
     -------
-    bool
-        True for a dask collection: ``fit`` then runs on a cluster.
+    backend : object
+        The same, registered.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.engine.blocks import is_dask_collection
-    >>> is_dask_collection(np.zeros(3))
-    False
+    >>> from skvi.engine.blocks import backend_for
+    >>> backend_for(np.zeros(3)) is None  # in memory: no backend
+    True
     """
-    return callable(getattr(type(X), "__dask_graph__", None))
+    _BACKENDS.append(backend)
+    return backend
+
+
+def backend_for(X):
+    """The registered backend whose collections X is one of, or None (X is in memory).
+
+    Parameters
+    ----------
+    X : object
+        Anything a ``fit`` or ``predict`` may receive.
+
+    Returns
+    -------
+    backend or None
+
+    Examples
+    --------
+    >>> from skvi.engine.blocks import backend_for
+    >>> backend_for([[1.0, 2.0]]) is None
+    True
+    """
+    for backend in _BACKENDS:
+        if backend.accepts(X):
+            return backend
+    return None
 
 
 def worker_view(estimator):

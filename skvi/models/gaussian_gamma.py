@@ -9,7 +9,6 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
-from ..engine.blocks import is_dask_collection
 from ..expfam import Gamma, Gaussian
 from ._rows import Rows, check_row_weights
 
@@ -206,8 +205,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         self : GaussianGammaVB
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         return self._engine_fit(self._fit_data(X, y, sample_weight, None))
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -32,7 +32,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
-from ..engine.blocks import is_dask_collection
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..likelihoods import Softmax
@@ -413,8 +412,8 @@ class _BayesianGLM(SVIEstimator):
         return Rows(X, y, check_row_weights(sample_weight, X))
 
     def _fit(self, X, y, sample_weight=None):
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         return self._engine_fit(self._fit_data(X, y, sample_weight, None))
 
     def _seed_local_steps(self, random_state):

@@ -9,7 +9,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
-from ..engine.blocks import is_dask_collection
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
 from ._rows import Rows, check_row_weights, row_quadratic, with_intercept
@@ -208,8 +207,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVILinearRegression
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         return self._engine_fit(self._fit_data(X, y, sample_weight, None))
 
     def _fit_data(self, X, y, sample_weight, classes):

@@ -11,7 +11,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
-from ..engine.blocks import is_dask_collection
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
 from ._rows import Rows, check_row_weights
 
@@ -357,8 +356,8 @@ n_samples_seen_, n_rejected_steps_
         self : SVIBayesianGaussianMixture
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         warm = self.warm_start and hasattr(self, "natural_params_")
         n_init = 1 if warm else self.n_init
         random_state = check_random_state(self.random_state)

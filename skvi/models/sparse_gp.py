@@ -29,7 +29,6 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
-from ..engine.blocks import is_dask_collection
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -544,8 +543,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVISparseGPRegressor
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         return self._engine_fit(self._rows(X, y, True, sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1061,8 +1060,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVISparseGPClassifier
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         return self._engine_fit(self._rows(X, y, True, sample_weight))
 
     @_fit_context(prefer_skip_nested_validation=True)

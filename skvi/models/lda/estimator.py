@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import Factor, RowStatistics, SVIEstimator
-from ...engine.blocks import BlockedData, is_dask_collection
+from ...engine.blocks import BlockedData
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
 from .._rows import Rows, check_row_weights
@@ -300,8 +300,8 @@ class SVILatentDirichletAllocation(
         self : SVILatentDirichletAllocation
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         with self._threads():
             try:
                 # max_iter=0 (as scikit-learn allows) initialises the topics only.

@@ -38,7 +38,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
-from ...engine.blocks import is_dask_collection
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import (
@@ -438,8 +437,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         self : SVIMatrixFactorization
             The fitted estimator.
         """
-        if is_dask_collection(X):
-            return self._fit_on_cluster(X, y, sample_weight)
+        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
+            return fitted
         data = self._ratings(X, y, reset=True, sample_weight=sample_weight)
         self._in_partial_fit = False
         try:
