@@ -173,7 +173,14 @@ class _Channel:
     def _scatter(self, obj):
         _count("bytes_out", obj)
         # A one-element list: scatter would split a dict into its values.
-        return self.client.scatter([obj], broadcast=True, hash=False)[0]
+        # Not broadcast: the workers fetch it from each other (faster, and a
+        # scatter never waits on a dying worker).
+        return self.client.scatter([obj], hash=False)[0]
+
+    def forget(self):
+        """Drop what was sent: a lost worker may have held it."""
+        self._view = (None, None)
+        self._params = []
 
     def gather(self, future):
         try:
@@ -297,15 +304,21 @@ class DaskBlocks(BlockedData):
                               self.blocks, futures, *columns)
             return self.channel.tree_sum(parts)
 
-        try:
-            return attempt()
-        except WorkerLostError:
-            # A lost worker took local steps or sums with it that the
-            # scheduler no longer recomputes: redo the local steps (same
-            # globals, same seeds: the same results) and the sum, once.
-            if locals_ is not None:
-                locals_.futures = self._local_futures(estimator, locals_.params, locals_.seeds)
-            return attempt()
+        for retry in range(RETRIES + 1):
+            try:
+                return attempt()
+            except WorkerLostError:
+                if retry == RETRIES:
+                    raise
+                # A lost worker took with it what the scheduler does not
+                # recompute (scattered globals, forgotten partial sums):
+                # send the globals again, redo the local steps (same
+                # globals, same seeds: the same results) and the sum.
+                self.channel.forget()
+                if locals_ is not None:
+                    locals_.futures = self._local_futures(
+                        estimator, locals_.params, locals_.seeds
+                    )
 
     def _pieces(self, rows):
         """Split global row numbers (increasing) into each block's local rows."""
@@ -359,6 +372,10 @@ class DaskBlocks(BlockedData):
             step._count = float(np.sum(counts[first : first + step.n_blocks]))
             first += step.n_blocks
             yield step, (total / step._count if step._count else 0.0)
+
+
+#: How often a sum over the blocks is redone after a worker was lost.
+RETRIES = 3
 
 
 class WorkerLostError(RuntimeError):

@@ -32,17 +32,6 @@ broken_upstream = pytest.mark.xfail(
 )
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=40,
-    )
-    with distributed.Client(cluster) as c:
-        yield c
-    cluster.close()
-
-
 def _data():
     rng = np.random.RandomState(0)
     X = rng.normal(size=(3000, 4))
