@@ -13,8 +13,9 @@ Two parts (``--part``):
     ``--gg-inprocess-rows`` rows (the whole data set would not fit in one
     process's memory in float64), and the cluster fits on that size too.
 
-Each configuration runs ``--repeats`` times, the configurations taking turns
-(1 worker, 2 workers, in-process), and the table gives medians.  Every
+Each configuration runs once untimed (warm-up), then ``--repeats`` times, the
+configurations taking turns (1 worker, 2 workers, in-process), and the table
+gives medians.  Every
 worker is one process with one thread (BLAS held to one thread), on this
 machine's loopback.  The per-step overhead is the wall time per step minus
 the in-process compute per step divided by the workers; the bytes per step
@@ -153,6 +154,10 @@ def run_configs(configs, repeats):
     times = {name: [] for name in configs}
     steps = {name: [] for name in configs}
     last = {}
+    for make, X, client in configs.values():
+        # One fit each first, not timed: the workers' imports, the first
+        # touch of the blocks' memory.
+        _timed_fit(make, X, client)
     for _ in range(repeats):
         for name, (make, X, client) in configs.items():
             est, elapsed, t = _timed_fit(make, X, client)
