@@ -275,11 +275,19 @@ class DaskBlocks(BlockedData):
         return self._count
 
     def initialize(self, estimator, random_state):
+        size = estimator._start_sample_size()
+        if size is None:
+            data = self.blocks[0]
+        else:
+            n = self.shape[0]
+            # The draw of an in-memory start that subsamples (sorted rows).
+            rows = np.arange(n) if size >= n else np.sort(
+                random_state.choice(n, size, replace=False))
+            data = self._rows_future(rows)
         view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
-        future = self.channel.client.submit(
-            block_initialize, view, self.blocks[0], random_state, pure=False
-        )
-        natural, attributes = self.channel.gather(future)
+        future = self.channel.client.submit(block_initialize, view, data, random_state, pure=False)
+        natural, attributes, state = self.channel.gather(future)
+        random_state.set_state(state)
         estimator.__dict__.update(attributes)
         return natural
 
@@ -326,14 +334,19 @@ class DaskBlocks(BlockedData):
         cut = np.searchsorted(rows, starts)
         return [rows[cut[b] : cut[b + 1]] - starts[b] for b in range(self.n_blocks)]
 
-    def probe(self, estimator, rows):
+    def _rows_future(self, rows):
+        """The given rows (global numbers, increasing) stacked on a worker: a future."""
         client = self.channel.client
         parts = [
             client.submit(block_rows, block, local, pure=False)
             for block, local in zip(self.blocks, self._pieces(np.asarray(rows)))
             if local.size
         ]
-        data = client.submit(block_concatenate, *parts, pure=False)
+        return client.submit(block_concatenate, *parts, pure=False)
+
+    def probe(self, estimator, rows):
+        client = self.channel.client
+        data = self._rows_future(rows)
         view = self.channel.view(estimator)
         handle = client.submit(block_probe, view, data, pure=False)
         return RemoteProbe(self, handle)

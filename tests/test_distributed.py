@@ -26,7 +26,11 @@ from skvi import (  # noqa: E402
     SVILogisticRegression,
     SVIMatrixFactorization,
     SVIPoissonRegression,
+    SVISparseGPClassifier,
+    SVISparseGPRegressor,
 )
+from skvi.engine import Moments  # noqa: E402
+from skvi.models import mixture as mixture_module  # noqa: E402
 from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
 
 
@@ -152,13 +156,11 @@ def test_lda_online_reaches_the_in_memory_perplexity(client):
     ref = SVILatentDirichletAllocation(**kw).fit(X)
     est = SVILatentDirichletAllocation(**kw).fit(da.from_array(X, chunks=(300, 40)))
     assert est.n_batch_iter_ == ref.n_batch_iter_  # 12 steps a pass, 10 passes
-    # Against the optimum, the in-memory batch fit's: online fits with other
-    # minibatches may end in other local optima (this in-memory one, seed 0,
-    # ends at 13.07; seeds 1-3 at 10.89-10.92).
-    best = SVILatentDirichletAllocation(
-        n_components=4, learning_method="batch", max_iter=30, random_state=0
-    ).fit(X)
-    assert est.perplexity(X) == pytest.approx(best.perplexity(X), rel=0.02)
+    # Online fits with other minibatches end in other local optima (the
+    # in-memory fit of seed 0 ends at 13.07, those of seeds 1-3 at
+    # 10.89-10.92, the batch fit at 10.87): the cluster's is no worse than
+    # the in-memory one of the same seed, to 5%.
+    assert est.perplexity(X) <= 1.05 * ref.perplexity(X)
 
 
 def test_transform_and_predict_return_dask_arrays_equal_to_in_memory(client):
@@ -181,12 +183,157 @@ def test_a_bad_block_raises_the_in_memory_error(client):
         SVILatentDirichletAllocation(n_components=3).fit(da.from_array(X, chunks=(100, 40)))
 
 
-def test_models_without_a_cluster_fit_say_so(client):
+def _blobs(n=1200, seed=8):
+    rng = np.random.RandomState(seed)
+    centres = np.array([[0.0, 0.0, 0.0], [6.0, 0.0, 2.0], [0.0, 7.0, -3.0]])
+    return centres[rng.randint(3, size=n)] + rng.normal(size=(n, 3)) + 100.0
+
+
+def _assert_same_globals(est, ref, rtol=1e-10):
+    for name in ref.natural_params_:
+        for a, b in zip(est.natural_params_[name], ref.natural_params_[name]):
+            assert _rel(a, b) < rtol, name
+    assert _rel(est.lower_bounds_, ref.lower_bounds_) < rtol
+
+
+def test_moments_merge_over_blocks_as_two_passes_over_all_rows():
+    # Far from the origin: raw sums of squares would cancel to a few digits.
+    rng = np.random.RandomState(9)
+    X = rng.normal(1e6, 1.0, size=(1000, 3))
+    w = rng.uniform(0.1, 3.0, 1000)
+    merged = Moments.of(X[:10], w[:10]) + Moments.of(X[10:700], w[10:700]) + \
+        Moments.of(X[700:], w[700:])
+    mean = np.average(X, axis=0, weights=w)
+    diff = X - mean
+    assert merged.n_rows == 1000 and merged.total == pytest.approx(w.sum(), rel=1e-14)
+    np.testing.assert_allclose(merged.mean, mean, rtol=1e-14)
+    np.testing.assert_allclose(merged.covariance(ddof=1), (diff * w[:, None]).T @ diff /
+                               (w.sum() - 1.0), rtol=1e-9)
+    np.testing.assert_allclose(Moments.of(X[:600], full=False).__add__(
+        Moments.of(X[600:], full=False)).variance(ddof=1), np.var(X, axis=0, ddof=1), rtol=1e-9)
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "diag"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_mixture_batch_equals_the_in_memory_fit(client, covariance_type, weighted):
+    # Default priors from the data's moments summed over the blocks, the
+    # k-means start from all the rows (fewer than the start's sample size).
+    X = _blobs()
+    w = np.random.RandomState(1).uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    kw = dict(n_components=3, covariance_type=covariance_type, learning_method="batch",
+              random_state=0, max_iter=15, tol=0, n_init=2)
+    ref = SVIBayesianGaussianMixture(**kw).fit(X, sample_weight=w)
+    wd = None if w is None else da.from_array(w, chunks=300)
+    est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)), sample_weight=wd)
+    np.testing.assert_allclose(est.mean_prior_, ref.mean_prior_, rtol=1e-13)
+    np.testing.assert_allclose(est.covariance_prior_, ref.covariance_prior_, rtol=1e-10)
+    assert est.n_iter_ == ref.n_iter_
+    _assert_same_globals(est, ref)
+
+
+def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkeypatch):
+    # Beyond the start's sample size the rows of the k-means start are drawn
+    # over all the blocks, by the in-memory draw: the fit equals an
+    # in-memory fit that starts from a subsample of as many rows.
+    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    X = _blobs(seed=10)
+    kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=15, tol=0)
+    ref = SVIBayesianGaussianMixture(**kw)
+    ref._fit_restarts(ref._rows(X, reset=True), 200)
+    est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)))
+    _assert_same_globals(est, ref)
+    # And it reaches the optimum of the start from all the rows (up to the
+    # order of the components, which a Dirichlet prior does not weigh).
+    kw.update(max_iter=500, tol=1e-9, weight_concentration_prior_type="dirichlet_distribution")
+    full = SVIBayesianGaussianMixture(**kw).fit(X)
+    est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)))
+    assert est.converged_ and full.converged_
+    assert est.lower_bound_ == pytest.approx(full.lower_bound_, rel=1e-8)
+
+
+def test_mixture_online_reaches_the_batch_optimum(client):
+    X = _blobs(n=3000, seed=11)
+    kw = dict(n_components=3, random_state=0, max_iter=6, batch_size=500, tol=0)
+    ref = SVIBayesianGaussianMixture(learning_method="batch", n_components=3,
+                                     random_state=0).fit(X)
+    est = SVIBayesianGaussianMixture(learning_method="online", **kw).fit(
+        da.from_array(X, chunks=(750, 3)))
+    assert est.n_batch_iter_ == 6 * 6
+    order = np.argsort(est.means_[:, 0] + est.means_[:, 1])
+    target = np.argsort(ref.means_[:, 0] + ref.means_[:, 1])
+    # Each component's mean within 0.05 of batch's (its standard error is
+    # about 1 / sqrt(1000) = 0.03).
+    np.testing.assert_allclose(est.means_[order], ref.means_[target], atol=0.05)
+    assert est.score(X) == pytest.approx(ref.score(X), abs=2e-3)
+
+
+def test_mixture_warm_start_continues_on_a_cluster(client):
+    X = _blobs(seed=12)
+    kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=3,
+              warm_start=True, tol=0)
+    ref = SVIBayesianGaussianMixture(**kw).fit(X)
+    ref.fit(X)
+    Xd = da.from_array(X, chunks=(300, 3))
+    est = SVIBayesianGaussianMixture(**kw).fit(Xd)
+    est.fit(Xd)
+    _assert_same_globals(est, ref)
+
+
+@pytest.mark.parametrize("objective", ["titsias", "fitc"])
+def test_sparse_gp_regressor_batch_equals_the_in_memory_fit(client, objective):
+    rng = np.random.RandomState(13)
+    X = rng.uniform(-3, 3, size=(900, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=900)
+    kw = dict(n_inducing=15, objective=objective, learning_method="batch", optimizer=None,
+              random_state=0, max_iter=5, tol=0)
+    ref = SVISparseGPRegressor(**kw).fit(X, y)
+    est = SVISparseGPRegressor(**kw).fit(da.from_array(X, chunks=(300, 2)),
+                                         da.from_array(y, chunks=300))
+    np.testing.assert_allclose(est.inducing_points_, ref.inducing_points_, rtol=1e-13)
+    _assert_same_globals(est, ref)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
+
+
+def test_sparse_gp_regressor_online_learns_the_kernel_on_a_cluster(client):
+    # Hyperparameter steps from the gradient summed over the blocks, against
+    # the batch fit's L-BFGS kernel (noise standard deviation 0.1016, R^2
+    # 0.9805 on these rows).
+    rng = np.random.RandomState(14)
+    X = rng.uniform(-3, 3, size=(2000, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=2000)
+    batch = SVISparseGPRegressor(n_inducing=20).fit(X, y)
+    kw = dict(n_inducing=20, learning_method="online", optimizer="fmin_l_bfgs_b",
+              batch_size=250, max_iter=40, random_state=0, tol=0)
+    ref = SVISparseGPRegressor(**kw).fit(X, y)
+    est = SVISparseGPRegressor(**kw).fit(da.from_array(X, chunks=(500, 1)), y)
+    # Other minibatches (a piece of every block per step): both end as close.
+    for fit in (ref, est):
+        assert np.sqrt(fit.noise_variance_) == pytest.approx(
+            np.sqrt(batch.noise_variance_), abs=0.025)
+        assert fit.score(X, y) == pytest.approx(batch.score(X, y), abs=0.002)
+
+
+def test_sparse_gp_classifier_batch_equals_the_in_memory_fit(client):
+    rng = np.random.RandomState(15)
+    X = rng.normal(size=(800, 2))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] > 1.0, "yes", "no")
+    kw = dict(n_inducing=10, learning_method="batch", expectation="quadrature",
+              optimizer=None, random_state=0, max_iter=8, tol=0)
+    ref = SVISparseGPClassifier(**kw).fit(X, y)
+    est = SVISparseGPClassifier(**kw).fit(da.from_array(X, chunks=(200, 2)), y)
+    _assert_same_globals(est, ref)
+    np.testing.assert_array_equal(est.classes_, ref.classes_)
+
+
+def test_what_does_not_decompose_over_blocks_says_so(client):
     X = da.from_array(np.random.RandomState(0).normal(size=(100, 2)), chunks=(50, 2))
+    y = da.from_array(np.ones(100), chunks=50)
+    with pytest.raises(NotImplementedError, match="does not decompose over blocks"):
+        SVISparseGPRegressor(objective="optimal").fit(X, y)
+    with pytest.raises(NotImplementedError, match="learning_method='online'"):
+        SVISparseGPRegressor(optimizer="fmin_l_bfgs_b", learning_method="batch").fit(X, y)
     with pytest.raises(NotImplementedError, match="cannot yet fit on a dask cluster"):
-        SVIBayesianGaussianMixture().fit(X)
-    with pytest.raises(NotImplementedError, match="cannot yet fit on a dask cluster"):
-        SVIMatrixFactorization().fit(X, da.from_array(np.ones(100), chunks=50))
+        SVIMatrixFactorization().fit(X, y)
 
 
 def test_no_client_is_a_clear_error():

@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from skvi import SVIBayesianGaussianMixture
+from skvi.engine import Moments
 from skvi.expfam import NormalWishart
 from skvi.models import mixture as mixture_module
 from skvi.models._rows import Rows
@@ -61,7 +62,7 @@ def _log_normal_draws(ct, x, mu, lam):
 
 def _set_posterior(est, X, resp):
     """Priors from X and the globals of one batch step (rho = 1) from ``resp``."""
-    est._set_priors(X)
+    est._adopt_data_summary(Moments.of(X))
     est.n_features_in_ = X.shape[1]
     prior = est._prior_natural()
     stats_ = est._statistics(X, resp)
@@ -620,7 +621,9 @@ def test_weighted_online_start_draws_its_subsample_by_weight(monkeypatch):
     monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
     est = SVIBayesianGaussianMixture(n_components=1)
     est.n_features_in_ = 1
-    natural = est._initialize_globals(Rows(X, None, w), np.random.RandomState(0))
+    data = Rows(X, None, w)
+    est._adopt_data_summary(est._data_summary(data))  # as the engine does before the start
+    natural = est._initialize_globals(data, np.random.RandomState(0))
     q = NormalWishart.from_natural(*natural["components"])
     # The start counts for the weight sum, its mean is the weighted one
     # (to 3 standard errors of 200 draws).

@@ -25,7 +25,7 @@ from .base import (
 )
 from .factor import Factor
 from .monitoring import FitRecord, monitor
-from .statistics import RowStatistics, Samples, Statistics, add_statistics
+from .statistics import Moments, RowStatistics, Samples, Statistics, add_statistics
 
 __all__ = [
     "ENGINE_PARAMETER_CONSTRAINTS",
@@ -35,6 +35,7 @@ __all__ = [
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",
     "REQUIRED_HOOKS",
+    "Moments",
     "RowStatistics",
     "SVIEstimator",
     "Samples",

@@ -140,6 +140,9 @@ OPTIONAL_HOOKS = (
     "_fit_data",
     "_seed_local_steps",
     "_transient_attributes",
+    "_data_summary",
+    "_adopt_data_summary",
+    "_start_sample_size",
 )
 
 
@@ -660,6 +663,23 @@ class SVIEstimator(BaseEstimator):
     _transient_attributes : tuple of str
         Attributes an in-memory fit keeps for its duration only (buffers,
         thread pools, the data); they never travel to a worker.
+    _data_summary(X) -> summary or None
+        What the start of a fit needs from all of its rows (a
+        :class:`~skvi.engine.Moments`, say: the defaults of a prior taken
+        from the data), in a form that adds over blocks of rows (see
+        :func:`~skvi.engine.add_statistics`).  Computed before
+        ``_initialize_globals`` on the whole of X, or summed over the
+        blocks of a fit on a cluster, and handed to
+        ``_adopt_data_summary``.  Default None: nothing.
+    _adopt_data_summary(summary)
+        Set what the summary decides (priors, checks of the row count)
+        before ``_initialize_globals`` runs.  Default: nothing.
+    _start_sample_size() -> int or None
+        How many rows, drawn uniformly over all the blocks of a fit on a
+        cluster, ``_initialize_globals`` receives (a k-means start on a
+        subsample); the draw is ``random_state.choice(n, size,
+        replace=False)`` sorted, as an in-memory start subsamples.  Default
+        None: the first block, as a first ``partial_fit`` minibatch.
 
     **Services for models**: ``_row_steps(name)`` (accepted updates of each
     row, counting the rows of the step being tried),
@@ -835,6 +855,15 @@ class SVIEstimator(BaseEstimator):
         pass
 
     _transient_attributes = ()
+
+    def _data_summary(self, X):
+        return None
+
+    def _adopt_data_summary(self, summary):
+        pass
+
+    def _start_sample_size(self):
+        return None
 
     def _fit_blocks(self, data):
         """``fit`` on validated blocks held elsewhere (a model may add its own end)."""
@@ -1395,7 +1424,14 @@ class SVIEstimator(BaseEstimator):
 
     # -------------------------------------------------------------- internals
     def _reset_engine(self, X, random_state):
-        if isinstance(X, BlockedData):
+        blocked = isinstance(X, BlockedData)
+        if type(self)._data_summary is not SVIEstimator._data_summary:
+            if blocked:
+                summary = X.sum_over(self, _block_fns.block_data_summary, None)
+            else:
+                summary = self._data_summary(X)
+            self._adopt_data_summary(summary)
+        if blocked:
             self._start_engine(X.initialize(self, random_state))
         else:
             self._start_engine(self._initialize_globals(X, random_state))

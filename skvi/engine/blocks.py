@@ -119,12 +119,21 @@ def block_prepare(estimator, X, y, sample_weight, classes):
 
 
 def block_initialize(estimator, data, random_state):
-    """The model's initial globals from one block; returns (globals, attributes set)."""
+    """The model's initial globals from one block (or sample of rows).
+
+    Returns (globals, attributes set, the generator's state after the
+    start): the client's generator continues from there, as in memory.
+    """
     est = copy.copy(estimator)
     before = dict(est.__dict__)
     natural = est._initialize_globals(data, random_state)
     natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()}
-    return natural, changed_attributes(before, est, data)
+    return natural, changed_attributes(before, est, data), random_state.get_state()
+
+
+def block_data_summary(estimator, data, local):
+    """``_data_summary`` of a block (summed over blocks before the start)."""
+    return estimator._data_summary(data)
 
 
 def block_count(estimator, data):
@@ -231,7 +240,12 @@ class BlockedData:
         raise NotImplementedError
 
     def initialize(self, estimator, random_state):
-        """The model's initial globals, from the first block."""
+        """The model's initial globals, from the first block or a sample of rows.
+
+        The rows are the model's ``_start_sample_size()`` drawn uniformly
+        over all the blocks (None: the first block); ``random_state``
+        continues as after an in-memory start.
+        """
         raise NotImplementedError
 
     def local_steps(self, estimator, params):

@@ -18,11 +18,16 @@ add itself:
   factorization), added by the union of the rows;
 * :class:`Samples`, aligned arrays that are concatenated (for the rare
   hyperparameter step that needs the data points themselves).
+
+:class:`Moments` is the same idea for the data themselves: the weighted
+count, mean and centred scatter of a block, merged exactly, so that the
+defaults a model takes from its data (a mixture's prior mean and
+covariance) are those of all the rows however they are split.
 """
 
 import numpy as np
 
-__all__ = ["RowStatistics", "Samples", "Statistics", "add_statistics"]
+__all__ = ["Moments", "RowStatistics", "Samples", "Statistics", "add_statistics"]
 
 
 class RowStatistics:
@@ -107,6 +112,118 @@ class Samples:
         if not isinstance(other, Samples):
             return NotImplemented
         return Samples(*(np.concatenate([a, b]) for a, b in zip(self.arrays, other.arrays)))
+
+
+class Moments:
+    """Weighted count, mean and centred scatter of rows, merged exactly across blocks.
+
+    ``a + b`` is the moments of the two blocks' rows together, by the
+    pairwise update of Chan, Golub and LeVeque ("Algorithms for computing
+    the sample variance"): the means are never subtracted from raw sums, so
+    the merge is as accurate as a two-pass computation on all the rows.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows behind the moments.
+    total : float
+        Their weight sum (``n_rows`` without weights).
+    mean : ndarray of shape (n_features,)
+        The weighted mean.
+    scatter : ndarray of shape (n_features, n_features) or (n_features,)
+        ``sum_i w_i (x_i - mean)(x_i - mean)^T``, or only its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import Moments
+    >>> X = np.random.RandomState(0).normal(5.0, 2.0, size=(100, 3))
+    >>> m = Moments.of(X[:30]) + Moments.of(X[30:])
+    >>> bool(np.allclose(m.covariance(ddof=1), np.cov(X.T)))
+    True
+    """
+
+    __slots__ = ("n_rows", "total", "mean", "scatter")
+
+    def __init__(self, n_rows, total, mean, scatter):
+        self.n_rows = int(n_rows)
+        self.total = float(total)
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.scatter = np.asarray(scatter, dtype=np.float64)
+
+    @classmethod
+    def of(cls, X, weight=None, full=True):
+        """The moments of the rows of a dense X (with row weights, if given).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            The rows.
+        weight : ndarray of shape (n_samples,) or None, default=None
+            Non-negative row weights (a row of weight 2 counts twice).
+        full : bool, default=True
+            Keep the whole scatter matrix, else only its diagonal.
+
+        Returns
+        -------
+        Moments
+        """
+        X = np.asarray(X, dtype=np.float64)
+        n, d = X.shape
+        total = float(n) if weight is None else float(np.sum(weight))
+        if n == 0 or not total > 0:
+            return cls(n, total, np.zeros(d), np.zeros((d, d) if full else d))
+        mean = X.mean(axis=0) if weight is None else np.average(X, axis=0, weights=weight)
+        diff = X - mean
+        wdiff = diff if weight is None else diff * weight[:, None]
+        scatter = wdiff.T @ diff if full else np.einsum("ij,ij->j", wdiff, diff)
+        return cls(n, total, mean, scatter)
+
+    def __add__(self, other):
+        if not isinstance(other, Moments):
+            return NotImplemented
+        if not other.total > 0:
+            return Moments(self.n_rows + other.n_rows, self.total, self.mean, self.scatter)
+        if not self.total > 0:
+            return Moments(self.n_rows + other.n_rows, other.total, other.mean, other.scatter)
+        total = self.total + other.total
+        delta = other.mean - self.mean
+        mean = self.mean + delta * (other.total / total)
+        weight = self.total * other.total / total
+        cross = np.outer(delta, delta) if self.scatter.ndim == 2 else delta * delta
+        return Moments(self.n_rows + other.n_rows, total, mean,
+                       self.scatter + other.scatter + weight * cross)
+
+    def covariance(self, ddof=0):
+        """The scatter over ``total - ddof``.
+
+        Parameters
+        ----------
+        ddof : float, default=0
+            Subtracted from the weight sum (1: the unbiased covariance).
+
+        Returns
+        -------
+        ndarray of shape (n_features, n_features) or (n_features,)
+            The covariance, or the variances when only the diagonal is kept.
+        """
+        return self.scatter / (self.total - ddof)
+
+    def variance(self, ddof=0):
+        """The variance of every column.
+
+        Parameters
+        ----------
+        ddof : float, default=0
+            Subtracted from the weight sum (1: the unbiased variance).
+
+        Returns
+        -------
+        ndarray of shape (n_features,)
+            The diagonal of the scatter over ``total - ddof``.
+        """
+        scatter = np.diag(self.scatter) if self.scatter.ndim == 2 else self.scatter
+        return scatter / (self.total - ddof)
 
 
 def add_statistics(a, b):

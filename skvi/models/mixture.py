@@ -10,7 +10,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
 from ._rows import Rows, check_row_weights
 
@@ -358,13 +358,30 @@ n_samples_seen_, n_rejected_steps_
         """
         if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
             return fitted
-        warm = self.warm_start and hasattr(self, "natural_params_")
-        n_init = 1 if warm else self.n_init
-        random_state = check_random_state(self.random_state)
         # Validated once for all the restarts, the weights attached.
         data = self._rows(X, reset=True, sample_weight=sample_weight)
         # Batch EM starts from all rows, as scikit-learn's; SVI from a subsample.
-        self._init_rows = None if self.learning_method == "batch" else _INIT_ROWS
+        return self._fit_restarts(data, None if self.learning_method == "batch" else _INIT_ROWS)
+
+    def _fit_blocks(self, data):
+        # On a cluster the start is a sample of at most _INIT_ROWS rows drawn
+        # over every block (all the rows when there are no more), never all
+        # the rows of a larger fit; a warm start's globals travel with it.
+        warm = self.warm_start and hasattr(self, "natural_params_")
+        if warm:
+            self._warm_globals = {name: tuple(np.asarray(a) for a in f)
+                                  for name, f in self.natural_params_.items()}
+        try:
+            return self._fit_restarts(data, _INIT_ROWS)
+        finally:
+            self.__dict__.pop("_warm_globals", None)
+
+    def _fit_restarts(self, data, init_rows):
+        """``n_init`` fits of the validated rows (or blocks), keeping the best ELBO."""
+        warm = self.warm_start and hasattr(self, "natural_params_")
+        n_init = 1 if warm else self.n_init
+        random_state = check_random_state(self.random_state)
+        self._init_rows = init_rows
         try:
             best = None
             for _ in range(n_init):
@@ -620,28 +637,37 @@ n_samples_seen_, n_rejected_steps_
         return est
 
     # ------------------------------------------------------------- input
-    def _rows(self, X, reset, sample_weight=None):
-        """Validated X and its weights (the rows of weight 0 dropped) as :class:`Rows`."""
+    def _rows(self, X, reset, sample_weight=None, whole=True):
+        """Validated X and its weights (the rows of weight 0 dropped) as :class:`Rows`.
+
+        ``whole=False`` for one block of a fit on a cluster: the row counts
+        are checked on the sum over the blocks (``_adopt_data_summary``).
+        """
         # The first rows set the default priors (their covariance): 2 at least.
+        check = reset and whole
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32],
-                          ensure_min_samples=2 if reset else 1)
+                          ensure_min_samples=2 if check else 1)
         X = np.asarray(X, dtype=np.float64)
-        if reset and X.shape[0] < self.n_components:
-            raise ValueError(
-                f"Expected n_samples >= n_components but got n_components = "
-                f"{self.n_components}, n_samples = {X.shape[0]}"
-            )
+        if check:
+            self._check_row_count(X.shape[0])
         weight = check_row_weights(sample_weight, X)
         if weight is not None and not np.all(weight > 0):
             # A sample of weight 0 is no sample: not in k-means, not in a minibatch.
             keep = weight > 0
             X, weight = X[keep], weight[keep]
-            if reset and X.shape[0] < self.n_components:
-                raise ValueError(
-                    f"Expected n_samples >= n_components but got n_components = "
-                    f"{self.n_components}, n_samples = {X.shape[0]} of positive weight"
-                )
+            if check:
+                self._check_row_count(X.shape[0], " of positive weight")
         return Rows(X, None, weight)
+
+    def _check_row_count(self, n, which=""):
+        if n < self.n_components:
+            raise ValueError(
+                f"Expected n_samples >= n_components but got n_components = "
+                f"{self.n_components}, n_samples = {n}{which}"
+            )
+
+    def _fit_data(self, X, y, sample_weight, classes):
+        return self._rows(X, reset=True, sample_weight=sample_weight, whole=False)
 
     def _validate_input(self, X, reset):
         # fit and partial_fit validate X and attach the weights first.
@@ -650,19 +676,35 @@ n_samples_seen_, n_rejected_steps_
     def _sample_count(self, X):
         return X.count()
 
+    def _data_summary(self, X):
+        return Moments.of(X.X, X.weight, full=self.covariance_type in ("full", "tied"))
+
+    def _adopt_data_summary(self, summary):
+        if summary.n_rows < 2:  # a fit on a cluster: its blocks were checked one by one
+            raise ValueError(
+                f"Found array with {summary.n_rows} sample(s) while a minimum of 2 is required."
+            )
+        self._check_row_count(summary.n_rows, " of positive weight")
+        self._set_priors(summary)
+        # The start scales its statistics to all the rows (their weight).
+        self._data_rows = (summary.n_rows, summary.total)
+
+    def _start_sample_size(self):
+        return self._init_rows
+
     def _check_predict_input(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return np.asarray(X, dtype=np.float64)
 
     # ------------------------------------------------------------ priors
-    def _set_priors(self, X, weight=None):
-        """The priors' values; those left None come from X, as in scikit-learn.
+    def _set_priors(self, moments):
+        """The priors' values; those left None come from the data's moments, as in scikit-learn.
 
         With row weights, the weighted mean and the covariance of the rows
         repeated by weight (``ddof=1`` on the weight sum).
         """
-        d = X.shape[1]
+        d = moments.mean.shape[0]
         K = self.n_components
         self.weight_concentration_prior_ = (
             1.0 / K if self.weight_concentration_prior is None else float(self.weight_concentration_prior)
@@ -671,7 +713,7 @@ n_samples_seen_, n_rejected_steps_
             1.0 if self.mean_precision_prior is None else float(self.mean_precision_prior)
         )
         if self.mean_prior is None:
-            self.mean_prior_ = X.mean(axis=0) if weight is None else np.average(X, axis=0, weights=weight)
+            self.mean_prior_ = moments.mean.copy()
         else:
             self.mean_prior_ = check_array(self.mean_prior, ensure_2d=False, dtype=np.float64)
             if self.mean_prior_.shape != (d,):
@@ -690,14 +732,18 @@ n_samples_seen_, n_rejected_steps_
             )
         ct = self.covariance_type
         if self.covariance_prior is None:
-            if weight is None:
-                var = np.var(X, axis=0, ddof=1)
-                full = None
+            if not moments.total > 1.0:
+                raise ValueError(
+                    f"sample_weight sums to {moments.total:g}: the default covariance_prior (the "
+                    "covariance of the samples, ddof=1) needs a sum above 1, as weights "
+                    "count samples; scale the weights or pass covariance_prior."
+                )
+            var = moments.variance(ddof=1)
+            if ct in ("full", "tied"):
+                cov = moments.covariance(ddof=1)
+                cov = 0.5 * (cov + cov.T)
             else:
-                full, var = self._weighted_covariance(X, weight, ct in ("full", "tied"))
-            cov = {"full": None, "tied": None, "diag": var, "spherical": float(var.mean())}[ct]
-            if cov is None:
-                cov = np.atleast_2d(np.cov(X.T)) if full is None else full
+                cov = var if ct == "diag" else float(var.mean())
             self.covariance_prior_ = cov
             if np.any(np.atleast_1d(var) <= 0):
                 raise ValueError(
@@ -728,24 +774,6 @@ n_samples_seen_, n_rejected_steps_
             if not isinstance(self.covariance_prior, numbers.Real):
                 raise ValueError("The 'spherical covariance_prior' should be a positive float.")
             self.covariance_prior_ = float(self.covariance_prior)
-
-    @staticmethod
-    def _weighted_covariance(X, weight, full):
-        """Covariance (if ``full``) and variances of the rows of X repeated by weight."""
-        total = float(np.sum(weight))
-        if not total > 1.0:
-            raise ValueError(
-                f"sample_weight sums to {total:g}: the default covariance_prior (the "
-                "covariance of the samples, ddof=1) needs a sum above 1, as weights "
-                "count samples; scale the weights or pass covariance_prior."
-            )
-        diff = X - np.average(X, axis=0, weights=weight)
-        wdiff = diff * weight[:, None]
-        var = np.einsum("ij,ij->j", wdiff, diff) / (total - 1.0)
-        if not full:
-            return None, var
-        cov = (wdiff.T @ diff) / (total - 1.0)
-        return 0.5 * (cov + cov.T), var
 
     def _prior_natural(self):
         K, d = self.n_components, self.mean_prior_.shape[0]
@@ -779,24 +807,30 @@ n_samples_seen_, n_rejected_steps_
 
     # ------------------------------------------------------------ initialisation
     def _initialize_globals(self, X, random_state):
-        warm = self.warm_start and hasattr(self, "natural_params_")
-        X, weight = X.X, X.weight
-        self._set_priors(X, weight)
-        if warm:
+        warm = getattr(self, "_warm_globals", None)
+        if warm is not None:
+            return warm
+        if self.warm_start and hasattr(self, "natural_params_"):
             return {name: tuple(f) for name, f in self.natural_params_.items()}
+        count = X.count()
+        X, weight = X.X, X.weight
         n = X.shape[0]
         limit = getattr(self, "_init_rows", _INIT_ROWS)
         if weight is None:
             sub, sub_weight = X, None
             if limit is not None and n > limit:
                 sub = X[np.sort(random_state.choice(n, limit, replace=False))]
-            # The start counts for the whole of X, as a step with rho = 1 would.
             scale = n / sub.shape[0]
         else:
             sub, sub_weight, scale = self._weighted_subsample(X, weight, limit, random_state)
+        # The start counts for all the rows, as a step with rho = 1 would:
+        # X is all of them, or on a cluster a sample drawn over every block.
+        n_rows, total = self._data_rows
+        scale *= total / count
         # On a subsample, k-means restarts are cheap, and the start decides
         # which optimum SVI reaches: keep the best of 5.
-        resp = self._initial_responsibilities(sub, random_state, 1 if sub is X else 5, sub_weight)
+        whole = sub is X and n == n_rows
+        resp = self._initial_responsibilities(sub, random_state, 1 if whole else 5, sub_weight)
         if sub_weight is not None and self.init_params in ("kmeans", "random"):
             # Responsibilities of every row count its weight; the seeds of
             # 'k-means++' and 'random_from_data' are one sample each, as one

@@ -40,6 +40,8 @@ __all__ = ["SVISparseGPClassifier", "SVISparseGPRegressor"]
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Largest number of rows of the 'optimal' objective, which factorises N x N.
 MAX_OPTIMAL_ROWS = 5000
+#: Rows the k-means of the inducing points takes at most (a random sample of them).
+_KMEANS_ROWS = 20_000
 #: Relative jitters tried in turn on the diagonal of K_uu until it factorises
 #: well (no pivot below MIN_PIVOT_RATIO of the largest, squared).
 JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
@@ -139,8 +141,8 @@ class _SparseGP(SVIEstimator):
             return distinct
         from sklearn.cluster import KMeans
 
-        if X.shape[0] > 20000:
-            rows = random_state.choice(X.shape[0], 20000, replace=False)
+        if X.shape[0] > _KMEANS_ROWS:
+            rows = random_state.choice(X.shape[0], _KMEANS_ROWS, replace=False)
             X, weight = X[rows], None if weight is None else weight[rows]
         km = KMeans(self.n_inducing, n_init=1, random_state=random_state.randint(2**31 - 1))
         return km.fit(X, sample_weight=weight).cluster_centers_
@@ -305,37 +307,60 @@ class _SparseGP(SVIEstimator):
     def _hyperparameter_statistics(self, data, local):
         if data is None or not self._learns_hyperparameters_by_steps():
             return None
+        q = local["q"]  # the globals of the local step (those of this step)
         if self.learning_method == "batch":
             # Coordinate ascent: the hyperparameters that maximise the
-            # objective with q fixed (L-BFGS, exact gradients).
+            # objective with q fixed (L-BFGS, exact gradients); all the rows
+            # at once, so never on a cluster's blocks (see _fit_data).
             rows = max(self._sample_count(data), 1e-300)
 
             def objective(p):
-                value, grad = self._data_term(data, p, gradient=True)
+                value, grad = self._data_term(data, p, q=q, gradient=True)
                 return -value / rows, -grad / rows
 
             res = minimize(objective, self._hyper_vector(), jac=True, method="L-BFGS-B",
                            bounds=self._hyper_bounds(), options={"maxiter": 20})
             return {"target": res.x}
-        # The per-row gradient of the objective in the log hyperparameters
-        # with q fixed (whitened, so the KL does not depend on them); the
-        # kernel has not moved since the local step computed the features.
-        _, grad = self._data_term(data, self._hyper_vector(), gradient=True,
+        # The gradient of the objective in the log hyperparameters with q
+        # fixed (whitened, so the KL does not depend on them), summed over
+        # the rows with their count, so that blocks add; the kernel has not
+        # moved since the local step computed the features.
+        _, grad = self._data_term(data, self._hyper_vector(), q=q, gradient=True,
                                   features=local["phi"])
-        return {"gradient": grad / max(self._sample_count(data), 1e-300)}
+        return (grad, np.asarray(float(self._sample_count(data))))
 
     def _update_hyperparameters(self, hyper, ctx):
         if hyper is None:
             return False
         bounds = self._hyper_bounds()
-        current = self._hyper_vector()
-        if "target" in hyper:  # batch: the maximiser given q
+        if isinstance(hyper, dict):  # batch: the maximiser given q
             new = hyper["target"]
-        else:  # online: a gradient step, at most 0.5 in log space per coordinate
-            step = ctx.rho * self.hyperparameter_learning_rate * hyper["gradient"]
-            new = current + np.clip(step, -0.5, 0.5)
+        else:  # online: a step along the per-row gradient, at most 0.5 in log space
+            grad, count = hyper
+            step = ctx.rho * self.hyperparameter_learning_rate * grad / max(float(count), 1e-300)
+            new = self._hyper_vector() + np.clip(step, -0.5, 0.5)
         self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
         return True
+
+    # ------------------------------------------------------ fit on a cluster
+    def _start_sample_size(self):
+        # The inducing points' k-means takes at most this many rows.
+        return _KMEANS_ROWS
+
+    def _fit_data(self, X, y, sample_weight, classes):
+        if getattr(self, "objective", None) == "optimal":
+            raise NotImplementedError(
+                "objective='optimal' factorises an N x N matrix of all the rows and does not "
+                "decompose over blocks: on a cluster use 'titsias', 'fitc' or 'predictive'."
+            )
+        if self.optimizer is not None and self.learning_method == "batch":
+            raise NotImplementedError(
+                "A batch fit with optimizer='fmin_l_bfgs_b' fits the kernel by L-BFGS over "
+                "all the rows at its start, which a fit on a cluster does not gather: use "
+                "learning_method='online' (the kernel learned by steps), or fit the kernel on "
+                "a sample in memory and pass it with optimizer=None."
+            )
+        return self._rows(X, y, True, sample_weight, classes)
 
 
 class SVISparseGPRegressor(RegressorMixin, _SparseGP):
@@ -672,7 +697,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
 
     # ----------------------------------------------------------- objectives
-    def _rows(self, X, y, reset, sample_weight):
+    def _rows(self, X, y, reset, sample_weight, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
         weight = check_row_weights(sample_weight, X)
         if weight is not None and self.objective == "optimal":
@@ -758,7 +783,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _local_step(self, data, params):
         phi, kdiag = self._features(data.X)
-        local = {"phi": phi, "kdiag": kdiag}
+        local = {"phi": phi, "kdiag": kdiag, "q": self._q_moments(params)}
         if self.objective == "optimal":
             local["chol"] = self._optimal_terms(data.X, data.y, phi)[0]
         return local
@@ -1189,6 +1214,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         self._set_kernel(self._start(data, random_state))
         return self._prior_natural()
 
+    def _seed_local_steps(self, random_state):
+        self._mc_random_state = random_state
+
     def _local_step(self, data, params):
         phi, kdiag = self._features(data.X)
         mean, var = self._moments(data, phi, kdiag, params)
@@ -1196,7 +1224,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             data.y, mean, var, method=self.expectation, n_samples=self.n_mc_samples,
             random_state=self._mc_random_state,
         )
-        return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2}
+        return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2,
+                "q": self._q_moments(params)}
 
     def _expected_stats(self, name, data, local, params):
         phi = local["phi"]
