@@ -252,7 +252,8 @@ def add_statistics(a, b):
     if b is None:
         return a
     if isinstance(a, tuple):
-        return tuple(np.asarray(np.add(x, y)) for x, y in zip(a, b))
+        return tuple(x + y if isinstance(x, Moments) else np.asarray(np.add(x, y))
+                     for x, y in zip(a, b))
     return a + b
 
 

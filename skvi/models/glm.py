@@ -266,27 +266,45 @@ class _BayesianGLM(SVIEstimator):
         # The intercept starts at the link of the mean target of the first
         # data seen (its value with every other weight at zero), so that
         # ordinary-gradient mean steps only refine it.
+        # Both from all the rows of the fit (_data_summary; the first
+        # partial_fit call's rows), summed over the blocks on a cluster.
+        total, squares, targets = self._start_sums
         d = self._n_weights
-        second = np.tile(self._feature_second_moments(data.X, data.weight), self._n_outputs)
+        second = np.tile(self._feature_second_moments(squares, total), self._n_outputs)
         variance = np.minimum(self._prior_variances(d), 1.0 / (d * np.maximum(second, 1.0)))
         mean = np.zeros(d)
-        if self.fit_intercept and data.y.size:
-            mean[self._intercept_mask()] = self._baseline(data.y, data.weight)
+        if self.fit_intercept and total > 0:
+            mean[self._intercept_mask()] = self._baseline(targets, total)
         return {"weights": (mean / variance, -0.5 * np.diag(1.0 / variance))}
 
-    def _baseline(self, y, weight):
-        """Intercept(s) matching the (weighted) mean target of ``y`` (0 unless overridden)."""
+    def _data_summary(self, data):
+        # The start's sums: the weight, each column's weighted squares, the targets'.
+        X = data.X
+        w = np.ones(X.shape[0]) if data.weight is None else data.weight
+        if sp.issparse(X):
+            squares = np.asarray(X.multiply(X).T @ w).ravel()
+        else:
+            squares = w @ (X * X)
+        return (np.asarray(float(np.sum(w))), np.asarray(squares, dtype=np.float64),
+                self._target_sums(data.y, w))
+
+    def _adopt_data_summary(self, summary):
+        total, squares, targets = summary
+        self._start_sums = (float(total), squares, targets)
+
+    def _target_sums(self, y, weight):
+        """What ``_baseline`` needs of the targets, summed over rows (``sum_i w_i y_i``)."""
+        return np.asarray(float(weight @ y))
+
+    def _baseline(self, target_sums, total):
+        """Intercept(s) matching the (weighted) mean target (0 unless overridden)."""
         return 0.0
 
-    def _feature_second_moments(self, X, weight=None):
+    def _feature_second_moments(self, squares, total):
         """Weighted ``mean_i x_ij^2`` of every design column (1 for the intercept), at least 1e-12."""
-        if X.shape[0] == 0 or (weight is not None and not np.sum(weight) > 0):
-            return np.ones(X.shape[1] + int(self.fit_intercept))
-        w = np.ones(X.shape[0]) if weight is None else weight
-        if sp.issparse(X):
-            sq = np.asarray(X.multiply(X).T @ w).ravel() / np.sum(w)
-        else:
-            sq = (w @ (X * X)) / np.sum(w)
+        if not total > 0:
+            return np.ones(squares.shape[0] + int(self.fit_intercept))
+        sq = squares / total
         if self.fit_intercept:
             sq = np.append(sq, 1.0)
         return np.maximum(sq.astype(np.float64), 1e-12)
@@ -709,13 +727,17 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
             X, y, reset_classes=classes if first else None, sample_weight=sample_weight
         )
 
-    def _baseline(self, y, weight):
+    def _target_sums(self, y, weight):
         if self._n_outputs == 1:
-            p = np.clip(np.average(y, weights=weight), 1e-3, 1 - 1e-3)
+            return super()._target_sums(y, weight)
+        return np.bincount(y.astype(np.intp), weights=weight, minlength=self._n_outputs)
+
+    def _baseline(self, target_sums, total):
+        if self._n_outputs == 1:
+            p = np.clip(float(target_sums) / total, 1e-3, 1 - 1e-3)
             return float(np.log(p / (1.0 - p)))
         # Softmax: the log class frequencies, centred.
-        freq = np.bincount(y.astype(np.intp), weights=weight, minlength=self._n_outputs)
-        log_freq = np.log(np.maximum(freq / np.sum(freq), 1e-3))
+        log_freq = np.log(np.maximum(target_sums / np.sum(target_sums), 1e-3))
         return log_freq - log_freq.mean()
 
     def decision_function(self, X):
@@ -915,8 +937,8 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         # y f - lambda - log Gamma(y + 1), a quasi-likelihood.
         return y
 
-    def _baseline(self, y, weight):
-        mean = max(float(np.average(y, weights=weight)), 1e-3)
+    def _baseline(self, target_sums, total):
+        mean = max(float(target_sums) / total, 1e-3)
         if self.link == "exp":
             return float(np.log(mean))
         return float(mean + np.log(-np.expm1(-mean)))  # the inverse of log(1 + e^f)

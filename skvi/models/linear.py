@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
 from ._rows import Rows, check_row_weights, row_quadratic, with_intercept
@@ -316,13 +316,14 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _initialize_globals(self, data, random_state):
         prior = self._prior_natural()
         params = {"weight_precision": prior["weight_precision"]}
-        w = self._weights(data)
-        n = max(float(np.sum(w)), 1.0)
-        if data.y.size > 1 and np.sum(w) > 0:
-            mean_y = float(np.average(data.y, weights=w))
-            var = float(np.average((data.y - mean_y) ** 2, weights=w))
+        # From all the rows of the fit (the first partial_fit call's), summed
+        # over the blocks on a cluster: the targets' moments, the squares.
+        targets, squares = self._start_sums
+        n = max(targets.total, 1.0)
+        if targets.n_rows > 1 and targets.total > 0:
+            mean_y, var = float(targets.mean[0]), float(targets.variance()[0])
         else:
-            mean_y, var = (float(data.y.mean()) if data.y.size else 0.0), 1.0
+            mean_y, var = (float(targets.mean[0]) if targets.n_rows else 0.0), 1.0
         var = var if var > 0 else 1.0
         # A noise precision of the targets' scale: the prior's mean a1 / a2
         # is 1 whatever the scale.
@@ -332,14 +333,22 @@ n_samples_seen_, converged_, n_rejected_steps_
         # at the vague prior (the intercept's variance is 1e6) would give the
         # first residuals, and so every online estimate of the noise that
         # still remembers them, a scale far above the data's.
-        Xd = self._design(data.X)
-        sq = np.asarray(Xd.multiply(Xd).T @ w).ravel() / n if sp.issparse(Xd) else (w @ (Xd * Xd)) / n
-        variance = var / (n * Xd.shape[1] * np.maximum(sq, 1e-12))
-        mean = np.zeros(Xd.shape[1])
+        sq = squares / n
+        variance = var / (n * sq.shape[0] * np.maximum(sq, 1e-12))
+        mean = np.zeros(sq.shape[0])
         if self.fit_intercept:
             mean[-1] = mean_y
         params["weights"] = (mean / variance, -0.5 * np.diag(1.0 / variance))
         return params
+
+    def _data_summary(self, data):
+        w = self._weights(data)
+        Xd = self._design(data.X)
+        squares = np.asarray(Xd.multiply(Xd).T @ w).ravel() if sp.issparse(Xd) else w @ (Xd * Xd)
+        return (Moments.of(data.y[:, None], w, full=False), np.asarray(squares, dtype=np.float64))
+
+    def _adopt_data_summary(self, summary):
+        self._start_sums = summary
 
     def _expected(self, params, name):
         """E[alpha] or E[lambda] (the fixed value when not learned)."""
