@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -246,6 +247,21 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
     est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)))
     assert est.converged_ and full.converged_
     assert est.lower_bound_ == pytest.approx(full.lower_bound_, rel=1e-8)
+
+
+def test_a_weighted_mixture_beyond_the_start_sample_warns(client, monkeypatch):
+    # Its start's rows are drawn uniformly on a cluster, by weight in memory.
+    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    X = _blobs(n=600, seed=16)
+    w = np.random.RandomState(0).uniform(0.5, 2.0, 600)
+    kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=2, tol=0)
+    Xd = da.from_array(X, chunks=(300, 3))
+    with pytest.warns(UserWarning, match="drawn uniformly over the rows"):
+        est = SVIBayesianGaussianMixture(**kw).fit(Xd, sample_weight=w)
+    assert not hasattr(est, "_weighted_blocks")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        SVIBayesianGaussianMixture(**kw).fit(Xd)  # unweighted: the in-memory draw
 
 
 def test_mixture_online_reaches_the_batch_optimum(client):

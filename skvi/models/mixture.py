@@ -371,10 +371,19 @@ n_samples_seen_, n_rejected_steps_
         if warm:
             self._warm_globals = {name: tuple(np.asarray(a) for a in f)
                                   for name, f in self.natural_params_.items()}
+        elif self.__dict__.get("_weighted_blocks") and data.shape[0] > _INIT_ROWS:
+            self._warn(
+                f"{type(self).__name__}: on a cluster the start's {_INIT_ROWS} rows are drawn "
+                "uniformly over the rows (each with its weight), not in proportion to the "
+                "weights as in memory; with a few rows holding much of the weight the start "
+                "may miss them. A warm_start from a fit on a weighted sample avoids it.",
+                UserWarning,
+            )
         try:
             return self._fit_restarts(data, _INIT_ROWS)
         finally:
             self.__dict__.pop("_warm_globals", None)
+            self.__dict__.pop("_weighted_blocks", None)
 
     def _fit_restarts(self, data, init_rows):
         """``n_init`` fits of the validated rows (or blocks), keeping the best ELBO."""
@@ -667,6 +676,7 @@ n_samples_seen_, n_rejected_steps_
             )
 
     def _fit_data(self, X, y, sample_weight, classes):
+        self._weighted_blocks = sample_weight is not None  # read back by _fit_blocks
         return self._rows(X, reset=True, sample_weight=sample_weight, whole=False)
 
     def _validate_input(self, X, reset):

@@ -307,11 +307,12 @@ class _SparseGP(SVIEstimator):
     def _hyperparameter_statistics(self, data, local):
         if data is None or not self._learns_hyperparameters_by_steps():
             return None
-        q = local["q"]  # the globals of the local step (those of this step)
         if self.learning_method == "batch":
             # Coordinate ascent: the hyperparameters that maximise the
-            # objective with q fixed (L-BFGS, exact gradients); all the rows
-            # at once, so never on a cluster's blocks (see _fit_data).
+            # objective with the q just updated fixed (L-BFGS, exact
+            # gradients); all the rows at once, so never on a cluster's
+            # blocks (see _fit_data).
+            q = self._q_moments()
             rows = max(self._sample_count(data), 1e-300)
 
             def objective(p):
@@ -323,9 +324,10 @@ class _SparseGP(SVIEstimator):
             return {"target": res.x}
         # The gradient of the objective in the log hyperparameters with q
         # fixed (whitened, so the KL does not depend on them), summed over
-        # the rows with their count, so that blocks add; the kernel has not
-        # moved since the local step computed the features.
-        _, grad = self._data_term(data, self._hyper_vector(), q=q, gradient=True,
+        # the rows with their count, so that blocks add; q is the local
+        # step's (a worker has no other), and the kernel has not moved since
+        # the local step computed the features.
+        _, grad = self._data_term(data, self._hyper_vector(), q=local["q"], gradient=True,
                                   features=local["phi"])
         return (grad, np.asarray(float(self._sample_count(data))))
 
