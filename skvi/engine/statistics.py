@@ -194,35 +194,25 @@ class Moments:
         return Moments(self.n_rows + other.n_rows, total, mean,
                        self.scatter + other.scatter + weight * cross)
 
-    def covariance(self, ddof=0):
-        """The scatter over ``total - ddof``.
+    def covariance(self, ddof=0, diagonal=False):
+        """The scatter over ``total - ddof``, or only its diagonal (the variances).
 
         Parameters
         ----------
         ddof : float, default=0
             Subtracted from the weight sum (1: the unbiased covariance).
+        diagonal : bool, default=False
+            Return the variances of the columns only (always so when only
+            the diagonal was kept).
 
         Returns
         -------
         ndarray of shape (n_features, n_features) or (n_features,)
-            The covariance, or the variances when only the diagonal is kept.
+            The covariance, or the variances.
         """
-        return self.scatter / (self.total - ddof)
-
-    def variance(self, ddof=0):
-        """The variance of every column.
-
-        Parameters
-        ----------
-        ddof : float, default=0
-            Subtracted from the weight sum (1: the unbiased variance).
-
-        Returns
-        -------
-        ndarray of shape (n_features,)
-            The diagonal of the scatter over ``total - ddof``.
-        """
-        scatter = np.diag(self.scatter) if self.scatter.ndim == 2 else self.scatter
+        scatter = self.scatter
+        if diagonal and scatter.ndim == 2:
+            scatter = np.diag(scatter)
         return scatter / (self.total - ddof)
 
 

@@ -321,7 +321,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         targets, squares = self._start_sums
         n = max(targets.total, 1.0)
         if targets.n_rows > 1 and targets.total > 0:
-            mean_y, var = float(targets.mean[0]), float(targets.variance()[0])
+            mean_y, var = float(targets.mean[0]), float(targets.covariance(diagonal=True)[0])
         else:
             mean_y, var = (float(targets.mean[0]) if targets.n_rows else 0.0), 1.0
         var = var if var > 0 else 1.0

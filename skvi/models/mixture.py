@@ -748,7 +748,7 @@ n_samples_seen_, n_rejected_steps_
                     "covariance of the samples, ddof=1) needs a sum above 1, as weights "
                     "count samples; scale the weights or pass covariance_prior."
                 )
-            var = moments.variance(ddof=1)
+            var = moments.covariance(ddof=1, diagonal=True)
             if ct in ("full", "tied"):
                 cov = moments.covariance(ddof=1)
                 cov = 0.5 * (cov + cov.T)
