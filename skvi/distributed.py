@@ -30,7 +30,6 @@ import pickle
 from concurrent.futures import CancelledError
 
 import numpy as np
-from sklearn.base import is_classifier
 from sklearn.utils import check_random_state
 
 from .engine.blocks import (
@@ -40,6 +39,7 @@ from .engine.blocks import (
     block_count,
     block_initialize,
     block_prepare,
+    block_vocabulary,
     block_probe,
     block_probe_loss,
     block_rows,
@@ -150,10 +150,6 @@ def _add(a, b):
 
 def _n_rows(data):
     return int(data.shape[0])
-
-
-def _unique(y):
-    return np.unique(np.asarray(y))
 
 
 class _Channel:
@@ -570,16 +566,18 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     x_f = client.compute(x_parts)
     y_f = _compute_optional(client, y_parts)
     w_f = _compute_optional(client, w_parts)
-    classes = None
-    if is_classifier(estimator) and y is not None:
-        found = client.gather(client.map(_unique, y_f, pure=False))
-        classes = np.unique(np.concatenate(found))
     # The blocks' local steps draw from generators seeded from this one,
     # and the fit's initialisation and minibatches from random_state as in memory.
     channel = _Channel(client, check_random_state(estimator.random_state).randint(0, 2**31 - 1))
     view = channel._scatter(worker_view(estimator))
     n = len(x_f)
-    prepared = client.map(block_prepare, [view] * n, x_f, y_f, w_f, [classes] * n, pure=False)
+    # What every block must agree on before it is validated (a classifier's
+    # labels, matrix factorization's ids): the union over the blocks.
+    merged = channel.tree_sum(
+        client.map(block_vocabulary, [view] * n, x_f, y_f, w_f, pure=False)
+    )
+    vocabulary = None if merged is None else {k: v.values for k, v in merged.items()}
+    prepared = client.map(block_prepare, [view] * n, x_f, y_f, w_f, [vocabulary] * n, pure=False)
     for future in prepared:
         if future.exception() is not None:
             future.result()  # raises the block's validation error here

@@ -30,7 +30,7 @@ from skvi import (  # noqa: E402
     SVISparseGPClassifier,
     SVISparseGPRegressor,
 )
-from skvi.engine import Moments  # noqa: E402
+from skvi.engine import Distinct, Moments  # noqa: E402
 from skvi.models import mixture as mixture_module  # noqa: E402
 from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
 
@@ -338,6 +338,110 @@ def test_sparse_gp_classifier_batch_equals_the_in_memory_fit(client):
     np.testing.assert_array_equal(est.classes_, ref.classes_)
 
 
+def _mf_ratings(n=3000, n_users=120, n_items=80, seed=0):
+    """Ratings sorted by user: each block of rows holds users the others lack."""
+    rng = np.random.RandomState(seed)
+    U, V = rng.normal(size=(n_users, 2)), rng.normal(size=(n_items, 2))
+    users, items = rng.randint(n_users, size=n), rng.randint(n_items, size=n)
+    ratings = 3.0 + np.sum(U[users] * V[items], axis=1) + 0.3 * rng.normal(size=n)
+    order = np.argsort(users, kind="stable")
+    return np.c_[users, items][order], ratings[order]
+
+
+def _blocks(*arrays, rows=1000):
+    return [da.from_array(a, chunks=(rows,) + a.shape[1:]) for a in arrays]
+
+
+@pytest.mark.parametrize("kw, weighted", [
+    ({}, False), ({"covariance": "diagonal"}, True), ({"factor_prior": "wishart"}, False),
+])
+def test_matrix_factorization_batch_equals_the_in_memory_fit(client, kw, weighted):
+    # Every block encodes its ids with those of all the blocks, and each
+    # node's N_i is summed over them: the steps are the in-memory ones.
+    X, y = _mf_ratings()
+    w = np.random.RandomState(1).choice([0.0, 0.5, 2.0], size=y.size) if weighted else None
+    kw = dict(kw, n_components=2, learning_method="batch", max_iter=8, random_state=0, tol=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, y, sample_weight=w)
+    est = SVIMatrixFactorization(**kw).fit(*_blocks(X, y), sample_weight=w)
+    np.testing.assert_array_equal(est.user_ids_, ref.user_ids_)
+    np.testing.assert_array_equal(est.user_counts_, ref.user_counts_)
+    _assert_same_globals(est, ref)
+
+
+def test_matrix_factorization_takes_rows_of_user_item_rating(client):
+    # (user, item, rating) rows, as a data frame of ratings holds them; the
+    # users are strings and every block holds users the first lacks.
+    X, y = _mf_ratings(seed=2)
+    users = np.array([f"u{u:03d}" for u in X[:, 0]], dtype=object)
+    rows = np.c_[users, X[:, 1], y].astype(object)
+    kw = dict(n_components=2, learning_method="batch", max_iter=5, random_state=0, tol=0)
+    ref = SVIMatrixFactorization(**kw).fit(np.c_[users, X[:, 1]], y)
+    est = SVIMatrixFactorization(**kw).fit(da.from_array(rows, chunks=(1000, 3)))
+    np.testing.assert_array_equal(est.user_ids_, ref.user_ids_)
+    _assert_same_globals(est, ref)
+    # In memory too: the same rows with y=None.
+    _assert_same_globals(SVIMatrixFactorization(**kw).fit(rows), ref, rtol=1e-12)
+    pairs = np.c_[users[:50], X[:50, 1]].astype(object)
+    prediction = est.predict(da.from_array(pairs, chunks=(20, 2)))
+    assert isinstance(prediction, da.Array)
+    np.testing.assert_allclose(prediction.compute(), ref.predict(pairs), rtol=1e-10)
+
+
+def test_matrix_factorization_online_agrees_within_its_noise(client):
+    X, y = _mf_ratings()
+    X_test, y_test = _mf_ratings(n=6000)
+    kw = dict(n_components=2, learning_method="online", batch_size=1000, max_iter=30,
+              random_state=0, tol=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, y)
+    est = SVIMatrixFactorization(**kw).fit(*_blocks(X, y))
+    batch = SVIMatrixFactorization(n_components=2, random_state=0).fit(X, y)
+    assert est.n_batch_iter_ == ref.n_batch_iter_ == 90
+
+    def rmse(fit):
+        return np.sqrt(np.mean((fit.predict(X_test) - y_test) ** 2))
+
+    # Other minibatches (a piece of every block per step): both online fits
+    # end near the batch optimum's test error (0.32; the noise is 0.3).
+    for fit in (ref, est):
+        assert rmse(fit) == pytest.approx(rmse(batch), abs=0.03)
+
+
+def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
+    # Monte Carlo steps draw from each block's own generator, so the fits
+    # differ by their noise; the held-out log density agrees.
+    X, y = _mf_ratings(seed=4)
+    X_test, y_test = _mf_ratings(seed=4, n=6000)
+    kw = dict(n_components=2, likelihood="bernoulli", learning_method="batch", max_iter=20,
+              random_state=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, y > 3)
+    est = SVIMatrixFactorization(**kw).fit(*_blocks(X, (y > 3).astype(float)))
+    assert est.log_predictive_density(X_test, y_test > 3) == pytest.approx(
+        ref.log_predictive_density(X_test, y_test > 3), abs=0.01)
+    # Ordinal ratings, the top one only in the later blocks: the classes are
+    # found over every block, and online steps learn the thresholds.
+    levels = np.clip(np.round(y), 1, 5)
+    levels[:2000] = np.minimum(levels[:2000], 4)
+    kw = dict(n_components=2, likelihood="ordinal", learning_method="online",
+              batch_size=500, max_iter=10, random_state=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, levels)
+    est = SVIMatrixFactorization(**kw).fit(*_blocks(X, levels))
+    np.testing.assert_array_equal(est.classes_, [1, 2, 3, 4, 5])
+    # In memory, random_state 0 to 4 put the top threshold between 8.35 and
+    # 8.83 and the held-out log density between -0.935 and -0.910.
+    np.testing.assert_allclose(est.likelihood_.thresholds, ref.likelihood_.thresholds,
+                               atol=0.5)
+    test_levels = np.clip(np.round(y_test), 1, 5)
+    assert est.log_predictive_density(X_test, test_levels) == pytest.approx(
+        ref.log_predictive_density(X_test, test_levels), abs=0.03)
+
+
+def test_distinct_values_merge_by_union_of_one_kind():
+    a, b = Distinct(np.array([3, 1, 3])), Distinct(np.array([2.5, 1.0]))
+    np.testing.assert_array_equal((a + b).values, np.unique([3, 1, 3, 2.5, 1.0]))
+    with pytest.raises(ValueError, match="different kinds"):
+        a + Distinct(np.array(["x"]))
+
+
 def test_what_does_not_decompose_over_blocks_says_so(client):
     X = da.from_array(np.random.RandomState(0).normal(size=(100, 2)), chunks=(50, 2))
     y = da.from_array(np.ones(100), chunks=50)
@@ -345,8 +449,11 @@ def test_what_does_not_decompose_over_blocks_says_so(client):
         SVISparseGPRegressor(objective="optimal").fit(X, y)
     with pytest.raises(NotImplementedError, match="learning_method='online'"):
         SVISparseGPRegressor(optimizer="fmin_l_bfgs_b", learning_method="batch").fit(X, y)
-    with pytest.raises(NotImplementedError, match="cannot yet fit on a dask cluster"):
-        SVIMatrixFactorization().fit(X, y)
+    ids = da.from_array(np.c_[np.arange(100) % 7, np.arange(100) % 5], chunks=(50, 2))
+    with pytest.raises(NotImplementedError, match="children_per_node=None"):
+        SVIMatrixFactorization(learning_method="online", children_per_node=2).fit(ids, y)
+    with pytest.raises(NotImplementedError, match="learn_thresholds=False"):
+        SVIMatrixFactorization(likelihood="ordinal").fit(ids, y + (np.arange(100) % 3))
 
 
 def test_no_client_is_a_clear_error():

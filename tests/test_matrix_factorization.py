@@ -306,11 +306,28 @@ def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
         (np.array([[0], [1]]), np.array([1.0, 2.0]), "1 feature"),
         (np.array([[0, 1], [1, 0]]), np.array([1.0, 2.0, 3.0]), "y must have shape"),
         (np.array([[0, 1], [1, 0]]), None, "sparse"),
+        (np.array([[0, 1, 2.0], [1, 0, np.nan]]), None, "finite"),
+        (np.array([[0, 1, 2, 3], [1, 0, 2, 3]]), None, "rating\\) rows"),
     ],
 )
 def test_bad_input_raises(X, y, message):
     with pytest.raises(ValueError, match=message):
         SVIMatrixFactorization(2).fit(X, y)
+
+
+def test_rows_of_user_item_rating_fit_as_pairs_with_ratings(small):
+    X, y, _, _ = small
+    kw = dict(n_components=3, max_iter=5, random_state=0, tol=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, y)
+    est = SVIMatrixFactorization(**kw).fit(np.c_[X, y])
+    for name in ref.natural_params_:
+        for a, b in zip(est.natural_params_[name], ref.natural_params_[name]):
+            np.testing.assert_array_equal(a, b)
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"user": X[:, 0], "movie": X[:, 1], "stars": y})
+    est = SVIMatrixFactorization(**kw).fit(frame)
+    np.testing.assert_array_equal(est.feature_names_in_, ["user", "movie"])
+    np.testing.assert_allclose(est.predict(frame[["user", "movie"]]), ref.predict(X), rtol=1e-12)
 
 
 def test_sklearn_model_selection_uses_score(small):

@@ -25,9 +25,10 @@ from .base import (
 )
 from .factor import Factor
 from .monitoring import FitRecord, monitor
-from .statistics import Moments, RowStatistics, Samples, Statistics, add_statistics
+from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, add_statistics
 
 __all__ = [
+    "Distinct",
     "ENGINE_PARAMETER_CONSTRAINTS",
     "Factor",
     "FitRecord",

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 import numpy as np
 import scipy.sparse as sp
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -44,7 +44,7 @@ from .factor import Factor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, _Run, _Table, warn_user
 from . import blocks as _block_fns
 from .blocks import BlockedData, RemoteProbe, backend_for
-from .statistics import RowStatistics, Statistics, add_statistics
+from .statistics import Distinct, RowStatistics, Statistics, add_statistics
 
 __all__ = [
     "ENGINE_PARAMETER_CONSTRAINTS",
@@ -137,6 +137,7 @@ OPTIONAL_HOOKS = (
     "_pass_converged",
     "_warn_not_converged",
     "_on_params_updated",
+    "_data_vocabulary",
     "_fit_data",
     "_seed_local_steps",
     "_transient_attributes",
@@ -625,9 +626,11 @@ class SVIEstimator(BaseEstimator):
         What the empirical-Bayes step needs from a block (added over
         blocks like the factors' statistics; default None).
     _update_hyperparameters(hyper, ctx) -> bool
-        An empirical-Bayes step on the prior after each accepted step, from
-        the summed ``_hyperparameter_statistics``; return True to have the
-        engine re-read ``_prior_natural()`` (default: no step).
+        An empirical-Bayes step on the prior (or on the likelihood's own
+        parameters) after each accepted step, from the summed
+        ``_hyperparameter_statistics``; return True when it changed the
+        model, to have the engine re-read ``_prior_natural()`` and send the
+        workers of a fit on a cluster a fresh copy (default: no step).
     _sample_count(X) -> float
         How many samples the rows of X count for in ``N / |S|`` and the
         running count (default ``X.shape[0]``; a model with row weights
@@ -650,12 +653,18 @@ class SVIEstimator(BaseEstimator):
         ``tol > 0`` and ``max_iter > 1``).
     _on_params_updated()
         Refresh derived fitted attributes after fit and partial_fit.
-    _fit_data(X, y, sample_weight, classes) -> data
+    _data_vocabulary(X, y, sample_weight) -> dict or None
+        The distinct values that every block of a fit on a cluster must
+        agree on before any block is validated, as a dict of
+        :class:`~skvi.engine.Distinct` (merged over the blocks by union).
+        Default: a classifier's labels, ``{"classes": Distinct(y)}``;
+        matrix factorization adds its user and item ids.
+    _fit_data(X, y, sample_weight, vocabulary) -> data
         What ``fit`` makes of its input before the engine's loop (the
         validated rows, targets and weights), for one block of a fit on a
-        cluster (:mod:`skvi.distributed`); ``classes`` are a classifier's
-        labels, found over every block.  A model without it cannot fit on a
-        cluster.
+        cluster (:mod:`skvi.distributed`); ``vocabulary`` holds the values
+        of ``_data_vocabulary`` over every block (a dict of sorted arrays;
+        None in memory).  A model without it cannot fit on a cluster.
     _seed_local_steps(random_state)
         Draw the local step's random numbers (LDA's initial gamma, Monte
         Carlo samples) from ``random_state``: each block of a fit on a
@@ -848,7 +857,12 @@ class SVIEstimator(BaseEstimator):
     def _probe_loss(self, probe, params):
         return None
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _data_vocabulary(self, X, y, sample_weight):
+        if y is None or not is_classifier(self):
+            return None
+        return {"classes": Distinct(np.asarray(y).ravel())}
+
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         raise NotImplementedError(f"{type(self).__name__} cannot yet fit on a cluster.")
 
     def _seed_local_steps(self, random_state):
@@ -929,7 +943,10 @@ class SVIEstimator(BaseEstimator):
 
     def _row_totals(self, name):
         """``N_i``: the data points of each row of group ``name``."""
-        return self._svi.rows[name].totals
+        st = getattr(self, "_svi", None)
+        if st is None:  # a worker's copy of the model (engine.blocks.worker_view)
+            return self._worker_row_totals[name]
+        return st.rows[name].totals
 
     def _warn(self, message, category=UserWarning):
         """Warn at the user's line (the first frame outside skvi and scikit-learn)."""
@@ -1470,20 +1487,28 @@ class SVIEstimator(BaseEstimator):
         self._on_params_updated()
 
     def _count_rows(self, X):
-        """``N_i`` of every row group from the whole of X (fit)."""
-        if isinstance(X, BlockedData):
-            if self._row_groups:
-                raise NotImplementedError(
-                    f"{type(self).__name__} cannot yet fit on a cluster: its per-row "
-                    "factors need the rows' counts gathered from every block."
-                )
+        """``N_i`` of every row group from the whole of X (fit), summed over its blocks."""
+        if not self._row_groups:
             return
+        groups = self._svi.rows
+        sizes = tuple((name, groups[name].totals.shape[0]) for name in self._row_groups)
+        if isinstance(X, BlockedData):
+            totals = X.sum_over(self, _block_fns.block_row_totals, None, sizes)
+            # The workers' copies of the model carry N_i (``_row_totals``).
+            self._svi.view_version += 1
+        else:
+            totals = self._row_counts(X, sizes)
+        for (name, _), total in zip(sizes, totals):
+            groups[name].totals = total
+
+    def _row_counts(self, X, sizes):
+        """Each row group's weighted count of the data points of X, as a tuple."""
         weights = self._row_weights(X)
-        for name, ids in self._row_ids(X).items():
-            group = self._svi.rows[name]
-            group.totals = np.bincount(
-                ids, weights=weights, minlength=group.totals.shape[0]
-            ).astype(float)
+        ids = self._row_ids(X)
+        return tuple(
+            np.bincount(ids[name], weights=weights, minlength=size).astype(float)
+            for name, size in sizes
+        )
 
     def _grow_and_count(self, X):
         """Add the rows X meets for the first time; add X's points to ``N_i``."""
@@ -1848,7 +1873,7 @@ class SVIEstimator(BaseEstimator):
         if self._update_hyperparameters(hyper, ctx):
             st.prior = self._prior_natural()
             st.view_version += 1  # workers' copies of the model are stale
-            st.known_bound = st.known_local = None  # the objective moved with the priors
+            st.known_bound = st.known_local = None  # the objective moved with the model
 
     def _raises_elbo(self, X, params):
         """Whether a batch step's ``params`` do not lower the full-data ELBO.

@@ -22,7 +22,9 @@ __all__ = ["BlockedData", "backend_for", "register_backend"]
 
 # Attributes of an estimator that never travel to a worker: the engine's
 # state (the trace, the probe) and the globals, which are sent on their own.
-_ENGINE_ATTRIBUTES = frozenset(("_svi", "natural_params_", "_blocks_pool", "_blocks_threads"))
+_ENGINE_ATTRIBUTES = frozenset((
+    "_svi", "natural_params_", "_blocks_pool", "_blocks_threads", "_worker_row_totals",
+))
 
 
 _BACKENDS = []
@@ -92,6 +94,10 @@ def worker_view(estimator):
     view = copy.copy(estimator)
     drop = _ENGINE_ATTRIBUTES | frozenset(getattr(estimator, "_transient_attributes", ()))
     view.__dict__ = {k: v for k, v in estimator.__dict__.items() if k not in drop}
+    st = getattr(estimator, "_svi", None)
+    if st is not None and st.rows:
+        # Per-row factors' N_i (``_row_totals``) are the size of the globals.
+        view._worker_row_totals = {name: group.totals for name, group in st.rows.items()}
     return view
 
 
@@ -110,11 +116,11 @@ def changed_attributes(before, estimator, data=None):
 
 
 # ------------------------------------------------- functions run on a block
-def block_prepare(estimator, X, y, sample_weight, classes):
+def block_prepare(estimator, X, y, sample_weight, vocabulary):
     """Validate one block as ``fit`` validates its input; returns (data, attributes set)."""
     est = copy.copy(estimator)
     before = dict(est.__dict__)
-    data = est._validate_input(est._fit_data(X, y, sample_weight, classes), reset=True)
+    data = est._validate_input(est._fit_data(X, y, sample_weight, vocabulary), reset=True)
     return data, changed_attributes(before, est, data)
 
 
@@ -134,6 +140,16 @@ def block_initialize(estimator, data, random_state):
 def block_data_summary(estimator, data, local):
     """``_data_summary`` of a block (summed over blocks before the start)."""
     return estimator._data_summary(data)
+
+
+def block_vocabulary(estimator, X, y, sample_weight):
+    """``_data_vocabulary`` of a raw block (merged over blocks before validation)."""
+    return estimator._data_vocabulary(X, y, sample_weight)
+
+
+def block_row_totals(estimator, data, local, sizes):
+    """Each row group's count of a block's data points (``N_i``, summed over blocks)."""
+    return estimator._row_counts(data, sizes)
 
 
 def block_count(estimator, data):

@@ -22,12 +22,15 @@ add itself:
 :class:`Moments` is the same idea for the data themselves: the weighted
 count, mean and centred scatter of a block, merged exactly, so that the
 defaults a model takes from its data (a mixture's prior mean and
-covariance) are those of all the rows however they are split.
+covariance) are those of all the rows however they are split, and
+:class:`Distinct` the distinct values a fit must agree on before it
+validates any block (a classifier's labels, the user and item ids of
+matrix factorization), merged by their union.
 """
 
 import numpy as np
 
-__all__ = ["Moments", "RowStatistics", "Samples", "Statistics", "add_statistics"]
+__all__ = ["Distinct", "Moments", "RowStatistics", "Samples", "Statistics", "add_statistics"]
 
 
 class RowStatistics:
@@ -216,18 +219,66 @@ class Moments:
         return scatter / (self.total - ddof)
 
 
+class Distinct:
+    """The distinct values of a column, sorted; ``a + b`` is their union.
+
+    What the blocks of a fit on a cluster must agree on before any of them
+    is validated: a classifier's labels, the user and item ids of matrix
+    factorization (each block then encodes its ids with the union, as an
+    in-memory fit encodes all of them).  Numbers and text do not mix.
+
+    Parameters
+    ----------
+    values : array-like of shape (n,)
+        Values, repeated or not (numbers, strings or bytes).
+
+    Attributes
+    ----------
+    values : ndarray
+        The distinct values, sorted (``np.unique``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import Distinct
+    >>> (Distinct(np.array([3, 1, 3])) + Distinct(np.array([2, 1]))).values
+    array([1, 2, 3])
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = np.unique(np.asarray(values))
+
+    def __add__(self, other):
+        if not isinstance(other, Distinct):
+            return NotImplemented
+        a, b = self.values, other.values
+        numeric = "biuf"
+        if a.size and b.size and (a.dtype.kind in numeric) != (b.dtype.kind in numeric):
+            raise ValueError(
+                f"Blocks hold values of different kinds ({a.dtype} and {b.dtype}): "
+                "use one kind (numbers or strings) in every block."
+            )
+        union = Distinct.__new__(Distinct)
+        union.values = np.union1d(a, b)
+        return union
+
+
 def add_statistics(a, b):
     """Sum of two blocks' statistics of one factor, in any of the three forms.
 
     Parameters
     ----------
-    a, b : tuple of ndarray, RowStatistics, Samples or None
+    a, b : tuple, dict, RowStatistics, Samples, Moments, Distinct or None
         The statistics of the same factor from two blocks; None stands for
-        "no statistics" (the other operand is returned).
+        "no statistics" (the other operand is returned).  Tuples add
+        elementwise (arrays, :class:`Moments`, :class:`Distinct`), dicts
+        key by key.
 
     Returns
     -------
-    tuple of ndarray, RowStatistics, Samples or None
+    tuple, dict, RowStatistics, Samples, Moments, Distinct or None
         The statistics of the two blocks together.
 
     Examples
@@ -241,8 +292,10 @@ def add_statistics(a, b):
         return b
     if b is None:
         return a
+    if isinstance(a, dict):
+        return {k: add_statistics(v, b[k]) for k, v in a.items()}
     if isinstance(a, tuple):
-        return tuple(x + y if isinstance(x, Moments) else np.asarray(np.add(x, y))
+        return tuple(x + y if isinstance(x, (Moments, Distinct)) else np.asarray(np.add(x, y))
                      for x, y in zip(a, b))
     return a + b
 

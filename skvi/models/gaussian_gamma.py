@@ -336,7 +336,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         return self._rows(X, True, sample_weight)
 
     def _validate_input(self, X, reset):

@@ -424,8 +424,9 @@ class _BayesianGLM(SVIEstimator):
         self.prior_variance_ = self._prior_var
 
     # ------------------------------------------------------------ fitting API
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         X, y = self._check_X_y(X, y, reset=True)
+        classes = None if vocabulary is None else vocabulary.get("classes")
         y = self._encode_targets(y, reset=True, classes=classes)
         return Rows(X, y, check_row_weights(sample_weight, X))
 

@@ -211,7 +211,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             return fitted
         return self._engine_fit(self._fit_data(X, y, sample_weight, None))
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         return self._rows(X, y, reset=True, sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)

@@ -675,7 +675,7 @@ n_samples_seen_, n_rejected_steps_
                 f"{self.n_components}, n_samples = {n}{which}"
             )
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         self._weighted_blocks = sample_weight is not None  # read back by _fit_blocks
         return self._rows(X, reset=True, sample_weight=sample_weight, whole=False)
 

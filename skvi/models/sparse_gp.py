@@ -349,7 +349,7 @@ class _SparseGP(SVIEstimator):
         # The inducing points' k-means takes at most this many rows.
         return _KMEANS_ROWS
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         if getattr(self, "objective", None) == "optimal":
             raise NotImplementedError(
                 "objective='optimal' factorises an N x N matrix of all the rows and does not "
@@ -362,6 +362,7 @@ class _SparseGP(SVIEstimator):
                 "learning_method='online' (the kernel learned by steps), or fit the kernel on "
                 "a sample in memory and pass it with optimizer=None."
             )
+        classes = None if vocabulary is None else vocabulary.get("classes")
         return self._rows(X, y, True, sample_weight, classes)
 
 

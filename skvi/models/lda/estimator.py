@@ -503,7 +503,7 @@ class SVILatentDirichletAllocation(
             self._pool.close()
             self._pool = None
 
-    def _fit_data(self, X, y, sample_weight, classes):
+    def _fit_data(self, X, y, sample_weight, vocabulary):
         return _with_weights(X, sample_weight)
 
     def _seed_local_steps(self, random_state):

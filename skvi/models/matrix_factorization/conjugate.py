@@ -39,23 +39,17 @@ class GaussianRatings:
         """Global scalars besides the mean: the noise precision when learned."""
         return ("noise",) if mf.noise_precision is None else ()
 
-    def initial_scalars(self, mf, ratings, random_state, weights=None):
+    def initial_scalars(self, mf, moments, data, random_state):
         """Start ``mu`` at the mean rating and ``tau`` at one over the variance.
 
-        With ``weights``: the weighted mean and variance, and the total
-        weight as the number of ratings.
+        ``moments`` (a :class:`skvi.engine.Moments` of the ratings) holds
+        their weighted mean and variance, the total weight counting as the
+        number of ratings; ``data`` and ``random_state`` are not needed.
         """
         a0, _ = mf._hyper
-        r = ratings
-        if weights is None:
-            n = max(r.shape[0], 1)
-            mean_r = float(np.mean(r)) if r.size else float(mf.mean_prior)
-            var_r = float(np.var(r)) if r.size > 1 else 1.0
-        else:
-            total = float(np.sum(weights))
-            n = max(total, 1)
-            mean_r = float(np.sum(weights * r) / total)
-            var_r = float(np.sum(weights * (r - mean_r) ** 2) / total) if total > 1 else 1.0
+        n = max(moments.total, 1)
+        mean_r = float(moments.mean[0]) if moments.n_rows else float(mf.mean_prior)
+        var_r = float(moments.covariance()[0]) if moments.total > 1 else 1.0
         var_r = var_r if var_r > 0 else 1.0
         tau0 = 1.0 / var_r if mf.noise_precision is None else float(mf.noise_precision)
         prec_mu = mf.mean_precision_prior + n * tau0

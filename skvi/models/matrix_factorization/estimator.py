@@ -37,7 +37,14 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
-from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
+from ...engine import (
+    ENGINE_PARAMETER_CONSTRAINTS,
+    Distinct,
+    Factor,
+    RowStatistics,
+    SVIEstimator,
+)
+from ...engine import Moments as DataMoments
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import (
@@ -48,7 +55,7 @@ from ...update_rules import (
 from ...validation import check_sparse_structure
 from .._rows import check_row_weights
 from .conjugate import GaussianRatings
-from .ids import IdEncoder
+from .ids import IdEncoder, as_id_array
 from .nodes import (
     SIDES,
     ChildSample,
@@ -410,12 +417,15 @@ n_samples_seen_, converged_, n_rejected_steps_
 
         Parameters
         ----------
-        X : array-like of shape (n_ratings, 2) or sparse matrix of shape (n_users, n_items)
+        X : array-like of shape (n_ratings, 2) or (n_ratings, 3), or sparse matrix
             Either (user, item) id pairs, with the ratings in ``y``; or,
-            with ``y=None``, a sparse matrix whose stored entries are the
-            observed ratings (its row and column numbers are the ids).  Ids
-            may be any numbers or strings; they are encoded internally
-            (``user_ids_``, ``item_ids_``).
+            with ``y=None``, (user, item, rating) rows (a data frame of
+            ratings), or a sparse users x items matrix whose stored entries
+            are the observed ratings (its row and column numbers are the
+            ids).  Ids may be any numbers or strings; they are encoded
+            internally (``user_ids_``, ``item_ids_``).  A dask array or
+            dataframe of such rows fits on a dask cluster
+            (:mod:`skvi.distributed`).
         y : array-like of shape (n_ratings,) or None
             Ratings for the id pairs.
         sample_weight : array-like of shape (n_ratings,) or None, default=None
@@ -528,6 +538,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         if return_std:
             return mean, np.sqrt(np.maximum(var, 0.0))
         return mean
+
+    def _ordinal_likelihood(self):
+        lik = self.likelihood
+        return (isinstance(lik, str) and lik == "ordinal") or isinstance(lik, Ordinal)
 
     def _has_proba(self):
         return self.likelihood in ("bernoulli", "ordinal") or isinstance(
@@ -680,16 +694,40 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self.n_components
 
     # ------------------------------------------------------------- input
-    def _ratings(self, X, y, reset=False, grow=False, classes=None, sample_weight=None):
+    def _ratings(
+        self, X, y, reset=False, grow=False, classes=None, sample_weight=None, vocabulary=None
+    ):
         """Validated, encoded ratings of (X, y): ids to rows, ratings to targets.
 
-        ``reset`` starts new id encoders and the likelihood's classes;
-        ``grow`` adds unknown ids (``partial_fit``); otherwise unknown ids
-        are encoded as -1 (predicted from the prior).  ``sample_weight``
-        weighs the ratings: those of weight 0 are dropped before their ids
-        are encoded, unit weights give unweighted ratings.
+        ``reset`` starts new id encoders and the likelihood's classes (from
+        ``vocabulary``, the distinct ids and ratings of every block of a
+        fit on a cluster, when given); ``grow`` adds unknown ids
+        (``partial_fit``); otherwise unknown ids are encoded as -1
+        (predicted from the prior).  ``sample_weight`` weighs the ratings:
+        those of weight 0 are dropped before their ids are encoded, unit
+        weights give unweighted ratings.
         """
-        if y is None:
+        data = self._raw_ratings(X, y, reset, sample_weight)
+        if reset:
+            # A fit on a cluster encodes every block with the ids (and the
+            # rating values) of all the blocks, as a fit in memory does.
+            vocabulary = vocabulary or {}
+            self._user_ids = IdEncoder(vocabulary.get("users", data.users))
+            self._item_ids = IdEncoder(vocabulary.get("items", data.items))
+            if classes is None:
+                classes = vocabulary.get("ratings")
+        data.users = self._user_ids.encode(data.users, grow=grow)
+        data.items = self._item_ids.encode(data.items, grow=grow)
+        return self._encode_targets(data, reset=reset, classes=classes)
+
+    def _raw_ratings(self, X, y, reset, sample_weight):
+        """Validated ratings of (X, y) with their ids as given; weight-0 ratings dropped."""
+        if y is None and not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] == 3:
+            # (user, item, rating) rows, as a data frame of ratings holds them.
+            weights = check_row_weights(sample_weight, X)
+            users, items, ratings = self._id_columns(X, reset=reset, n_columns=3)
+            data = Ratings(users, items, self._check_ratings(ratings, users.shape[0]))
+        elif y is None:
             data = self._matrix_ratings(X)
             weights = check_row_weights(sample_weight, data.ratings)
             if reset:
@@ -703,12 +741,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             data = Ratings(users, items, ratings)
         if weights is not None:
             data = self._weigh(data, weights)
-        if reset:
-            self._user_ids = IdEncoder(data.users)
-            self._item_ids = IdEncoder(data.items)
-        data.users = self._user_ids.encode(data.users, grow=grow)
-        data.items = self._item_ids.encode(data.items, grow=grow)
-        return self._encode_targets(data, reset=reset, classes=classes)
+        return data
 
     @staticmethod
     def _weigh(data, weights):
@@ -732,9 +765,14 @@ n_samples_seen_, converged_, n_rejected_steps_
         users, items = self._id_columns(X, reset=False)
         return self._user_ids.encode(users), self._item_ids.encode(items)
 
-    def _id_columns(self, X, reset):
-        """The user and item id columns of X, an (n, 2) array or data frame."""
-        _check_feature_names(self, X, reset=reset)
+    def _id_columns(self, X, reset, n_columns=2):
+        """The user and item id columns of X, an (n, 2) array or data frame.
+
+        With ``n_columns=3`` the third column, the ratings, is returned too
+        (the names of the first two are the ids' feature names).
+        """
+        named = X.iloc[:, :2] if n_columns == 3 and hasattr(X, "iloc") else X
+        _check_feature_names(self, named, reset=reset)
         if sp.issparse(X):
             raise ValueError(
                 "X must be an (n_ratings, 2) array of (user, item) ids when y is given, "
@@ -759,7 +797,7 @@ n_samples_seen_, converged_, n_rejected_steps_
                 f"0 feature(s) (shape={shape}) while a minimum of 2 is required: "
                 "the user id and the item id of each rating."
             )
-        if shape[1] != 2:
+        if shape[1] != n_columns:
             raise ValueError(
                 f"X has {shape[1]} feature(s) (shape={shape}), but "
                 f"{type(self).__name__} takes exactly 2: the user id and the item id "
@@ -769,15 +807,15 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError(f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
         if reset:
             self.n_features_in_ = 2
-        return columns[0], columns[1]
+        return tuple(columns)
 
     def _matrix_ratings(self, X):
         """The stored entries of a sparse users x items matrix as ratings."""
         if not sp.issparse(X):
             raise ValueError(
                 f"{type(self).__name__}: give either X of (user, item) id pairs "
-                "with ratings y, or a scipy sparse users x items matrix of "
-                "ratings (y=None)."
+                "with ratings y, or with y=None (user, item, rating) rows or a "
+                "scipy sparse users x items matrix of ratings."
             )
         check_sparse_structure(X)
         if X.format == "dia":
@@ -948,14 +986,62 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _validate_input(self, data, reset):
         if reset:
             self._hyper = self._check_prior_params()
-            # Ratings per node of the first data, for the initial nodes; the
-            # engine keeps the counts N_i from here on.
-            self.user_counts_ = np.bincount(data.users, minlength=len(self._user_ids)).astype(float)
-            self.item_counts_ = np.bincount(data.items, minlength=len(self._item_ids)).astype(float)
-            self.n_users_ = self.user_counts_.shape[0]
-            self.n_items_ = self.item_counts_.shape[0]
         self._fit_prep = None
         return data
+
+    # ------------------------------------------------------ on a dask cluster
+    def _data_vocabulary(self, X, y, sample_weight):
+        # The ids (and a categorical likelihood's rating values) of every
+        # block, so that each block encodes its ids as a fit in memory does.
+        data = self._raw_ratings(X, y, True, sample_weight)
+        vocabulary = {
+            "users": Distinct(as_id_array(data.users)),
+            "items": Distinct(as_id_array(data.items)),
+        }
+        if not self._conjugate and self._has_proba():
+            vocabulary["ratings"] = Distinct(data.ratings)
+        return vocabulary
+
+    def _fit_data(self, X, y, sample_weight, vocabulary):
+        if self.learning_method == "online" and self.children_per_node is not None:
+            raise NotImplementedError(
+                "children_per_node (Paquet's Alg. 1) draws each node's ratings from all "
+                "of them, which a fit on a cluster does not gather: use minibatches "
+                "(children_per_node=None) or learning_method='batch'."
+            )
+        if (
+            self.learning_method == "batch" and self.learn_thresholds
+            and not self._conjugate and self._ordinal_likelihood()
+        ):
+            raise NotImplementedError(
+                "A batch fit learns the ordinal thresholds from every rating at every "
+                "step, which a fit on a cluster does not gather: use "
+                "learning_method='online' (the thresholds learned from each minibatch) "
+                "or learn_thresholds=False."
+            )
+        self._in_partial_fit = False
+        return self._ratings(
+            X, y, reset=True, sample_weight=sample_weight, vocabulary=vocabulary
+        )
+
+    def _data_summary(self, data):
+        # Ratings per node (which nodes start at random means) and the
+        # ratings' weighted mean and variance (the start of mu and tau).
+        return (
+            np.bincount(data.users, minlength=len(self._user_ids)).astype(float),
+            np.bincount(data.items, minlength=len(self._item_ids)).astype(float),
+            DataMoments.of(data.ratings[:, None], data.weights, full=False),
+        )
+
+    def _adopt_data_summary(self, summary):
+        # The engine keeps the counts N_i from here on.
+        self.user_counts_, self.item_counts_, self._rating_moments = summary
+        self.n_users_ = self.user_counts_.shape[0]
+        self.n_items_ = self.item_counts_.shape[0]
+
+    def _seed_local_steps(self, random_state):
+        # The Monte-Carlo draws of a block of a fit on a cluster.
+        self._block_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
 
     def _prepare_block(self, X, y=None):
         data = self._ratings(X, y)
@@ -1072,9 +1158,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             params[name] = self._initial_nodes(
                 name, counts.shape[0], random_state, counts > 0, tight
             )
-        params.update(
-            self._strategy.initial_scalars(self, data.ratings, random_state, data.weights)
-        )
+        params.update(self._strategy.initial_scalars(self, self._rating_moments, data, random_state))
         if self.factor_precision is None:
             for name in ("users", "items"):
                 params[SIDES[name].precision] = self._initial_precision_natural()
@@ -1223,11 +1307,14 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _local_step(self, data, params):
         # No local latent variables: index the minibatch for aggregation.
-        return prepare(data)
+        prep = prepare(data)
+        # A block of a fit on a cluster draws from its own generator.
+        prep["rng"] = getattr(self, "_block_rng", None)
+        return prep
 
     def _expected_stats(self, name, data, prep, params):
         if name in self._row_groups:
-            h, P, weight = self._node_stats(name, prep, params)
+            h, P, weight = self._node_stats(name, prep, params, rng=prep.get("rng"))
             side = prep[name]
             return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
         if name in ("mean", "noise"):
@@ -1383,6 +1470,8 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------------ ELBO
     def _local_bound(self, data, prep, params):
+        if prep is None:  # the data part of the ELBO on a block of a cluster
+            prep = prepare(data)
         return self._strategy.local_bound(self, prep, params)
 
     def _global_bound(self, params):
@@ -1455,9 +1544,10 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _update_hyperparameters(self, hyper, ctx):
         """Learn the ordinal thresholds after each accepted step (the prior is unchanged)."""
-        if hyper is not None:
-            self._strategy.update_thresholds(self, hyper, ctx.rho)
-        return False
+        if hyper is None:
+            return False
+        self._strategy.update_thresholds(self, hyper, ctx.rho)
+        return True  # the likelihood changed: the workers need the new thresholds
 
     def _on_params_updated(self):
         params = self.natural_params_

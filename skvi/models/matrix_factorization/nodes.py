@@ -88,6 +88,21 @@ class Ratings:
         """The number of ratings, or their total weight."""
         return self.shape[0] if self.weights is None else float(np.sum(self.weights))
 
+    @classmethod
+    def concatenate(cls, parts):
+        """The ratings of several blocks stacked (a probe drawn over the blocks)."""
+        weights = None
+        if any(p.weights is not None for p in parts):
+            weights = np.concatenate([
+                np.ones(p.shape[0]) if p.weights is None else p.weights for p in parts
+            ])
+        return cls(
+            np.concatenate([p.users for p in parts]),
+            np.concatenate([p.items for p in parts]),
+            np.concatenate([p.ratings for p in parts]),
+            weights,
+        )
+
 
 class BatchSide:
     """One side (users or items) of a prepared minibatch."""

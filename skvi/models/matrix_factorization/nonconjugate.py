@@ -240,31 +240,30 @@ class GLMRatings:
         """No noise precision: the likelihood has none."""
         return ()
 
-    def initial_scalars(self, mf, ratings, random_state, weights=None):
+    def initial_scalars(self, mf, moments, data, random_state):
         """Start ``mu`` at the link value of the mean rating; seed the draws.
 
-        With ``weights``: the weighted mean, and the total weight as the
-        number of ratings.
+        The mean rating and the number of ratings (their total weight)
+        come from ``moments`` (a :class:`skvi.engine.Moments` of all of
+        them), the curvature from the ratings ``data`` (all of them in
+        memory, the first block on a cluster).
         """
         # The Monte-Carlo draws, and the common random numbers of the ELBO
         # estimate.
         mf._bound_seed = int(random_state.randint(np.iinfo(np.int32).max))
         mf._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
-        n = max(ratings.shape[0] if weights is None else float(np.sum(weights)), 1)
-        f0, curvature = self.baseline(mf, ratings, weights)
+        n = max(moments.total, 1)
+        target = float(moments.mean[0]) if moments.n_rows else 0.0
+        f0, curvature = self.baseline(mf, target, data.ratings, data.weights)
         prec_mu = mf.mean_precision_prior + n * curvature
         return {"mean": (np.array(prec_mu * f0), np.array(-0.5 * prec_mu))}
 
-    def baseline(self, mf, y, weights=None):
-        """Linear predictor ``f0`` whose conditional mean is ``mean(y)``, and
-        the mean curvature ``-l''`` there (the initial global mean and its
-        precision per rating); weighted averages with ``weights``."""
+    def baseline(self, mf, target, y, weights=None):
+        """Linear predictor ``f0`` whose conditional mean is ``target`` (the
+        mean rating), and the mean curvature ``-l''`` there over the ratings
+        ``y`` (the initial global mean and its precision per rating);
+        weighted averages with ``weights``."""
         lik = mf.likelihood_
-        if weights is not None:
-            total = float(np.sum(weights))
-            target = float(np.sum(weights * y) / total)
-        else:
-            target = float(np.mean(y)) if y.size else 0.0
         lo, hi = -30.0, 30.0
         g_lo = float(lik.conditional_mean(np.array(lo))) - target
         g_hi = float(lik.conditional_mean(np.array(hi))) - target
@@ -275,7 +274,7 @@ class GLMRatings:
         else:
             f0 = brentq(lambda f: float(lik.conditional_mean(np.array(f))) - target, lo, hi)
         if weights is not None:
-            curvature = float(np.sum(weights * -lik.d2logpdf(y, f0)) / total)
+            curvature = float(np.sum(weights * -lik.d2logpdf(y, f0)) / np.sum(weights))
         else:
             curvature = float(np.mean(-lik.d2logpdf(y, f0))) if y.size else 1.0
         return f0, max(curvature, 1e-6)
@@ -310,7 +309,9 @@ class GLMRatings:
         """The global mean's fixed point from the ratings' ``E[l']`` and ``E[l'']``."""
         mu, _ = mf._global_mean(params)
         side = prep["global_side"]
-        _, _, _, e1, e2 = self.side_pass(mf, side, prep[side], params, want_node_stats=False)
+        _, _, _, e1, e2 = self.side_pass(
+            mf, side, prep[side], params, want_node_stats=False, rng=prep.get("rng")
+        )
         w = prep[side].weights
         if w is not None:
             return (np.array(np.sum(w * (e1 - e2 * mu))), np.array(0.5 * np.sum(w * e2)))
