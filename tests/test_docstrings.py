@@ -19,6 +19,7 @@ MODULES = [
     "skvi.expfam",
     "skvi.datasets",
     "skvi.models",
+    "skvi.models.ctm.kernels",
     "skvi.metrics",
     "skvi.plotting",
 ]
