@@ -10,6 +10,7 @@ from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
+    SVICorrelatedTopicModel,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -27,6 +28,7 @@ warn_if_kernels_missing()
 __all__ = [
     "GaussianGammaVB",
     "SVIBayesianGaussianMixture",
+    "SVICorrelatedTopicModel",
     "SVILatentDirichletAllocation",
     "SVILinearRegression",
     "SVILogisticRegression",

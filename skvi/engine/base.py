@@ -109,6 +109,7 @@ OPTIONAL_HOOKS = (
     "_hierarchical_factors",
     "_local_depends_on_globals",
     "_initial_globals_are_data",
+    "_scheduled_row_steps",
     "_validate_input",
     "_prepare_block",
     "_row_ids",
@@ -525,6 +526,11 @@ class SVIEstimator(BaseEstimator):
     _local_depends_on_globals : bool
         False when the local step only summarises the data, so batch mode
         computes it once (default True).
+    _scheduled_row_steps : bool
+        True when batch steps of per-row factors follow each row's schedule
+        too, as online steps do (targets that are Monte Carlo estimates,
+        whose noise a full step would never average out); default False:
+        a batch step moves every row by ``rho = 1``.
     _initial_globals_are_data : bool
         True when ``_initialize_globals`` fits the globals to the rows it is
         given (a mixture's k-means start): with ``total_samples='auto'``
@@ -805,6 +811,7 @@ class SVIEstimator(BaseEstimator):
         return tuple(self._factor_families)
 
     _initial_globals_are_data = False
+    _scheduled_row_steps = False
 
     def _validate_input(self, X, reset):
         return X
@@ -1686,7 +1693,7 @@ class SVIEstimator(BaseEstimator):
                 ctx.row_scale = np.full(rows.shape[0], ctx.scale)
             else:
                 ctx.row_scale = totals / np.maximum(counts, 1e-300)
-            if ctx.online:
+            if ctx.online or self._scheduled_row_steps:
                 steps, inverse = np.unique(group.steps[rows] + 1.0, return_inverse=True)
                 values = np.array([st.schedule(int(t)) for t in steps])
                 ctx.row_rho = values[inverse] * ctx.backoff

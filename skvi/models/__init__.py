@@ -1,5 +1,6 @@
 """Estimators: one module per model, each built on :mod:`skvi.engine`."""
 
+from .ctm import SVICorrelatedTopicModel
 from .gaussian_gamma import GaussianGammaVB
 from .glm import SVILogisticRegression, SVIPoissonRegression
 from .lda import SVILatentDirichletAllocation
@@ -11,6 +12,7 @@ from .sparse_gp import SVISparseGPClassifier, SVISparseGPRegressor
 
 __all__ = [
     "SVIBayesianGaussianMixture",
+    "SVICorrelatedTopicModel",
     "GaussianGammaVB",
     "SVILatentDirichletAllocation",
     "SVILinearRegression",

@@ -1,9 +1,5 @@
-"""Correlated topic model: the per-document kernels of its variational E-step.
+"""The correlated topic model: the estimator and its per-document kernels."""
 
-:mod:`skvi.models.ctm.kernels` holds the vectorised log-likelihood, its
-gradient and Hessian in the logistic-normal topic logits, their Monte Carlo
-expectations under a Gaussian ``q`` and the per-document bound.  This
-package imports nothing itself; import the kernels module directly.
-"""
+from .estimator import SVICorrelatedTopicModel
 
-__all__ = []
+__all__ = ["SVICorrelatedTopicModel"]

@@ -387,17 +387,19 @@ def _check_gaussian(mean, spread, n_docs, name):
     return mean, spread
 
 
-def _sample(mean, factor, n_samples, rng):
+def _sample(mean, factor, n_samples, rng, eps=None):
     """``n_samples`` draws ``mean + eps @ factor^T`` (or ``mean + eps * factor``)."""
-    rng = _check_random_state(rng)
-    eps = rng.standard_normal((int(n_samples),) + mean.shape)
+    if eps is None:
+        eps = _check_random_state(rng).standard_normal((int(n_samples),) + mean.shape)
+    else:
+        eps = np.broadcast_to(np.asarray(eps, dtype=np.float64), (int(n_samples),) + mean.shape)
     if factor.ndim == mean.ndim:
         return mean + eps * factor
     return mean + np.einsum("nij,snj->sni", factor, eps)
 
 
 def expected_gradient_hessian(
-    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False
+    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None
 ):
     """Monte Carlo means of gradient, Hessian and log-likelihood under ``q``.
 
@@ -425,6 +427,11 @@ def expected_gradient_hessian(
         Whether to average the Hessian as well.
     topic_counts : bool, default=False
         Whether to return each topic's expected word counts too.
+    eps : array-like broadcastable to (n_samples, n_docs, K - 1) or None, default=None
+        Standard normal draws to use instead of drawing from ``rng``; of
+        shape (n_samples, 1, K - 1), every document takes the same draws
+        (common random numbers: a document's estimate then does not depend
+        on the other documents of the batch).
 
     Returns
     -------
@@ -450,7 +457,7 @@ def expected_gradient_hessian(
     X = _check_counts(X)
     mean, cov_factor = _check_gaussian(mean, cov_factor, X.shape[0], "cov_factor")
     beta = _check_beta(beta, mean.shape[1] + 1, X.shape[1])
-    eta = _sample(mean, cov_factor, n_samples, rng)
+    eta = _sample(mean, cov_factor, n_samples, rng, eps)
     loglik, g, H, *counts = _evaluate(
         X, eta, beta, gradient=True, hessian=hessian, average=True, topic_counts=topic_counts)
     return MonteCarloDerivatives(g, H, loglik, counts[0] if counts else None)

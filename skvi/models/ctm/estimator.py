@@ -1,0 +1,603 @@
+"""The correlated topic model by Monte Carlo structured SVI.
+
+The model (Blei and Lafferty, "Correlated topic models")::
+
+    eta_d ~ N(mu, Sigma)                    in R^(K-1), one per document
+    theta_d = softmax([eta_d, 0])           topic proportions
+    z_dn ~ Cat(theta_d),  w_dn ~ Cat(beta_{z_dn})
+
+with ``mu``, ``Sigma`` and the topics ``beta`` point estimates.  The topic
+assignments ``z`` are summed out exactly, and each document's ``q(eta_d)``
+is a Gaussian (full or diagonal covariance): the optimal structured bound
+of "Monte Carlo structured SVI for two-level non-conjugate models" (its
+eq. 56)::
+
+    sum_d E_q[ sum_v n_dv log(theta(eta_d) . beta_v) ] - KL(q(eta_d) || N(mu, Sigma))
+
+The documents are the engine's per-row factor group: each document's
+Gaussian keeps its own step counter and moves towards the fixed-point
+target of that paper's eqs. 57-59 (the Monte Carlo mean gradient ``g`` and
+Hessian ``Gamma`` of its log-likelihood, the latter projected onto the
+positive semi-definite cone) by MC-SSVI, H-MC-SSVI or S-DSVI
+(:mod:`skvi.update_rules`).  After each accepted step ``mu`` and ``Sigma``
+take their closed forms over every document (eqs. 60-61) and the topics
+move towards their expected word counts.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+
+from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
+from ...expfam import Gaussian, MultivariateGaussian
+from ...schedules import make_schedule
+from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ...validation import check_sparse_structure
+from ..lda import SVILatentDirichletAllocation
+from ..matrix_factorization.nodes import diagonal_target
+from . import kernels
+
+__all__ = ["SVICorrelatedTopicModel"]
+
+#: Seed of the common random numbers of the ELBO's Monte Carlo estimate.
+_BOUND_SEED = 0x5EED
+
+
+class Documents:
+    """Rows of a CSR document-term matrix with their document numbers.
+
+    The engine indexes it like an array (``docs[rows]``); ``ids`` are the
+    documents' rows in the per-document factor group.
+    """
+
+    __slots__ = ("X", "ids")
+
+    def __init__(self, X, ids):
+        self.X = X
+        self.ids = ids
+
+    @property
+    def shape(self):
+        return self.X.shape
+
+    def __getitem__(self, rows):
+        return Documents(self.X[rows], self.ids[rows])
+
+
+class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator):
+    """Correlated topic model by Monte Carlo structured SVI.
+
+    Blei and Lafferty's correlated topic model: each document's topic
+    proportions are ``softmax([eta_d, 0])`` with ``eta_d ~ N(mu, Sigma)``,
+    so that topics can co-occur (``Sigma``'s correlations), which the
+    Dirichlet of LDA cannot express.  Each document's posterior ``q(eta_d)``
+    is a Gaussian with a full or diagonal covariance, fitted to the optimal
+    structured bound of "Monte Carlo structured SVI for two-level
+    non-conjugate models" (the topic assignments are summed out exactly).
+    Shaped like :class:`skvi.SVILatentDirichletAllocation`: it takes a
+    document-term count matrix (after ``CountVectorizer``) and
+    :meth:`transform` returns topic proportions.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Number of topics ``K``.
+    algorithm : {'h-mc-ssvi', 'mc-ssvi', 's-dsvi'}, default='h-mc-ssvi'
+        How a document's Gaussian moves towards its fixed-point target:
+        natural-gradient covariance and AdaGrad mean (H-MC-SSVI, the
+        paper's best), natural-gradient steps on both (MC-SSVI), or AdaGrad
+        on the mean and the Cholesky factor (S-DSVI).
+    covariance : {'full', 'diagonal'}, default='full'
+        Covariance of each document's ``q(eta_d)``.
+    n_mc_samples : int, default=10
+        Draws of ``eta_d`` per document and step for the expected gradient
+        and Hessian (10 in the paper).
+    gradient_learning_rate : float, default=1.0
+        AdaGrad rate of the ordinary-gradient parts of ``'h-mc-ssvi'`` and
+        ``'s-dsvi'`` (1.0 in the paper).
+    topic_word_prior : float, default=0.01
+        Pseudo-count added to every topic's expected word counts before
+        they are normalised into ``beta``.
+    init : {'lda', 'random'}, default='lda'
+        Start of the topics: a short batch LDA fit
+        (:class:`skvi.SVILatentDirichletAllocation`, ``init_passes``
+        passes), or each topic at the words of a few random documents
+        (Blei and Lafferty's seeded start).  The documents start at the
+        prior ``N(0, I)``.
+    init_passes : int, default=5
+        Passes of the LDA start.
+    transform_max_iter : int, default=50
+        Steps of a new document's ``q(eta_d)`` in :meth:`transform` and
+        :meth:`score` (the model held fixed).
+    learning_method : {'batch', 'online'}, default='batch'
+        ``'batch'``: every document at every step; ``'online'``: minibatches
+        of ``batch_size`` documents.
+    batch_size : int, default=128
+        Documents per online step.
+    max_iter : int, default=50
+        Passes over the data.
+    tol : float, default=1e-3
+        Stop when the relative change of the ELBO between passes falls below.
+    learning_offset, learning_decay, learning_rate, total_samples, \
+step_safety, random_state, verbose
+        The engine's schedule and controls (see
+        :class:`skvi.engine.SVIEstimator`).  A document's step size is the
+        schedule at its own step count.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features)
+        Expected word counts of each topic (plus ``topic_word_prior``).
+    topic_word_ : ndarray of shape (n_components, n_features)
+        The topics ``beta``: ``components_`` normalised by rows.
+    prior_mean_ : ndarray of shape (n_components - 1,)
+        ``mu``.
+    prior_covariance_ : ndarray of shape (n_components - 1, n_components - 1)
+        ``Sigma``.
+    topic_correlation_ : ndarray of shape (n_components - 1, n_components - 1)
+        ``Sigma`` as correlations (topic ``K`` is the reference).
+    document_mean_, document_covariance_ : ndarray
+        ``q(eta_d)`` of the training documents.
+    lower_bounds_ : list of float
+        ELBO (Monte Carlo, common random numbers) after each pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVICorrelatedTopicModel
+    >>> rng = np.random.RandomState(0)
+    >>> X = rng.poisson(1.0, size=(40, 12))
+    >>> ctm = SVICorrelatedTopicModel(n_components=3, max_iter=5, random_state=0).fit(X)
+    >>> ctm.transform(X[:2]).shape
+    (2, 3)
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(numbers.Integral, 2, None, closed="left")],
+        "algorithm": [StrOptions(set(ALGORITHMS) - {"auto"})],
+        "covariance": [StrOptions({"full", "diagonal"})],
+        "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "gradient_learning_rate": UPDATE_RULE_PARAMETER_CONSTRAINTS["gradient_learning_rate"],
+        "topic_word_prior": [Interval(numbers.Real, 0, None, closed="neither")],
+        "init": [StrOptions({"lda", "random"})],
+        "init_passes": [Interval(numbers.Integral, 1, None, closed="left")],
+        "transform_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
+    }
+
+    _global_factors = ("documents",)
+    _row_groups = ("documents",)
+    # Monte Carlo targets: a document's steps follow its schedule in batch too.
+    _scheduled_row_steps = True
+
+    def __init__(
+        self,
+        n_components=10,
+        *,
+        algorithm="h-mc-ssvi",
+        covariance="full",
+        n_mc_samples=10,
+        gradient_learning_rate=1.0,
+        topic_word_prior=0.01,
+        init="lda",
+        init_passes=5,
+        transform_max_iter=50,
+        learning_method="batch",
+        batch_size=128,
+        max_iter=50,
+        tol=1e-3,
+        learning_offset=1.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        step_safety=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.algorithm = algorithm
+        self.covariance = covariance
+        self.n_mc_samples = n_mc_samples
+        self.gradient_learning_rate = gradient_learning_rate
+        self.topic_word_prior = topic_word_prior
+        self.init = init
+        self.init_passes = init_passes
+        self.transform_max_iter = transform_max_iter
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the topics, ``mu``, ``Sigma`` and every document's ``q(eta_d)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts of each document.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SVICorrelatedTopicModel
+            The fitted estimator.
+        """
+        return self._engine_fit(self._documents(X, reset=True))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None):
+        """Steps on a minibatch of new documents (each gets its own ``q(eta_d)``).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts of new documents.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : SVICorrelatedTopicModel
+            The updated estimator.
+        """
+        first = not hasattr(self, "natural_params_")
+        start = 0 if first else self._row_totals("documents").shape[0]
+        return self._engine_partial_fit(self._documents(X, reset=first, start=start))
+
+    def transform(self, X):
+        """Expected topic proportions ``E_q[theta_d]`` of each document.
+
+        Each document's ``q(eta_d)`` is fitted with the model held fixed
+        (``transform_max_iter`` steps from the prior).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_samples, n_components)
+            Rows sum to one.
+        """
+        check_is_fitted(self)
+        mean, scale = self._fold_in(self._check_counts(X, reset=False))
+        rng = np.random.default_rng(_BOUND_SEED)
+        theta = 0.0
+        draws = 100
+        for _ in range(draws):
+            theta = theta + kernels.topic_proportions(self._draw(mean, scale, rng))
+        return theta / draws
+
+    def score(self, X, y=None):
+        """The ELBO of the documents X under the fitted model (higher is better).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+            Sum over the documents of their bound on ``log p(w_d)``.
+        """
+        check_is_fitted(self)
+        X = self._check_counts(X, reset=False)
+        mean, scale = self._fold_in(X)
+        return float(np.sum(self._document_bounds(X, mean, scale)))
+
+    def perplexity(self, X):
+        """``exp(-score(X) / number of words)`` (lower is better).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts.
+
+        Returns
+        -------
+        perplexity : float
+            The per-word perplexity of X's bound.
+        """
+        X = self._check_counts(X, reset=False)
+        return float(np.exp(-self.score(X) / max(X.sum(), 1.0)))
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+    # ------------------------------------------------------------- input
+    def _check_counts(self, X, reset):
+        check_sparse_structure(X)
+        X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc"), dtype=np.float64)
+        check_non_negative(X, f"{type(self).__name__} (input X)")
+        return sp.csr_matrix(X)
+
+    def _documents(self, X, reset, start=0):
+        X = self._check_counts(X, reset=reset)
+        return Documents(X, start + np.arange(X.shape[0]))
+
+    def _validate_input(self, X, reset):
+        return X if isinstance(X, Documents) else self._documents(X, reset)
+
+    def _row_ids(self, X):
+        return {"documents": X.ids}
+
+    def _grow_rows(self, name, n_new, rated, random_state):
+        return self._prior_documents(n_new)
+
+    # ------------------------------------------------------------ structure
+    @property
+    def _dim(self):
+        return self.n_components - 1
+
+    @property
+    def _factor_families(self):
+        return {"documents": MultivariateGaussian if self.covariance == "full" else Gaussian}
+
+    @property
+    def _rule(self):
+        return None if self.algorithm == "mc-ssvi" else make_update_rule(
+            self.algorithm, self.gradient_learning_rate)
+
+    def _update_rule(self, name):
+        return self._rule
+
+    def _prior_documents(self, n, mean=None):
+        """Natural parameters of ``n`` documents with the prior's covariance.
+
+        Their means are the prior's, or ``mean`` (one row per document).
+        """
+        _, eta2 = self._prior_natural()["documents"]
+        mean = np.tile(self._mu, (n, 1)) if mean is None else mean
+        if self.covariance == "diagonal":
+            prec = -2.0 * np.diagonal(eta2)
+            return prec * mean, np.tile(-0.5 * prec, (n, 1))
+        return mean @ (-2.0 * eta2), np.tile(eta2, (n, 1, 1))
+
+    def _initialize_globals(self, X, random_state):
+        d, V = self._dim, X.shape[1]
+        self._mu = np.zeros(d)
+        self._sigma = np.eye(d)
+        self._topic_counts_step = None
+        if self.init == "lda":
+            # A short batch LDA fit: its topics, and its documents' topic
+            # proportions as the logits' means (and mu, Sigma from them).
+            lda = SVILatentDirichletAllocation(
+                n_components=self.n_components, learning_method="batch",
+                max_iter=self.init_passes, random_state=random_state,
+            ).fit(X.X)
+            self._set_topics(lda.components_)
+            docs = self._prior_documents(X.shape[0])
+        else:
+            # Each topic starts at the words of a few random documents (as
+            # Blei and Lafferty's seeded start), every word kept in every topic.
+            counts = random_state.gamma(100.0, 0.01, (self.n_components, V))
+            seeds = random_state.randint(X.shape[0], size=(self.n_components, 5))
+            for k in range(self.n_components):
+                counts[k] += np.asarray(X.X[seeds[k]].sum(axis=0)).ravel()
+            self._set_topics(counts)
+            docs = self._prior_documents(X.shape[0])
+        # The Monte Carlo draws of the steps.
+        self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+        return {"documents": docs}
+
+    def _set_topics(self, counts):
+        self.components_ = counts
+        self.topic_word_ = counts / counts.sum(axis=1, keepdims=True)
+
+    def _prior_natural(self):
+        precision = np.linalg.inv(self._sigma)
+        precision = 0.5 * (precision + precision.T)
+        return {"documents": (precision @ self._mu, -0.5 * precision)}
+
+    # --------------------------------------------------------------- moments
+    def _moments(self, eta1, eta2):
+        """Means and scales of documents: Cholesky factors (full) or standard deviations."""
+        if self.covariance == "diagonal":
+            var = -0.5 / eta2
+            return eta1 * var, np.sqrt(var)
+        precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+        cov = np.linalg.inv(precision)
+        cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+        mean = (cov @ eta1[..., None])[..., 0]
+        return mean, np.linalg.cholesky(cov)
+
+    def _covariances(self, scale):
+        if self.covariance == "diagonal":
+            return scale * scale
+        return scale @ np.swapaxes(scale, -1, -2)
+
+    def _document_moments(self, params, ids):
+        eta1, eta2 = params["documents"]
+        return self._moments(eta1[ids], eta2[ids])
+
+    @staticmethod
+    def _draw(mean, scale, rng):
+        # The same draw for every document: a document's estimate does not
+        # depend on the others in its batch (common random numbers).
+        eps = np.broadcast_to(rng.standard_normal(mean.shape[-1]), mean.shape)
+        if scale.ndim == mean.ndim:
+            return mean + scale * eps
+        return mean + (scale @ eps[..., None])[..., 0]
+
+    # ------------------------------------------------------------- the step
+    def _local_step(self, X, params):
+        mean, scale = self._document_moments(params, X.ids)
+        expected = kernels.expected_gradient_hessian(
+            X.X, mean, scale, self.topic_word_, self.n_mc_samples, self._mc_rng,
+            topic_counts=True,
+        )
+        return {"mean": mean, "expected": expected}
+
+    def _expected_stats(self, name, X, local, params):
+        g, gamma = local["expected"].g_hat, local["expected"].H_hat
+        mean = local["mean"]
+        h_part = kernels.psd_projection(-gamma)
+        g_part = g - (gamma @ mean[..., None])[..., 0]
+        return RowStatistics(X.ids, (g_part, h_part), np.ones(X.ids.shape[0]))
+
+    def _update_factor(self, name, current, stats, ctx):
+        rows = stats.rows
+        g_part, h_part = stats.values
+        prior1, prior2 = self._svi.prior["documents"]
+        tgt1 = prior1 + g_part
+        tgt2 = prior2 - 0.5 * h_part
+        old1, old2 = current[0][rows], current[1][rows]
+        if self.covariance == "diagonal":
+            tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+        rho = ctx.row_rho
+        rule = self._rule
+        if rule is None:
+            if self.covariance == "full":
+                new1 = old1 + rho[:, None] * (tgt1 - old1)
+                new2 = old2 + rho[:, None, None] * (tgt2 - old2)
+            else:
+                new1 = old1 + rho[:, None] * (tgt1 - old1)
+                new2 = old2 + rho[:, None] * (tgt2 - old2)
+        else:
+            (new1, new2), state = rule.step(
+                (old1, old2), (tgt1, tgt2), rho, ctx.backoff, ctx.rule_state)
+            ctx.keep_rule_state(state)
+        if ctx.grads is not None:
+            ctx.grads.extend([tgt1 - old1, tgt2 - old2])
+        eta1, eta2 = current[0].copy(), current[1].copy()
+        eta1[rows], eta2[rows] = new1, new2
+        family = self._factor_families["documents"]
+        valid = bool(np.all(np.isfinite(new1)) and np.all(family.valid_natural(new1, new2)))
+        return Factor((eta1, eta2), family), valid
+
+    # ------------------------------------------------------ the model's step
+    def _hyperparameter_statistics(self, X, local):
+        # The documents' expected word counts per topic (the topics' step).
+        return (local["expected"].topic_counts,)
+
+    def _update_hyperparameters(self, hyper, ctx):
+        # After every accepted step (each minibatch; the paper's Fig. 8
+        # updates after each document).
+        self._update_prior()
+        if hyper is not None:
+            scale = ctx.scale
+            target = self.topic_word_prior + scale * hyper[0]
+            if self._topic_counts_step is None:
+                counts = target  # the first step replaces the random start
+            else:
+                rho = min(float(ctx.rho), 1.0)
+                counts = (1.0 - rho) * self.components_ + rho * target
+            self._topic_counts_step = ctx.t
+            self._set_topics(counts)
+        return True
+
+    def _update_prior(self):
+        """``mu`` and ``Sigma`` in closed form over every document's ``q`` (eqs. 60-61)."""
+        eta1, eta2 = self.natural_params_["documents"]
+        fitted = self._row_steps("documents") > 0
+        if not np.any(fitted):
+            return
+        mean, scale = self._moments(eta1[fitted], eta2[fitted])
+        mu = mean.mean(axis=0)
+        diff = mean - mu
+        cov = self._covariances(scale)
+        cov_sum = np.sum(cov, axis=0) if cov.ndim == 3 else np.diag(np.sum(cov, axis=0))
+        sigma = (cov_sum + diff.T @ diff) / mean.shape[0]
+        sigma = 0.5 * (sigma + sigma.T) + 1e-8 * np.eye(self._dim)
+        self._mu, self._sigma = mu, sigma
+
+    # ------------------------------------------------------------------ ELBO
+    def _document_bounds(self, X, mean, scale):
+        """Monte Carlo bound of each document (common random numbers)."""
+        rng = np.random.RandomState(_BOUND_SEED)
+        loglik = 0.0
+        for _ in range(self.n_mc_samples):
+            loglik = loglik + kernels.log_likelihood(X, self._draw(mean, scale, rng),
+                                                     self.topic_word_)
+        loglik = loglik / self.n_mc_samples
+        precision = np.linalg.inv(self._sigma)
+        logdet = np.linalg.slogdet(self._sigma)[1]
+        cov = self._covariances(scale)
+        kl = kernels.kl_gaussian(mean, cov, self._mu, precision, logdet)
+        return loglik - kl
+
+    def _local_bound(self, X, local, params):
+        mean, scale = self._document_moments(params, X.ids)
+        rng = np.random.RandomState(_BOUND_SEED)
+        loglik = 0.0
+        for _ in range(self.n_mc_samples):
+            loglik = loglik + kernels.log_likelihood(X.X, self._draw(mean, scale, rng),
+                                                     self.topic_word_)
+        return float(np.sum(loglik) / self.n_mc_samples)
+
+    def _global_bound(self, params):
+        eta1, eta2 = params["documents"]
+        fitted = self._row_totals("documents") > 0
+        mean, scale = self._moments(eta1[fitted], eta2[fitted])
+        precision = np.linalg.inv(self._sigma)
+        logdet = np.linalg.slogdet(self._sigma)[1]
+        kl = kernels.kl_gaussian(mean, self._covariances(scale), self._mu, precision, logdet)
+        return -float(np.sum(kl))
+
+    # -------------------------------------------------------------- fold-in
+    def _fold_in(self, X):
+        """``q(eta_d)`` of new documents, the model held fixed: means and scales."""
+        n = X.shape[0]
+        prior1, prior2 = self._prior_natural()["documents"]
+        eta1, eta2 = self._prior_documents(n)
+        rule = self._rule
+        state = None
+        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
+        rng = np.random.RandomState(_BOUND_SEED)
+        for t in range(1, self.transform_max_iter + 1):
+            mean, scale = self._moments(eta1, eta2)
+            # Draws shared by the documents: each one's fit is its own.
+            eps = rng.standard_normal((self.n_mc_samples, 1, self._dim))
+            ex = kernels.expected_gradient_hessian(
+                X, mean, scale, self.topic_word_, self.n_mc_samples, eps=eps)
+            gamma = ex.H_hat
+            tgt1 = prior1 + ex.g_hat - (gamma @ mean[..., None])[..., 0]
+            tgt2 = prior2 - 0.5 * kernels.psd_projection(-gamma)
+            if self.covariance == "diagonal":
+                tgt1, tgt2 = diagonal_target(tgt1, tgt2, mean)
+            # The schedule of the fit, restarted for the new documents.
+            rho = np.full(n, schedule(t))
+            if rule is None:
+                shape = (n,) + (1,) * (eta2.ndim - 1)
+                eta1 = eta1 + rho[:, None] * (tgt1 - eta1)
+                eta2 = eta2 + rho.reshape(shape) * (tgt2 - eta2)
+            else:
+                (eta1, eta2), state = rule.step((eta1, eta2), (tgt1, tgt2), rho, 1.0, state)
+        return self._moments(eta1, eta2)
+
+    # --------------------------------------------------------------- results
+    def _on_params_updated(self):
+        eta1, eta2 = self.natural_params_["documents"]
+        mean, scale = self._moments(eta1, eta2)
+        self.document_mean_ = mean
+        self.document_covariance_ = self._covariances(scale)
+        self.prior_mean_ = self._mu.copy()
+        self.prior_covariance_ = self._sigma.copy()
+        sd = np.sqrt(np.diag(self._sigma))
+        self.topic_correlation_ = self._sigma / np.outer(sd, sd)
