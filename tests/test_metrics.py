@@ -416,3 +416,16 @@ def test_gaussian_nlpd_rejects_bad_input(args, message):
 
     with pytest.raises(ValueError, match=message):
         gaussian_nlpd(*args)
+
+
+def test_lda_scores_its_completion_as_the_lda_e_step_on_its_parameters():
+    # skvi's LDA scores by its own heldout_word_probabilities; the same
+    # parameters in a plain object are scored by the metric's E-step path.
+    from skvi import SVILatentDirichletAllocation
+
+    rng = np.random.RandomState(6)
+    X = rng.poisson(1.5, size=(80, 12))
+    lda = SVILatentDirichletAllocation(n_components=3, random_state=0).fit(X[:60])
+    plain = SimpleNamespace(components_=lda.components_, doc_topic_prior_=lda.doc_topic_prior_)
+    assert document_completion_perplexity(lda, X[60:], random_state=1) == pytest.approx(
+        document_completion_perplexity(plain, X[60:], random_state=1), rel=1e-12)

@@ -12,10 +12,13 @@ held-out document's tokens are split at random into an observed half and a
 held-out half (:func:`split_document_tokens`); the document's topic
 proportions are estimated from the observed half only, with the topics
 fixed, and the held-out half is scored under the resulting predictive
-distribution ``p(w | d) = sum_k E[theta_dk] E[beta_kw]``.  Any model that
-exposes the variational topic parameters ``components_`` and the prior
-``doc_topic_prior_`` (scikit-learn's LDA, or skvi's) can be evaluated, so
-numbers from different fitting procedures are comparable.
+distribution ``p(w | d) = sum_k E[theta_dk] E[beta_kw]``.  A model takes
+part through one method, ``heldout_word_probabilities(X_observed,
+X_heldout)`` (skvi's LDA and correlated topic model have it: each fits its
+own posterior of a document's topics to the observed half); any other model
+that exposes the variational topic parameters ``components_`` and the prior
+``doc_topic_prior_`` (scikit-learn's LDA) is scored by the LDA E-step, so
+numbers from different models and fitting procedures are comparable.
 
 :func:`topic_coherence` scores each topic's top words by their document
 co-occurrence in a reference corpus (UMass, Mimno et al. 2011, or NPMI,
@@ -42,12 +45,13 @@ import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_non_negative
 
-from ..models.lda.estep import e_step, exp_dirichlet_expectation
+from ..models.lda.estep import heldout_probabilities
 from ..validation import check_sparse_structure
 
 __all__ = [
     "split_document_tokens",
     "document_completion_perplexity",
+    "importance_sampled_nll",
     "topic_coherence",
 ]
 
@@ -195,10 +199,17 @@ def document_completion_perplexity(
     """Held-out perplexity of a topic model by document completion.
 
     Each document of ``X`` is split with :func:`split_document_tokens`.
-    With the topics fixed, the document's variational Dirichlet
-    ``gamma_d`` is fitted to the observed half by the LDA E-step (from
-    ``gamma_d = 1``, as scikit-learn's ``transform`` starts), and every
-    held-out token of word ``w`` is scored by::
+    With the topics fixed, the model fits the document's topics to the
+    observed half and gives the probability of every held-out token: a
+    model with the method ``heldout_word_probabilities(X_observed,
+    X_heldout)`` (returning ``p(w | d)`` for each stored entry of the CSR
+    matrix ``X_heldout``, in its order) computes it itself, as skvi's
+    :class:`~skvi.SVILatentDirichletAllocation` and
+    :class:`~skvi.SVICorrelatedTopicModel` do.  For any other LDA model the
+    document's variational Dirichlet ``gamma_d`` is fitted to the observed
+    half by the LDA E-step (from ``gamma_d = 1``, as scikit-learn's
+    ``transform`` starts), and every held-out token of word ``w`` is scored
+    by::
 
         p(w | d) = sum_k E[theta_dk] E[beta_kw],
         E[theta_dk] = gamma_dk / sum_j gamma_dj,
@@ -216,10 +227,11 @@ def document_completion_perplexity(
     ----------
     model : object
         A fitted topic model with ``components_`` of shape
-        ``(n_topics, n_words)`` (the variational Dirichlet parameters
-        ``lambda`` of the topics, as in scikit-learn's
-        ``LatentDirichletAllocation``) and ``doc_topic_prior_``, a float or
-        an array of shape ``(n_topics,)``.
+        ``(n_topics, n_words)`` and either the method
+        ``heldout_word_probabilities`` or (LDA) ``doc_topic_prior_``, a
+        float or an array of shape ``(n_topics,)``, with ``components_``
+        the variational Dirichlet parameters ``lambda`` of the topics, as in
+        scikit-learn's ``LatentDirichletAllocation``.
     X : {array-like, sparse matrix} of shape (n_docs, n_words)
         Non-negative, integer-valued word counts of held-out documents.
     random_state : int, RandomState instance or None, default=None
@@ -227,10 +239,12 @@ def document_completion_perplexity(
         the one ``split_document_tokens(X, random_state=random_state)``
         returns.
     max_doc_update_iter : int, default=100
-        Most E-step iterations per document.
+        Most E-step iterations per document (models scored by the LDA
+        E-step here; a model with ``heldout_word_probabilities`` uses its
+        own settings).
     mean_change_tol : float, default=1e-3
         A document's E-step stops when the mean absolute change of its
-        ``gamma`` falls below this value.
+        ``gamma`` falls below this value (as ``max_doc_update_iter``).
 
     Returns
     -------
@@ -263,7 +277,11 @@ def document_completion_perplexity(
     >>> round(document_completion_perplexity(model, X, random_state=0), 4)
     3.0507
     """
-    lam, alpha = _topic_parameters(model)
+    own = callable(getattr(model, "heldout_word_probabilities", None))
+    if own:
+        lam = np.asarray(getattr(model, "components_", np.zeros((0, 0))))
+    else:
+        lam, alpha = _topic_parameters(model)
     whom = "document_completion_perplexity"
     X = _check_counts(X, whom, integer=True)
     _check_n_words(X, lam.shape[1], whom)
@@ -295,19 +313,75 @@ def document_completion_perplexity(
     X_heldout = X_heldout[keep]
     X_observed.sort_indices()
 
-    exp_elog_beta_t = np.ascontiguousarray(exp_dirichlet_expectation(lam).T)
-    gamma = np.ones((keep.size, lam.shape[0]), dtype=np.float64)
-    e_step(
-        X_observed, exp_elog_beta_t, alpha, gamma, int(max_doc_update_iter),
-        float(mean_change_tol),
-    )
-    e_theta = gamma / gamma.sum(axis=1, keepdims=True)
-    e_beta_t = (lam / lam.sum(axis=1, keepdims=True)).T
-
-    rows = np.repeat(np.arange(keep.size), np.diff(X_heldout.indptr))
-    p = np.einsum("nk,nk->n", e_theta[rows], e_beta_t[X_heldout.indices])
+    X_heldout.sort_indices()
+    if own:
+        p = np.asarray(model.heldout_word_probabilities(X_observed, X_heldout), dtype=np.float64)
+        if p.shape != X_heldout.data.shape or not np.all((p > 0) & (p <= 1)):
+            raise ValueError(
+                "model.heldout_word_probabilities must return one probability in (0, 1] "
+                f"per stored entry of X_heldout ({X_heldout.data.shape[0]})."
+            )
+    else:
+        p = heldout_probabilities(
+            lam, alpha, X_observed, X_heldout, int(max_doc_update_iter), float(mean_change_tol)
+        )
     loglik = float(np.dot(X_heldout.data, np.log(p)))
     return float(np.exp(-loglik / X_heldout.data.sum()))
+
+
+def importance_sampled_nll(model, X, *, n_samples=1000, inflation=1.0, random_state=None):
+    """Per-word test negative log-likelihood by importance sampling.
+
+    The measure of "Monte Carlo structured SVI for two-level non-conjugate
+    models" (its eq. 105): each document's ``log p(w_d)`` is estimated by
+    the model's ``log_evidence`` (importance sampling from its posterior of
+    the document's topics, widened), divided by the document's number of
+    words, and averaged over the documents with at least one word.
+
+    Parameters
+    ----------
+    model : object
+        A fitted topic model with the method ``log_evidence(X, n_samples=,
+        inflation=, random_state=)`` (:class:`skvi.SVICorrelatedTopicModel`).
+    X : {array-like, sparse matrix} of shape (n_docs, n_words)
+        Word counts of held-out documents.
+    n_samples : int, default=1000
+        Importance samples per document.
+    inflation : float, default=1.0
+        Added to the diagonal of each posterior covariance for the proposal.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draws.
+
+    Returns
+    -------
+    nll : float
+        ``mean_d -log p(w_d) / N_d`` (lower is better).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVICorrelatedTopicModel
+    >>> from skvi.metrics import importance_sampled_nll
+    >>> X = np.random.RandomState(0).poisson(1.0, size=(40, 6))
+    >>> ctm = SVICorrelatedTopicModel(n_components=2, max_iter=3, random_state=0).fit(X[:30])
+    >>> nll = importance_sampled_nll(ctm, X[30:], n_samples=200, random_state=0)
+    >>> bool(0 < nll < np.log(6) + 1)
+    True
+    """
+    if not callable(getattr(model, "log_evidence", None)):
+        raise TypeError(
+            f"importance_sampled_nll needs a model with log_evidence; {type(model).__name__} "
+            "has none."
+        )
+    X = _check_counts(X, "importance_sampled_nll")
+    words = np.asarray(X.sum(axis=1)).ravel()
+    keep = np.flatnonzero(words > 0)
+    if keep.size == 0:
+        raise ValueError("X passed to importance_sampled_nll has no document with a word.")
+    log_p = model.log_evidence(
+        X[keep], n_samples=n_samples, inflation=inflation, random_state=random_state
+    )
+    return float(np.mean(-np.asarray(log_p) / words[keep]))
 
 
 def topic_coherence(model, X, *, top_n=10, measure="umass"):

@@ -28,8 +28,10 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import logsumexp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
@@ -38,6 +40,7 @@ from ...schedules import make_schedule
 from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ...validation import check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
+from ..lda.estep import mixture_probabilities
 from ..matrix_factorization.nodes import diagonal_target
 from . import kernels
 
@@ -45,6 +48,22 @@ __all__ = ["SVICorrelatedTopicModel"]
 
 #: Seed of the common random numbers of the ELBO's Monte Carlo estimate.
 _BOUND_SEED = 0x5EED
+#: Draws of ``eta_d`` behind ``transform``'s ``E_q[theta_d]``.
+_THETA_DRAWS = 500
+
+
+def _gaussian_log_density(diff, chol):
+    """``log N(x; m, L L^T)`` of ``diff = x - m`` (shape (..., n, d)), ``chol`` (d, d) or (n, d, d)."""
+    d = diff.shape[-1]
+    if chol.ndim == 2:
+        z = np.linalg.solve(chol, np.moveaxis(diff, -1, 0).reshape(d, -1)).T.reshape(diff.shape)
+        logdet = np.sum(np.log(np.diag(chol)))
+    else:
+        lead = diff.shape[:-2]
+        rows = np.broadcast_to(chol, lead + chol.shape)
+        z = np.linalg.solve(rows, diff[..., None])[..., 0]
+        logdet = np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return -0.5 * np.sum(z * z, axis=-1) - logdet - 0.5 * d * np.log(2.0 * np.pi)
 
 
 class Documents:
@@ -278,7 +297,7 @@ step_safety, random_state, verbose
         mean, scale = self._fold_in(self._check_counts(X, reset=False))
         rng = np.random.default_rng(_BOUND_SEED)
         theta = 0.0
-        draws = 100
+        draws = _THETA_DRAWS
         for _ in range(draws):
             theta = theta + kernels.topic_proportions(self._draw(mean, scale, rng))
         return theta / draws
@@ -318,6 +337,105 @@ step_safety, random_state, verbose
         """
         X = self._check_counts(X, reset=False)
         return float(np.exp(-self.score(X) / max(X.sum(), 1.0)))
+
+    def heldout_word_probabilities(self, X_observed, X_heldout):
+        """``p(w | d)`` of held-out words, each document's ``q(eta_d)`` fitted to its other words.
+
+        The document-completion protocol of
+        :func:`skvi.metrics.document_completion_perplexity`: with the model
+        fixed, each document's ``q(eta_d)`` is fitted to ``X_observed`` (as
+        :meth:`transform`), and a held-out word ``w`` has ``p(w | d) =
+        sum_k E_q[theta_dk] beta_kw``.
+
+        Parameters
+        ----------
+        X_observed : sparse matrix of shape (n_docs, n_features)
+            The observed word counts of each document.
+        X_heldout : sparse matrix of shape (n_docs, n_features)
+            The held-out word counts, as a CSR matrix.
+
+        Returns
+        -------
+        p : ndarray of shape (X_heldout.nnz,)
+            ``p(w | d)`` of each stored entry of ``X_heldout``, in its order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import scipy.sparse as sp
+        >>> from skvi import SVICorrelatedTopicModel
+        >>> X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
+        >>> ctm = SVICorrelatedTopicModel(n_components=2, max_iter=3, random_state=0).fit(X)
+        >>> held = sp.csr_matrix(X[:2])
+        >>> ctm.heldout_word_probabilities(sp.csr_matrix(X[2:4]), held).shape == (held.nnz,)
+        True
+        """
+        theta = self.transform(X_observed)
+        return mixture_probabilities(theta, self.topic_word_, sp.csr_matrix(X_heldout))
+
+    def log_evidence(self, X, *, n_samples=1000, inflation=1.0, random_state=None):
+        """Importance-sampling estimate of ``log p(w_d)`` of each document.
+
+        The test likelihood of "Monte Carlo structured SVI for two-level
+        non-conjugate models" (its eq. 105): with the model fixed, each
+        document's ``q(eta_d) = N(m_d, V_d)`` is fitted to all its words
+        (as :meth:`transform`), and ``n_samples`` draws from the proposal
+        ``N(m_d, V_d + inflation * I)`` (the posterior widened, so that its
+        tails cover the integrand's) give::
+
+            log p(w_d) ~ log mean_s p(w_d | eta_s) N(eta_s; mu, Sigma) / r(eta_s).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts of the documents.
+        n_samples : int, default=1000
+            Draws per document.
+        inflation : float, default=1.0
+            Added to the diagonal of each document's posterior covariance.
+        random_state : int, RandomState instance or None, default=None
+            Seeds the draws.
+
+        Returns
+        -------
+        log_evidence : ndarray of shape (n_docs,)
+            The estimate of ``log p(w_d)`` (a lower bound in expectation).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi import SVICorrelatedTopicModel
+        >>> X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
+        >>> ctm = SVICorrelatedTopicModel(n_components=2, max_iter=3, random_state=0).fit(X)
+        >>> ctm.log_evidence(X[:3], random_state=0).shape
+        (3,)
+        """
+        check_is_fitted(self)
+        if not (isinstance(n_samples, numbers.Integral) and n_samples >= 1):
+            raise ValueError(f"n_samples must be a positive int, got {n_samples!r}.")
+        if not (isinstance(inflation, numbers.Real) and inflation >= 0):
+            raise ValueError(f"inflation must be a non-negative number, got {inflation!r}.")
+        X = self._check_counts(X, reset=False)
+        mean, scale = self._fold_in(X)
+        n, d = mean.shape
+        cov = self._covariances(scale)
+        if cov.ndim == 2:
+            cov = cov[:, :, None] * np.eye(d)
+        proposal = np.linalg.cholesky(cov + inflation * np.eye(d))
+        prior = np.linalg.cholesky(self._sigma)
+        rng = check_random_state(random_state)
+        chunk = max(1, int(2**22 // max(n * max(d, 1), 1)))
+        log_w = np.empty((n_samples, n))
+        for start in range(0, n_samples, chunk):
+            stop = min(start + chunk, n_samples)
+            eps = rng.standard_normal((stop - start, n, d))
+            eta = mean + np.einsum("nij,snj->sni", proposal, eps)
+            log_w[start:stop] = (
+                kernels.log_likelihood(X, eta, self.topic_word_)
+                + _gaussian_log_density(eta - self._mu, prior)
+                - _gaussian_log_density(eta - mean, proposal)
+            )
+        return logsumexp(log_w, axis=0) - np.log(n_samples)
 
     @property
     def _n_features_out(self):

@@ -25,12 +25,89 @@ import scipy.sparse as sp
 from scipy.special import digamma
 
 __all__ = ["add_rows", "blend", "e_step", "e_step_blocks", "e_step_numpy", "exp_digamma_diff",
-           "exp_dirichlet_expectation"]
+           "exp_dirichlet_expectation", "heldout_probabilities", "mixture_probabilities"]
 
 try:  # pragma: no cover - depends on the build
     from . import _lda_fast
 except ImportError:  # pragma: no cover
     _lda_fast = None
+
+
+def mixture_probabilities(theta, beta, X):
+    """``sum_k theta_dk beta_kw`` for every stored entry ``(d, w)`` of the CSR matrix X.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (n_docs, n_topics)
+        Each document's topic proportions.
+    beta : ndarray of shape (n_topics, n_words)
+        Each topic's word probabilities.
+    X : scipy.sparse.csr_matrix of shape (n_docs, n_words)
+        Whose stored entries are scored, in their CSR order.
+
+    Returns
+    -------
+    ndarray of shape (X.nnz,)
+        The probability of each entry's word in its document.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skvi.models.lda.estep import mixture_probabilities
+    >>> X = sp.csr_matrix(np.array([[1, 0], [0, 2]]))
+    >>> mixture_probabilities(np.array([[1.0, 0.0], [0.5, 0.5]]),
+    ...                       np.array([[0.9, 0.1], [0.2, 0.8]]), X)
+    array([0.9 , 0.45])
+    """
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    return np.einsum("nk,kn->n", theta[rows], beta[:, X.indices])
+
+
+def heldout_probabilities(lam, alpha, X_observed, X_heldout, max_iter, tol):
+    """``p(w | d)`` of the held-out words of LDA documents, their topics fitted to the rest.
+
+    Each document's variational Dirichlet ``gamma_d`` is fitted to its
+    observed words by the E-step (from ``gamma_d = 1``) with the topics
+    ``lam`` fixed; a held-out word ``w`` of document ``d`` then has
+    ``p(w | d) = sum_k E[theta_dk] E[beta_kw]``.
+
+    Parameters
+    ----------
+    lam : ndarray of shape (n_topics, n_words)
+        The topics' variational Dirichlet parameters.
+    alpha : float or ndarray of shape (n_topics,)
+        The documents' Dirichlet prior.
+    X_observed, X_heldout : scipy.sparse.csr_matrix of shape (n_docs, n_words)
+        The observed and the held-out word counts of each document.
+    max_iter : int
+        Most E-step iterations per document.
+    tol : float
+        A document's E-step stops when the mean absolute change of its
+        ``gamma`` falls below this value.
+
+    Returns
+    -------
+    ndarray of shape (X_heldout.nnz,)
+        ``p(w | d)`` of each stored entry of ``X_heldout``, in its order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skvi.models.lda.estep import heldout_probabilities
+    >>> lam = np.array([[9.0, 1.0], [1.0, 9.0]])
+    >>> seen, held = sp.csr_matrix(np.array([[4.0, 0.0]])), sp.csr_matrix(np.array([[1.0, 1.0]]))
+    >>> p = heldout_probabilities(lam, 0.1, seen, held, 100, 1e-6)
+    >>> bool(p[0] > p[1])  # the observed word's topic predicts it
+    True
+    """
+    exp_elog_beta_t = np.ascontiguousarray(exp_dirichlet_expectation(lam).T)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (lam.shape[0],)).copy()
+    gamma = np.ones((X_observed.shape[0], lam.shape[0]), dtype=np.float64)
+    e_step(X_observed, exp_elog_beta_t, alpha, gamma, int(max_iter), float(tol))
+    e_theta = gamma / gamma.sum(axis=1, keepdims=True)
+    return mixture_probabilities(e_theta, lam / lam.sum(axis=1, keepdims=True), X_heldout)
 
 
 def exp_dirichlet_expectation(concentration):

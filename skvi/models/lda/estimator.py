@@ -23,7 +23,7 @@ from ...engine.blocks import BlockedData
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
 from .._rows import Rows, check_row_weights
-from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff
+from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff, heldout_probabilities
 
 __all__ = ["SVILatentDirichletAllocation"]
 
@@ -450,6 +450,47 @@ class SVILatentDirichletAllocation(
         X, weight = _docs(self._validate_input(_with_weights(X, sample_weight), reset=False))
         gamma = self._infer(X)
         return self._perplexity_of(X, gamma, sub_sampling=sub_sampling, weight=weight)
+
+    def heldout_word_probabilities(self, X_observed, X_heldout):
+        """``p(w | d)`` of held-out words, each document's topics fitted to its other words.
+
+        The document-completion protocol of
+        :func:`skvi.metrics.document_completion_perplexity`: with the topics
+        fixed, each document's variational Dirichlet is fitted to
+        ``X_observed`` by the E-step (from ``gamma = 1``; at most
+        ``max_doc_update_iter`` iterations, to ``mean_change_tol``), and a
+        held-out word ``w`` has ``p(w | d) = sum_k E[theta_dk] E[beta_kw]``.
+
+        Parameters
+        ----------
+        X_observed : sparse matrix of shape (n_docs, n_features)
+            The observed word counts of each document.
+        X_heldout : sparse matrix of shape (n_docs, n_features)
+            The held-out word counts, as a CSR matrix.
+
+        Returns
+        -------
+        p : ndarray of shape (X_heldout.nnz,)
+            ``p(w | d)`` of each stored entry of ``X_heldout``, in its order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import scipy.sparse as sp
+        >>> from skvi import SVILatentDirichletAllocation
+        >>> X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
+        >>> lda = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(X)
+        >>> held = sp.csr_matrix(X[:2])
+        >>> lda.heldout_word_probabilities(sp.csr_matrix(X[2:4]), held).shape == (held.nnz,)
+        True
+        """
+        check_is_fitted(self)
+        return heldout_probabilities(
+            np.asarray(self.components_, dtype=np.float64),
+            np.asarray(self._alpha_vector(), dtype=np.float64),
+            sp.csr_matrix(X_observed, dtype=np.float64), sp.csr_matrix(X_heldout),
+            self.max_doc_update_iter, self.mean_change_tol,
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
