@@ -125,14 +125,16 @@ def test_mu_and_sigma_are_their_closed_forms_over_the_documents():
     np.testing.assert_allclose(ctm.prior_covariance_, sigma, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("covariance", ["full", "diagonal"])
-def test_recovers_the_topics_and_the_signs_of_their_correlations(covariance):
+@pytest.mark.parametrize("covariance, bound", [
+    ("full", "optimal"), ("diagonal", "optimal"), ("full", "simple"),
+])
+def test_recovers_the_topics_and_the_signs_of_their_correlations(covariance, bound):
     # Batch LDA (60 passes, random_state 0 to 2) matches these topics with
     # cosines of 0.96 to 0.999.  The correlations converge slowly: after 60
     # passes the two of -0.6 are still near 0, after 200 near -0.45.
     X, beta, sigma = _corpus(1000)
-    ctm = SVICorrelatedTopicModel(n_components=4, covariance=covariance, max_iter=200, tol=0,
-                                  random_state=0).fit(X)
+    ctm = SVICorrelatedTopicModel(n_components=4, covariance=covariance, bound=bound,
+                                  max_iter=200, tol=0, random_state=0).fit(X)
     cos, learned = _matched(ctm, beta)
     assert np.all(cos > 0.955), cos
     upper = np.triu_indices(3, 1)

@@ -364,3 +364,46 @@ def test_document_elbo_against_quadrature_and_evidence():
         assert abs(elbo[d] - (first - kl[d])) < 5 * se
         evidence = np.log(gauss_hermite_expectation(loglik, mu, Sigma, 60)[2])
         assert first - kl[d] <= evidence
+
+
+def test_simple_bound_against_quadrature_and_finite_differences():
+    # K = 3: E_q[theta], E_q[theta theta^T] and E_q[lse([eta, 0])] by 40 x 40
+    # Gauss-Hermite nodes give the data bound, its gradient in the mean
+    # (which must equal the finite differences of that bound: the envelope
+    # theorem for the optimal q(z)) and its curvature; 20,000 draws agree.
+    from skvi.models.ctm.kernels import simple_bound_derivatives, topic_proportions
+
+    X, _, beta = random_problem(21, n_docs=1, n_words=6, n_topics=3)
+    mean = np.array([[0.4, -0.3]])
+    L = np.array([[[0.8, 0.0], [0.3, 0.6]]])
+    cov = L[0] @ L[0].T
+    words = X.sum()
+
+    def lse(eta):
+        return np.log1p(np.exp(eta).sum(axis=-1))
+
+    def bound(m):
+        e_lse = gauss_hermite_expectation(lse, m, cov, n_points=40)
+        return (log_likelihood(X, m[None], beta)[0]
+                + words * (lse(m) - e_lse))
+
+    def moments(eta):
+        theta = topic_proportions(eta)[:, :2]
+        return theta, theta[:, :, None] * theta[:, None, :]
+
+    e_theta, e_outer = gauss_hermite_expectation(moments, mean[0], cov, n_points=40)
+    h = 1e-5
+    fd = np.array([(bound(mean[0] + h * e) - bound(mean[0] - h * e)) / (2 * h)
+                   for e in np.eye(2)])
+    est = simple_bound_derivatives(X, mean, L, beta, 20000, rng=np.random.default_rng(0))
+    g_at_mean, _ = gradient_hessian(X, mean, beta, hessian=False)
+    c = g_at_mean[0] + words * topic_proportions(mean)[0, :2]
+    np.testing.assert_allclose(c - words * e_theta, fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(est.g_hat[0], fd, atol=0.005 * words)
+    np.testing.assert_allclose(est.H_hat[0], words * (e_outer - np.diag(e_theta)), atol=0.005 * words)
+    assert est.loglik_hat[0] == pytest.approx(bound(mean[0]), abs=0.01 * words)
+    # The optimal bound sums the words' topics out: it is the tighter one.
+    optimal = gauss_hermite_expectation(
+        lambda eta: log_likelihood(sp.csr_array(np.repeat(X.toarray(), len(eta), 0)), eta, beta),
+        mean[0], cov, n_points=40)
+    assert optimal > bound(mean[0])

@@ -50,6 +50,7 @@ __all__ = [
     "kl_gaussian",
     "log_likelihood",
     "psd_projection",
+    "simple_bound_derivatives",
     "topic_proportions",
 ]
 
@@ -461,6 +462,90 @@ def expected_gradient_hessian(
     loglik, g, H, *counts = _evaluate(
         X, eta, beta, gradient=True, hessian=hessian, average=True, topic_counts=topic_counts)
     return MonteCarloDerivatives(g, H, loglik, counts[0] if counts else None)
+
+
+def simple_bound_derivatives(
+    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None
+):
+    """The data part of the simple structured bound and its derivatives, by Monte Carlo.
+
+    The bound of the structured approximation ``q(eta_d) q(z_d)`` ("Monte
+    Carlo structured SVI for two-level non-conjugate models", appendix A.2,
+    eqs. 73-75).  With each word's topic posterior ``phi_v`` at its optimum
+    given ``q(eta_d)`` (``phi_v`` is ``p_v`` at ``eta = mean``), the data part
+    of document ``d``'s bound is::
+
+        L_d(m) + N_d (lse([m, 0]) - E_q[lse([eta, 0])])
+
+    (``lse`` the log-sum-exp), at most ``L_d(m)`` by Jensen's inequality.
+    Its gradient in ``m`` is ``c~ - N_d E_q[theta~]`` (``c = sum_v n_v
+    phi_v``, by the envelope theorem) and twice its gradient in the
+    covariance ``-N_d E_q[diag(theta~) - theta~ theta~^T]``.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_docs, V)
+        Word counts.
+    mean : array-like of shape (n_docs, K - 1)
+        Means ``m_d`` of ``q``.
+    cov_factor : array-like of shape (n_docs, K - 1, K - 1) or (n_docs, K - 1)
+        Cholesky factors of the covariances, or standard deviations.
+    beta : array-like of shape (K, V)
+        Topic-word probabilities.
+    n_samples : int
+        Monte Carlo draws per document (for ``E_q[theta]`` and ``E_q[lse]``).
+    rng : None, int, numpy.random.RandomState or numpy.random.Generator, default=None
+        Source of the draws.
+    hessian : bool, default=True
+        Whether to return the curvature.
+    topic_counts : bool, default=False
+        Whether to return each topic's word counts ``sum_d n_dv phi_dv``.
+    eps : array-like broadcastable to (n_samples, n_docs, K - 1) or None, default=None
+        Standard normal draws to use instead of drawing from ``rng``.
+
+    Returns
+    -------
+    MonteCarloDerivatives
+        ``(g_hat, H_hat, loglik_hat, topic_counts)``: the gradient, the
+        curvature, the data part of the bound and the topic counts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skvi.models.ctm.kernels import log_likelihood, simple_bound_derivatives
+    >>> X = sp.csr_array(np.array([[2.0, 0.0, 1.0]]))
+    >>> beta = np.array([[0.5, 0.25, 0.25], [0.25, 0.25, 0.5]])
+    >>> est = simple_bound_derivatives(X, np.zeros((1, 1)), np.ones((1, 1)), beta, 100, rng=0)
+    >>> bool(est.loglik_hat[0] <= log_likelihood(X, np.zeros((1, 1)), beta)[0])  # Jensen
+    True
+    """
+    X = _check_counts(X)
+    mean, cov_factor = _check_gaussian(mean, cov_factor, X.shape[0], "cov_factor")
+    dim = mean.shape[1]
+    beta = _check_beta(beta, dim + 1, X.shape[1])
+    words = np.asarray(X.sum(axis=1)).ravel()
+    # Each word's topic posterior at the mean: L_d(m), its gradient and counts.
+    loglik_m, g_m, _, *counts = _evaluate(
+        X, mean[None], beta, gradient=True, hessian=False, average=True,
+        topic_counts=topic_counts)
+    theta_m = topic_proportions(mean)
+    c_head = g_m + words[:, None] * theta_m[:, :dim]
+    eta = _sample(mean, cov_factor, n_samples, rng, eps)
+    theta = topic_proportions(eta)
+    head = theta[..., :dim]
+    e_head = head.mean(axis=0)
+    g = c_head - words[:, None] * e_head
+    H = None
+    if hessian:
+        outer = np.einsum("snk,snl->nkl", head, head) / head.shape[0]
+        H = outer - e_head[:, :, None] * np.eye(dim)
+        H *= words[:, None, None]
+    def lse(values):
+        top = np.maximum(values.max(axis=-1, initial=0.0), 0.0)
+        return top + np.log(np.exp(-top) + np.exp(values - top[..., None]).sum(axis=-1))
+    data = loglik_m + words * (lse(mean) - lse(eta).mean(axis=0))
+    return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
 
 
 def psd_projection(A):
