@@ -407,3 +407,30 @@ def test_simple_bound_against_quadrature_and_finite_differences():
         lambda eta: log_likelihood(sp.csr_array(np.repeat(X.toarray(), len(eta), 0)), eta, beta),
         mean[0], cov, n_points=40)
     assert optimal > bound(mean[0])
+
+
+def test_mean_field_bound_against_finite_differences_and_quadrature():
+    # The deterministic mean-field bound: its gradient in the mean and in the
+    # variances by central differences, and, for the same q, below the
+    # simple bound computed by quadrature (log zeta bounds E_q[lse] above).
+    from skvi.models.ctm.kernels import mean_field_bound_derivatives
+
+    X, _, beta = random_problem(22, n_docs=1, n_words=6, n_topics=3)
+    mean, var = np.array([[0.4, -0.3]]), np.array([[0.5, 0.8]])
+
+    def bound(m, v):
+        return mean_field_bound_derivatives(X, m[None], v[None], beta).loglik_hat[0]
+
+    est = mean_field_bound_derivatives(X, mean, var, beta)
+    h = 1e-6
+    grad_m = [(bound(mean[0] + h * e, var[0]) - bound(mean[0] - h * e, var[0])) / (2 * h)
+              for e in np.eye(2)]
+    grad_v = [(bound(mean[0], var[0] + h * e) - bound(mean[0], var[0] - h * e)) / (2 * h)
+              for e in np.eye(2)]
+    np.testing.assert_allclose(est.g_hat[0], grad_m, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(np.diag(est.H_hat[0]), 2 * np.array(grad_v), rtol=1e-6, atol=1e-8)
+    e_lse = gauss_hermite_expectation(lambda eta: np.log1p(np.exp(eta).sum(axis=-1)),
+                                      mean[0], np.diag(var[0]), n_points=40)
+    simple = log_likelihood(X, mean, beta)[0] + X.sum() * (
+        np.log1p(np.exp(mean[0]).sum()) - e_lse)
+    assert est.loglik_hat[0] < simple

@@ -112,12 +112,15 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         on the mean and the Cholesky factor (S-DSVI).
     covariance : {'full', 'diagonal'}, default='full'
         Covariance of each document's ``q(eta_d)``.
-    bound : {'optimal', 'simple'}, default='optimal'
+    bound : {'optimal', 'simple', 'mean_field'}, default='optimal'
         The variational bound: ``'optimal'`` sums each word's topic out
         exactly (the paper's eq. 56, ``q(eta_d)`` alone); ``'simple'`` keeps a
         factor ``q(z_d)`` of the words' topics (its appendix A.2, eqs.
         73-75), at its optimum given ``q(eta_d)``: a looser bound whose
-        steps are cheaper (no per-word outer products).
+        steps are cheaper (no per-word outer products); ``'mean_field'`` is
+        Blei and Lafferty's: ``'simple'`` with a diagonal ``q(eta_d)``
+        (``covariance='diagonal'`` is required) and ``E_q[lse]`` bounded in
+        closed form, so that nothing is sampled.
     n_mc_samples : int, default=10
         Draws of ``eta_d`` per document and step for the expected gradient
         and Hessian (10 in the paper).
@@ -185,7 +188,7 @@ step_safety, random_state, verbose
         "n_components": [Interval(numbers.Integral, 2, None, closed="left")],
         "algorithm": [StrOptions(set(ALGORITHMS) - {"auto"})],
         "covariance": [StrOptions({"full", "diagonal"})],
-        "bound": [StrOptions({"optimal", "simple"})],
+        "bound": [StrOptions({"optimal", "simple", "mean_field"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
         "gradient_learning_rate": UPDATE_RULE_PARAMETER_CONSTRAINTS["gradient_learning_rate"],
         "topic_word_prior": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -459,6 +462,11 @@ step_safety, random_state, verbose
 
     # ------------------------------------------------------------- input
     def _check_counts(self, X, reset):
+        if reset and self.bound == "mean_field" and self.covariance != "diagonal":
+            raise ValueError(
+                "bound='mean_field' is Blei and Lafferty's fully factorised bound: it needs "
+                "covariance='diagonal'."
+            )
         check_sparse_structure(X)
         X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc"), dtype=np.float64)
         check_non_negative(X, f"{type(self).__name__} (input X)")
@@ -575,6 +583,9 @@ step_safety, random_state, verbose
     # ------------------------------------------------------------- the step
     def _expectations(self, X, mean, scale, rng=None, eps=None, topic_counts=False):
         """Monte Carlo gradient, curvature and data bound of each document, under ``bound``."""
+        if self.bound == "mean_field":
+            return kernels.mean_field_bound_derivatives(
+                X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts)
         function = (kernels.expected_gradient_hessian if self.bound == "optimal"
                     else kernels.simple_bound_derivatives)
         return function(X, mean, scale, self.topic_word_, self.n_mc_samples, rng=rng,
@@ -661,6 +672,8 @@ step_safety, random_state, verbose
     # ------------------------------------------------------------------ ELBO
     def _data_bounds(self, X, mean, scale):
         """The data part of each document's bound, by Monte Carlo (common random numbers)."""
+        if self.bound == "mean_field":
+            return self._expectations(X, mean, scale).loglik_hat
         eps = np.random.RandomState(_BOUND_SEED).standard_normal((self.n_mc_samples, 1, self._dim))
         if self.bound == "simple":
             return kernels.simple_bound_derivatives(

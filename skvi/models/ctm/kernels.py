@@ -49,6 +49,7 @@ __all__ = [
     "gradient_hessian",
     "kl_gaussian",
     "log_likelihood",
+    "mean_field_bound_derivatives",
     "psd_projection",
     "simple_bound_derivatives",
     "topic_proportions",
@@ -541,10 +542,80 @@ def simple_bound_derivatives(
         outer = np.einsum("snk,snl->nkl", head, head) / head.shape[0]
         H = outer - e_head[:, :, None] * np.eye(dim)
         H *= words[:, None, None]
-    def lse(values):
-        top = np.maximum(values.max(axis=-1, initial=0.0), 0.0)
-        return top + np.log(np.exp(-top) + np.exp(values - top[..., None]).sum(axis=-1))
-    data = loglik_m + words * (lse(mean) - lse(eta).mean(axis=0))
+    data = loglik_m + words * (_lse0(mean) - _lse0(eta).mean(axis=0))
+    return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
+
+
+def _lse0(values):
+    """``log(1 + sum_k exp(values_k))`` along the last axis: ``lse([values, 0])``."""
+    top = np.maximum(values.max(axis=-1, initial=0.0), 0.0)
+    return top + np.log(np.exp(-top) + np.exp(values - top[..., None]).sum(axis=-1))
+
+
+def mean_field_bound_derivatives(X, mean, variance, beta, topic_counts=False):
+    """The data part of Blei and Lafferty's mean-field bound and its derivatives.
+
+    Blei and Lafferty's correlated topic model ("Correlated topic models")
+    factorises ``q`` fully: a diagonal Gaussian ``q(eta_d)``, a factor per
+    word's topic at its optimum (``p_v`` at ``eta = mean``), and bounds
+    ``E_q[lse([eta, 0])]`` by ``log zeta`` at the optimal ``zeta = 1 +
+    sum_k exp(m_k + v_k / 2)``.  The data part of document ``d``'s bound is
+    then deterministic::
+
+        L_d(m) + N_d (lse([m, 0]) - lse([m + v / 2, 0]))
+
+    with gradient ``c~ - N_d theta~(m + v / 2)`` in ``m`` (``c = sum_v n_v
+    phi_v``) and ``-N_d theta~(m + v / 2) / 2`` in ``v``; the curvature
+    returned, twice the gradient in ``v``, is the diagonal matrix
+    ``-N_d diag(theta~(m + v / 2))``.
+
+    Parameters
+    ----------
+    X : sparse matrix of shape (n_docs, V)
+        Word counts.
+    mean : array-like of shape (n_docs, K - 1)
+        Means ``m_d`` of ``q``.
+    variance : array-like of shape (n_docs, K - 1)
+        Variances ``v_d`` of ``q``.
+    beta : array-like of shape (K, V)
+        Topic-word probabilities.
+    topic_counts : bool, default=False
+        Whether to return each topic's word counts ``sum_d n_dv phi_dv``.
+
+    Returns
+    -------
+    MonteCarloDerivatives
+        ``(g_hat, H_hat, loglik_hat, topic_counts)``: the gradient, the
+        curvature (shape (n_docs, K - 1, K - 1)), the data part of the bound
+        and the topic counts (exact: nothing is sampled).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from skvi.models.ctm.kernels import mean_field_bound_derivatives
+    >>> X = sp.csr_array(np.array([[2.0, 0.0, 1.0]]))
+    >>> beta = np.array([[0.5, 0.25, 0.25], [0.25, 0.25, 0.5]])
+    >>> est = mean_field_bound_derivatives(X, np.zeros((1, 1)), np.ones((1, 1)), beta)
+    >>> float(est.H_hat[0, 0, 0].round(4))  # -3 * theta_1(0.5)
+    -1.8674
+    """
+    X = _check_counts(X)
+    mean, variance = _check_gaussian(mean, variance, X.shape[0], "variance")
+    if variance.shape != mean.shape:
+        raise ValueError("variance must have the shape of mean: the mean-field q is diagonal.")
+    dim = mean.shape[1]
+    beta = _check_beta(beta, dim + 1, X.shape[1])
+    words = np.asarray(X.sum(axis=1)).ravel()
+    loglik_m, g_m, _, *counts = _evaluate(
+        X, mean[None], beta, gradient=True, hessian=False, average=True,
+        topic_counts=topic_counts)
+    c_head = g_m + words[:, None] * topic_proportions(mean)[:, :dim]
+    shifted = mean + 0.5 * variance
+    theta_shift = topic_proportions(shifted)[:, :dim]
+    g = c_head - words[:, None] * theta_shift
+    H = -(words[:, None] * theta_shift)[:, :, None] * np.eye(dim)
+    data = loglik_m + words * (_lse0(mean) - _lse0(shifted))
     return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
 
 
