@@ -49,6 +49,7 @@ from .base import (  # noqa: F401
     _natural,
     _per_factor,
     _standard,
+    diagonal_target,
 )
 from .hybrid_gradient import HybridGradient
 from .natural_gradient import NaturalGradient
@@ -57,6 +58,7 @@ from .standard_gradient import StandardGradient
 
 __all__ = [
     "UpdateRule",
+    "diagonal_target",
     "NaturalGradient",
     "HybridGradient",
     "StandardGradient",

@@ -34,6 +34,43 @@ def _mean_gradient(g1, g2, mean, diagonal):
     return g1 + 2.0 * (g2 @ mean[..., None])[..., 0]
 
 
+def diagonal_target(tgt1, tgt2, mean):
+    """Natural target of a fully factorised Gaussian from its full-covariance one.
+
+    For ``q`` diagonal, coordinate ``k``'s natural-gradient target is the
+    precision ``Lambda_kk`` and ``eta1_k - sum_{j != k} Lambda_kj m_j`` (``m``
+    the current means, ``Lambda = -2 tgt2``): the Jacobi form of a
+    coordinate-wise update.  Matrix factorization's diagonal nodes and the
+    correlated topic model's diagonal documents take their steps towards it.
+
+    Parameters
+    ----------
+    tgt1 : ndarray of shape (..., d)
+        First natural parameter of the full target.
+    tgt2 : ndarray of shape (..., d, d)
+        Its second natural parameter, ``-Lambda / 2``.
+    mean : ndarray of shape (..., d)
+        The current means.
+
+    Returns
+    -------
+    tgt1, tgt2 : ndarray of shape (..., d)
+        The diagonal target's natural parameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.update_rules import diagonal_target
+    >>> precision = np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> diagonal_target(np.array([1.0, 1.0]), -0.5 * precision, np.array([1.0, 2.0]))
+    (array([0. , 0.5]), array([-1. , -0.5]))
+    """
+    prec = -2.0 * tgt2
+    diag = np.diagonal(prec, axis1=-2, axis2=-1)
+    coupling = (prec @ mean[..., None])[..., 0] - diag * mean
+    return tgt1 - coupling, -0.5 * diag
+
+
 def _per_factor(rho, array):
     """``rho`` broadcast against one natural component of a batch of factors.
 

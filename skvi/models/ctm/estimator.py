@@ -37,11 +37,15 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
 from ...expfam import Gaussian, MultivariateGaussian
 from ...schedules import make_schedule
-from ...update_rules import ALGORITHMS, UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ...update_rules import (
+    ALGORITHMS,
+    UPDATE_RULE_PARAMETER_CONSTRAINTS,
+    diagonal_target,
+    make_update_rule,
+)
 from ...validation import check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
-from ..matrix_factorization.nodes import diagonal_target
 from . import kernels
 
 __all__ = ["SVICorrelatedTopicModel"]

@@ -50,6 +50,7 @@ from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import (
     ALGORITHMS,
     UPDATE_RULE_PARAMETER_CONSTRAINTS,
+    diagonal_target,
     make_update_rule,
 )
 from ...validation import check_sparse_structure
@@ -61,7 +62,6 @@ from .nodes import (
     ChildSample,
     Moments,
     Ratings,
-    diagonal_target,
     moments_diag,
     moments_full,
     moments_full_numpy,

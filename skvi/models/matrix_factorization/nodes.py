@@ -313,16 +313,3 @@ def aggregate(side, other):
     agg.ro = rsums[:, k].copy()
     agg.soo = sums[:, t + 2 * k + 1].copy()
     return agg
-
-
-def diagonal_target(tgt1, tgt2, mean):
-    """Natural target of a fully factorised node from its full-covariance one.
-
-    For ``q`` diagonal, coordinate ``k``'s natural-gradient target is
-    precision ``Lambda_kk`` and ``eta1_k - sum_{j != k} Lambda_kj m_j``
-    (``m`` the current means): the Jacobi form of :meth:`_diagonal_update`.
-    """
-    prec = -2.0 * tgt2
-    diag = np.diagonal(prec, axis1=-2, axis2=-1)
-    coupling = (prec @ mean[..., None])[..., 0] - diag * mean
-    return tgt1 - coupling, -0.5 * diag

@@ -27,7 +27,8 @@ from scipy.optimize import brentq, minimize
 
 from ...engine import Factor, Samples
 from ...likelihoods import Ordinal
-from .nodes import SIDES, diagonal_target
+from ...update_rules import diagonal_target
+from .nodes import SIDES
 
 __all__ = ["GLMRatings", "partner_factors", "side_statistics"]
 
