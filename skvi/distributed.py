@@ -138,10 +138,20 @@ def _client(client):
 
 
 def _lost_results():
-    """The exceptions of results a lost worker took with it."""
+    """The exceptions of results a lost worker took with it, or of a connection it closed."""
+    from distributed.comm.core import CommClosedError  # noqa: PLC0415
     from distributed.scheduler import KilledWorker  # noqa: PLC0415
 
-    return (CancelledError, KilledWorker)
+    return (CancelledError, KilledWorker, CommClosedError)
+
+
+def _worker_lost(exc):
+    """The error of a fit that lost a worker and could not recover."""
+    return WorkerLostError(
+        "A dask worker was lost during the fit and its results could not be "
+        f"recomputed ({type(exc).__name__}: {exc}); no model was fitted. Fit again "
+        "once the cluster has its workers back."
+    )
 
 
 def _add(a, b):
@@ -170,8 +180,12 @@ class _Channel:
         _count("bytes_out", obj)
         # A one-element list: scatter would split a dict into its values.
         # Not broadcast: the workers fetch it from each other (faster, and a
-        # scatter never waits on a dying worker).
-        return self.client.scatter([obj], hash=False)[0]
+        # scatter never waits on a dying worker).  A scatter to a worker that
+        # just died is a lost worker too: the sums over blocks retry it.
+        try:
+            return self.client.scatter([obj], hash=False)[0]
+        except _lost_results() as exc:
+            raise _worker_lost(exc) from exc
 
     def forget(self):
         """Drop what was sent: a lost worker may have held it."""
@@ -182,11 +196,7 @@ class _Channel:
         try:
             value = future.result()
         except _lost_results() as exc:
-            raise WorkerLostError(
-                "A dask worker was lost during the fit and its results could not be "
-                f"recomputed ({type(exc).__name__}: {exc}); no model was fitted. Fit again "
-                "once the cluster has its workers back."
-            ) from exc
+            raise _worker_lost(exc) from exc
         _count("bytes_in", value)
         return value
 

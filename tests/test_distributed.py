@@ -523,6 +523,21 @@ def test_a_worker_killed_mid_fit_gives_the_same_model_or_an_error(client):
         np.testing.assert_allclose(result["model"].components_, ref.components_, rtol=1e-10)
 
 
+def test_a_scatter_to_a_dead_worker_is_a_lost_worker():
+    # A kill that lands while the globals are scattered closes the comm: the
+    # sums over blocks retry a WorkerLostError (and a fit gives up with it).
+    from distributed.comm.core import CommClosedError
+
+    from skvi.distributed import _Channel
+
+    class DeadWorkerClient:
+        def scatter(self, data, hash=True):
+            raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+
+    with pytest.raises(WorkerLostError, match="no model was fitted"):
+        _Channel(DeadWorkerClient(), 0)._scatter({"topics": np.zeros(3)})
+
+
 def test_fit_on_cluster_takes_a_named_client(client):
     rng = np.random.RandomState(7)
     X = rng.normal(size=(600, 2))
