@@ -118,7 +118,7 @@ class GaussianRatings:
         tau, _ = self.noise(mf, params)
         return agg.rx - mu * agg.sx - agg.B, agg.A, tau
 
-    def scalar_stats(self, mf, name, prep, params):
+    def scalar_stats(self, mf, name, prep, params, rng=None):
         """Statistics of the global mean or the noise precision."""
         tau, _ = self.noise(mf, params)
         if name == "mean":

@@ -21,6 +21,7 @@ the Monte Carlo structured SVI one for the other likelihoods
 
 import copy
 import numbers
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
@@ -343,7 +344,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         **ENGINE_PARAMETER_CONSTRAINTS,
     }
 
-    _local_depends_on_globals = False
+    @property
+    def _local_depends_on_globals(self):
+        # The Monte Carlo likelihoods redo their local step each step: on a
+        # cluster it carries the block's seed of that step's draws.
+        return not self._conjugate
     _row_groups = ("users", "items")
     # The prior precisions' children are the nodes, all in memory.
     _hierarchical_factors = ("user_precision", "item_precision")
@@ -1041,7 +1046,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _seed_local_steps(self, random_state):
         # The Monte-Carlo draws of a block of a fit on a cluster.
-        self._block_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+        self._block_seed = int(random_state.randint(np.iinfo(np.int32).max))
 
     def _prepare_block(self, X, y=None):
         data = self._ratings(X, y)
@@ -1309,22 +1314,36 @@ n_samples_seen_, converged_, n_rejected_steps_
         # No local latent variables: index the minibatch for aggregation.
         prep = prepare(data)
         # A block of a fit on a cluster draws from its own generator.
-        prep["rng"] = getattr(self, "_block_rng", None)
+        prep["seed"] = getattr(self, "_block_seed", None)
         return prep
 
     def _expected_stats(self, name, data, prep, params):
         if name in self._row_groups:
-            h, P, weight = self._node_stats(name, prep, params, rng=prep.get("rng"))
+            h, P, weight = self._node_stats(name, prep, params, rng=self._block_draws(prep, name))
             side = prep[name]
             return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
         if name in ("mean", "noise"):
-            return self._strategy.scalar_stats(self, name, prep, params)
+            return self._strategy.scalar_stats(
+                self, name, prep, params, rng=self._block_draws(prep, name))
         # A prior precision: its children are the fitted nodes of its side.
         side = "users" if name == "user_precision" else "items"
         n, second, _ = self._fitted_sums(side, params)
         if self.factor_prior == "wishart":
             return (-0.5 * second, np.array(0.5 * n))
         return (-0.5 * np.diagonal(second).copy(), np.full(self._dim, 0.5 * n))
+
+    @staticmethod
+    def _block_draws(prep, name):
+        """The generator of one factor's draws on a block of a cluster (None in memory).
+
+        A fresh generator from the block's seed of this step and the factor:
+        no state that a copy of the block on another worker could hold
+        differently, so a fit draws the same numbers wherever its tasks run.
+        """
+        seed = prep.get("seed")
+        if seed is None:
+            return None
+        return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
     def _node_stats(self, name, prep, params, rng=None):
         """Unscaled statistics ``(h, P, w)`` of the side's nodes in the batch.

@@ -306,12 +306,12 @@ class GLMRatings:
         h, P, _, _, _ = self.side_pass(mf, name, prep[name], params, want_node_stats=True, rng=rng)
         return h, P, 1.0
 
-    def scalar_stats(self, mf, name, prep, params):
+    def scalar_stats(self, mf, name, prep, params, rng=None):
         """The global mean's fixed point from the ratings' ``E[l']`` and ``E[l'']``."""
         mu, _ = mf._global_mean(params)
         side = prep["global_side"]
         _, _, _, e1, e2 = self.side_pass(
-            mf, side, prep[side], params, want_node_stats=False, rng=prep.get("rng")
+            mf, side, prep[side], params, want_node_stats=False, rng=rng
         )
         w = prep[side].weights
         if w is not None:
