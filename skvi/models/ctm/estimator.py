@@ -600,34 +600,43 @@ step_safety, random_state, verbose
         expected = self._expectations(X.X, mean, scale, rng=self._mc_rng, topic_counts=True)
         return {"mean": mean, "expected": expected}
 
+    @staticmethod
+    def _statistics_parts(expected, mean):
+        """``(g - Gamma m, P_psd(-Gamma))``: what the data add to a document's target."""
+        gamma = expected.H_hat
+        return (expected.g_hat - (gamma @ mean[..., None])[..., 0],
+                kernels.psd_projection(-gamma))
+
+    def _move_documents(self, old, parts, prior, rho, backoff, state):
+        """Step documents ``old`` towards ``prior + parts`` by the update rule.
+
+        The one document step of a fit and of the fold-in of new documents.
+        Returns the new natural parameters, the target and the rule's state.
+        """
+        old1, old2 = old
+        tgt1 = prior[0] + parts[0]
+        tgt2 = prior[1] - 0.5 * parts[1]
+        if self.covariance == "diagonal":
+            tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+        rule = self._rule
+        if rule is None:
+            shape = rho.shape + (1,) * (old2.ndim - 1)
+            new = (old1 + rho[:, None] * (tgt1 - old1), old2 + rho.reshape(shape) * (tgt2 - old2))
+        else:
+            new, state = rule.step((old1, old2), (tgt1, tgt2), rho, backoff, state)
+        return new, (tgt1, tgt2), state
+
     def _expected_stats(self, name, X, local, params):
-        g, gamma = local["expected"].g_hat, local["expected"].H_hat
-        mean = local["mean"]
-        h_part = kernels.psd_projection(-gamma)
-        g_part = g - (gamma @ mean[..., None])[..., 0]
-        return RowStatistics(X.ids, (g_part, h_part), np.ones(X.ids.shape[0]))
+        parts = self._statistics_parts(local["expected"], local["mean"])
+        return RowStatistics(X.ids, parts, np.ones(X.ids.shape[0]))
 
     def _update_factor(self, name, current, stats, ctx):
         rows = stats.rows
-        g_part, h_part = stats.values
-        prior1, prior2 = self._svi.prior["documents"]
-        tgt1 = prior1 + g_part
-        tgt2 = prior2 - 0.5 * h_part
         old1, old2 = current[0][rows], current[1][rows]
-        if self.covariance == "diagonal":
-            tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
-        rho = ctx.row_rho
-        rule = self._rule
-        if rule is None:
-            if self.covariance == "full":
-                new1 = old1 + rho[:, None] * (tgt1 - old1)
-                new2 = old2 + rho[:, None, None] * (tgt2 - old2)
-            else:
-                new1 = old1 + rho[:, None] * (tgt1 - old1)
-                new2 = old2 + rho[:, None] * (tgt2 - old2)
-        else:
-            (new1, new2), state = rule.step(
-                (old1, old2), (tgt1, tgt2), rho, ctx.backoff, ctx.rule_state)
+        (new1, new2), (tgt1, tgt2), state = self._move_documents(
+            (old1, old2), stats.values, ctx.prior["documents"], ctx.row_rho, ctx.backoff,
+            ctx.rule_state)
+        if self._rule is not None:
             ctx.keep_rule_state(state)
         if ctx.grads is not None:
             ctx.grads.extend([tgt1 - old1, tgt2 - old2])
@@ -714,31 +723,20 @@ step_safety, random_state, verbose
     def _fold_in(self, X):
         """``q(eta_d)`` of new documents, the model held fixed: means and scales."""
         n = X.shape[0]
-        prior1, prior2 = self._prior_natural()["documents"]
-        eta1, eta2 = self._prior_documents(n)
-        rule = self._rule
+        prior = self._prior_natural()["documents"]
+        eta = self._prior_documents(n)
         state = None
         schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
         rng = np.random.RandomState(_BOUND_SEED)
         for t in range(1, self.transform_max_iter + 1):
-            mean, scale = self._moments(eta1, eta2)
+            mean, scale = self._moments(*eta)
             # Draws shared by the documents: each one's fit is its own.
             eps = rng.standard_normal((self.n_mc_samples, 1, self._dim))
-            ex = self._expectations(X, mean, scale, eps=eps)
-            gamma = ex.H_hat
-            tgt1 = prior1 + ex.g_hat - (gamma @ mean[..., None])[..., 0]
-            tgt2 = prior2 - 0.5 * kernels.psd_projection(-gamma)
-            if self.covariance == "diagonal":
-                tgt1, tgt2 = diagonal_target(tgt1, tgt2, mean)
+            parts = self._statistics_parts(self._expectations(X, mean, scale, eps=eps), mean)
             # The schedule of the fit, restarted for the new documents.
-            rho = np.full(n, schedule(t))
-            if rule is None:
-                shape = (n,) + (1,) * (eta2.ndim - 1)
-                eta1 = eta1 + rho[:, None] * (tgt1 - eta1)
-                eta2 = eta2 + rho.reshape(shape) * (tgt2 - eta2)
-            else:
-                (eta1, eta2), state = rule.step((eta1, eta2), (tgt1, tgt2), rho, 1.0, state)
-        return self._moments(eta1, eta2)
+            eta, _, state = self._move_documents(eta, parts, prior, np.full(n, schedule(t)), 1.0,
+                                                 state)
+        return self._moments(*eta)
 
     # --------------------------------------------------------------- results
     def _on_params_updated(self):
