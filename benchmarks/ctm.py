@@ -75,16 +75,31 @@ observed half, and the held-out half is scored by
   ``get_count_by_topics()`` as in ``benchmarks/lda.py`` (a column tomotopy
   never saw in training gets ``eta / (n_k + V eta)``).
 
+Every model is also scored by the per-word test negative log-likelihood of
+"Monte Carlo structured SVI for two-level non-conjugate models" (its eq.
+105), ``mean_d -log p(w_d) / N_d`` over ``--nll-docs`` random test documents
+(default 1,000, seed 0), with the standard error over those documents:
+``log p(w_d)``, the document's topic proportions integrated out, is
+estimated from the model's parameters alone by importance sampling
+(``--nll-samples`` draws per document, default 1,000), by the same function
+for every model of a kind: ``skvi.metrics.ctm_log_evidence`` for the
+correlated topic models (the proposal is the Laplace approximation of the
+document's posterior of its logits, plus the identity; tomotopy's prior of K
+logits is turned into skvi's K - 1 logits against the last topic, which
+leaves the model unchanged), ``skvi.metrics.lda_log_evidence`` for LDA (the
+proposal is the E-step's Dirichlet with half its concentration; tomotopy's
+``alpha``).  Each estimate is a lower bound of ``log p(w_d)`` in expectation.
+
 For the skvi CTM fits the table also gives the final training ELBO
 (``lower_bound_``, total and per training token) and the test bound per
-word, ``-ctm.score(X_test) / X_test.sum()`` ("bound / word": an upper bound
-on the per-word negative log-likelihood of the whole test documents, lower
-is better; not comparable with the completion perplexity).
+word on the same documents, ``-ctm.score(X_nll) / X_nll.sum()`` ("bound /
+word": an upper bound on the per-word negative log-likelihood, lower is
+better).
 
 Outputs
 -------
-Per K, a table of fit seconds, completion perplexity and the fit time as a
-multiple of tomotopy CTModel's.  Under ``--out`` (default ``/tmp/ctm_bench``):
+Per K, a table of fit seconds, completion perplexity, per-word NLL and the
+fit time as a multiple of tomotopy CTModel's.  Under ``--out`` (default ``/tmp/ctm_bench``):
 ``ctm_elbo_history.csv``, the ELBO after every pass of each skvi CTM fit
 against the engine's clock (from ``ctm.history_``; its time includes the
 validation and the LDA start), and, when matplotlib is installed,
@@ -183,6 +198,11 @@ def parse_args(argv=None):
     parser.add_argument("--infer-iter", type=int, default=100,
                         help="Gibbs iterations of tomotopy's infer on the observed halves "
                         "(default: %(default)s, tomotopy's default)")
+    parser.add_argument("--nll-docs", type=int, default=1000,
+                        help="random test documents (seed 0) scored by the importance-sampled "
+                        "per-word NLL and the CTM's test bound (default: %(default)s)")
+    parser.add_argument("--nll-samples", type=int, default=1000,
+                        help="importance samples per document (default: %(default)s)")
     parser.add_argument("--covariance", choices=("diagonal", "full"), default="diagonal",
                         help="covariance of each document's q(eta_d) in the skvi CTM fits "
                         "(default: %(default)s)")
@@ -215,7 +235,8 @@ def parse_args(argv=None):
         parser.error("unknown method(s) %s; choose from %s"
                      % (", ".join(unknown), ", ".join(ALL_METHODS)))
     args.methods = [m for m in ALL_METHODS if m in methods]
-    for name in ("passes", "gibbs_iter", "ctm_gibbs_iter", "infer_iter", "repeats"):
+    for name in ("passes", "gibbs_iter", "ctm_gibbs_iter", "infer_iter", "repeats",
+                 "nll_docs", "nll_samples"):
         if getattr(args, name) < 1:
             parser.error("--%s must be at least 1" % name.replace("_", "-"))
     for name in ("max_docs", "max_test_docs"):
@@ -279,6 +300,25 @@ def completion_split(X_test):
     X_observed, X_heldout = split_document_tokens(X_test, random_state=SEED)
     keep = np.flatnonzero(np.asarray(X_test.sum(axis=1)).ravel() >= 2)
     return X_observed[keep], X_heldout[keep]
+
+
+def per_word_nll(log_evidence, X):
+    """``mean_d -log p(w_d) / N_d`` and its standard error over the documents."""
+    values = -np.asarray(log_evidence) / np.asarray(X.sum(axis=1)).ravel()
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+
+
+def tomotopy_ctm_prior(model):
+    """tomotopy's prior of K logits as the K - 1 logits against topic K.
+
+    ``softmax(eta) = softmax([eta_k - eta_K, 0])``, and with ``eta ~ N(m,
+    S)`` the differences are ``N(A m, A S A^T)``, ``A = [I, -1]``: the same
+    model in skvi's parametrisation.
+    """
+    mean = np.asarray(model.prior_mean, dtype=np.float64)
+    cov = np.asarray(model.prior_cov, dtype=np.float64)
+    A = np.hstack([np.eye(mean.size - 1), -np.ones((mean.size - 1, 1))])
+    return A @ mean, A @ cov @ A.T
 
 
 # --------------------------------------------------------------- tomotopy
@@ -377,27 +417,47 @@ def run_method(method, X_train, K, args):
     raise ValueError(method)
 
 
-def score_method(method, model, X_test, X_observed, X_heldout, args):
-    """The row's scores: completion perplexity, and the bounds of the skvi CTM fits."""
+def score_method(method, model, X_test, X_observed, X_heldout, X_nll, args):
+    """The row's scores: completion perplexity, per-word NLL, and the CTM fits' bounds.
+
+    The per-word NLL comes from the model's parameters alone, by the same
+    function for every model of a kind: ``skvi.metrics.ctm_log_evidence``
+    (the Laplace approximation of each document's posterior as the
+    proposal) for the correlated topic models, ``lda_log_evidence`` (the
+    E-step's Dirichlet) for LDA.
+    """
+    from skvi.metrics import ctm_log_evidence, lda_log_evidence
+
     n_words = X_test.shape[1]
+    sampling = dict(n_samples=args.nll_samples, random_state=SEED)
     out = {}
     if method.startswith("skvi-ctm-"):
         out["perplexity"] = completion_perplexity(model.transform(X_observed),
                                                   model.topic_word_, X_heldout)
         out["elbo"] = float(model.lower_bound_)
-        out["test_bound_per_word"] = -model.score(X_test) / float(X_test.sum())
+        out["test_bound_per_word"] = -model.score(X_nll) / float(X_nll.sum())
+        log_p = ctm_log_evidence(X_nll, model.prior_mean_, model.prior_covariance_,
+                                 model.topic_word_, **sampling)
     elif method == "skvi-lda":
         from skvi.metrics import document_completion_perplexity
 
         out["perplexity"] = document_completion_perplexity(model, X_test, random_state=SEED)
         lam = np.asarray(model.components_, dtype=np.float64)
-        out["check"] = completion_perplexity(model.transform(X_observed),
-                                             lam / lam.sum(axis=1, keepdims=True), X_heldout)
+        beta = lam / lam.sum(axis=1, keepdims=True)
+        out["check"] = completion_perplexity(model.transform(X_observed), beta, X_heldout)
+        log_p = lda_log_evidence(X_nll, model.doc_topic_prior_, beta, **sampling)
     else:
         theta = tomotopy_theta(model, X_observed, args.infer_iter)
-        out["perplexity"] = completion_perplexity(theta, tomotopy_topic_word(model, n_words),
-                                                  X_heldout)
+        beta = tomotopy_topic_word(model, n_words)
+        out["perplexity"] = completion_perplexity(theta, beta, X_heldout)
         out["ll_per_word"] = float(model.ll_per_word)
+        if method == "tomotopy-ctm":
+            mean, cov = tomotopy_ctm_prior(model)
+            log_p = ctm_log_evidence(X_nll, mean, cov, beta, **sampling)
+        else:
+            log_p = lda_log_evidence(X_nll, np.asarray(model.alpha, dtype=np.float64), beta,
+                                     **sampling)
+    out["nll"], out["nll_se"] = per_word_nll(log_p, X_nll)
     return out
 
 
@@ -444,8 +504,8 @@ def plot_histories(rows, K, path):
 
 
 def table(rows):
-    header = ("model", "fit [s]", "perplexity", "fit / %s" % TIME_REFERENCE, "final ELBO",
-              "ELBO / token", "bound / word")
+    header = ("model", "fit [s]", "perplexity", "NLL / word", "fit / %s" % TIME_REFERENCE,
+              "final ELBO", "ELBO / token", "bound / word")
     by_name = {r["method"]: r for r in rows}
     ref = by_name.get(TIME_REFERENCE)
     body = []
@@ -454,9 +514,10 @@ def table(rows):
         elbo = "%.6g" % r["elbo"] if "elbo" in r else ""
         per_token = "%.4f" % (r["elbo"] / r["n_train_tokens"]) if "elbo" in r else ""
         bound = "%.4f" % r["test_bound_per_word"] if "test_bound_per_word" in r else ""
-        body.append((r["method"], "%.1f" % r["seconds"], "%.1f" % r["perplexity"], ratio, elbo,
-                     per_token, bound))
-    return format_table(header, body, (False, True, True, True, True, True, True))
+        nll = "%.4f +- %.4f" % (r["nll"], r["nll_se"])
+        body.append((r["method"], "%.1f" % r["seconds"], "%.1f" % r["perplexity"], nll, ratio,
+                     elbo, per_token, bound))
+    return format_table(header, body, (False, True, True, True, True, True, True, True))
 
 
 # ------------------------------------------------------------------- main
@@ -467,6 +528,7 @@ def main(argv=None):
     X_train = subsample(X_train, args.max_docs)
     X_test = subsample(X_test, args.max_test_docs)
     X_observed, X_heldout = completion_split(X_test)
+    X_nll = subsample(X_test[np.asarray(X_test.sum(axis=1)).ravel() > 0], args.nll_docs)
     n_train_tokens = float(X_train.sum())
     os.makedirs(args.out, exist_ok=True)
 
@@ -482,6 +544,8 @@ def main(argv=None):
           "tokens" % (X_test.shape[0], X_test.sum(),
                       " (random subset, --max-test-docs)" if args.max_test_docs else "",
                       X_observed.shape[0], X_observed.sum(), X_heldout.sum()))
+    print("  per-word NLL and CTM test bound: %d random test docs, %d tokens; %d importance "
+          "samples each" % (X_nll.shape[0], X_nll.sum(), args.nll_samples))
     print("K in %s; skvi: %d batch passes, covariance %s; tomotopy: %d Gibbs iterations (LDA), "
           "%d (CTM), infer %d; one thread; %d repeat(s)"
           % (args.n_components, args.passes, args.covariance, args.gibbs_iter,
@@ -523,7 +587,7 @@ def main(argv=None):
                     warnings.simplefilter("always")
                     warnings.simplefilter("ignore", DeprecationWarning)
                     scores = score_method(method, models[method], X_test, X_observed,
-                                          X_heldout, args)
+                                          X_heldout, X_nll, args)
                 row = dict(method=method, seconds=float(np.median(times[method])),
                            n_train_tokens=n_train_tokens, **scores)
                 rows.append(row)
@@ -534,8 +598,9 @@ def main(argv=None):
                     extra = "   (tomotopy ll_per_word %.4f)" % scores["ll_per_word"]
                 if "test_bound_per_word" in scores:
                     extra = "   (bound / word %.4f)" % scores["test_bound_per_word"]
-                print("%-20s perplexity %9.1f   scored in %.1f s%s"
-                      % (method, scores["perplexity"], time.perf_counter() - start, extra),
+                print("%-20s perplexity %9.1f   NLL/word %.4f +- %.4f   scored in %.1f s%s"
+                      % (method, scores["perplexity"], scores["nll"], scores["nll_se"],
+                         time.perf_counter() - start, extra),
                       flush=True)
                 for message in dict.fromkeys("%s: %s" % (w.category.__name__, w.message)
                                              for w in caught):

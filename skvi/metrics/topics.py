@@ -51,7 +51,6 @@ from ..validation import check_sparse_structure
 __all__ = [
     "split_document_tokens",
     "document_completion_perplexity",
-    "importance_sampled_nll",
     "topic_coherence",
 ]
 
@@ -327,61 +326,6 @@ def document_completion_perplexity(
         )
     loglik = float(np.dot(X_heldout.data, np.log(p)))
     return float(np.exp(-loglik / X_heldout.data.sum()))
-
-
-def importance_sampled_nll(model, X, *, n_samples=1000, inflation=1.0, random_state=None):
-    """Per-word test negative log-likelihood by importance sampling.
-
-    The measure of "Monte Carlo structured SVI for two-level non-conjugate
-    models" (its eq. 105): each document's ``log p(w_d)`` is estimated by
-    the model's ``log_evidence`` (importance sampling from its posterior of
-    the document's topics, widened), divided by the document's number of
-    words, and averaged over the documents with at least one word.
-
-    Parameters
-    ----------
-    model : object
-        A fitted topic model with the method ``log_evidence(X, n_samples=,
-        inflation=, random_state=)`` (:class:`skvi.SVICorrelatedTopicModel`).
-    X : {array-like, sparse matrix} of shape (n_docs, n_words)
-        Word counts of held-out documents.
-    n_samples : int, default=1000
-        Importance samples per document.
-    inflation : float, default=1.0
-        Added to the diagonal of each posterior covariance for the proposal.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the draws.
-
-    Returns
-    -------
-    nll : float
-        ``mean_d -log p(w_d) / N_d`` (lower is better).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skvi import SVICorrelatedTopicModel
-    >>> from skvi.metrics import importance_sampled_nll
-    >>> X = np.random.RandomState(0).poisson(1.0, size=(40, 6))
-    >>> ctm = SVICorrelatedTopicModel(n_components=2, max_iter=3, random_state=0).fit(X[:30])
-    >>> nll = importance_sampled_nll(ctm, X[30:], n_samples=200, random_state=0)
-    >>> bool(0 < nll < np.log(6) + 1)
-    True
-    """
-    if not callable(getattr(model, "log_evidence", None)):
-        raise TypeError(
-            f"importance_sampled_nll needs a model with log_evidence; {type(model).__name__} "
-            "has none."
-        )
-    X = _check_counts(X, "importance_sampled_nll")
-    words = np.asarray(X.sum(axis=1)).ravel()
-    keep = np.flatnonzero(words > 0)
-    if keep.size == 0:
-        raise ValueError("X passed to importance_sampled_nll has no document with a word.")
-    log_p = model.log_evidence(
-        X[keep], n_samples=n_samples, inflation=inflation, random_state=random_state
-    )
-    return float(np.mean(-np.asarray(log_p) / words[keep]))
 
 
 def topic_coherence(model, X, *, top_n=10, measure="umass"):

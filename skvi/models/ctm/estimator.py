@@ -28,10 +28,8 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
@@ -54,20 +52,6 @@ __all__ = ["SVICorrelatedTopicModel"]
 _BOUND_SEED = 0x5EED
 #: Draws of ``eta_d`` behind ``transform``'s ``E_q[theta_d]``.
 _THETA_DRAWS = 500
-
-
-def _gaussian_log_density(diff, chol):
-    """``log N(x; m, L L^T)`` of ``diff = x - m`` (shape (..., n, d)), ``chol`` (d, d) or (n, d, d)."""
-    d = diff.shape[-1]
-    if chol.ndim == 2:
-        z = np.linalg.solve(chol, np.moveaxis(diff, -1, 0).reshape(d, -1)).T.reshape(diff.shape)
-        logdet = np.sum(np.log(np.diag(chol)))
-    else:
-        lead = diff.shape[:-2]
-        rows = np.broadcast_to(chol, lead + chol.shape)
-        z = np.linalg.solve(rows, diff[..., None])[..., 0]
-        logdet = np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
-    return -0.5 * np.sum(z * z, axis=-1) - logdet - 0.5 * d * np.log(2.0 * np.pi)
 
 
 class Documents:
@@ -426,32 +410,16 @@ step_safety, random_state, verbose
         >>> ctm.log_evidence(X[:3], random_state=0).shape
         (3,)
         """
+        from ...metrics.evidence import ctm_log_evidence  # metrics builds on the models
+
         check_is_fitted(self)
-        if not (isinstance(n_samples, numbers.Integral) and n_samples >= 1):
-            raise ValueError(f"n_samples must be a positive int, got {n_samples!r}.")
-        if not (isinstance(inflation, numbers.Real) and inflation >= 0):
-            raise ValueError(f"inflation must be a non-negative number, got {inflation!r}.")
         X = self._check_counts(X, reset=False)
         mean, scale = self._fold_in(X)
-        n, d = mean.shape
-        cov = self._covariances(scale)
-        if cov.ndim == 2:
-            cov = cov[:, :, None] * np.eye(d)
-        proposal = np.linalg.cholesky(cov + inflation * np.eye(d))
-        prior = np.linalg.cholesky(self._sigma)
-        rng = check_random_state(random_state)
-        chunk = max(1, int(2**22 // max(n * max(d, 1), 1)))
-        log_w = np.empty((n_samples, n))
-        for start in range(0, n_samples, chunk):
-            stop = min(start + chunk, n_samples)
-            eps = rng.standard_normal((stop - start, n, d))
-            eta = mean + np.einsum("nij,snj->sni", proposal, eps)
-            log_w[start:stop] = (
-                kernels.log_likelihood(X, eta, self.topic_word_)
-                + _gaussian_log_density(eta - self._mu, prior)
-                - _gaussian_log_density(eta - mean, proposal)
-            )
-        return logsumexp(log_w, axis=0) - np.log(n_samples)
+        return ctm_log_evidence(
+            X, self._mu, self._sigma, self.topic_word_, n_samples=n_samples,
+            inflation=inflation, posterior=(mean, self._covariances(scale)),
+            random_state=random_state,
+        )
 
     @property
     def _n_features_out(self):
