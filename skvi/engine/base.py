@@ -132,6 +132,7 @@ OPTIONAL_HOOKS = (
     "_batch_line_search",
     "_hyperparameter_statistics",
     "_update_hyperparameters",
+    "_end_of_pass",
     "_parallel_local_step",
     "_sample_count",
     "_evaluate_pass",
@@ -637,6 +638,17 @@ class SVIEstimator(BaseEstimator):
         ``_hyperparameter_statistics``; return True when it changed the
         model, to have the engine re-read ``_prior_natural()`` and send the
         workers of a fit on a cluster a fresh copy (default: no step).
+    _end_of_pass(ctx) -> bool
+        A step of the model after the last step of each online pass of
+        ``fit`` and of each ``partial_fit`` call, for a model that moves
+        some parameters once per pass rather than once per minibatch (the
+        correlated topic model's ``update_model_every='pass'``).  ``ctx``
+        describes the pass as one step: in ``fit`` it covers every row
+        (``rho = 1``, ``scale = 1``, ``t`` the pass); in ``partial_fit``
+        it is the call's (``t`` the call's number, ``rho`` the schedule
+        there, ``scale = N`` over the call's samples).  Return True when
+        the model changed, as ``_update_hyperparameters`` (default: no
+        step).
     _sample_count(X) -> float
         How many samples the rows of X count for in ``N / |S|`` and the
         running count (default ``X.shape[0]``; a model with row weights
@@ -913,6 +925,23 @@ class SVIEstimator(BaseEstimator):
     def _update_hyperparameters(self, hyper, ctx):
         return False
 
+    def _end_of_pass(self, ctx):
+        return False
+
+    def _pass_step(self, t, rho, scale):
+        """The model's step at the end of a pass (``_end_of_pass``), and its consequences."""
+        st = self._svi
+        ctx = StepContext(online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior)
+        if self._end_of_pass(ctx):
+            self._model_changed()
+
+    def _model_changed(self):
+        """The model's own parameters moved: the prior, the workers' copies, the cached bounds."""
+        st = self._svi
+        st.prior = self._prior_natural()
+        st.view_version += 1  # workers' copies of the model are stale
+        st.known_bound = st.known_local = None  # the objective moved with the model
+
     def _parallel_local_step(self):
         return False
 
@@ -1142,6 +1171,7 @@ class SVIEstimator(BaseEstimator):
                                 break
                     if not stopped:
                         n_batches = batch
+                        self._pass_step(it, 1.0, 1.0)
                     if not evaluate or stopped:
                         bound = None
                     elif blocked:  # a model's own full-data pass is in-memory code
@@ -1243,6 +1273,11 @@ class SVIEstimator(BaseEstimator):
                 self._partial_step(X[batch])
                 if run.per_step and run.step(index, elbo=self.lower_bound_):
                     break
+            n_call = self._count_of(X)
+            if n_call > 0:
+                total = st.auto_total if self.total_samples == "auto" else self.total_samples
+                self._pass_step(st.calls, min(st.schedule(st.calls), 1.0),
+                                float(total or n_call) / n_call)
             st.elapsed = run.elapsed()
             elbo = getattr(self, "lower_bound_", None)
             st.history.append(
@@ -1878,9 +1913,7 @@ class SVIEstimator(BaseEstimator):
             st.schedule.observe(sq, ctx.grads)
         hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
-            st.prior = self._prior_natural()
-            st.view_version += 1  # workers' copies of the model are stale
-            st.known_bound = st.known_local = None  # the objective moved with the model
+            self._model_changed()
 
     def _raises_elbo(self, X, params):
         """Whether a batch step's ``params`` do not lower the full-data ELBO.

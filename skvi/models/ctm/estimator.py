@@ -126,6 +126,16 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         prior ``N(0, I)``.
     init_passes : int, default=5
         Passes of the LDA start.
+    update_model_every : {'minibatch', 'pass'}, default='minibatch'
+        When ``mu``, ``Sigma`` and the topics move in an online fit: after
+        every minibatch's step (the paper's Fig. 8 updates them after each
+        document), or once at the end of each pass, from the documents'
+        expected word counts of the whole pass (then ``mu`` and ``Sigma``
+        are those of every document's ``q``, and the topics the pass's
+        counts: a batch M-step between passes of online document steps).
+        A ``partial_fit`` call counts as a pass, whose model step is
+        blended by the schedule at the call's number.  A batch fit
+        updates after each pass either way.
     transform_max_iter : int, default=50
         Steps of a new document's ``q(eta_d)`` in :meth:`transform` and
         :meth:`score` (the model held fixed).
@@ -182,6 +192,7 @@ step_safety, random_state, verbose
         "topic_word_prior": [Interval(numbers.Real, 0, None, closed="neither")],
         "init": [StrOptions({"lda", "random"})],
         "init_passes": [Interval(numbers.Integral, 1, None, closed="left")],
+        "update_model_every": [StrOptions({"minibatch", "pass"})],
         "transform_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
@@ -203,6 +214,7 @@ step_safety, random_state, verbose
         topic_word_prior=0.01,
         init="lda",
         init_passes=5,
+        update_model_every="minibatch",
         transform_max_iter=50,
         learning_method="batch",
         batch_size=128,
@@ -225,6 +237,7 @@ step_safety, random_state, verbose
         self.topic_word_prior = topic_word_prior
         self.init = init
         self.init_passes = init_passes
+        self.update_model_every = update_model_every
         self.transform_max_iter = transform_max_iter
         self.learning_method = learning_method
         self.batch_size = batch_size
@@ -490,7 +503,8 @@ step_safety, random_state, verbose
         d, V = self._dim, X.shape[1]
         self._mu = np.zeros(d)
         self._sigma = np.eye(d)
-        self._topic_counts_step = None
+        self._topics_started = False
+        self._pass_counts = None
         if self.init == "lda":
             # A short batch LDA fit: its topics, and its documents' topic
             # proportions as the logits' means (and mu, Sigma from them).
@@ -620,20 +634,32 @@ step_safety, random_state, verbose
         return (local["expected"].topic_counts,)
 
     def _update_hyperparameters(self, hyper, ctx):
+        if ctx.online and self.update_model_every == "pass":
+            # Held until the pass ends: the pass's expected word counts add up.
+            pending = self._pass_counts
+            self._pass_counts = hyper[0] if pending is None else pending + hyper[0]
+            return False
         # After every accepted step (each minibatch; the paper's Fig. 8
         # updates after each document).
-        self._update_prior()
-        if hyper is not None:
-            scale = ctx.scale
-            target = self.topic_word_prior + scale * hyper[0]
-            if self._topic_counts_step is None:
-                counts = target  # the first step replaces the random start
-            else:
-                rho = min(float(ctx.rho), 1.0)
-                counts = (1.0 - rho) * self.components_ + rho * target
-            self._topic_counts_step = ctx.t
-            self._set_topics(counts)
+        self._model_step(hyper[0], ctx.scale, ctx.rho)
         return True
+
+    def _end_of_pass(self, ctx):
+        counts, self._pass_counts = self._pass_counts, None
+        if counts is None:
+            return False
+        self._model_step(counts, ctx.scale, ctx.rho)
+        return True
+
+    def _model_step(self, topic_counts, scale, rho):
+        """``mu`` and ``Sigma`` in closed form; the topics towards ``prior + scale * counts``."""
+        self._update_prior()
+        target = self.topic_word_prior + scale * topic_counts
+        if self._topics_started:
+            rho = min(float(rho), 1.0)
+            target = (1.0 - rho) * self.components_ + rho * target
+        self._topics_started = True  # the first step replaces the start
+        self._set_topics(target)
 
     def _update_prior(self):
         """``mu`` and ``Sigma`` in closed form over every document's ``q`` (eqs. 60-61)."""
