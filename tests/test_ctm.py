@@ -16,6 +16,7 @@ from skvi.metrics import (
     importance_sampled_nll,
     split_document_tokens,
 )
+from skvi.engine.base import MIN_BLOCK_ROWS
 from skvi.models.ctm import kernels
 
 
@@ -225,6 +226,30 @@ def test_partial_fit_updating_the_model_per_call_beats_lda():
         ctm.partial_fit(train[start:start + 250])
         lda.partial_fit(train[start:start + 250])
     assert ctm.perplexity(test) < lda.perplexity(test)
+
+
+@pytest.mark.parametrize("bound", ["optimal", "simple"])
+def test_n_jobs_splits_the_documents_but_not_the_fit(bound):
+    # Each of two threads takes a block of at least MIN_BLOCK_ROWS
+    # documents; the Monte Carlo draws are made before the split, so the
+    # fit equals the one-thread fit up to the order of the blocks' sums.
+    X, _, _ = _corpus(2 * MIN_BLOCK_ROWS + 100, words=30, seed=6)
+    blocks = []
+
+    class Recorded(SVICorrelatedTopicModel):
+        def _local_step(self, X, params):
+            blocks.append((self.n_jobs, X.shape[0]))
+            return super()._local_step(X, params)
+
+    fits = [Recorded(n_components=3, bound=bound, covariance="diagonal", max_iter=3, tol=0,
+                     n_jobs=n_jobs, random_state=0).fit(X)
+            for n_jobs in (1, 2)]
+    assert {n for j, n in blocks if j == 1} == {X.shape[0]}
+    assert {n for j, n in blocks if j == 2} == {X.shape[0] // 2}
+    np.testing.assert_allclose(fits[1].components_, fits[0].components_, rtol=1e-9)
+    np.testing.assert_allclose(fits[1].document_mean_, fits[0].document_mean_, rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(fits[1].lower_bounds_, fits[0].lower_bounds_, rtol=1e-10)
 
 
 def test_fits_are_reproducible_and_transform_is_per_document():

@@ -134,6 +134,7 @@ OPTIONAL_HOOKS = (
     "_update_hyperparameters",
     "_end_of_pass",
     "_parallel_local_step",
+    "_prepare_local_steps",
     "_sample_count",
     "_evaluate_pass",
     "_pass_converged",
@@ -658,7 +659,14 @@ class SVIEstimator(BaseEstimator):
         steps and statistics run on threads (default False).  A model says
         True when its local step releases the GIL or is vectorised, and is
         deterministic (a Monte-Carlo local step drawing from one generator
-        would make the fit depend on the threads' timing).
+        would make the fit depend on the threads' timing, unless it draws
+        in ``_prepare_local_steps``).
+    _prepare_local_steps(X, params)
+        Called on the calling thread before the local steps of an
+        in-memory minibatch run, whole or in blocks on threads: draw here
+        what must not depend on how ``n_jobs`` cuts the minibatch (the
+        correlated topic model's Monte Carlo draws, from one generator in
+        one order).  Default: nothing.
     _evaluate_pass(it) -> bool
         Whether ``fit`` computes the ELBO after pass ``it`` (default:
         every pass).  Passes not evaluated add nothing to
@@ -944,6 +952,9 @@ class SVIEstimator(BaseEstimator):
 
     def _parallel_local_step(self):
         return False
+
+    def _prepare_local_steps(self, X, params):
+        pass
 
     def _sample_count(self, X):
         return X.shape[0]
@@ -1435,6 +1446,7 @@ class SVIEstimator(BaseEstimator):
         """The local step of X: of the whole minibatch, or of its blocks on threads or workers."""
         if isinstance(X, BlockedData):
             return _Blocks(X, X.local_steps(self, params))
+        self._prepare_local_steps(X, params)
         pool = getattr(self, "_blocks_pool", None)
         n_blocks = 0 if pool is None else min(self._blocks_threads, X.shape[0] // MIN_BLOCK_ROWS)
         if n_blocks < 2:

@@ -148,6 +148,12 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Passes over the data.
     tol : float, default=1e-3
         Stop when the relative change of the ELBO between passes falls below.
+    n_jobs : int or None, default=None
+        Threads over which a minibatch of at least ``2 *
+        skvi.engine.base.MIN_BLOCK_ROWS`` documents is split for the
+        documents' expectations (None: one thread).  The Monte Carlo draws
+        are made before the split, so the fit is the same for every
+        ``n_jobs``.
     learning_offset, learning_decay, learning_rate, total_samples, \
 step_safety, random_state, verbose
         The engine's schedule and controls (see
@@ -194,6 +200,7 @@ step_safety, random_state, verbose
         "init_passes": [Interval(numbers.Integral, 1, None, closed="left")],
         "update_model_every": [StrOptions({"minibatch", "pass"})],
         "transform_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_jobs": [None, numbers.Integral],
         **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
 
@@ -201,6 +208,7 @@ step_safety, random_state, verbose
     _row_groups = ("documents",)
     # Monte Carlo targets: a document's steps follow its schedule in batch too.
     _scheduled_row_steps = True
+    _transient_attributes = ("_step_draws",)
 
     def __init__(
         self,
@@ -216,6 +224,7 @@ step_safety, random_state, verbose
         init_passes=5,
         update_model_every="minibatch",
         transform_max_iter=50,
+        n_jobs=None,
         learning_method="batch",
         batch_size=128,
         max_iter=50,
@@ -239,6 +248,7 @@ step_safety, random_state, verbose
         self.init_passes = init_passes
         self.update_model_every = update_model_every
         self.transform_max_iter = transform_max_iter
+        self.n_jobs = n_jobs
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -577,9 +587,29 @@ step_safety, random_state, verbose
         return function(X, mean, scale, self.topic_word_, self.n_mc_samples, rng=rng,
                         topic_counts=topic_counts, eps=eps)
 
+    def _parallel_local_step(self):
+        # The draws are made before the blocks run (_prepare_local_steps).
+        return True
+
+    def _prepare_local_steps(self, X, params):
+        # The minibatch's Monte Carlo draws, one generator in one order:
+        # the same fit whatever n_jobs cuts the minibatch into.
+        draws = None
+        if self.bound != "mean_field":
+            draws = self._mc_rng.standard_normal((self.n_mc_samples, X.shape[0], self._dim))
+        self._step_draws = (X.ids, draws)
+
+    def _block_draws(self, ids):
+        batch_ids, draws = self._step_draws
+        if draws is None or ids is batch_ids:
+            return draws
+        order = np.argsort(batch_ids, kind="stable")
+        return draws[:, order[np.searchsorted(batch_ids, ids, sorter=order)]]
+
     def _local_step(self, X, params):
         mean, scale = self._document_moments(params, X.ids)
-        expected = self._expectations(X.X, mean, scale, rng=self._mc_rng, topic_counts=True)
+        expected = self._expectations(X.X, mean, scale, eps=self._block_draws(X.ids),
+                                      topic_counts=True)
         return {"mean": mean, "expected": expected}
 
     @staticmethod
@@ -734,6 +764,7 @@ step_safety, random_state, verbose
 
     # --------------------------------------------------------------- results
     def _on_params_updated(self):
+        self._step_draws = None
         eta1, eta2 = self.natural_params_["documents"]
         mean, scale = self._moments(eta1, eta2)
         self.document_mean_ = mean
