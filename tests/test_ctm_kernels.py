@@ -434,3 +434,36 @@ def test_mean_field_bound_against_finite_differences_and_quadrature():
     simple = log_likelihood(X, mean, beta)[0] + X.sum() * (
         np.log1p(np.exp(mean[0]).sum()) - e_lse)
     assert est.loglik_hat[0] < simple
+
+
+@pytest.mark.parametrize("function", [kernels.expected_gradient_hessian,
+                                      kernels.simple_bound_derivatives])
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_quadrature_weights_against_one_node_at_a_time(function, diagonal):
+    # A weighted rule (eps = the nodes, weights = theirs) equals the weighted
+    # sum of single-draw evaluations at each node.
+    rng = np.random.RandomState(3)
+    X = sp.csr_matrix(rng.poisson(1.5, (3, 7)).astype(float))
+    beta = rng.dirichlet(np.ones(7), 3)
+    mean = rng.normal(size=(3, 2))
+    if diagonal:
+        factor = rng.uniform(0.3, 1.2, (3, 2))
+    else:
+        A = rng.normal(size=(3, 2, 2))
+        factor = np.linalg.cholesky(A @ np.swapaxes(A, 1, 2) + np.eye(2))
+    nodes, weights = kernels.gauss_hermite_rule(2, 5)
+    got = function(X, mean, factor, beta, len(weights), eps=nodes[:, None, :], weights=weights,
+                   topic_counts=True)
+    singles = [function(X, mean, factor, beta, 1, eps=z[None, None, :], topic_counts=True)
+               for z in nodes]
+    for field in ("g_hat", "H_hat", "loglik_hat", "topic_counts"):
+        expected = sum(w * getattr(one, field) for w, one in zip(weights, singles))
+        np.testing.assert_allclose(getattr(got, field), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_gauss_hermite_rule_moments():
+    # Exact for polynomials of degree below 2 n_points: E[z^4] = 3, E[z1^2 z2^2] = 1.
+    z, w = kernels.gauss_hermite_rule(2, 4)
+    assert w.sum() == pytest.approx(1.0, abs=1e-14)
+    assert np.sum(w * z[:, 0] ** 4) == pytest.approx(3.0, abs=1e-12)
+    assert np.sum(w * z[:, 0] ** 2 * z[:, 1] ** 2) == pytest.approx(1.0, abs=1e-12)

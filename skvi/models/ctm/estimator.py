@@ -109,9 +109,16 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         Blei and Lafferty's: ``'simple'`` with a diagonal ``q(eta_d)``
         (``covariance='diagonal'`` is required) and ``E_q[lse]`` bounded in
         closed form, so that nothing is sampled.
+    expectation : {'mc', 'quadrature'}, default='mc'
+        How the expectations over ``q(eta_d)`` of a step and of the ELBO
+        are computed: Monte Carlo with ``n_mc_samples`` draws (the paper),
+        or a tensor-product Gauss-Hermite rule of ``n_mc_samples`` nodes per
+        dimension, ``n_mc_samples ** (n_components - 1)`` in all, for
+        ``n_components <= 4``: deterministic steps, so that a batch fit
+        converges to its fixed point.  The mean-field bound needs neither.
     n_mc_samples : int, default=10
         Draws of ``eta_d`` per document and step for the expected gradient
-        and Hessian (10 in the paper).
+        and Hessian (10 in the paper), or quadrature nodes per dimension.
     gradient_learning_rate : float, default=1.0
         AdaGrad rate of the ordinary-gradient parts of ``'h-mc-ssvi'`` and
         ``'s-dsvi'`` (1.0 in the paper).
@@ -193,6 +200,7 @@ step_safety, random_state, verbose
         "algorithm": [StrOptions(set(ALGORITHMS) - {"auto"})],
         "covariance": [StrOptions({"full", "diagonal"})],
         "bound": [StrOptions({"optimal", "simple", "mean_field"})],
+        "expectation": [StrOptions({"mc", "quadrature"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
         "gradient_learning_rate": UPDATE_RULE_PARAMETER_CONSTRAINTS["gradient_learning_rate"],
         "topic_word_prior": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -217,6 +225,7 @@ step_safety, random_state, verbose
         algorithm="h-mc-ssvi",
         covariance="full",
         bound="optimal",
+        expectation="mc",
         n_mc_samples=10,
         gradient_learning_rate=1.0,
         topic_word_prior=0.01,
@@ -241,6 +250,7 @@ step_safety, random_state, verbose
         self.algorithm = algorithm
         self.covariance = covariance
         self.bound = bound
+        self.expectation = expectation
         self.n_mc_samples = n_mc_samples
         self.gradient_learning_rate = gradient_learning_rate
         self.topic_word_prior = topic_word_prior
@@ -462,6 +472,12 @@ step_safety, random_state, verbose
                 "bound='mean_field' is Blei and Lafferty's fully factorised bound: it needs "
                 "covariance='diagonal'."
             )
+        if reset and self.expectation == "quadrature" and self.n_components > 4:
+            raise ValueError(
+                f"expectation='quadrature' is a tensor-product rule of n_mc_samples ** "
+                f"(n_components - 1) nodes, for n_components <= 4; got n_components="
+                f"{self.n_components}. Use expectation='mc'."
+            )
         check_sparse_structure(X)
         X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc"), dtype=np.float64)
         check_non_negative(X, f"{type(self).__name__} (input X)")
@@ -577,15 +593,31 @@ step_safety, random_state, verbose
         return mean + (scale @ eps[..., None])[..., 0]
 
     # ------------------------------------------------------------- the step
-    def _expectations(self, X, mean, scale, rng=None, eps=None, topic_counts=False):
-        """Monte Carlo gradient, curvature and data bound of each document, under ``bound``."""
+    def _expectations(self, X, mean, scale, eps=None, topic_counts=False, hessian=True):
+        """Gradient, curvature and data bound of each document, under ``bound``.
+
+        By Monte Carlo on the standard normal draws ``eps``, or by the
+        quadrature rule (``expectation='quadrature'``).
+        """
         if self.bound == "mean_field":
             return kernels.mean_field_bound_derivatives(
                 X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts)
+        weights = None
+        if self.expectation == "quadrature":
+            eps, weights = self._quadrature_rule()
         function = (kernels.expected_gradient_hessian if self.bound == "optimal"
                     else kernels.simple_bound_derivatives)
-        return function(X, mean, scale, self.topic_word_, self.n_mc_samples, rng=rng,
-                        topic_counts=topic_counts, eps=eps)
+        return function(X, mean, scale, self.topic_word_, eps.shape[0], hessian=hessian,
+                        topic_counts=topic_counts, eps=eps, weights=weights)
+
+    def _quadrature_rule(self):
+        """The Gauss-Hermite nodes, shaped (S, 1, K - 1) as common draws, and weights."""
+        rule = getattr(self, "_rule_cache", None)
+        if rule is None or rule[0].shape[-1] != self._dim or rule[1].size != (
+                self.n_mc_samples ** self._dim):
+            nodes, weights = kernels.gauss_hermite_rule(self._dim, self.n_mc_samples)
+            rule = self._rule_cache = (nodes[:, None, :], weights)
+        return rule
 
     def _parallel_local_step(self):
         # The draws are made before the blocks run (_prepare_local_steps).
@@ -595,7 +627,7 @@ step_safety, random_state, verbose
         # The minibatch's Monte Carlo draws, one generator in one order:
         # the same fit whatever n_jobs cuts the minibatch into.
         draws = None
-        if self.bound != "mean_field":
+        if self.bound != "mean_field" and self.expectation == "mc":
             draws = self._mc_rng.standard_normal((self.n_mc_samples, X.shape[0], self._dim))
         self._step_draws = (X.ids, draws)
 
@@ -708,18 +740,22 @@ step_safety, random_state, verbose
 
     # ------------------------------------------------------------------ ELBO
     def _data_bounds(self, X, mean, scale):
-        """The data part of each document's bound, by Monte Carlo (common random numbers)."""
+        """The data part of each document's bound (Monte Carlo: common random numbers)."""
         if self.bound == "mean_field":
             return self._expectations(X, mean, scale).loglik_hat
-        eps = np.random.RandomState(_BOUND_SEED).standard_normal((self.n_mc_samples, 1, self._dim))
+        if self.expectation == "quadrature":
+            eps, weights = self._quadrature_rule()
+        else:
+            eps = np.random.RandomState(_BOUND_SEED).standard_normal(
+                (self.n_mc_samples, 1, self._dim))
+            weights = None
         if self.bound == "simple":
-            return kernels.simple_bound_derivatives(
-                X, mean, scale, self.topic_word_, self.n_mc_samples, hessian=False, eps=eps,
-            ).loglik_hat
+            return self._expectations(X, mean, scale, eps=eps, hessian=False).loglik_hat
         eta = mean + (eps * scale if scale.ndim == mean.ndim
                       else np.einsum("nij,snj->sni", scale, np.broadcast_to(
-                          eps, (self.n_mc_samples,) + mean.shape)))
-        return kernels.log_likelihood(X, eta, self.topic_word_).mean(axis=0)
+                          eps, (eps.shape[0],) + mean.shape)))
+        loglik = kernels.log_likelihood(X, eta, self.topic_word_)
+        return loglik.mean(axis=0) if weights is None else weights @ loglik
 
     def _document_bounds(self, X, mean, scale):
         """The bound of each document: its data part minus its KL divergence to the prior."""

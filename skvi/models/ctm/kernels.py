@@ -175,12 +175,14 @@ def _add(acc, samples, docs, values, average):
         acc[samples, docs] += values
 
 
-def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False):
+def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weights=None):
     """Log-likelihood, gradient and Hessian at each sample of ``eta``.
 
     ``eta`` has shape (S, n_docs, K - 1).  With ``average`` the results are
-    means over the S samples, of shapes (n_docs,), (n_docs, K - 1) and
-    (n_docs, K - 1, K - 1); otherwise they keep the leading axis S.
+    means over the S samples (weighted by ``weights``, of shape (S,) and
+    summing to 1, when given: a quadrature rule), of shapes (n_docs,),
+    (n_docs, K - 1) and (n_docs, K - 1, K - 1); otherwise they keep the
+    leading axis S.
     Entries not asked for are None.  Samples are taken in blocks small
     enough that a block's temporaries stay within ``_CHUNK_BYTES`` a piece.
     With ``topic_counts`` (and ``average``) a fourth result is the
@@ -200,14 +202,18 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False):
     # Each non-zero's expected topic responsibilities times its count.
     per_nz = np.zeros((layout.counts.size, n_topics)) if topic_counts else None
 
+    # A weighted mean is the plain mean of the counts scaled by S w_s: every
+    # accumulated term is linear in the counts.
+    scaled = None if weights is None else n_samples * np.asarray(weights, dtype=np.float64)
     for docs, nz in layout.chunks:
-        counts = layout.counts[nz]
+        counts_all = layout.counts[nz]
         B = beta_cols[layout.cols[nz]]
         B_head = B[..., :dim]
-        root = np.sqrt(counts) if hessian else None
         block = max(1, _CHUNK_BYTES // (8 * docs.size * max(nz.shape[1], n_topics) * n_topics))
         for lo in range(0, n_samples, block):
             samples = slice(lo, min(lo + block, n_samples))
+            counts = counts_all if scaled is None else counts_all * scaled[samples, None, None]
+            root = np.sqrt(counts) if hessian else None
             th = theta[samples][:, docs]
             # (pieces, length, K) @ (block, pieces, K, 1) -> (block, pieces, length)
             mix = np.matmul(B, th[..., None])[..., 0]
@@ -216,8 +222,8 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False):
                 ratio = counts / mix
                 per_nz[nz] += np.einsum("spl,spk->plk", ratio, th) * B
             if psum is not None:
-                weights = (counts / mix)[..., None, :]
-                p = th[..., :dim] * np.matmul(weights, B_head)[..., 0, :]
+                ratio_row = (counts / mix)[..., None, :]
+                p = th[..., :dim] * np.matmul(ratio_row, B_head)[..., 0, :]
                 _add(psum, samples, docs, p, average)
             if hessian:
                 W = B_head * (root / mix)[..., None]
@@ -239,7 +245,12 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False):
         psum /= n_samples
     N = layout.doc_counts
     head = theta[..., :dim]
-    mean_head = head.mean(axis=0) if average else head
+    if not average:
+        mean_head = head
+    elif weights is None:
+        mean_head = head.mean(axis=0)
+    else:
+        mean_head = np.tensordot(weights, head, axes=(0, 0))
     g = psum - N[:, None] * mean_head
     if not hessian:
         return (loglik, g, None, *extra)
@@ -247,8 +258,12 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False):
     H = np.negative(outer, out=outer)
     if average:
         H /= n_samples
-        cross = np.einsum("snk,snl->nkl", head, head)
-        cross *= N[:, None, None] / n_samples
+        if weights is None:
+            cross = np.einsum("snk,snl->nkl", head, head)
+            cross *= N[:, None, None] / n_samples
+        else:
+            cross = np.einsum("s,snk,snl->nkl", weights, head, head)
+            cross *= N[:, None, None]
     else:
         cross = head[..., :, None] * head[..., None, :]
         cross *= N[:, None, None]
@@ -401,7 +416,8 @@ def _sample(mean, factor, n_samples, rng, eps=None):
 
 
 def expected_gradient_hessian(
-    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None
+    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None,
+    weights=None,
 ):
     """Monte Carlo means of gradient, Hessian and log-likelihood under ``q``.
 
@@ -434,6 +450,9 @@ def expected_gradient_hessian(
         shape (n_samples, 1, K - 1), every document takes the same draws
         (common random numbers: a document's estimate then does not depend
         on the other documents of the batch).
+    weights : array-like of shape (n_samples,) or None, default=None
+        Weights of the draws, summing to 1, for a quadrature rule given as
+        ``eps`` (:func:`gauss_hermite_rule`); None for the plain mean.
 
     Returns
     -------
@@ -461,12 +480,14 @@ def expected_gradient_hessian(
     beta = _check_beta(beta, mean.shape[1] + 1, X.shape[1])
     eta = _sample(mean, cov_factor, n_samples, rng, eps)
     loglik, g, H, *counts = _evaluate(
-        X, eta, beta, gradient=True, hessian=hessian, average=True, topic_counts=topic_counts)
+        X, eta, beta, gradient=True, hessian=hessian, average=True, topic_counts=topic_counts,
+        weights=weights)
     return MonteCarloDerivatives(g, H, loglik, counts[0] if counts else None)
 
 
 def simple_bound_derivatives(
-    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None
+    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None,
+    weights=None,
 ):
     """The data part of the simple structured bound and its derivatives, by Monte Carlo.
 
@@ -503,6 +524,9 @@ def simple_bound_derivatives(
         Whether to return each topic's word counts ``sum_d n_dv phi_dv``.
     eps : array-like broadcastable to (n_samples, n_docs, K - 1) or None, default=None
         Standard normal draws to use instead of drawing from ``rng``.
+    weights : array-like of shape (n_samples,) or None, default=None
+        Weights of the draws, summing to 1, for a quadrature rule given as
+        ``eps``; None for the plain mean.
 
     Returns
     -------
@@ -535,14 +559,23 @@ def simple_bound_derivatives(
     eta = _sample(mean, cov_factor, n_samples, rng, eps)
     theta = topic_proportions(eta)
     head = theta[..., :dim]
-    e_head = head.mean(axis=0)
+    if weights is None:
+        e_head = head.mean(axis=0)
+        e_lse = _lse0(eta).mean(axis=0)
+    else:
+        weights = np.asarray(weights, dtype=np.float64)
+        e_head = np.tensordot(weights, head, axes=(0, 0))
+        e_lse = weights @ _lse0(eta)
     g = c_head - words[:, None] * e_head
     H = None
     if hessian:
-        outer = np.einsum("snk,snl->nkl", head, head) / head.shape[0]
+        if weights is None:
+            outer = np.einsum("snk,snl->nkl", head, head) / head.shape[0]
+        else:
+            outer = np.einsum("s,snk,snl->nkl", weights, head, head)
         H = outer - e_head[:, :, None] * np.eye(dim)
         H *= words[:, None, None]
-    data = loglik_m + words * (_lse0(mean) - _lse0(eta).mean(axis=0))
+    data = loglik_m + words * (_lse0(mean) - e_lse)
     return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
 
 
@@ -650,6 +683,39 @@ def psd_projection(A):
     return 0.5 * (P + np.swapaxes(P, -1, -2))
 
 
+def gauss_hermite_rule(dim, n_points):
+    """A tensor-product Gauss-Hermite rule for the standard normal in ``dim`` dimensions.
+
+    Parameters
+    ----------
+    dim : int
+        Dimension.
+    n_points : int
+        Nodes per dimension (``n_points ** dim`` in all).
+
+    Returns
+    -------
+    nodes : ndarray of shape (n_points ** dim, dim)
+    weights : ndarray of shape (n_points ** dim,)
+        Positive, summing to 1; exact for polynomials of degree below
+        ``2 n_points`` in each coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.ctm.kernels import gauss_hermite_rule
+    >>> z, w = gauss_hermite_rule(2, 3)
+    >>> z.shape, float(w.sum().round(12)), float((w * z[:, 0] ** 2).sum().round(12))
+    ((9, 2), 1.0, 1.0)
+    """
+    z, w = hermegauss(int(n_points))
+    w = w / np.sqrt(2.0 * np.pi)
+    nodes = np.stack([g.ravel() for g in np.meshgrid(*([z] * dim), indexing="ij")], axis=-1)
+    weights = np.prod(
+        np.stack([g.ravel() for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=-1), axis=-1)
+    return nodes, weights
+
+
 def gauss_hermite_expectation(f, mean, cov, n_points=20):
     """Expectation of ``f(eta)`` under ``N(mean, cov)`` by Gauss-Hermite quadrature.
 
@@ -687,12 +753,7 @@ def gauss_hermite_expectation(f, mean, cov, n_points=20):
     """
     mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
     L = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=np.float64)))
-    dim = mean.size
-    z, w = hermegauss(int(n_points))
-    w = w / np.sqrt(2.0 * np.pi)
-    grids = np.meshgrid(*([z] * dim), indexing="ij")
-    nodes = np.stack([g.ravel() for g in grids], axis=-1)
-    weights = np.prod(np.stack([g.ravel() for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=-1), axis=-1)
+    nodes, weights = gauss_hermite_rule(mean.size, n_points)
     values = f(mean + nodes @ L.T)
 
     def expect(v):
