@@ -143,7 +143,14 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Skipped, format_table, one_blas_thread, version  # noqa: E402
+from _common import (  # noqa: E402
+    Skipped,
+    format_table,
+    one_blas_thread,
+    tomotopy_topic_counts,
+    token_lists,
+    version,
+)
 from lda import load_corpus  # noqa: E402
 
 from skvi.datasets import get_data_home  # noqa: E402
@@ -322,29 +329,9 @@ def tomotopy_ctm_prior(model):
 
 
 # --------------------------------------------------------------- tomotopy
-def token_lists(X):
-    """Each row of a count matrix as a list of column names, repeated ``count`` times."""
-    X = sp.csr_matrix(X)
-    names = np.array([str(j) for j in range(X.shape[1])], dtype=object)
-    for d in range(X.shape[0]):
-        lo, hi = X.indptr[d], X.indptr[d + 1]
-        yield np.repeat(names[X.indices[lo:hi]], X.data[lo:hi].astype(np.int64)).tolist()
-
-
 def tomotopy_topic_word(model, n_words):
-    """``(n_kw + eta) / (n_k + V eta)`` over all ``n_words`` columns of the matrix.
-
-    ``get_topic_word_dist(k)`` is ``(n_kw + eta) / (n_k + V_used eta)`` over
-    the ``V_used`` words tomotopy saw; multiplied back to counts plus eta
-    and put in column order (an unseen column gets eta), then normalised.
-    """
-    eta = float(model.eta)
-    columns = np.array([int(w) for w in model.used_vocabs], dtype=np.int64)
-    n_k = np.asarray(model.get_count_by_topics(), dtype=np.float64)
-    lam = np.full((model.k, n_words), eta)
-    for k in range(model.k):
-        dist = np.asarray(model.get_topic_word_dist(k), dtype=np.float64)
-        lam[k, columns] = dist * (n_k[k] + columns.size * eta)
+    """``(n_kw + eta) / (n_k + V eta)`` over all ``n_words`` columns of the matrix."""
+    lam = tomotopy_topic_counts(model, n_words)
     return lam / lam.sum(axis=1, keepdims=True)
 
 

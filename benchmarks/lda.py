@@ -107,7 +107,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import one_blas_thread  # noqa: E402
+from _common import one_blas_thread, tomotopy_topic_counts, token_lists  # noqa: E402
 
 from skvi.datasets import get_data_home  # noqa: E402
 
@@ -313,31 +313,16 @@ def fit_tomotopy(X_train, gibbs_iter):
         import tomotopy as tp
     except ImportError as exc:
         raise Skipped("tomotopy is not installed (%s)" % exc)
-    n_words = X_train.shape[1]
     # Not timed: documents as column indices (strings), each repeated count times.
     model = tp.LDAModel(k=K, alpha=ALPHA, eta=ETA, seed=SEED, min_cf=0, min_df=0, rm_top=0)
     model.optim_interval = 0  # keep alpha fixed at 1/K (tomotopy re-estimates it by default)
-    names = np.array([str(j) for j in range(n_words)], dtype=object)
-    X = X_train.tocsr()
-    for d in range(X.shape[0]):
-        lo, hi = X.indptr[d], X.indptr[d + 1]
-        if hi == lo:
-            continue  # an empty document carries no tokens for Gibbs sampling
-        words = np.repeat(names[X.indices[lo:hi]], X.data[lo:hi]).tolist()
-        model.add_doc(words)
+    for words in token_lists(X_train):
+        if words:  # an empty document carries no tokens for Gibbs sampling
+            model.add_doc(words)
     start = time.perf_counter()
     model.train(gibbs_iter, workers=1, parallel=tp.ParallelScheme.NONE)
     seconds = time.perf_counter() - start
-
-    # lambda_kw = n_kw + eta, from the smoothed distribution (n_kw + eta) / (n_k + V eta).
-    used = model.used_vocabs
-    n_used = len(used)
-    columns = np.fromiter((int(w) for w in used), dtype=np.int64, count=n_used)
-    n_k = np.asarray(model.get_count_by_topics(), dtype=np.float64)
-    lam = np.full((K, n_words), ETA)
-    for k in range(K):
-        dist = np.asarray(model.get_topic_word_dist(k), dtype=np.float64)
-        lam[k, columns] = dist * (n_k[k] + n_used * ETA)
+    lam = tomotopy_topic_counts(model, X_train.shape[1])
     return TopicPosterior(lam, ALPHA), seconds
 
 
