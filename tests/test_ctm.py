@@ -289,10 +289,16 @@ def test_n_jobs_splits_the_documents_but_not_the_fit(bound):
     X, _, _ = _corpus(2 * MIN_BLOCK_ROWS + 100, words=30, seed=6)
     blocks = []
 
+    folded = []
+
     class Recorded(SVICorrelatedTopicModel):
         def _local_step(self, X, params):
             blocks.append((self.n_jobs, X.shape[0]))
             return super()._local_step(X, params)
+
+        def _fold_in_rows(self, X):
+            folded.append((self.n_jobs, X.shape[0]))
+            return super()._fold_in_rows(X)
 
     fits = [Recorded(n_components=3, bound=bound, covariance="diagonal", max_iter=3, tol=0,
                      n_jobs=n_jobs, random_state=0).fit(X)
@@ -303,6 +309,14 @@ def test_n_jobs_splits_the_documents_but_not_the_fit(bound):
     np.testing.assert_allclose(fits[1].document_mean_, fits[0].document_mean_, rtol=1e-9,
                                atol=1e-12)
     np.testing.assert_allclose(fits[1].lower_bounds_, fits[0].lower_bounds_, rtol=1e-10)
+    # New documents fold in by blocks on the threads, to the same q.
+    blocks.clear()
+    ctm = fits[0].set_params(n_jobs=1)
+    one = ctm.transform(X), ctm.score(X)
+    two = ctm.set_params(n_jobs=2).transform(X), ctm.score(X)
+    np.testing.assert_allclose(two[0], one[0], rtol=1e-12)
+    assert two[1] == pytest.approx(one[1], rel=1e-12)
+    assert {n for j, n in folded if j == 2} == {X.shape[0] // 2}
 
 
 def test_fits_are_reproducible_and_transform_is_per_document():

@@ -180,6 +180,18 @@ def _per_row(rho, a):
     return np.reshape(rho, np.shape(rho) + (1,) * (np.ndim(a) - np.ndim(rho)))
 
 
+def _row_blocks(X, threads):
+    """X cut into at most ``threads`` contiguous blocks of ``MIN_BLOCK_ROWS`` rows or more.
+
+    None when fewer than two such blocks fit: X is then worked on whole.
+    """
+    n_blocks = min(threads, X.shape[0] // MIN_BLOCK_ROWS)
+    if n_blocks < 2:
+        return None
+    size = -(-X.shape[0] // n_blocks)
+    return [X[s] for s in even_batches(X.shape[0], size)]
+
+
 def even_batches(n_samples, batch_size):
     """Slices cutting ``n_samples`` rows into near-equal minibatches.
 
@@ -1448,12 +1460,26 @@ class SVIEstimator(BaseEstimator):
             return _Blocks(X, X.local_steps(self, params))
         self._prepare_local_steps(X, params)
         pool = getattr(self, "_blocks_pool", None)
-        n_blocks = 0 if pool is None else min(self._blocks_threads, X.shape[0] // MIN_BLOCK_ROWS)
-        if n_blocks < 2:
+        blocks = _row_blocks(X, 0 if pool is None else self._blocks_threads)
+        if blocks is None:
             return self._local_step(X, params)
-        size = -(-X.shape[0] // n_blocks)
-        blocks = [X[s] for s in even_batches(X.shape[0], size)]
         return _Blocks(blocks, list(pool.map(lambda b: self._local_step(b, params), blocks)))
+
+    def _map_row_blocks(self, function, X):
+        """``function`` of X, or of its rows in blocks on ``n_jobs`` threads: a list in row order.
+
+        For work on new rows outside a fit (a correlated topic model's
+        fold-in of new documents) whose rows do not depend on each other.
+        The pool is the call's own, so that concurrent calls do not share
+        it.
+        """
+        n_jobs = getattr(self, "n_jobs", None)
+        threads = max(1, effective_n_jobs(n_jobs)) if n_jobs is not None else 1
+        blocks = _row_blocks(X, threads)
+        if blocks is None:
+            return [function(X)]
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            return list(pool.map(function, blocks))
 
     def _sum_over_blocks(self, local, function, *args):
         """``function(self, X_block, local_block, *args)`` of every block, summed.

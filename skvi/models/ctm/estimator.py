@@ -160,7 +160,8 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         skvi.engine.base.MIN_BLOCK_ROWS`` documents is split for the
         documents' expectations (None: one thread).  The Monte Carlo draws
         are made before the split, so the fit is the same for every
-        ``n_jobs``.
+        ``n_jobs``.  New documents (:meth:`transform`, :meth:`score` and
+        the held-out measures) fold in by blocks on as many threads.
     learning_offset, learning_decay, learning_rate, total_samples, \
 step_safety, random_state, verbose
         The engine's schedule and controls (see
@@ -781,7 +782,16 @@ step_safety, random_state, verbose
 
     # -------------------------------------------------------------- fold-in
     def _fold_in(self, X):
-        """``q(eta_d)`` of new documents, the model held fixed: means and scales."""
+        """``q(eta_d)`` of new documents, the model held fixed: means and scales.
+
+        The documents are independent and share the draws of each step, so
+        blocks of them fold in on ``n_jobs`` threads to the same result.
+        """
+        parts = self._map_row_blocks(self._fold_in_rows, X)
+        return (np.concatenate([mean for mean, _ in parts]),
+                np.concatenate([scale for _, scale in parts]))
+
+    def _fold_in_rows(self, X):
         n = X.shape[0]
         prior = self._prior_natural()["documents"]
         eta = self._prior_documents(n)
