@@ -5,6 +5,8 @@ of mu and Sigma, data drawn from the model (topics and correlations), and
 LDA on the same documents.
 """
 
+import copy
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -16,6 +18,7 @@ from skvi.metrics import (
     importance_sampled_nll,
     split_document_tokens,
 )
+from skvi.engine import monitor
 from skvi.engine.base import MIN_BLOCK_ROWS
 from skvi.models.ctm import kernels
 
@@ -258,6 +261,29 @@ def test_model_updated_once_per_pass_online():
     np.testing.assert_allclose(ctm.prior_covariance_, sigma, rtol=1e-6, atol=1e-7)
 
 
+def test_pass_mode_steps_the_model_in_apply_statistics_and_not_after_a_stop():
+    X, _, _ = _corpus(400, seed=8)
+    ctm = SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=100,
+                                  max_iter=2, tol=0, update_model_every="pass",
+                                  random_state=0).fit(X)
+    # apply_statistics is one whole step: the model moves with it, as it
+    # does updating after every minibatch.
+    stats = ctm.compute_statistics(X[:100])
+    other = copy.deepcopy(ctm).set_params(update_model_every="minibatch")
+    before = ctm.components_.copy()
+    ctm.apply_statistics(stats)
+    other.apply_statistics(stats)
+    assert np.abs(ctm.components_ - before).max() > 1e-3
+    np.testing.assert_allclose(ctm.components_, other.components_, rtol=1e-12)
+    # A partial_fit call that a callback stops after its first minibatch
+    # takes no model step from that part of the call.
+    before = ctm.components_.copy()
+    with monitor(lambda record: record.event != "step"):
+        ctm.partial_fit(X[:300])
+    np.testing.assert_array_equal(ctm.components_, before)
+    assert ctm._pass_counts is None
+
+
 def test_update_model_every_leaves_batch_fits_alone():
     X, _, _ = _corpus(200, seed=5)
     fits = [SVICorrelatedTopicModel(n_components=3, max_iter=4, tol=0, update_model_every=m,
@@ -281,15 +307,18 @@ def test_partial_fit_updating_the_model_per_call_beats_lda():
     assert ctm.perplexity(test) < lda.perplexity(test)
 
 
-@pytest.mark.parametrize("bound", ["optimal", "simple"])
-def test_n_jobs_splits_the_documents_but_not_the_fit(bound):
+@pytest.mark.parametrize("bound, covariance, method", [
+    ("optimal", "diagonal", "batch"), ("simple", "diagonal", "batch"),
+    ("optimal", "full", "online"),
+])
+def test_n_jobs_splits_the_documents_but_not_the_fit(bound, covariance, method):
     # Each of two threads takes a block of at least MIN_BLOCK_ROWS
     # documents; the Monte Carlo draws are made before the split, so the
     # fit equals the one-thread fit up to the order of the blocks' sums.
-    X, _, _ = _corpus(2 * MIN_BLOCK_ROWS + 100, words=30, seed=6)
-    blocks = []
-
-    folded = []
+    # Online, a minibatch's documents come in random order.
+    batch = 2 * MIN_BLOCK_ROWS + 100
+    X, _, _ = _corpus(batch * (2 if method == "online" else 1), words=30, seed=6)
+    blocks, folded = [], []
 
     class Recorded(SVICorrelatedTopicModel):
         def _local_step(self, X, params):
@@ -300,23 +329,26 @@ def test_n_jobs_splits_the_documents_but_not_the_fit(bound):
             folded.append((self.n_jobs, X.shape[0]))
             return super()._fold_in_rows(X)
 
-    fits = [Recorded(n_components=3, bound=bound, covariance="diagonal", max_iter=3, tol=0,
-                     n_jobs=n_jobs, random_state=0).fit(X)
+    fits = [Recorded(n_components=3, bound=bound, covariance=covariance, learning_method=method,
+                     batch_size=batch, max_iter=2, tol=0, n_jobs=n_jobs,
+                     random_state=0).fit(X)
             for n_jobs in (1, 2)]
-    assert {n for j, n in blocks if j == 1} == {X.shape[0]}
-    assert {n for j, n in blocks if j == 2} == {X.shape[0] // 2}
+    # (Online, the ELBO of a pass takes the local steps of all documents.)
+    assert batch in {n for j, n in blocks if j == 1}
+    split = {n for j, n in blocks if j == 2}
+    assert batch // 2 in split and max(split) <= X.shape[0] // 2
     np.testing.assert_allclose(fits[1].components_, fits[0].components_, rtol=1e-9)
     np.testing.assert_allclose(fits[1].document_mean_, fits[0].document_mean_, rtol=1e-9,
                                atol=1e-12)
     np.testing.assert_allclose(fits[1].lower_bounds_, fits[0].lower_bounds_, rtol=1e-10)
     # New documents fold in by blocks on the threads, to the same q.
-    blocks.clear()
     ctm = fits[0].set_params(n_jobs=1)
-    one = ctm.transform(X), ctm.score(X)
-    two = ctm.set_params(n_jobs=2).transform(X), ctm.score(X)
+    docs = X[:batch]
+    one = ctm.transform(docs), ctm.score(docs)
+    two = ctm.set_params(n_jobs=2).transform(docs), ctm.score(docs)
     np.testing.assert_allclose(two[0], one[0], rtol=1e-12)
     assert two[1] == pytest.approx(one[1], rel=1e-12)
-    assert {n for j, n in folded if j == 2} == {X.shape[0] // 2}
+    assert {n for j, n in folded if j == 2} == {batch // 2}
 
 
 def test_fits_are_reproducible_and_transform_is_per_document():

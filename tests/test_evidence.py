@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy import integrate, optimize, stats
+from sklearn.exceptions import ConvergenceWarning
 
 from skvi import SVILatentDirichletAllocation
 from skvi.metrics import ctm_log_evidence, importance_sampled_nll, lda_log_evidence
@@ -123,7 +124,10 @@ def test_lda_estimator_uses_its_own_parameters():
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(n_samples=0), "n_samples"),
+    (dict(n_samples=True), "n_samples"),
     (dict(inflation=-1.0), "inflation"),
+    (dict(inflation=np.inf), "inflation"),
+    (dict(max_iter=0), "max_iter"),
 ])
 def test_bad_sampling_parameters(kwargs, message):
     beta = _topics(2, 3, 0)
@@ -147,3 +151,22 @@ def test_bad_parameters():
         ctm_log_evidence(np.ones((1, 3)), [0.0, 0.0], [[1.0]], beta)
     with pytest.raises(ValueError, match="Negative"):
         ctm_log_evidence(-np.ones((1, 3)), [0.0], [[1.0]], beta)
+
+
+def test_bad_posteriors_and_widths():
+    beta = _topics(2, 3, 0)
+    with pytest.raises(ValueError, match="positive definite"):
+        ctm_log_evidence(np.ones((1, 3)), [0.0], [[1.0]], beta, inflation=0.0,
+                         posterior=(np.zeros((1, 1)), -np.ones((1, 1))))
+    with pytest.raises(ValueError, match="posterior"):
+        lda_log_evidence(np.ones((1, 3)), 0.5, beta, posterior=np.ones((2, 2)))
+    lda = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(_documents(20, 5, 0))
+    with pytest.raises(ValueError, match="features"):
+        lda.log_evidence(np.ones((2, 4)))
+
+
+def test_laplace_warns_when_newton_stops_early():
+    beta = _topics(3, 6, 1)
+    X = sp.csr_matrix(_documents(3, 6, 2) * 5.0)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        laplace_posterior(X, np.zeros(2), np.eye(2), beta, max_iter=1)

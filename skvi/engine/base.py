@@ -255,6 +255,11 @@ class StepContext:
     grads : list or None, default=None
         When the schedule needs the natural gradient (``AdaptiveRate``),
         a list to which the updates append ``target - current``.
+    in_pass : bool, default=False
+        True when the step is one of an online pass of ``fit`` or of a
+        ``partial_fit`` call, after which the engine calls
+        :meth:`~SVIEstimator._end_of_pass`; False for a batch step and for
+        ``apply_statistics``.
 
     Attributes
     ----------
@@ -276,8 +281,9 @@ class StepContext:
     (True, 3, 0.5)
     """
 
-    def __init__(self, online, t, rho, backoff, scale, prior, grads=None):
+    def __init__(self, online, t, rho, backoff, scale, prior, grads=None, in_pass=False):
         self.online = online
+        self.in_pass = in_pass
         self.t = t
         self.rho = rho
         self.backoff = backoff
@@ -357,6 +363,7 @@ class _EngineState:
         self.init_nonzero = {}
         self.auto_total = None  # N of the last 'auto' step
         self.view_version = 0  # bumped when the model's attributes change mid-fit
+        self.in_pass = False  # inside an online pass of fit or a partial_fit call
         self.rows = {}
         self.probe = None
         self.probe_best = None
@@ -659,9 +666,11 @@ class SVIEstimator(BaseEstimator):
         describes the pass as one step: in ``fit`` it covers every row
         (``rho = 1``, ``scale = 1``, ``t`` the pass); in ``partial_fit``
         it is the call's (``t`` the call's number, ``rho`` the schedule
-        there, ``scale = N`` over the call's samples).  Return True when
-        the model changed, as ``_update_hyperparameters`` (default: no
-        step).
+        there, ``scale = N`` over the call's samples).  Not called after a
+        pass or call that a callback stopped; the steps of a pass carry
+        ``ctx.in_pass``.  ``partial_fit``'s ``lower_bound_`` is its last
+        minibatch's, from before this step.  Return True when the model
+        changed, as ``_update_hyperparameters`` (default: no step).
     _sample_count(X) -> float
         How many samples the rows of X count for in ``N / |S|`` and the
         running count (default ``X.shape[0]``; a model with row weights
@@ -1184,14 +1193,18 @@ class SVIEstimator(BaseEstimator):
                     batch = 0
                     passes = X.minibatches(self, random_state) if blocked else (
                         self._online_batches(X, random_state))
-                    for Xb, scale in passes:
-                        batch += 1
-                        if scale > 0:  # a minibatch of zero total weight has no data
-                            self._step(Xb, scale, online=True)
-                            st.samples += self._count_of(Xb)
-                            if run.per_step and run.step(batch):
-                                stopped = True
-                                break
+                    st.in_pass = True
+                    try:
+                        for Xb, scale in passes:
+                            batch += 1
+                            if scale > 0:  # a minibatch of zero total weight has no data
+                                self._step(Xb, scale, online=True)
+                                st.samples += self._count_of(Xb)
+                                if run.per_step and run.step(batch):
+                                    stopped = True
+                                    break
+                    finally:
+                        st.in_pass = False
                     if not stopped:
                         n_batches = batch
                         self._pass_step(it, 1.0, 1.0)
@@ -1292,12 +1305,18 @@ class SVIEstimator(BaseEstimator):
         batches = list(batches)
         run.begin_pass(st.calls, len(batches))
         try:
-            for index, batch in enumerate(batches, 1):
-                self._partial_step(X[batch])
-                if run.per_step and run.step(index, elbo=self.lower_bound_):
-                    break
+            stopped = False
+            st.in_pass = True
+            try:
+                for index, batch in enumerate(batches, 1):
+                    self._partial_step(X[batch])
+                    if run.per_step and run.step(index, elbo=self.lower_bound_):
+                        stopped = True
+                        break
+            finally:
+                st.in_pass = False
             n_call = self._count_of(X)
-            if n_call > 0:
+            if n_call > 0 and not stopped:
                 total = st.auto_total if self.total_samples == "auto" else self.total_samples
                 self._pass_step(st.calls, min(st.schedule(st.calls), 1.0),
                                 float(total or n_call) / n_call)
@@ -1861,7 +1880,7 @@ class SVIEstimator(BaseEstimator):
             for _ in range(MAX_BACKOFF + 1):
                 ctx = StepContext(
                     online, t, base_rho * st.backoff, st.backoff, scale, st.prior,
-                    [] if want_grads else None,
+                    [] if want_grads else None, in_pass=st.in_pass,
                 )
                 params, pending, ok = self._global_update(X, local, ctx, stats)
                 if self.step_safety:

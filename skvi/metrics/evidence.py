@@ -31,10 +31,12 @@ correlated topic model).
 """
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln, logsumexp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ..models.ctm import kernels
@@ -156,6 +158,8 @@ def lda_log_evidence(X, doc_topic_prior, topic_word, *, n_samples=1000, inflatio
     True
     """
     _check_sampling(n_samples, inflation, "lda_log_evidence")
+    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}.")
     X = _check_counts(X, "lda_log_evidence")
     beta = _check_topics(topic_word, X.shape[1], "lda_log_evidence")
     n_docs, n_topics = X.shape[0], beta.shape[0]
@@ -273,7 +277,12 @@ def ctm_log_evidence(X, prior_mean, prior_covariance, topic_word, *, n_samples=1
                 f"posterior must be means of shape ({n_docs}, {d}) and covariances of shape "
                 f"({n_docs}, {d}, {d}) or ({n_docs}, {d}); got {mean.shape} and {cov.shape}."
             )
-    proposal = np.linalg.cholesky(cov + inflation * np.eye(d))
+    try:
+        proposal = np.linalg.cholesky(cov + inflation * np.eye(d))
+    except np.linalg.LinAlgError:
+        raise ValueError(
+            "posterior covariances plus inflation * I must be positive definite."
+        ) from None
     rng = check_random_state(random_state)
 
     def log_weights(size):
@@ -309,7 +318,8 @@ def laplace_posterior(X, prior_mean, prior_covariance, topic_word, *, max_iter=1
     max_iter : int, default=100
         Most Newton steps.
     tol : float, default=1e-8
-        A document stops when its objective rises by less than this.
+        A document stops when its objective rises by less than ``tol *
+        max(1, |objective|)``, or when no halving of its step raises it.
 
     Returns
     -------
@@ -326,6 +336,8 @@ def laplace_posterior(X, prior_mean, prior_covariance, topic_word, *, max_iter=1
     >>> bool(m[0, 0] > 0 and 0 < V[0, 0, 0] < 1)  # leans to topic 1, narrower than the prior
     True
     """
+    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}.")
     X = sp.csr_matrix(X, dtype=np.float64)
     mu = np.asarray(prior_mean, dtype=np.float64)
     precision = np.linalg.inv(np.asarray(prior_covariance, dtype=np.float64))
@@ -362,6 +374,12 @@ def laplace_posterior(X, prior_mean, prior_covariance, topic_word, *, max_iter=1
             if todo.size == 0:
                 break
         active = active[rose[active] > tol * np.maximum(1.0, np.abs(value[active]))]
+    if active.size:
+        warnings.warn(
+            f"The Laplace approximation's Newton steps did not converge for {active.size} of "
+            f"{n_docs} documents in max_iter={max_iter} steps; increase max_iter.",
+            ConvergenceWarning,
+        )
     _, A = curvature(np.arange(n_docs), mean)
     cov = np.linalg.inv(A)
     return mean, 0.5 * (cov + np.swapaxes(cov, -1, -2))
@@ -393,9 +411,8 @@ def gaussian_log_density(diff, chol):
         z = np.linalg.solve(chol, np.moveaxis(diff, -1, 0).reshape(d, -1)).T.reshape(diff.shape)
         logdet = np.sum(np.log(np.diag(chol)))
     else:
-        lead = diff.shape[:-2]
-        rows = np.broadcast_to(chol, lead + chol.shape)
-        z = np.linalg.solve(rows, diff[..., None])[..., 0]
+        # One inverse per row, applied to every draw (not a solve per draw and row).
+        z = np.einsum("nij,...nj->...ni", np.linalg.inv(chol), diff)
         logdet = np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     return -0.5 * np.sum(z * z, axis=-1) - logdet - 0.5 * d * np.log(2.0 * np.pi)
 
@@ -414,11 +431,13 @@ def _importance_average(log_weights, n_samples, entries_per_draw):
 
 
 def _check_sampling(n_samples, inflation, whom):
-    if not (isinstance(n_samples, numbers.Integral) and n_samples >= 1):
+    if not (isinstance(n_samples, numbers.Integral) and not isinstance(n_samples, bool)
+            and n_samples >= 1):
         raise ValueError(f"n_samples passed to {whom} must be a positive int, got {n_samples!r}.")
-    if not (isinstance(inflation, numbers.Real) and inflation >= 0):
+    if not (isinstance(inflation, numbers.Real) and 0 <= inflation < np.inf):
         raise ValueError(
-            f"inflation passed to {whom} must be a non-negative number, got {inflation!r}."
+            f"inflation passed to {whom} must be a finite non-negative number, got "
+            f"{inflation!r}."
         )
 
 

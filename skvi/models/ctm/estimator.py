@@ -219,6 +219,11 @@ step_safety, random_state, verbose
     _scheduled_row_steps = True
     _transient_attributes = ("_step_draws",)
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_step_draws", None)  # the last step's draws: only the step needs them
+        return state
+
     def __init__(
         self,
         n_components=10,
@@ -697,18 +702,20 @@ step_safety, random_state, verbose
         return (local["expected"].topic_counts,)
 
     def _update_hyperparameters(self, hyper, ctx):
-        if ctx.online and self.update_model_every == "pass":
+        counts = None if hyper is None else hyper[0]
+        if ctx.in_pass and self.update_model_every == "pass":
             # Held until the pass ends: the pass's expected word counts add up.
-            pending = self._pass_counts
-            self._pass_counts = hyper[0] if pending is None else pending + hyper[0]
+            if counts is not None:
+                pending = getattr(self, "_pass_counts", None)
+                self._pass_counts = counts if pending is None else pending + counts
             return False
         # After every accepted step (each minibatch; the paper's Fig. 8
         # updates after each document).
-        self._model_step(hyper[0], ctx.scale, ctx.rho)
+        self._model_step(counts, ctx.scale, ctx.rho)
         return True
 
     def _end_of_pass(self, ctx):
-        counts, self._pass_counts = self._pass_counts, None
+        counts, self._pass_counts = getattr(self, "_pass_counts", None), None
         if counts is None:
             return False
         self._model_step(counts, ctx.scale, ctx.rho)
@@ -717,8 +724,10 @@ step_safety, random_state, verbose
     def _model_step(self, topic_counts, scale, rho):
         """``mu`` and ``Sigma`` in closed form; the topics towards ``prior + scale * counts``."""
         self._update_prior()
+        if topic_counts is None:
+            return
         target = self.topic_word_prior + scale * topic_counts
-        if self._topics_started:
+        if getattr(self, "_topics_started", True):
             rho = min(float(rho), 1.0)
             target = (1.0 - rho) * self.components_ + rho * target
         self._topics_started = True  # the first step replaces the start
@@ -810,7 +819,8 @@ step_safety, random_state, verbose
 
     # --------------------------------------------------------------- results
     def _on_params_updated(self):
-        self._step_draws = None
+        # Draws of the last step, and counts of a pass a callback stopped.
+        self._step_draws = self._pass_counts = None
         eta1, eta2 = self.natural_params_["documents"]
         mean, scale = self._moments(eta1, eta2)
         self.document_mean_ = mean

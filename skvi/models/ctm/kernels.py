@@ -190,6 +190,8 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     (K, V).
     """
     n_samples, n_docs, dim = eta.shape
+    if weights is not None and not average:
+        raise ValueError("weights are for the weighted mean over the samples (average=True).")
     n_topics = dim + 1
     layout = _Layout(X, n_topics)
     theta = topic_proportions(eta)

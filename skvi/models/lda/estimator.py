@@ -533,6 +533,7 @@ class SVILatentDirichletAllocation(
         from ...metrics.evidence import lda_log_evidence  # metrics builds on the models
 
         check_is_fitted(self)
+        X = self._validate_input(X, reset=False)
         lam = np.asarray(self.components_, dtype=np.float64)
         return lda_log_evidence(
             X, np.asarray(self._alpha_vector(), dtype=np.float64),
