@@ -78,7 +78,10 @@ observed half, and the held-out half is scored by
 Every model is also scored by the per-word test negative log-likelihood of
 "Monte Carlo structured SVI for two-level non-conjugate models" (its eq.
 105), ``mean_d -log p(w_d) / N_d`` over ``--nll-docs`` random test documents
-(default 1,000, seed 0), with the standard error over those documents:
+(default 1,000, seed 0), with the standard error over those documents ("NLL
+/ word": each document counts alike, so short documents weigh as much as
+long ones), and ``-sum_d log p(w_d) / sum_d N_d`` ("NLL / token", each word
+counts alike, comparable with the bound per token below):
 ``log p(w_d)``, the document's topic proportions integrated out, is
 estimated from the model's parameters alone by importance sampling
 (``--nll-samples`` draws per document, default 1,000), by the same function
@@ -92,9 +95,8 @@ proposal is the E-step's Dirichlet with half its concentration; tomotopy's
 
 For the skvi CTM fits the table also gives the final training ELBO
 (``lower_bound_``, total and per training token) and the test bound per
-word on the same documents, ``-ctm.score(X_nll) / X_nll.sum()`` ("bound /
-word": an upper bound on the per-word negative log-likelihood, lower is
-better).
+token on the same documents, ``-ctm.score(X_nll) / X_nll.sum()`` ("bound /
+token": an upper bound on "NLL / token", lower is better).
 
 Outputs
 -------
@@ -104,7 +106,8 @@ fit time as a multiple of tomotopy CTModel's.  Under ``--out`` (default ``/tmp/c
 against the engine's clock (from ``ctm.history_``; its time includes the
 validation and the LDA start), and, when matplotlib is installed,
 ``ctm_elbo_K<K>.png``, ELBO per training token against time for the three
-algorithms.
+algorithms; ``ctm_log_evidence.csv``, every model's estimate of ``log p(w_d)``
+of each scored document (for paired comparisons).
 
 How to run
 ----------
@@ -310,9 +313,16 @@ def completion_split(X_test):
 
 
 def per_word_nll(log_evidence, X):
-    """``mean_d -log p(w_d) / N_d`` and its standard error over the documents."""
-    values = -np.asarray(log_evidence) / np.asarray(X.sum(axis=1)).ravel()
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
+    """``mean_d -log p(w_d) / N_d``, its standard error, and ``-sum_d log p(w_d) / sum_d N_d``.
+
+    The first is the paper's normalisation (each document counts alike);
+    the last weighs documents by their words, as the bound per word does.
+    """
+    log_evidence = np.asarray(log_evidence)
+    words = np.asarray(X.sum(axis=1)).ravel()
+    values = -log_evidence / words
+    return (float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size)),
+            float(-log_evidence.sum() / words.sum()))
 
 
 def tomotopy_ctm_prior(model):
@@ -444,7 +454,8 @@ def score_method(method, model, X_test, X_observed, X_heldout, X_nll, args):
         else:
             log_p = lda_log_evidence(X_nll, np.asarray(model.alpha, dtype=np.float64), beta,
                                      **sampling)
-    out["nll"], out["nll_se"] = per_word_nll(log_p, X_nll)
+    out["nll"], out["nll_se"], out["nll_tokens"] = per_word_nll(log_p, X_nll)
+    out["log_evidence"] = log_p
     return out
 
 
@@ -491,8 +502,8 @@ def plot_histories(rows, K, path):
 
 
 def table(rows):
-    header = ("model", "fit [s]", "perplexity", "NLL / word", "fit / %s" % TIME_REFERENCE,
-              "final ELBO", "ELBO / token", "bound / word")
+    header = ("model", "fit [s]", "perplexity", "NLL / word", "NLL / token",
+              "fit / %s" % TIME_REFERENCE, "final ELBO", "ELBO / token", "bound / token")
     by_name = {r["method"]: r for r in rows}
     ref = by_name.get(TIME_REFERENCE)
     body = []
@@ -502,9 +513,9 @@ def table(rows):
         per_token = "%.4f" % (r["elbo"] / r["n_train_tokens"]) if "elbo" in r else ""
         bound = "%.4f" % r["test_bound_per_word"] if "test_bound_per_word" in r else ""
         nll = "%.4f +- %.4f" % (r["nll"], r["nll_se"])
-        body.append((r["method"], "%.1f" % r["seconds"], "%.1f" % r["perplexity"], nll, ratio,
-                     elbo, per_token, bound))
-    return format_table(header, body, (False, True, True, True, True, True, True, True))
+        body.append((r["method"], "%.1f" % r["seconds"], "%.1f" % r["perplexity"], nll,
+                     "%.4f" % r["nll_tokens"], ratio, elbo, per_token, bound))
+    return format_table(header, body, (False,) + (True,) * 8)
 
 
 # ------------------------------------------------------------------- main
@@ -539,7 +550,7 @@ def main(argv=None):
              args.ctm_gibbs_iter, args.infer_iter, args.repeats))
     print()
 
-    history = []
+    history, evidence = [], []
     for K in args.n_components:
         print("=== K = %d ===" % K, flush=True)
         times, models, skipped = {}, {}, set()
@@ -575,6 +586,8 @@ def main(argv=None):
                     warnings.simplefilter("ignore", DeprecationWarning)
                     scores = score_method(method, models[method], X_test, X_observed,
                                           X_heldout, X_nll, args)
+                log_p = scores.pop("log_evidence")
+                evidence.append((K, method, log_p))
                 row = dict(method=method, seconds=float(np.median(times[method])),
                            n_train_tokens=n_train_tokens, **scores)
                 rows.append(row)
@@ -584,10 +597,11 @@ def main(argv=None):
                 if "ll_per_word" in scores:
                     extra = "   (tomotopy ll_per_word %.4f)" % scores["ll_per_word"]
                 if "test_bound_per_word" in scores:
-                    extra = "   (bound / word %.4f)" % scores["test_bound_per_word"]
-                print("%-20s perplexity %9.1f   NLL/word %.4f +- %.4f   scored in %.1f s%s"
+                    extra = "   (bound / token %.4f)" % scores["test_bound_per_word"]
+                print("%-20s perplexity %9.1f   NLL/word %.4f +- %.4f (per token %.4f)   "
+                      "scored in %.1f s%s"
                       % (method, scores["perplexity"], scores["nll"], scores["nll_se"],
-                         time.perf_counter() - start, extra),
+                         scores["nll_tokens"], time.perf_counter() - start, extra),
                       flush=True)
                 for message in dict.fromkeys("%s: %s" % (w.category.__name__, w.message)
                                              for w in caught):
@@ -624,6 +638,16 @@ def main(argv=None):
             writer.writeheader()
             writer.writerows(history)
         print("ELBO history: %s" % path)
+    if evidence:
+        path = os.path.join(args.out, "ctm_log_evidence.csv")
+        with open(path, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["n_components", "method", "document", "words", "log_evidence"])
+            words = np.asarray(X_nll.sum(axis=1)).ravel()
+            for K, method, log_p in evidence:
+                for d, value in enumerate(log_p):
+                    writer.writerow([K, method, d, int(words[d]), "%.6f" % value])
+        print("per-document log evidence: %s" % path)
     print("total wall time %.1f s" % (time.perf_counter() - wall_start))
 
 
