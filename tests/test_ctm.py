@@ -51,11 +51,12 @@ def _matched(ctm, beta):
     return cos[rows, cols], A @ full[np.ix_(order, order)] @ A.T
 
 
-@pytest.mark.parametrize("algorithm", ["mc-ssvi", "h-mc-ssvi"])
-def test_one_document_reaches_the_optimum_of_its_quadrature_bound(algorithm):
-    # K = 3: the bound E_q[log p(w | eta)] - KL(q || N(mu, Sigma)) by 30 x 30
-    # Gauss-Hermite nodes, maximised by scipy over the mean and the Cholesky
-    # factor; the document's q fitted with the model held fixed.
+def _one_document_problem():
+    """K = 3, one document and a fixed model: its bound, and the optimum scipy finds.
+
+    The bound E_q[log p(w | eta)] - KL(q || N(mu, Sigma)) by 30 x 30
+    Gauss-Hermite nodes, maximised over the mean and the Cholesky factor.
+    """
     rng = np.random.RandomState(0)
     beta = rng.dirichlet(np.full(8, 0.5), 3)
     x = sp.csr_matrix(rng.poisson(2.0, (1, 8)).astype(float))
@@ -74,71 +75,41 @@ def test_one_document_reaches_the_optimum_of_its_quadrature_bound(algorithm):
         return p[:2], L @ L.T
 
     best = minimize(lambda p: -bound(*unpack(p)), np.zeros(5), method="BFGS", options={"gtol": 1e-8})
-    mean_ref, cov_ref = unpack(best.x)
+    return x, beta, mu, sigma, bound, unpack(best.x), -best.fun
 
-    ctm = SVICorrelatedTopicModel(n_components=3, algorithm=algorithm, n_mc_samples=50,
-                                  transform_max_iter=400)
+
+def _fold_in_one_document(problem, **params):
+    x, beta, mu, sigma = problem[:4]
+    ctm = SVICorrelatedTopicModel(n_components=3, transform_max_iter=400, **params)
     ctm._mu, ctm._sigma = mu, sigma
     ctm._set_topics(beta)
     mean, scale = ctm._fold_in(x)
-    cov = scale[0] @ scale[0].T
+    return mean[0], scale[0] @ scale[0].T
+
+
+@pytest.mark.parametrize("algorithm", ["mc-ssvi", "h-mc-ssvi"])
+def test_one_document_reaches_the_optimum_of_its_quadrature_bound(algorithm):
+    # The document's q fitted with the model held fixed, by 50 draws a step.
+    problem = _one_document_problem()
+    bound, (mean_ref, cov_ref), best = problem[4:]
+    mean, cov = _fold_in_one_document(problem, algorithm=algorithm, n_mc_samples=50)
     np.testing.assert_allclose(cov, cov_ref, atol=0.02)
     # AdaGrad's mean (H-MC-SSVI) converges more slowly than the natural step.
-    np.testing.assert_allclose(mean[0], mean_ref, atol=0.005 if algorithm == "mc-ssvi" else 0.05)
-    assert bound(mean[0], cov) == pytest.approx(-best.fun, abs=1e-3)
+    np.testing.assert_allclose(mean, mean_ref, atol=0.005 if algorithm == "mc-ssvi" else 0.05)
+    assert bound(mean, cov) == pytest.approx(best, abs=1e-3)
 
 
 @pytest.mark.parametrize("algorithm", ["mc-ssvi", "h-mc-ssvi", "s-dsvi"])
 def test_quadrature_steps_reach_the_exact_optimum(algorithm):
     # expectation='quadrature' (10 x 10 Gauss-Hermite nodes): deterministic
-    # steps reach the optimum of the 30 x 30 quadrature bound found by scipy
-    # to about 2e-6 with every algorithm (Monte Carlo: 0.02, above).
-    rng = np.random.RandomState(0)
-    beta = rng.dirichlet(np.full(8, 0.5), 3)
-    x = sp.csr_matrix(rng.poisson(2.0, (1, 8)).astype(float))
-    mu, sigma = np.array([0.3, -0.2]), np.array([[1.0, 0.6], [0.6, 1.5]])
-    sigma_inv, logdet = np.linalg.inv(sigma), np.linalg.slogdet(sigma)[1]
-
-    def bound(mean, cov):
-        def loglik(nodes):
-            return kernels.log_likelihood(sp.csr_matrix(np.repeat(x.toarray(), len(nodes), 0)),
-                                          nodes, beta)
-        expected = kernels.gauss_hermite_expectation(loglik, mean, cov, n_points=30)
-        return expected - kernels.kl_gaussian(mean[None], cov[None], mu, sigma_inv, logdet)[0]
-
-    def unpack(p):
-        L = np.array([[np.exp(p[2]), 0.0], [p[3], np.exp(p[4])]])
-        return p[:2], L @ L.T
-
-    best = minimize(lambda p: -bound(*unpack(p)), np.zeros(5), method="BFGS", options={"gtol": 1e-8})
-    mean_ref, cov_ref = unpack(best.x)
-    ctm = SVICorrelatedTopicModel(n_components=3, algorithm=algorithm, expectation="quadrature",
-                                  transform_max_iter=400)
-    ctm._mu, ctm._sigma = mu, sigma
-    ctm._set_topics(beta)
-    mean, scale = ctm._fold_in(x)
-    cov = scale[0] @ scale[0].T
+    # steps reach the optimum to about 2e-6 with every algorithm (Monte
+    # Carlo: 0.02, above).
+    problem = _one_document_problem()
+    bound, (mean_ref, cov_ref), best = problem[4:]
+    mean, cov = _fold_in_one_document(problem, algorithm=algorithm, expectation="quadrature")
     np.testing.assert_allclose(cov, cov_ref, atol=1e-5)
-    np.testing.assert_allclose(mean[0], mean_ref, atol=1e-5)
-    assert bound(mean[0], cov) == pytest.approx(-best.fun, abs=1e-9)
-
-
-def test_quadrature_batch_fit_converges_where_monte_carlo_stalls():
-    # Without step safety (which would reject a step that lowers the ELBO),
-    # 150 batch passes: with quadrature the ELBO rises at every pass and its
-    # relative change falls to 1.0e-6; with Monte Carlo draws it stalls near
-    # 3e-5 and falls by up to 6.2 in the last 20 passes.
-    X, _, _ = _corpus(300, seed=7)
-    ctm = SVICorrelatedTopicModel(n_components=3, expectation="quadrature", max_iter=150,
-                                  tol=0, step_safety=False, random_state=0).fit(X)
-    bounds = np.asarray(ctm.lower_bounds_)
-    assert np.all(np.diff(bounds[-50:]) > 0)
-    assert abs(bounds[-1] - bounds[-2]) / abs(bounds[-1]) < 3e-6
-
-
-def test_quadrature_needs_few_topics():
-    with pytest.raises(ValueError, match="n_components <= 4"):
-        SVICorrelatedTopicModel(n_components=5, expectation="quadrature").fit(np.ones((6, 4)))
+    np.testing.assert_allclose(mean, mean_ref, atol=1e-5)
+    assert bound(mean, cov) == pytest.approx(best, abs=1e-9)
 
 
 def test_document_completion_against_quadrature():
