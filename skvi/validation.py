@@ -2,8 +2,10 @@
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_array
+from sklearn.utils.validation import check_non_negative
 
-__all__ = ["check_sparse_structure"]
+__all__ = ["check_counts", "check_sparse_structure"]
 
 
 def check_sparse_structure(X, name="X"):
@@ -67,3 +69,43 @@ def _check_coo(X):
         raise ValueError(f"row indices must be in [0, {n_rows})")
     if col.size and (col.min() < 0 or col.max() >= n_cols):
         raise ValueError(f"column indices must be in [0, {n_cols})")
+
+
+def check_counts(X, whom, *, integer=False):
+    """Validate a document-word count matrix; return canonical CSR float64.
+
+    The result is a new matrix (the input is never modified) with summed
+    duplicates, sorted indices and no explicit zeros.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_docs, n_words)
+        Non-negative counts.
+    whom : str
+        The function the error messages name.
+    integer : bool, default=False
+        Whether the counts must be whole numbers.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.validation import check_counts
+    >>> check_counts(np.array([[1, 0], [0, 2]]), "example").nnz
+    2
+    """
+    check_sparse_structure(X)
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+    X = X.copy() if sp.issparse(X) else sp.csr_matrix(X)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    check_non_negative(X, whom)
+    if integer and not np.array_equal(X.data, np.floor(X.data)):
+        raise ValueError(
+            f"X passed to {whom} must hold integer-valued word counts; "
+            "found non-integer values."
+        )
+    return X

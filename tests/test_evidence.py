@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skvi import SVILatentDirichletAllocation
 from skvi.metrics import ctm_log_evidence, importance_sampled_nll, lda_log_evidence
-from skvi.metrics.evidence import laplace_posterior
+from skvi.models.ctm.evidence import laplace_posterior
 from skvi.models.ctm import kernels
 
 

@@ -43,10 +43,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils.validation import check_non_negative
 
 from ..models.lda.estep import heldout_probabilities
-from ..validation import check_sparse_structure
+from ..validation import check_counts
 
 __all__ = [
     "split_document_tokens",
@@ -56,26 +55,6 @@ __all__ = [
 
 #: Smoothing of the NPMI co-occurrence probabilities (as in gensim).
 _NPMI_EPS = 1e-12
-
-
-def _check_counts(X, whom, *, integer=False):
-    """Validate a document-word count matrix; return canonical CSR float64.
-
-    The result is a new matrix (the input is never modified) with summed
-    duplicates, sorted indices and no explicit zeros.
-    """
-    check_sparse_structure(X)
-    X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
-    X = X.copy() if sp.issparse(X) else sp.csr_matrix(X)
-    X.sum_duplicates()
-    X.eliminate_zeros()
-    check_non_negative(X, whom)
-    if integer and not np.array_equal(X.data, np.floor(X.data)):
-        raise ValueError(
-            f"X passed to {whom} must hold integer-valued word counts; "
-            "found non-integer values."
-        )
-    return X
 
 
 def _check_n_words(X, n_words, whom):
@@ -127,7 +106,7 @@ def split_document_tokens(X, *, random_state=None):
     >>> bool(((X_obs + X_held).toarray() == X).all())
     True
     """
-    X = _check_counts(X, "split_document_tokens", integer=True)
+    X = check_counts(X, "split_document_tokens", integer=True)
     rng = check_random_state(random_state)
     n_docs = X.shape[0]
     counts = X.data.astype(np.int64)
@@ -282,7 +261,7 @@ def document_completion_perplexity(
     else:
         lam, alpha = _topic_parameters(model)
     whom = "document_completion_perplexity"
-    X = _check_counts(X, whom, integer=True)
+    X = check_counts(X, whom, integer=True)
     _check_n_words(X, lam.shape[1], whom)
     if (
         isinstance(max_doc_update_iter, bool)
@@ -421,7 +400,7 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
             f"top_n must be an int in [2, n_words={n_words}], got {top_n!r}."
         )
     whom = "topic_coherence"
-    X = _check_counts(X, whom)
+    X = check_counts(X, whom)
     _check_n_words(X, n_words, whom)
     n_docs = X.shape[0]
 

@@ -45,6 +45,7 @@ from ...validation import check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
 from . import kernels
+from .evidence import ctm_log_evidence
 
 __all__ = ["SVICorrelatedTopicModel"]
 
@@ -449,8 +450,6 @@ step_safety, random_state, verbose
         >>> ctm.log_evidence(X[:3], random_state=0).shape
         (3,)
         """
-        from ...metrics.evidence import ctm_log_evidence  # metrics builds on the models
-
         check_is_fitted(self)
         X = self._check_counts(X, reset=False)
         mean, scale = self._fold_in(X)

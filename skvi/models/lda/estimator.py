@@ -23,6 +23,7 @@ from ...engine.blocks import BlockedData
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
 from .._rows import Rows, check_row_weights
+from .evidence import lda_log_evidence
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff, heldout_probabilities
 
 __all__ = ["SVILatentDirichletAllocation"]
@@ -530,8 +531,6 @@ class SVILatentDirichletAllocation(
         >>> lda.log_evidence(X[:3], random_state=0).shape
         (3,)
         """
-        from ...metrics.evidence import lda_log_evidence  # metrics builds on the models
-
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
         lam = np.asarray(self.components_, dtype=np.float64)
