@@ -51,13 +51,14 @@ def _matched(ctm, beta):
     return cos[rows, cols], A @ full[np.ix_(order, order)] @ A.T
 
 
-def _one_document_problem():
+def _one_document_problem(seed=0, diagonal=False):
     """K = 3, one document and a fixed model: its bound, and the optimum scipy finds.
 
     The bound E_q[log p(w | eta)] - KL(q || N(mu, Sigma)) by 30 x 30
-    Gauss-Hermite nodes, maximised over the mean and the Cholesky factor.
+    Gauss-Hermite nodes, maximised over the mean and the Cholesky factor
+    (or the log standard deviations of a diagonal q).
     """
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(seed)
     beta = rng.dirichlet(np.full(8, 0.5), 3)
     x = sp.csr_matrix(rng.poisson(2.0, (1, 8)).astype(float))
     mu, sigma = np.array([0.3, -0.2]), np.array([[1.0, 0.6], [0.6, 1.5]])
@@ -71,10 +72,13 @@ def _one_document_problem():
         return expected - kernels.kl_gaussian(mean[None], cov[None], mu, sigma_inv, logdet)[0]
 
     def unpack(p):
+        if diagonal:
+            return p[:2], np.diag(np.exp(2.0 * p[2:]))
         L = np.array([[np.exp(p[2]), 0.0], [p[3], np.exp(p[4])]])
         return p[:2], L @ L.T
 
-    best = minimize(lambda p: -bound(*unpack(p)), np.zeros(5), method="BFGS", options={"gtol": 1e-8})
+    best = minimize(lambda p: -bound(*unpack(p)), np.zeros(4 if diagonal else 5), method="BFGS",
+                    options={"gtol": 1e-8})
     return x, beta, mu, sigma, bound, unpack(best.x), -best.fun
 
 
@@ -84,6 +88,8 @@ def _fold_in_one_document(problem, **params):
     ctm._mu, ctm._sigma = mu, sigma
     ctm._set_topics(beta)
     mean, scale = ctm._fold_in(x)
+    if scale.ndim == 2:  # a diagonal q: standard deviations
+        return mean[0], np.diag(scale[0] ** 2)
     return mean[0], scale[0] @ scale[0].T
 
 
@@ -97,6 +103,19 @@ def test_one_document_reaches_the_optimum_of_its_quadrature_bound(algorithm):
     # AdaGrad's mean (H-MC-SSVI) converges more slowly than the natural step.
     np.testing.assert_allclose(mean, mean_ref, atol=0.005 if algorithm == "mc-ssvi" else 0.05)
     assert bound(mean, cov) == pytest.approx(best, abs=1e-3)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_diagonal_q_reaches_the_optimum_of_its_family(seed):
+    # A diagonal q's steps use only the curvature's diagonal (its fixed
+    # point 1 / v_k = (Sigma^-1)_kk - E[H_kk]): by quadrature they reach
+    # scipy's optimum over diagonal Gaussians.
+    problem = _one_document_problem(seed, diagonal=True)
+    bound, (mean_ref, cov_ref), best = problem[4:]
+    mean, cov = _fold_in_one_document(problem, covariance="diagonal", expectation="quadrature")
+    np.testing.assert_allclose(np.diag(cov), np.diag(cov_ref), atol=1e-5)
+    np.testing.assert_allclose(mean, mean_ref, atol=1e-5)
+    assert bound(mean, cov) == pytest.approx(best, abs=1e-9)
 
 
 @pytest.mark.parametrize("algorithm", ["mc-ssvi", "h-mc-ssvi", "s-dsvi"])

@@ -38,7 +38,6 @@ from ...schedules import make_schedule
 from ...update_rules import (
     ALGORITHMS,
     UPDATE_RULE_PARAMETER_CONSTRAINTS,
-    diagonal_target,
     make_update_rule,
 )
 from ...validation import check_sparse_structure
@@ -605,8 +604,12 @@ step_safety, random_state, verbose
         quadrature rule (``expectation='quadrature'``).
         """
         if self.bound == "mean_field":
-            return kernels.mean_field_bound_derivatives(
+            expected = kernels.mean_field_bound_derivatives(
                 X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts)
+            # Its curvature is diagonal already.
+            return expected._replace(H_hat=np.diagonal(expected.H_hat, axis1=-2, axis2=-1))
+        if hessian and self.covariance == "diagonal":
+            hessian = "diagonal"  # all a diagonal q's step uses
         weights = None
         if self.expectation == "quadrature":
             eps, weights = self._quadrature_rule()
@@ -651,8 +654,17 @@ step_safety, random_state, verbose
 
     @staticmethod
     def _statistics_parts(expected, mean):
-        """``(g - Gamma m, P_psd(-Gamma))``: what the data add to a document's target."""
+        """What the data add to a document's target.
+
+        ``(g - Gamma m, P_psd(-Gamma))`` for a full ``q``; for a diagonal one,
+        from the curvature's diagonal alone, ``(g + D m, D)`` with ``D =
+        max(-diag(Gamma), 0)``: the fixed point of the diagonal family's
+        bound, ``1 / v_k = (Sigma^-1)_kk - E[H_kk]``.
+        """
         gamma = expected.H_hat
+        if gamma.ndim == mean.ndim:
+            curvature = np.maximum(-gamma, 0.0)
+            return expected.g_hat + curvature * mean, curvature
         return (expected.g_hat - (gamma @ mean[..., None])[..., 0],
                 kernels.psd_projection(-gamma))
 
@@ -663,10 +675,17 @@ step_safety, random_state, verbose
         Returns the new natural parameters, the target and the rule's state.
         """
         old1, old2 = old
-        tgt1 = prior[0] + parts[0]
-        tgt2 = prior[1] - 0.5 * parts[1]
         if self.covariance == "diagonal":
-            tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
+            # The prior's precision couples the coordinates (the Jacobi form
+            # of diagonal_target); the data's curvature is diagonal.
+            precision = -2.0 * prior[1]
+            diag = np.diagonal(precision)
+            mean = old1 / (-2.0 * old2)
+            tgt1 = prior[0] + parts[0] - (mean @ precision.T - diag * mean)
+            tgt2 = -0.5 * (diag + parts[1])
+        else:
+            tgt1 = prior[0] + parts[0]
+            tgt2 = prior[1] - 0.5 * parts[1]
         rule = self._rule
         if rule is None:
             shape = rho.shape + (1,) * (old2.ndim - 1)

@@ -183,6 +183,8 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     summing to 1, when given: a quadrature rule), of shapes (n_docs,),
     (n_docs, K - 1) and (n_docs, K - 1, K - 1); otherwise they keep the
     leading axis S.
+    With ``hessian='diagonal'`` only the Hessian's diagonal is computed,
+    of shape (..., K - 1): O(K) work per non-zero instead of O(K^2).
     Entries not asked for are None.  Samples are taken in blocks small
     enough that a block's temporaries stay within ``_CHUNK_BYTES`` a piece.
     With ``topic_counts`` (and ``average``) a fourth result is the
@@ -200,7 +202,11 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     lead = () if average else (n_samples,)
     loglik = np.zeros(lead + (n_docs,))
     psum = np.zeros(lead + (n_docs, dim)) if gradient or hessian else None
-    outer = np.zeros(lead + (n_docs, dim, dim)) if hessian else None
+    diagonal = isinstance(hessian, str) and hessian == "diagonal"
+    if hessian is not False and hessian is not True and not diagonal:
+        raise ValueError(f"hessian must be True, False or 'diagonal', got {hessian!r}.")
+    outer = (np.zeros(lead + (n_docs, dim) if diagonal else lead + (n_docs, dim, dim))
+             if hessian else None)
     # Each non-zero's expected topic responsibilities times its count.
     per_nz = np.zeros((layout.counts.size, n_topics)) if topic_counts else None
 
@@ -215,7 +221,7 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
         for lo in range(0, n_samples, block):
             samples = slice(lo, min(lo + block, n_samples))
             counts = counts_all if scaled is None else counts_all * scaled[samples, None, None]
-            root = np.sqrt(counts) if hessian else None
+            root = np.sqrt(counts) if hessian is True else None
             th = theta[samples][:, docs]
             # (pieces, length, K) @ (block, pieces, K, 1) -> (block, pieces, length)
             mix = np.matmul(B, th[..., None])[..., 0]
@@ -227,7 +233,12 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
                 ratio_row = (counts / mix)[..., None, :]
                 p = th[..., :dim] * np.matmul(ratio_row, B_head)[..., 0, :]
                 _add(psum, samples, docs, p, average)
-            if hessian:
+            if diagonal:
+                # sum_v n_v p~_vk^2 = theta_k^2 sum_v n_v B_vk^2 / mix_v^2
+                M = np.matmul((counts / (mix * mix))[..., None, :], B_head * B_head)[..., 0, :]
+                M *= th[..., :dim] ** 2
+                _add(outer, samples, docs, M, average)
+            elif hessian:
                 W = B_head * (root / mix)[..., None]
                 M = np.matmul(np.swapaxes(W, -1, -2), W)
                 M *= th[..., :dim, None] * th[..., None, :dim]
@@ -258,6 +269,16 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
         return (loglik, g, None, *extra)
     # H = N_d theta~ theta~^T - sum_v n_dv p~_v p~_v^T + diag(g), in place.
     H = np.negative(outer, out=outer)
+    if diagonal:
+        if average:
+            H /= n_samples
+            square = (np.einsum("snk,snk->nk", head, head) / n_samples if weights is None
+                      else np.einsum("s,snk,snk->nk", weights, head, head))
+        else:
+            square = head * head
+        H += N[:, None] * square
+        H += g
+        return (loglik, g, H, *extra)
     if average:
         H /= n_samples
         if weights is None:
@@ -329,8 +350,9 @@ def gradient_hessian(X, eta, beta, hessian=True):
         Topic logits of each document, or S samples of them.
     beta : array-like of shape (K, V)
         Topic-word probabilities; each row sums to 1.
-    hessian : bool, default=True
-        Whether to compute the Hessian as well.
+    hessian : bool or 'diagonal', default=True
+        Whether to compute the Hessian as well, or only its diagonal (of
+        shape (n_docs, K - 1) or (S, n_docs, K - 1)).
 
     Returns
     -------
@@ -443,8 +465,10 @@ def expected_gradient_hessian(
         Number of Monte Carlo draws per document.
     rng : None, int, numpy.random.RandomState or numpy.random.Generator, default=None
         Source of the draws.
-    hessian : bool, default=True
-        Whether to average the Hessian as well.
+    hessian : bool or 'diagonal', default=True
+        Whether to average the Hessian as well, or only its diagonal (of
+        shape (n_docs, K - 1): what a diagonal ``q`` needs, at O(K) cost
+        per non-zero instead of O(K^2)).
     topic_counts : bool, default=False
         Whether to return each topic's expected word counts too.
     eps : array-like broadcastable to (n_samples, n_docs, K - 1) or None, default=None
@@ -520,8 +544,8 @@ def simple_bound_derivatives(
         Monte Carlo draws per document (for ``E_q[theta]`` and ``E_q[lse]``).
     rng : None, int, numpy.random.RandomState or numpy.random.Generator, default=None
         Source of the draws.
-    hessian : bool, default=True
-        Whether to return the curvature.
+    hessian : bool or 'diagonal', default=True
+        Whether to return the curvature, or only its diagonal.
     topic_counts : bool, default=False
         Whether to return each topic's word counts ``sum_d n_dv phi_dv``.
     eps : array-like broadcastable to (n_samples, n_docs, K - 1) or None, default=None
@@ -570,7 +594,13 @@ def simple_bound_derivatives(
         e_lse = weights @ _lse0(eta)
     g = c_head - words[:, None] * e_head
     H = None
-    if hessian:
+    if isinstance(hessian, str) and hessian == "diagonal":
+        if weights is None:
+            square = np.einsum("snk,snk->nk", head, head) / head.shape[0]
+        else:
+            square = np.einsum("s,snk,snk->nk", weights, head, head)
+        H = (square - e_head) * words[:, None]
+    elif hessian:
         if weights is None:
             outer = np.einsum("snk,snl->nkl", head, head) / head.shape[0]
         else:
