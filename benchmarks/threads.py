@@ -7,11 +7,13 @@ with one and with two threads, alternating (1, 2, 2, 1, ...) for
 ``--repeats`` rounds, BLAS held at one thread so the only parallelism is the
 engine's, and prints the median fit times and their ratio.
 
-    python benchmarks/threads.py [--repeats 5] [--data DIR]
+    python benchmarks/threads.py [--repeats 5] [--data DIR] [--only TEXT]
 
 Data: 10^6 x 10 Gaussian rows (GaussianGammaVB, batch); a9a
 (``SVILogisticRegression``, batch, quadrature expectations); 20 Newsgroups
-train (``SVILatentDirichletAllocation``, batch and online).  DIR (default
+train (``SVILatentDirichletAllocation``, batch and online; and
+``SVICorrelatedTopicModel``, K = 20, diagonal ``q``, its batch fit and its
+fold-in of the test documents by ``transform``).  DIR (default
 ``skvi.datasets.get_data_home()``: ``$SKVI_DATA``, or ``../shared/data`` beside a
 checkout, else ``~/skvi_data``)
 holds ``a9a-adult-libsvm/`` and ``20newsgroups-bydate/``; a missing folder
@@ -41,6 +43,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
     p.add_argument("--repeats", type=int, default=5, help="rounds of interleaved fits")
+    p.add_argument("--only", default="", help="run the rows whose label contains this text")
     return p.parse_args(argv)
 
 
@@ -83,11 +86,32 @@ def lda(method):
     return make
 
 
+def ctm(part):
+    def make(data):
+        from skvi import SVICorrelatedTopicModel
+
+        folder = os.path.join(data, "20newsgroups-bydate")
+        if not os.path.isfile(os.path.join(folder, "train.npz")):
+            raise Skipped("%s not found (pass --data)" % folder)
+        X = sp.load_npz(os.path.join(folder, "train.npz")).tocsr().astype(np.float64)
+        model = SVICorrelatedTopicModel(n_components=20, covariance="diagonal", max_iter=3,
+                                        tol=0, init_passes=1, random_state=0)
+        if part == "fit":
+            return lambda n_jobs: model.set_params(n_jobs=n_jobs).fit(X)
+        test = sp.load_npz(os.path.join(folder, "test.npz")).tocsr().astype(np.float64)
+        model.fit(X)
+        return lambda n_jobs: model.set_params(n_jobs=n_jobs).transform(test)
+
+    return make
+
+
 CASES = [
     ("GaussianGammaVB batch, 10^6 x 10", gaussian_gamma),
     ("SVILogisticRegression batch, a9a", logistic),
     ("SVILatentDirichletAllocation batch, 20NG", lda("batch")),
     ("SVILatentDirichletAllocation online, 20NG", lda("online")),
+    ("SVICorrelatedTopicModel batch fit, 20NG", ctm("fit")),
+    ("SVICorrelatedTopicModel transform, 20NG test", ctm("transform")),
 ]
 
 
@@ -96,6 +120,8 @@ def main(argv=None):
     print("cores: %d; BLAS limited to one thread; %d interleaved rounds" % (os.cpu_count(), args.repeats))
     rows = []
     for label, make in CASES:
+        if args.only not in label:
+            continue
         try:
             fit = make(args.data)
         except Skipped as exc:
