@@ -185,6 +185,8 @@ def _row_blocks(X, threads):
 
     None when fewer than two such blocks fit: X is then worked on whole.
     """
+    if threads < 2:  # (X need not have a shape then: a model's own minibatch)
+        return None
     n_blocks = min(threads, X.shape[0] // MIN_BLOCK_ROWS)
     if n_blocks < 2:
         return None
@@ -1306,6 +1308,7 @@ class SVIEstimator(BaseEstimator):
         run.begin_pass(st.calls, len(batches))
         try:
             stopped = False
+            samples_before = st.samples
             st.in_pass = True
             try:
                 for index, batch in enumerate(batches, 1):
@@ -1315,7 +1318,7 @@ class SVIEstimator(BaseEstimator):
                         break
             finally:
                 st.in_pass = False
-            n_call = self._count_of(X)
+            n_call = st.samples - samples_before  # the samples of the call's steps
             if n_call > 0 and not stopped:
                 total = st.auto_total if self.total_samples == "auto" else self.total_samples
                 self._pass_step(st.calls, min(st.schedule(st.calls), 1.0),
