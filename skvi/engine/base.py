@@ -2009,11 +2009,12 @@ class SVIEstimator(BaseEstimator):
         unexpected = self.n_rejected_steps_ - getattr(st, "backtracks", 0)
         if unexpected > rejected_before and not st.rejection_warned:
             st.rejection_warned = True
+            now = ("is back to its schedule" if st.backoff >= 1.0
+                   else f"is now scaled by {st.backoff:g}")
             self._warn(
                 f"{type(self).__name__}: {self.n_rejected_steps_} step(s) were "
                 "rejected by step safety (an invalid global factor or an "
-                "overshoot); the step "
-                f"size is now scaled by {st.backoff:g}. Consider a smaller "
+                f"overshoot); the step size {now}. Consider a smaller "
                 "initial step (larger learning_offset), a warm-up schedule or a "
                 "larger batch_size.",
                 ConvergenceWarning,
