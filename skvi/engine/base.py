@@ -959,6 +959,16 @@ class SVIEstimator(BaseEstimator):
     def _end_of_pass(self, ctx):
         return False
 
+    @contextmanager
+    def _in_pass(self):
+        """The steps inside are those of a pass that ``_end_of_pass`` ends (``ctx.in_pass``)."""
+        st = self._svi
+        st.in_pass = True
+        try:
+            yield
+        finally:
+            st.in_pass = False
+
     def _pass_step(self, t, rho, scale):
         """The model's step at the end of a pass (``_end_of_pass``), and its consequences."""
         st = self._svi
@@ -1195,8 +1205,7 @@ class SVIEstimator(BaseEstimator):
                     batch = 0
                     passes = X.minibatches(self, random_state) if blocked else (
                         self._online_batches(X, random_state))
-                    st.in_pass = True
-                    try:
+                    with self._in_pass():
                         for Xb, scale in passes:
                             batch += 1
                             if scale > 0:  # a minibatch of zero total weight has no data
@@ -1205,8 +1214,6 @@ class SVIEstimator(BaseEstimator):
                                 if run.per_step and run.step(batch):
                                     stopped = True
                                     break
-                    finally:
-                        st.in_pass = False
                     if not stopped:
                         n_batches = batch
                         self._pass_step(it, 1.0, 1.0)
@@ -1309,15 +1316,12 @@ class SVIEstimator(BaseEstimator):
         try:
             stopped = False
             samples_before = st.samples
-            st.in_pass = True
-            try:
+            with self._in_pass():
                 for index, batch in enumerate(batches, 1):
                     self._partial_step(X[batch])
                     if run.per_step and run.step(index, elbo=self.lower_bound_):
                         stopped = True
                         break
-            finally:
-                st.in_pass = False
             n_call = st.samples - samples_before  # the samples of the call's steps
             if n_call > 0 and not stopped:
                 total = st.auto_total if self.total_samples == "auto" else self.total_samples
@@ -1460,11 +1464,15 @@ class SVIEstimator(BaseEstimator):
             )
 
     # ---------------------------------------------- minibatch blocks on threads
+    def _n_threads(self):
+        """The threads ``n_jobs`` asks for (None: one)."""
+        n_jobs = getattr(self, "n_jobs", None)
+        return max(1, effective_n_jobs(n_jobs)) if n_jobs is not None else 1
+
     @contextmanager
     def _thread_pool(self):
         """Threads for the blocks of a minibatch while a fit or statistics call runs."""
-        n_jobs = getattr(self, "n_jobs", None)
-        threads = max(1, effective_n_jobs(n_jobs)) if n_jobs is not None else 1
+        threads = self._n_threads()
         if threads < 2 or not self._parallel_local_step() or getattr(self, "_blocks_pool", None):
             yield
             return
@@ -1495,9 +1503,7 @@ class SVIEstimator(BaseEstimator):
         The pool is the call's own, so that concurrent calls do not share
         it.
         """
-        n_jobs = getattr(self, "n_jobs", None)
-        threads = max(1, effective_n_jobs(n_jobs)) if n_jobs is not None else 1
-        blocks = _row_blocks(X, threads)
+        blocks = _row_blocks(X, self._n_threads())
         if blocks is None:
             return [function(X)]
         with ThreadPoolExecutor(len(blocks)) as pool:

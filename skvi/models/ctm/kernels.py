@@ -575,13 +575,7 @@ def simple_bound_derivatives(
     mean, cov_factor = _check_gaussian(mean, cov_factor, X.shape[0], "cov_factor")
     dim = mean.shape[1]
     beta = _check_beta(beta, dim + 1, X.shape[1])
-    words = np.asarray(X.sum(axis=1)).ravel()
-    # Each word's topic posterior at the mean: L_d(m), its gradient and counts.
-    loglik_m, g_m, _, *counts = _evaluate(
-        X, mean[None], beta, gradient=True, hessian=False, average=True,
-        topic_counts=topic_counts)
-    theta_m = topic_proportions(mean)
-    c_head = g_m + words[:, None] * theta_m[:, :dim]
+    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts)
     eta = _sample(mean, cov_factor, n_samples, rng, eps)
     theta = topic_proportions(eta)
     head = theta[..., :dim]
@@ -609,6 +603,23 @@ def simple_bound_derivatives(
         H *= words[:, None, None]
     data = loglik_m + words * (_lse0(mean) - e_lse)
     return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
+
+
+def _at_the_mean(X, mean, beta, topic_counts):
+    """Each word's topic posterior at the mean, which the simple and mean-field bounds keep.
+
+    Returns the documents' words, ``L_d(m)``, the expected topic counts
+    ``c_d`` of the words (the first K - 1 topics; the gradient of ``L_d``
+    plus ``N_d theta(m)``) and, as a list of zero or one array, each
+    topic's word counts.
+    """
+    dim = mean.shape[1]
+    words = np.asarray(X.sum(axis=1)).ravel()
+    loglik_m, g_m, _, *counts = _evaluate(
+        X, mean[None], beta, gradient=True, hessian=False, average=True,
+        topic_counts=topic_counts)
+    c_head = g_m + words[:, None] * topic_proportions(mean)[:, :dim]
+    return words, loglik_m, c_head, counts
 
 
 def _lse0(values):
@@ -671,11 +682,7 @@ def mean_field_bound_derivatives(X, mean, variance, beta, topic_counts=False):
         raise ValueError("variance must have the shape of mean: the mean-field q is diagonal.")
     dim = mean.shape[1]
     beta = _check_beta(beta, dim + 1, X.shape[1])
-    words = np.asarray(X.sum(axis=1)).ravel()
-    loglik_m, g_m, _, *counts = _evaluate(
-        X, mean[None], beta, gradient=True, hessian=False, average=True,
-        topic_counts=topic_counts)
-    c_head = g_m + words[:, None] * topic_proportions(mean)[:, :dim]
+    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts)
     shifted = mean + 0.5 * variance
     theta_shift = topic_proportions(shifted)[:, :dim]
     g = c_head - words[:, None] * theta_shift
