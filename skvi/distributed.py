@@ -11,7 +11,12 @@ variational inference", on parallelisation):
   step from their sum;
 * the local steps stay with their blocks; only the globals go out and the
   statistics (and a few numbers: counts, the ELBO's data part, the probe's
-  loss) come back.  Nothing of the data is gathered to the client.
+  loss) come back.  Nothing of the data is gathered to the client;
+* per-row factors of the data's own rows (a model's resident row groups:
+  the correlated topic model's documents) live on the workers with their
+  blocks, which step them there and keep the new rows until the client
+  accepts the step (:meth:`DaskBlocks.row_step`); the client holds their
+  summed summary (:class:`skvi.engine.rows.ResidentRows`).
 
 Batch fits (``learning_method='batch'``) use every block at every step, and
 equal the in-memory fit step for step.  An online pass cuts every block
@@ -45,8 +50,12 @@ from .engine.blocks import (
     block_rows,
     block_concatenate,
     block_local_step,
+    block_row_step,
+    block_start_rows,
+    block_with_rows,
     worker_view,
 )
+from .engine.rows import ResidentRows
 from .engine.statistics import add_statistics
 
 __all__ = ["DaskBlocks", "Traffic", "WorkerLostError", "blockwise", "fit_on_cluster", "traffic"]
@@ -210,13 +219,14 @@ class _Channel:
     def params(self, params):
         # The engine updates a step's dict of factors in place (one factor
         # after another), and never a factor: the factors are the key.
-        factors = list(params.items())
+        # Resident rows stay with their blocks (DaskBlocks._rows).
+        factors = [(k, f) for k, f in params.items() if not isinstance(f, ResidentRows)]
         for value, future in self._params:
             if len(value) == len(factors) and all(
                 k1 == k2 and f1 is f2 for (k1, f1), (k2, f2) in zip(value, factors)
             ):
                 return future
-        future = self._scatter(dict(params))
+        future = self._scatter(dict(factors))
         # The current globals and one tried step are all a step needs.
         self._params = [(factors, future)] + self._params[:1]
         return future
@@ -251,6 +261,10 @@ class DaskBlocks(BlockedData):
         Rows of each block.
     n_features : int
         Columns of the data.
+    parents : list of int or None, default=None
+        For a minibatch (pieces of the fit's blocks), the fit's block of
+        each piece: its resident rows are that block's.  None: the blocks
+        are the fit's.
 
     Examples
     --------
@@ -259,9 +273,10 @@ class DaskBlocks(BlockedData):
     'BlockedData'
     """
 
-    def __init__(self, channel, blocks, sizes, n_features):
+    def __init__(self, channel, blocks, sizes, n_features, parents=None):
         self.channel = channel
         self.blocks = list(blocks)
+        self.parents = list(range(len(self.blocks))) if parents is None else list(parents)
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.shape = (int(self.sizes.sum()), int(n_features))
         self.n_blocks = len(self.blocks)
@@ -295,16 +310,78 @@ class DaskBlocks(BlockedData):
         natural, attributes, state = self.channel.gather(future)
         random_state.set_state(state)
         estimator.__dict__.update(attributes)
+        names = tuple(estimator._resident_row_groups)
+        if names:
+            # Every block starts its own rows (as fit grows a group in memory).
+            view = self.channel._scatter(worker_view(estimator))
+            seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
+            started = self._map(block_start_rows, self._repeat(view), self.blocks,
+                                self._repeat(names), seeds)
+            rows = self._map(operator.getitem, started, self._repeat(0))
+            reports = self._map(operator.getitem, started, self._repeat(1))
+            summed = self.channel.tree_sum(reports)
+            for name in names:
+                natural[name] = ResidentRows(
+                    self._map(operator.getitem, rows, self._repeat(name)),
+                    self._map(operator.getitem, reports, self._repeat(name)),
+                    summed[name]["summary"], backend=self,
+                )
         return natural
+
+    def _rows(self, params):
+        """Each block's resident rows in ``params`` (dicts of futures), or None for none."""
+        handles = {k: v for k, v in params.items() if isinstance(v, ResidentRows)}
+        if not handles:
+            return None
+        return [{k: h.states[p] for k, h in handles.items()} for p in self.parents]
+
+    def row_step(self, estimator, name, locals_, params, ctx, schedule):
+        """The step of a resident group's rows, each block stepping its own where it is.
+
+        Returns the new :class:`~skvi.engine.rows.ResidentRows` (the
+        blocks' new rows, kept until the step is accepted or forgotten)
+        and whether every row is valid.
+        """
+        from .engine.base import StepContext  # noqa: PLC0415
+
+        handle = params[name]
+        sent = StepContext(ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior,
+                           in_pass=ctx.in_pass)
+        results = self._map(
+            block_row_step, self._repeat(self.channel.view(estimator)), self.blocks,
+            locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
+            self._repeat(name), self._repeat(sent), self._repeat(schedule),
+        )
+        states, reports = list(handle.states), list(handle.reports)
+        for parent, result in zip(self.parents, results):
+            states[parent] = self.channel.client.submit(operator.getitem, result, 0, pure=False)
+            reports[parent] = self.channel.client.submit(operator.getitem, result, 1, pure=False)
+        total = self.channel.tree_sum(reports)
+        rows = ResidentRows(states, reports, total["summary"], finite=total["nonfinite"] == 0,
+                            backend=handle.backend)
+        return rows, bool(total["invalid"] == 0)
+
+    def map_rows(self, handle, function, tail_shape):
+        """``function`` of every block's resident rows, as a lazy dask array in row order."""
+        da, _ = _import_dask()
+        import dask  # noqa: PLC0415
+
+        parts = [
+            da.from_delayed(dask.delayed(_natural_map)(function, state),
+                            shape=(int(size),) + tuple(tail_shape), dtype=np.float64)
+            for state, size in zip(handle.states, self.sizes)
+        ]
+        return da.concatenate(parts, axis=0)
 
     def local_steps(self, estimator, params):
         seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
         return _Locals(self._local_futures(estimator, params, seeds), params, seeds)
 
     def _local_futures(self, estimator, params, seeds):
+        rows = self._rows(params) or self._repeat(None)
         return self._map(
             block_local_step, self._repeat(self.channel.view(estimator)), self.blocks,
-            self._repeat(self.channel.params(params)), seeds,
+            self._repeat(self.channel.params(params)), seeds, rows,
         )
 
     def sum_over(self, estimator, function, locals_, *args):
@@ -312,10 +389,19 @@ class DaskBlocks(BlockedData):
             self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
         ]
 
+        rows = None
+        for a in args:
+            if isinstance(a, dict):
+                rows = rows or self._rows(a)
+
         def attempt():
             futures = self._repeat(None) if locals_ is None else locals_.futures
-            parts = self._map(function, self._repeat(self.channel.view(estimator)),
-                              self.blocks, futures, *columns)
+            view = self._repeat(self.channel.view(estimator))
+            if rows is None:
+                parts = self._map(function, view, self.blocks, futures, *columns)
+            else:  # the globals joined by each block's resident rows
+                parts = self._map(block_with_rows, self._repeat(function), view, self.blocks,
+                                  futures, rows, *columns)
             return self.channel.tree_sum(parts)
 
         for retry in range(RETRIES + 1):
@@ -375,12 +461,13 @@ class DaskBlocks(BlockedData):
         ]
         steps = []
         for j in range(n_batches):
-            parts, sizes = [], []
-            for block, own in zip(self.blocks, pieces):
+            parts, sizes, parents = [], [], []
+            for b, (block, own) in enumerate(zip(self.blocks, pieces)):
                 if own[j].size:
                     parts.append(client.submit(block_rows, block, own[j], pure=False))
                     sizes.append(own[j].size)
-            steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1]))
+                    parents.append(self.parents[b])
+            steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1], parents))
         # Every piece's count (its weights' sum) in one round trip per pass.
         counts = client.map(block_count, [view] * sum(s.n_blocks for s in steps),
                             [p for s in steps for p in s.blocks], pure=False)
@@ -417,6 +504,10 @@ class _Locals:
         self.futures = futures
         self.params = params
         self.seeds = seeds
+
+
+def _natural_map(function, rows):
+    return np.asarray(function(rows.natural), dtype=np.float64)
 
 
 def _stack(*values):

@@ -22,6 +22,7 @@ distributed = pytest.importorskip("distributed")
 from skvi import (  # noqa: E402
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
+    SVICorrelatedTopicModel,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -31,6 +32,7 @@ from skvi import (  # noqa: E402
     SVISparseGPRegressor,
 )
 from skvi.engine import Distinct, Moments  # noqa: E402
+from skvi.models.ctm.estimator import Documents  # noqa: E402
 from skvi.models import mixture as mixture_module  # noqa: E402
 from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
 
@@ -435,6 +437,103 @@ def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
         ref.log_predictive_density(X_test, test_levels), abs=0.03)
 
 
+def _ctm_corpus(n_docs=800, n_words=40, k=3, seed=0):
+    rng = np.random.RandomState(seed)
+    topics = rng.dirichlet(np.full(n_words, 0.1), k)
+    theta = rng.dirichlet(np.full(k, 0.3), n_docs)
+    return np.vstack([rng.multinomial(60, p) for p in theta @ topics]).astype(float)
+
+
+def _ctm_started_on_the_first_block(monkeypatch, n_first):
+    """In memory, the start a fit on a cluster makes: the LDA start on the first block."""
+    start = SVICorrelatedTopicModel._initialize_globals
+
+    def first_block(self, X, random_state):
+        natural = start(self, Documents(X.X[:n_first], X.ids[:n_first]), random_state)
+        natural["documents"] = self._prior_documents(X.shape[0])
+        return natural
+
+    monkeypatch.setattr(SVICorrelatedTopicModel, "_initialize_globals", first_block)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(bound="mean_field", covariance="diagonal"),
+    dict(expectation="quadrature", n_mc_samples=5),
+    dict(expectation="quadrature", n_mc_samples=5, covariance="diagonal", algorithm="s-dsvi"),
+])
+def test_ctm_batch_equals_the_in_memory_fit(client, monkeypatch, kw):
+    # Every document's q stays on the worker of its block and steps there;
+    # mu, Sigma and the KL part of the ELBO come from sums over the blocks.
+    # Deterministic expectations: the steps are the in-memory ones.
+    X = _ctm_corpus()
+    kw = dict(kw, n_components=3, learning_method="batch", max_iter=8, random_state=0, tol=0)
+    with monkeypatch.context() as m:
+        _ctm_started_on_the_first_block(m, 200)
+        ref = SVICorrelatedTopicModel(**kw).fit(X)
+    with traffic() as t:
+        est = SVICorrelatedTopicModel(**kw).fit(da.from_array(X, chunks=(200, 40)))
+    assert _rel(est.components_, ref.components_) < 1e-10
+    assert _rel(est.prior_mean_, ref.prior_mean_) < 1e-10
+    assert _rel(est.prior_covariance_, ref.prior_covariance_) < 1e-10
+    assert _rel(est.lower_bounds_, ref.lower_bounds_) < 1e-10
+    # The documents' q: lazy arrays computed where they are.
+    assert isinstance(est.document_mean_, da.Array)
+    assert _rel(est.document_mean_.compute(), ref.document_mean_) < 1e-10
+    assert _rel(est.document_covariance_.compute(), ref.document_covariance_) < 1e-10
+    # Nothing of the documents' size came back: 800 documents' q alone
+    # are 800 * 2 * 8 bytes per step.
+    assert t.bytes_in / est.n_batch_iter_ < 800 * 2 * 8
+    np.testing.assert_allclose(est.transform(X[:20]), ref.transform(X[:20]), rtol=1e-9)
+    with pytest.raises(NotImplementedError, match="partial_fit after a fit on a cluster"):
+        est.partial_fit(X[:10])
+
+
+def test_ctm_monte_carlo_fits_agree_within_their_noise(client):
+    # Each block draws from its own generator: other draws, the same optimum.
+    # In memory, random_state 0 to 3 end batch fits at training perplexity
+    # 10.191-10.192, online fits (minibatch and pass) at 10.24-10.74.
+    X = _ctm_corpus()
+    Xd = da.from_array(X, chunks=(200, 40))
+    kw = dict(n_components=3, random_state=0, tol=0)
+    optimum = SVICorrelatedTopicModel(learning_method="batch", max_iter=30, **kw).fit(X)
+    batch = SVICorrelatedTopicModel(learning_method="batch", max_iter=30, **kw).fit(Xd)
+    assert batch.perplexity(X) == pytest.approx(optimum.perplexity(X), rel=1e-3)
+    for every in ("minibatch", "pass"):
+        online = dict(kw, learning_method="online", batch_size=100, max_iter=10,
+                      update_model_every=every)
+        ref = SVICorrelatedTopicModel(**online).fit(X)
+        est = SVICorrelatedTopicModel(**online).fit(Xd)
+        assert est.n_batch_iter_ == ref.n_batch_iter_ == 80
+        assert est.perplexity(X) == pytest.approx(ref.perplexity(X), abs=0.05)
+        assert est.perplexity(X) == pytest.approx(optimum.perplexity(X), abs=0.1)
+
+
+def test_ctm_bytes_per_step_do_not_grow_with_the_documents(client):
+    sizes = {}
+    for n in (800, 6400):
+        X = _ctm_corpus(n_docs=n, seed=5)
+        with traffic() as t:
+            est = SVICorrelatedTopicModel(
+                n_components=3, learning_method="online", batch_size=n // 4, max_iter=2,
+                random_state=0, tol=0,
+            ).fit(da.from_array(X, chunks=(n // 4, 40)))
+        sizes[n] = (t.bytes_out, t.bytes_in, t.round_trips, est.n_batch_iter_)
+    small, large = sizes[800], sizes[6400]
+    assert small[2:] == large[2:]
+    assert large[0] <= 1.05 * small[0] and large[1] <= 1.05 * small[1]
+    # The 6,400 documents' full covariances alone are 6400 * 4 * 8 bytes.
+    assert (large[0] + large[1]) / large[3] < 0.1 * 6400 * 4 * 8
+
+
+def test_ctm_adaptive_schedule_on_a_cluster_says_so(client):
+    from skvi.schedules import AdaptiveRate
+
+    X = da.from_array(_ctm_corpus(n_docs=200), chunks=(100, 40))
+    with pytest.raises(NotImplementedError, match="Robbins-Monro schedule on a cluster"):
+        SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=50,
+                                learning_rate=AdaptiveRate(), max_iter=1).fit(X)
+
+
 def test_distinct_values_merge_by_union_of_one_kind():
     a, b = Distinct(np.array([3, 1, 3])), Distinct(np.array([2.5, 1.0]))
     np.testing.assert_array_equal((a + b).values, np.unique([3, 1, 3, 2.5, 1.0]))
@@ -489,19 +588,26 @@ def test_bytes_per_step_do_not_grow_with_the_data(client):
     del rng
 
 
-def test_a_worker_killed_mid_fit_gives_the_same_model_or_an_error(client):
+@pytest.mark.parametrize("model", ["lda", "ctm"])
+def test_a_worker_killed_mid_fit_gives_the_same_model_or_an_error(client, model):
+    # The correlated topic model's documents live on the workers: a lost
+    # worker takes some with it.
     X = _lda_corpus(n_docs=4000, seed=6)
-    kw = dict(n_components=4, learning_method="batch", max_iter=30, random_state=0,
-              evaluate_every=0)
+    if model == "lda":
+        cls, kw = SVILatentDirichletAllocation, dict(evaluate_every=0, max_iter=30)
+    else:
+        cls, kw = SVICorrelatedTopicModel, dict(bound="mean_field", covariance="diagonal",
+                                                max_iter=15, tol=0)
+    kw = dict(kw, n_components=4, learning_method="batch", random_state=0)
     Xd = da.from_array(X, chunks=(500, 40))
     start = time.perf_counter()
-    ref = SVILatentDirichletAllocation(**kw).fit(Xd)
+    ref = cls(**kw).fit(Xd)
     duration = time.perf_counter() - start
     result = {}
 
     def run():
         try:
-            result["model"] = SVILatentDirichletAllocation(**kw).fit(Xd)
+            result["model"] = cls(**kw).fit(Xd)
         except Exception as exc:  # noqa: BLE001 (the test inspects it)
             result["error"] = exc
 

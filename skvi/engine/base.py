@@ -41,6 +41,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ..schedules import make_schedule
 from .factor import Factor
+from .rows import ResidentRows, RowGroup
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, _Run, _Table, warn_user
 from . import blocks as _block_fns
 from .blocks import BlockedData, RemoteProbe, backend_for
@@ -106,6 +107,8 @@ OPTIONAL_HOOKS = (
     "_global_factors",
     "_factor_families",
     "_row_groups",
+    "_resident_row_groups",
+    "_row_summary",
     "_hierarchical_factors",
     "_local_depends_on_globals",
     "_initial_globals_are_data",
@@ -170,7 +173,10 @@ def _blend(current, target, rho, grads=None):
 
 def _all_finite(params):
     """Whether every array of every factor in ``params`` is finite."""
-    return all(np.all(np.isfinite(a)) for value in params.values() for a in value)
+    return all(
+        value.finite if isinstance(value, ResidentRows) else all(np.all(np.isfinite(a)) for a in value)
+        for value in params.values()
+    )
 
 
 def _per_row(rho, a):
@@ -318,26 +324,6 @@ class _Blocks:
     def __init__(self, data, locals_):
         self.data = data
         self.locals = locals_
-
-
-class _RowGroup:
-    """The engine's bookkeeping of one per-row factor group."""
-
-    __slots__ = ("steps", "totals", "rule_state", "pending")
-
-    def __init__(self, n_rows):
-        self.steps = np.zeros(n_rows)  # accepted updates of each row
-        self.totals = np.zeros(n_rows)  # N_i: data points of each row
-        self.rule_state = {}
-        self.pending = None  # rows updated by the step being tried
-
-    def grow(self, n_new):
-        self.steps = np.concatenate([self.steps, np.zeros(n_new)])
-        self.totals = np.concatenate([self.totals, np.zeros(n_new)])
-        self.rule_state = {
-            k: np.concatenate([v, np.zeros((n_new,) + v.shape[1:])])
-            for k, v in self.rule_state.items()
-        }
 
 
 class _EngineState:
@@ -541,6 +527,20 @@ class SVIEstimator(BaseEstimator):
         scales row ``i``'s statistics by ``N_i / C_i`` (Paquet's Alg. 1),
         tests every updated row's validity, and commits counters and state
         only with an accepted step.  Default: none.
+    _resident_row_groups : tuple of str
+        Row groups whose row ``i`` is data row ``i``'s own factor (the
+        documents' ``q(eta_d)`` of a correlated topic model).  In memory
+        they are row groups like any other; on a cluster each block keeps
+        its rows, their counters and rule state, and takes their step where
+        it is, so that nothing of the size of the data travels.  Default:
+        none.
+    _row_summary(name, natural, steps, totals)
+        What the model needs of every row of a resident group, as
+        statistics that add over blocks (:func:`~skvi.engine.add_statistics`),
+        which its closed forms over the rows and its part of the ELBO read
+        (a service, below).  ``natural`` holds the rows' natural
+        parameters, ``steps`` and ``totals`` their accepted steps and
+        ``N_i``.
     _hierarchical_factors : tuple of str
         Factors whose children are other global factors rather than data
         (the prior precisions of matrix factorization's nodes): their
@@ -741,8 +741,10 @@ class SVIEstimator(BaseEstimator):
 
     **Services for models**: ``_row_steps(name)`` (accepted updates of each
     row, counting the rows of the step being tried),
-    ``_row_totals(name)`` (each row's ``N_i``) and
-    ``_warn(message, category)`` (a warning attributed to the user's line,
+    ``_row_totals(name)`` (each row's ``N_i``),
+    ``_rows_summary(name, params=None)`` (``_row_summary`` of every row of a
+    resident group: computed from the rows in memory, summed by the blocks
+    that hold them on a cluster) and ``_warn(message, category)`` (a warning attributed to the user's line,
     however many frames of skvi and scikit-learn lie between).
 
     Attributes
@@ -803,6 +805,7 @@ class SVIEstimator(BaseEstimator):
 
     _factor_families = {}
     _row_groups = ()
+    _resident_row_groups = ()
     _hierarchical_factors = ()
     _local_depends_on_globals = True
     _probe_growth = 1.0
@@ -872,7 +875,16 @@ class SVIEstimator(BaseEstimator):
         )
 
     def _prior_message(self, name, params, rows=None):
-        return self._svi.prior[name]
+        st = getattr(self, "_svi", None)
+        if st is None:  # a worker's copy of the model (engine.blocks.worker_view)
+            return self._worker_prior[name]
+        return st.prior[name]
+
+    def _row_summary(self, name, natural, steps, totals):
+        self._missing_hook(
+            "_row_summary(name, natural, steps, totals)",
+            f"what the model needs of every row of the resident group {name!r}",
+        )
 
     def _update_rule(self, name):
         return None
@@ -1020,6 +1032,21 @@ class SVIEstimator(BaseEstimator):
         steps = group.steps.copy()
         steps[group.pending] += 1
         return steps
+
+    def _rows_summary(self, name, params=None):
+        """``_row_summary`` of every row of group ``name`` in ``params`` (default: the current).
+
+        In memory it is computed from the rows; on a cluster the blocks
+        computed it where the rows are, with their step.
+        """
+        factor = (self.natural_params_ if params is None else params)[name]
+        if isinstance(factor, ResidentRows):
+            return factor.summary
+        return self._row_summary(name, factor, self._row_steps(name), self._row_totals(name))
+
+    def _resident(self, name, X):
+        """Whether factor ``name`` stays with the blocks of X (a resident group on a cluster)."""
+        return name in self._resident_row_groups and isinstance(X, BlockedData)
 
     def _row_totals(self, name):
         """``N_i``: the data points of each row of group ``name``."""
@@ -1571,7 +1598,9 @@ class SVIEstimator(BaseEstimator):
         self.natural_params_ = {name: self._as_factor(name, value) for name, value in natural.items()}
         self._svi = _EngineState(schedule, self._prior_natural())
         for name in self._row_groups:
-            self._svi.rows[name] = _RowGroup(self.natural_params_[name][0].shape[0])
+            rows = self.natural_params_[name]
+            if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
+                self._svi.rows[name] = RowGroup(rows[0].shape[0])
         self.lower_bounds_ = []
         self.n_batch_iter_ = 0
         self.n_rejected_steps_ = 0
@@ -1596,10 +1625,11 @@ class SVIEstimator(BaseEstimator):
 
     def _count_rows(self, X):
         """``N_i`` of every row group from the whole of X (fit), summed over its blocks."""
-        if not self._row_groups:
-            return
         groups = self._svi.rows
-        sizes = tuple((name, groups[name].totals.shape[0]) for name in self._row_groups)
+        sizes = tuple((name, groups[name].totals.shape[0]) for name in self._row_groups
+                      if name in groups)  # (a resident group's blocks counted their rows)
+        if not sizes:
+            return
         if isinstance(X, BlockedData):
             totals = X.sum_over(self, _block_fns.block_row_totals, None, sizes)
             # The workers' copies of the model carry N_i (``_row_totals``).
@@ -1654,6 +1684,8 @@ class SVIEstimator(BaseEstimator):
 
     def _set_probe(self, X, random_state):
         """Draw the fixed probe sample of online ``fit`` (see ``_probe_loss``)."""
+        if type(self)._probe_loss is SVIEstimator._probe_loss:
+            return  # the model has no probe: no rows to gather
         # From a copy of the generator, so that step safety leaves the
         # minibatch sequence unchanged: without rejections the fit is the same.
         copy = np.random.RandomState()
@@ -1766,7 +1798,7 @@ class SVIEstimator(BaseEstimator):
 
     def _as_factor(self, name, natural):
         """``natural`` as a :class:`Factor` of its family (unchanged if it is one)."""
-        if isinstance(natural, Factor):
+        if isinstance(natural, (Factor, ResidentRows)):
             return natural
         return Factor(natural, self._factor_families.get(name))
 
@@ -1786,24 +1818,8 @@ class SVIEstimator(BaseEstimator):
         """Update one factor inside a step; returns (new, valid)."""
         st = self._svi
         if isinstance(stats, RowStatistics) and name in self._row_groups:
-            group = st.rows[name]
-            rows = stats.rows
-            counts = stats.counts
-            totals = group.totals[rows]
-            if counts is None:
-                ctx.row_scale = np.full(rows.shape[0], ctx.scale)
-            else:
-                ctx.row_scale = totals / np.maximum(counts, 1e-300)
-            if ctx.online or self._scheduled_row_steps:
-                steps, inverse = np.unique(group.steps[rows] + 1.0, return_inverse=True)
-                values = np.array([st.schedule(int(t)) for t in steps])
-                ctx.row_rho = values[inverse] * ctx.backoff
-            else:
-                ctx.row_rho = np.full(rows.shape[0], ctx.backoff)
-            ctx.rule_state = (
-                {k: v[rows] for k, v in group.rule_state.items()} if group.rule_state else None
-            )
-            group.pending = rows
+            st.rows[name].prepare(stats.rows, stats.counts, ctx, st.schedule,
+                                  self._scheduled_row_steps)
         else:
             ctx.row_scale = ctx.row_rho = None
             ctx.rule_state = st.rule_states.get(name)
@@ -1820,9 +1836,12 @@ class SVIEstimator(BaseEstimator):
             pending[name] = (stats.rows if ctx.row_rho is not None else None, ctx.new_rule_state)
         return new, valid
 
-    def _data_factors(self):
-        """The global factors whose statistics come from the data."""
-        return tuple(n for n in self._global_factors if n not in self._hierarchical_factors)
+    def _data_factors(self, X=None):
+        """The global factors whose statistics come from the data (to the client, for X)."""
+        return tuple(
+            n for n in self._global_factors
+            if n not in self._hierarchical_factors and not self._resident(n, X)
+        )
 
     def _one_snapshot(self):
         """Whether a step computes every factor's statistics from the same globals."""
@@ -1843,23 +1862,45 @@ class SVIEstimator(BaseEstimator):
             all_stats = {
                 name: self._statistics_of(name, X, local, snapshot, stats)
                 for name in names
-                if name not in self._hierarchical_factors
+                if name not in self._hierarchical_factors and not self._resident(name, X)
             }
             ok = True
             for name in names:
-                s = all_stats.get(name)
-                if s is None:
-                    s = self._statistics_of(name, X, local, params, stats)
-                params[name], valid = self._factor_step(name, params, s, ctx, pending)
+                if self._resident(name, X):
+                    params[name], valid = self._resident_step(name, X, local, snapshot, ctx)
+                else:
+                    s = all_stats.get(name)
+                    if s is None:
+                        s = self._statistics_of(name, X, local, params, stats)
+                    params[name], valid = self._factor_step(name, params, s, ctx, pending)
                 ok = ok and valid
             return params, pending, ok
         # Option (a): each target from the factors already updated.
         for name in names:
-            s = self._statistics_of(name, X, local, params, None)
-            params[name], valid = self._factor_step(name, params, s, ctx, pending)
+            if self._resident(name, X):
+                params[name], valid = self._resident_step(name, X, local, params, ctx)
+            else:
+                s = self._statistics_of(name, X, local, params, None)
+                params[name], valid = self._factor_step(name, params, s, ctx, pending)
             if not valid:
                 return params, pending, False
         return params, pending, True
+
+    def _resident_step(self, name, X, local, params, ctx):
+        """The step of a resident row group, taken by the blocks of X where its rows are.
+
+        Each block steps its rows as :meth:`_factor_step` steps a group in
+        memory and keeps the result; the client gets a new
+        :class:`~skvi.engine.rows.ResidentRows` (adopted only if the step is
+        accepted) and whether every row is valid.
+        """
+        if ctx.grads is not None:
+            raise NotImplementedError(
+                f"{type(self).__name__} keeps its {name!r} factors on the workers of a "
+                "cluster, where a schedule that needs the natural gradient (AdaptiveRate) "
+                "cannot see them; use a Robbins-Monro schedule on a cluster."
+            )
+        return X.row_step(self, name, local.locals, params, ctx, self._svi.schedule)
 
     def _step(self, X, scale, online, local=None, stats=None):
         """Take one step on X (or from summed ``stats``); return the local step."""
@@ -1871,7 +1912,8 @@ class SVIEstimator(BaseEstimator):
             # round trip to the blocks (one snapshot of the globals: the
             # joint order, or a single factor).
             stats = self._sum_over_blocks(
-                local, _block_fns.block_all_statistics, self._data_factors(), self.natural_params_
+                local, _block_fns.block_all_statistics, self._data_factors(X),
+                self.natural_params_,
             )
         t = self.n_batch_iter_ + 1
         base_rho = st.schedule(t) if online else 1.0
@@ -1962,18 +2004,10 @@ class SVIEstimator(BaseEstimator):
         for name, (rows, state) in pending.items():
             if rows is None:
                 st.rule_states[name] = state
-                continue
-            group = st.rows[name]
-            for key, value in state.items():
-                full = group.rule_state.get(key)
-                if full is None:
-                    full = np.zeros((group.steps.shape[0],) + value.shape[1:])
-                    group.rule_state[key] = full
-                full[rows] = value
+            else:
+                st.rows[name].keep_rule_state(rows, state)
         for group in st.rows.values():
-            if group.pending is not None:
-                group.steps[group.pending] += 1
-                group.pending = None
+            group.commit()
         if ctx.grads is not None:
             sq = float(sum(np.vdot(g, g).real for g in ctx.grads))
             st.schedule.observe(sq, ctx.grads)

@@ -24,6 +24,7 @@ __all__ = ["BlockedData", "backend_for", "register_backend"]
 # state (the trace, the probe) and the globals, which are sent on their own.
 _ENGINE_ATTRIBUTES = frozenset((
     "_svi", "natural_params_", "_blocks_pool", "_blocks_threads", "_worker_row_totals",
+    "_worker_prior",
 ))
 
 
@@ -88,16 +89,19 @@ def backend_for(X):
 def worker_view(estimator):
     """A shallow copy of ``estimator`` to ship to workers: no engine state, no globals.
 
-    A model lists in ``_transient_attributes`` what it keeps only for the
-    duration of an in-memory fit (buffers, thread pools, the data itself).
+    A model lists in ``_transient_attributes`` what never travels: what it
+    keeps only for the duration of an in-memory fit (buffers, thread pools,
+    the data itself) and fitted attributes of the size of the data.
     """
     view = copy.copy(estimator)
     drop = _ENGINE_ATTRIBUTES | frozenset(getattr(estimator, "_transient_attributes", ()))
     view.__dict__ = {k: v for k, v in estimator.__dict__.items() if k not in drop}
     st = getattr(estimator, "_svi", None)
-    if st is not None and st.rows:
-        # Per-row factors' N_i (``_row_totals``) are the size of the globals.
-        view._worker_row_totals = {name: group.totals for name, group in st.rows.items()}
+    if st is not None:
+        view._worker_prior = st.prior  # (``_prior_message``)
+        if st.rows:
+            # Per-row factors' N_i (``_row_totals``) are the size of the globals.
+            view._worker_row_totals = {name: group.totals for name, group in st.rows.items()}
     return view
 
 
@@ -133,7 +137,9 @@ def block_initialize(estimator, data, random_state):
     est = copy.copy(estimator)
     before = dict(est.__dict__)
     natural = est._initialize_globals(data, random_state)
-    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()}
+    # A resident group's rows start on their own blocks (block_start_rows).
+    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()
+               if k not in est._resident_row_groups}
     return natural, changed_attributes(before, est, data), random_state.get_state()
 
 
@@ -175,12 +181,91 @@ def block_concatenate(*parts):
     return np.concatenate(parts)
 
 
-def block_local_step(estimator, data, params, seed):
-    """The local step of a block, its random draws (if any) from ``seed``."""
+def block_local_step(estimator, data, params, seed, rows=None):
+    """The local step of a block, its random draws (if any) from ``seed``.
+
+    ``rows`` holds the block's rows of resident row groups (a dict of
+    :class:`~skvi.engine.rows.RowsOfBlock`), which join the globals.
+    """
+    estimator = copy.copy(estimator)  # the model may keep the step's draws
     if seed is not None:
-        estimator = copy.copy(estimator)
         estimator._seed_local_steps(np.random.RandomState(seed))
+    params = with_rows(params, rows)
+    estimator._prepare_local_steps(data, params)
     return estimator._local_step(data, params)
+
+
+def with_rows(params, rows):
+    """The globals ``params`` joined by a block's resident rows (None: none)."""
+    if not rows:
+        return params
+    params = dict(params)
+    params.update({name: part.natural for name, part in rows.items()})
+    return params
+
+
+def block_with_rows(function, estimator, data, local, rows, *args):
+    """``function(estimator, data, local, *args)`` with the block's resident rows in every globals dict."""
+    args = [with_rows(a, rows) if isinstance(a, dict) else a for a in args]
+    return function(estimator, data, local, *args)
+
+
+def block_start_rows(estimator, data, names, seed):
+    """A block's rows of the resident groups ``names`` at their start, and their summaries.
+
+    Returns ``(rows, reports)``: the :class:`~skvi.engine.rows.RowsOfBlock`
+    of each group, and of each a report ``{"summary": _row_summary,
+    "invalid": 0.0}`` (summed over the blocks).
+    """
+    from .rows import RowGroup, RowsOfBlock  # noqa: PLC0415
+
+    random_state = np.random.RandomState(seed)
+    n = data.shape[0]
+    totals = estimator._row_counts(data, tuple((name, n) for name in names))
+    rows, reports = {}, {}
+    for name, total in zip(names, totals):
+        group = RowGroup(n)
+        group.totals = total
+        natural = estimator._as_factor(
+            name, estimator._grow_rows(name, n, np.ones(n, dtype=bool), random_state))
+        rows[name] = RowsOfBlock(natural, group)
+        reports[name] = _row_report(estimator, name, rows[name], True)
+    return rows, reports
+
+
+def _row_report(estimator, name, part, valid):
+    finite = all(np.all(np.isfinite(a)) for a in part.natural)
+    return {
+        "summary": estimator._row_summary(name, part.natural, part.group.steps, part.group.totals),
+        "invalid": 0.0 if valid else 1.0,
+        "nonfinite": 0.0 if finite else 1.0,
+    }
+
+
+def block_row_step(estimator, data, local, rows, params, name, ctx, schedule):
+    """One step of a block's rows of the resident group ``name``, as the engine steps a group.
+
+    Returns the block's new :class:`~skvi.engine.rows.RowsOfBlock` (kept
+    on the worker; the block's rows are the parent block's for a
+    minibatch's piece) and its report, ``{"summary", "invalid",
+    "nonfinite"}``.
+    """
+    from .rows import RowsOfBlock  # noqa: PLC0415
+
+    part = rows[name]
+    group = part.group.copy()  # the old rows stay as they are if the step is rejected
+    params = with_rows(params, rows)
+    ctx = copy.copy(ctx)
+    ctx.params = params
+    stats = estimator._expected_stats(name, data, local, params)
+    group.prepare(stats.rows, stats.counts, ctx, schedule, estimator._scheduled_row_steps)
+    ctx.new_rule_state = None
+    new, valid = estimator._update_factor(name, part.natural, stats, ctx)
+    if ctx.new_rule_state is not None:
+        group.keep_rule_state(stats.rows, ctx.new_rule_state)
+    group.commit()
+    new_part = RowsOfBlock(estimator._as_factor(name, new), group)
+    return new_part, _row_report(estimator, name, new_part, valid)
 
 
 def block_statistics(estimator, data, local, name, params):

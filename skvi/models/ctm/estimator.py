@@ -24,6 +24,7 @@ take their closed forms over every document (eqs. 60-61) and the topics
 move towards their expected word counts.
 """
 
+import functools
 import numbers
 
 import numpy as np
@@ -32,7 +33,8 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, RowStatistics, SVIEstimator
+from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, Moments, RowStatistics, SVIEstimator
+from ...engine.rows import ResidentRows
 from ...expfam import Gaussian, MultivariateGaussian
 from ...schedules import make_schedule
 from ...update_rules import (
@@ -54,6 +56,28 @@ _BOUND_SEED = 0x5EED
 _THETA_DRAWS = 500
 
 
+def _gaussian_moments(eta1, eta2, diagonal):
+    """Means and scales of Gaussians: standard deviations (diagonal) or Cholesky factors."""
+    if diagonal:
+        var = -0.5 / eta2
+        return eta1 * var, np.sqrt(var)
+    precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+    cov = np.linalg.inv(precision)
+    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    mean = (cov @ eta1[..., None])[..., 0]
+    return mean, np.linalg.cholesky(cov)
+
+
+def _covariances(scale, diagonal):
+    return scale * scale if diagonal else scale @ np.swapaxes(scale, -1, -2)
+
+
+def _document_moment(natural, diagonal, which):
+    """The means (``which=0``) or covariances (1) of documents' natural parameters."""
+    mean, scale = _gaussian_moments(*natural, diagonal)
+    return mean if which == 0 else _covariances(scale, diagonal)
+
+
 class Documents:
     """Rows of a CSR document-term matrix with their document numbers.
 
@@ -73,6 +97,12 @@ class Documents:
 
     def __getitem__(self, rows):
         return Documents(self.X[rows], self.ids[rows])
+
+    @classmethod
+    def concatenate(cls, parts):
+        """Documents of several blocks stacked, numbered anew from 0."""
+        X = sp.vstack([p.X for p in parts], format="csr")
+        return cls(X, np.arange(X.shape[0]))
 
 
 class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator):
@@ -215,9 +245,11 @@ step_safety, random_state, verbose
 
     _global_factors = ("documents",)
     _row_groups = ("documents",)
+    # A document's q is its row's own: on a cluster it stays with its block.
+    _resident_row_groups = ("documents",)
     # Monte Carlo targets: a document's steps follow its schedule in batch too.
     _scheduled_row_steps = True
-    _transient_attributes = ("_step_draws",)
+    _transient_attributes = ("_step_draws", "document_mean_", "document_covariance_")
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -293,7 +325,17 @@ step_safety, random_state, verbose
         -------
         self : SVICorrelatedTopicModel
             The fitted estimator.
+
+        Notes
+        -----
+        With a dask array X and an active ``distributed.Client`` the fit
+        runs on the cluster (:mod:`skvi.distributed`): every document's
+        ``q(eta_d)`` stays on the worker of its block, and
+        ``document_mean_`` and ``document_covariance_`` are then lazy dask
+        arrays computed there.
         """
+        if (fitted := self._fit_elsewhere(X)) is not None:
+            return fitted
         return self._engine_fit(self._documents(X, reset=True))
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -313,6 +355,12 @@ step_safety, random_state, verbose
             The updated estimator.
         """
         first = not hasattr(self, "natural_params_")
+        if not first and isinstance(self.natural_params_["documents"], ResidentRows):
+            raise NotImplementedError(
+                "partial_fit after a fit on a cluster: the documents' factors, on which "
+                "mu and Sigma depend, are on the workers. Fit in memory to continue "
+                "with partial_fit."
+            )
         start = 0 if first else self._row_totals("documents").shape[0]
         return self._engine_partial_fit(self._documents(X, reset=first, start=start))
 
@@ -494,6 +542,13 @@ step_safety, random_state, verbose
     def _validate_input(self, X, reset):
         return X if isinstance(X, Documents) else self._documents(X, reset)
 
+    def _fit_data(self, X, y, sample_weight, vocabulary):
+        return X  # a block of a fit on a cluster: its documents are numbered from 0
+
+    def _seed_local_steps(self, random_state):
+        # A block's Monte Carlo draws, from its own generator.
+        self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+
     def _row_ids(self, X):
         return {"documents": X.ids}
 
@@ -569,19 +624,10 @@ step_safety, random_state, verbose
     # --------------------------------------------------------------- moments
     def _moments(self, eta1, eta2):
         """Means and scales of documents: Cholesky factors (full) or standard deviations."""
-        if self.covariance == "diagonal":
-            var = -0.5 / eta2
-            return eta1 * var, np.sqrt(var)
-        precision = -(eta2 + np.swapaxes(eta2, -1, -2))
-        cov = np.linalg.inv(precision)
-        cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
-        mean = (cov @ eta1[..., None])[..., 0]
-        return mean, np.linalg.cholesky(cov)
+        return _gaussian_moments(eta1, eta2, self.covariance == "diagonal")
 
     def _covariances(self, scale):
-        if self.covariance == "diagonal":
-            return scale * scale
-        return scale @ np.swapaxes(scale, -1, -2)
+        return _covariances(scale, self.covariance == "diagonal")
 
     def _document_moments(self, params, ids):
         eta1, eta2 = params["documents"]
@@ -753,18 +799,32 @@ step_safety, random_state, verbose
 
     def _update_prior(self):
         """``mu`` and ``Sigma`` in closed form over every document's ``q`` (eqs. 60-61)."""
-        eta1, eta2 = self.natural_params_["documents"]
-        fitted = self._row_steps("documents") > 0
-        if not np.any(fitted):
+        moments, cov_sum = self._rows_summary("documents")[:2]
+        if moments.n_rows == 0:
             return
-        mean, scale = self._moments(eta1[fitted], eta2[fitted])
-        mu = mean.mean(axis=0)
-        diff = mean - mu
-        cov = self._covariances(scale)
-        cov_sum = np.sum(cov, axis=0) if cov.ndim == 3 else np.diag(np.sum(cov, axis=0))
-        sigma = (cov_sum + diff.T @ diff) / mean.shape[0]
+        cov_sum = cov_sum if cov_sum.ndim == 2 else np.diag(cov_sum)
+        sigma = (cov_sum + moments.scatter) / moments.total
         sigma = 0.5 * (sigma + sigma.T) + 1e-8 * np.eye(self._dim)
-        self._mu, self._sigma = mu, sigma
+        self._mu, self._sigma = moments.mean.copy(), sigma
+
+    def _row_summary(self, name, natural, steps, totals):
+        """What ``mu``, ``Sigma`` and the KL part of the ELBO need of the documents.
+
+        ``(moments, covariance sum)`` of the documents stepped at least
+        once (the closed forms), then ``(moments, covariance sum, sum of
+        log det V_d)`` of every document seen (the KL divergences):
+        sums that add over blocks of documents.
+        """
+        mean, scale = self._moments(*natural)
+        cov = self._covariances(scale)
+        if self.covariance == "diagonal":
+            logdet = 2.0 * np.sum(np.log(scale), axis=1)
+        else:
+            logdet = 2.0 * np.sum(np.log(np.diagonal(scale, axis1=1, axis2=2)), axis=1)
+        fitted, seen = steps > 0, totals > 0
+        return (Moments.of(mean[fitted]), np.sum(cov[fitted], axis=0),
+                Moments.of(mean[seen]), np.sum(cov[seen], axis=0),
+                float(np.sum(logdet[seen])))
 
     # ------------------------------------------------------------------ ELBO
     def _data_bounds(self, X, mean, scale):
@@ -799,13 +859,22 @@ step_safety, random_state, verbose
         return float(np.sum(self._data_bounds(X.X, mean, scale)))
 
     def _global_bound(self, params):
-        eta1, eta2 = params["documents"]
-        fitted = self._row_totals("documents") > 0
-        mean, scale = self._moments(eta1[fitted], eta2[fitted])
+        # Minus the documents' KL divergences to N(mu, Sigma), summed:
+        # (tr(P (sum V_d + sum (m_d - mu)(m_d - mu)^T)) - n d + n log det Sigma
+        # - sum log det V_d) / 2, with P = Sigma^-1.
+        _, _, moments, cov_sum, logdet_sum = self._rows_summary("documents", params)
+        n = moments.total
+        if n == 0:
+            return 0.0
         precision = np.linalg.inv(self._sigma)
         logdet = np.linalg.slogdet(self._sigma)[1]
-        kl = kernels.kl_gaussian(mean, self._covariances(scale), self._mu, precision, logdet)
-        return -float(np.sum(kl))
+        delta = moments.mean - self._mu
+        spread = moments.scatter + n * np.outer(delta, delta)
+        trace_cov = (np.sum(np.diagonal(precision) * cov_sum) if cov_sum.ndim == 1
+                     else np.sum(precision * cov_sum))
+        kl = 0.5 * (trace_cov + np.sum(precision * spread) - n * self._dim + n * logdet
+                    - logdet_sum)
+        return -float(kl)
 
     # -------------------------------------------------------------- fold-in
     def _fold_in(self, X):
@@ -839,10 +908,18 @@ step_safety, random_state, verbose
     def _on_params_updated(self):
         # Draws of the last step, and counts of a pass a callback stopped.
         self._step_draws = self._pass_counts = None
-        eta1, eta2 = self.natural_params_["documents"]
-        mean, scale = self._moments(eta1, eta2)
-        self.document_mean_ = mean
-        self.document_covariance_ = self._covariances(scale)
+        documents = self.natural_params_["documents"]
+        if isinstance(documents, ResidentRows):  # on the workers of a cluster: lazy arrays
+            d, diagonal = self._dim, self.covariance == "diagonal"
+            self.document_mean_ = documents.map_rows(
+                functools.partial(_document_moment, diagonal=diagonal, which=0), (d,))
+            self.document_covariance_ = documents.map_rows(
+                functools.partial(_document_moment, diagonal=diagonal, which=1),
+                (d,) if diagonal else (d, d))
+        else:
+            mean, scale = self._moments(*documents)
+            self.document_mean_ = mean
+            self.document_covariance_ = self._covariances(scale)
         self.prior_mean_ = self._mu.copy()
         self.prior_covariance_ = self._sigma.copy()
         sd = np.sqrt(np.diag(self._sigma))
