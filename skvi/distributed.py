@@ -347,6 +347,8 @@ class DaskBlocks(BlockedData):
         handle = params[name]
         sent = StepContext(ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior,
                            in_pass=ctx.in_pass)
+        for _ in self.blocks:  # sent with each block's task
+            _count("bytes_out", (sent, schedule))
         results = self._map(
             block_row_step, self._repeat(self.channel.view(estimator)), self.blocks,
             locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),

@@ -525,13 +525,42 @@ def test_ctm_bytes_per_step_do_not_grow_with_the_documents(client):
     assert (large[0] + large[1]) / large[3] < 0.1 * 6400 * 4 * 8
 
 
-def test_ctm_adaptive_schedule_on_a_cluster_says_so(client):
+def test_ctm_what_a_cluster_cannot_do_says_so_before_it_starts(client):
     from skvi.schedules import AdaptiveRate
 
     X = da.from_array(_ctm_corpus(n_docs=200), chunks=(100, 40))
+    est = SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=50,
+                                  learning_rate=AdaptiveRate(), max_iter=1)
     with pytest.raises(NotImplementedError, match="Robbins-Monro schedule on a cluster"):
-        SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=50,
-                                learning_rate=AdaptiveRate(), max_iter=1).fit(X)
+        est.fit(X)
+    assert not hasattr(est, "natural_params_")  # nothing was started
+    with pytest.raises(TypeError, match="takes no sample_weight"):
+        fit_on_cluster(SVICorrelatedTopicModel(n_components=3), X, sample_weight=np.ones(200))
+
+
+def test_rows_a_block_cannot_summarise_are_a_step_no_fit_keeps():
+    # A tried step whose covariances are not positive definite: the block
+    # reports it invalid and unusable (never an error that ends the fit).
+    from skvi.engine.blocks import _row_report
+    from skvi.engine.rows import RowGroup, RowsOfBlock
+
+    est = SVICorrelatedTopicModel(n_components=3)
+    eta2 = np.tile(-0.5 * np.eye(2), (3, 1, 1))
+    eta2[1] = 0.5 * np.eye(2)  # a negative precision
+    group = RowGroup(3)
+    group.totals[:] = 1.0  # every row has its document
+    part = RowsOfBlock((np.zeros((3, 2)), eta2), group)
+    report = _row_report(est, "documents", part, True)
+    assert report["summary"] is None and report["invalid"] == report["nonfinite"] == 1.0
+    eta2[1] = -0.5 * np.eye(2)
+    report = _row_report(est, "documents", part, True)
+    assert report["invalid"] == report["nonfinite"] == 0.0
+    # The summary of N(0, I) rows: three means at 0, covariances summing to
+    # 3 I, log-determinants to 0; no row has had a step.
+    fitted, _, seen, cov_sum, logdet_sum = report["summary"]
+    assert fitted.n_rows == 0 and seen.n_rows == 3
+    np.testing.assert_allclose(cov_sum, 3 * np.eye(2))
+    assert logdet_sum == pytest.approx(0.0, abs=1e-12)
 
 
 def test_distinct_values_merge_by_union_of_one_kind():

@@ -957,6 +957,15 @@ class SVIEstimator(BaseEstimator):
                 f"{type(self).__name__} cannot yet fit on a dask cluster; call "
                 ".compute() on the data to fit it in memory."
             )
+        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
+        if self._resident_row_groups and self.learning_method == "online" and (
+                schedule.needs_gradient):
+            raise NotImplementedError(
+                f"{type(self).__name__} keeps its {', '.join(self._resident_row_groups)} "
+                "factors on the workers of a cluster, where a schedule that needs the "
+                "natural gradient (AdaptiveRate) cannot see them; use a Robbins-Monro "
+                "schedule on a cluster."
+            )
         return backend.fit(self, X, y, sample_weight)
 
     def _prepare_probe(self, X):
@@ -1894,12 +1903,6 @@ class SVIEstimator(BaseEstimator):
         :class:`~skvi.engine.rows.ResidentRows` (adopted only if the step is
         accepted) and whether every row is valid.
         """
-        if ctx.grads is not None:
-            raise NotImplementedError(
-                f"{type(self).__name__} keeps its {name!r} factors on the workers of a "
-                "cluster, where a schedule that needs the natural gradient (AdaptiveRate) "
-                "cannot see them; use a Robbins-Monro schedule on a cluster."
-            )
         return X.row_step(self, name, local.locals, params, ctx, self._svi.schedule)
 
     def _step(self, X, scale, online, local=None, stats=None):

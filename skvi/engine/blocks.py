@@ -235,8 +235,18 @@ def block_start_rows(estimator, data, names, seed):
 
 def _row_report(estimator, name, part, valid):
     finite = all(np.all(np.isfinite(a)) for a in part.natural)
+    summary = None
+    if finite:
+        try:
+            summary = estimator._row_summary(
+                name, part.natural, part.group.steps, part.group.totals)
+        except np.linalg.LinAlgError:
+            # Rows the model cannot summarise (a covariance that is not
+            # positive definite): a step no fit may keep, even without
+            # step safety.
+            valid = finite = False
     return {
-        "summary": estimator._row_summary(name, part.natural, part.group.steps, part.group.totals),
+        "summary": summary,
         "invalid": 0.0 if valid else 1.0,
         "nonfinite": 0.0 if finite else 1.0,
     }

@@ -187,6 +187,12 @@ class ResidentRows:
         self.finite = finite
         self.backend = backend
 
+    def __copy__(self):
+        return ResidentRows(self.states, self.reports, self.summary, self.finite, self.backend)
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()  # the rows are the cluster's: a copy shares them
+
     def __getstate__(self):
         # The handles live with the fit's cluster: a copy keeps the summary.
         return {"states": [], "reports": [], "summary": self.summary, "finite": self.finite,

@@ -543,6 +543,8 @@ step_safety, random_state, verbose
         return X if isinstance(X, Documents) else self._documents(X, reset)
 
     def _fit_data(self, X, y, sample_weight, vocabulary):
+        if sample_weight is not None:
+            raise TypeError(f"{type(self).__name__}.fit takes no sample_weight.")
         return X  # a block of a fit on a cluster: its documents are numbered from 0
 
     def _seed_local_steps(self, random_state):
