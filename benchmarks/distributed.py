@@ -262,46 +262,56 @@ def projection(idle_of):
     return f"a = {1000 * a:.1f} ms, r = {1000 * r:.1f} ms, C = {1000 * compute_one:.1f} ms\n{text}"
 
 
+def corpus_comparison(args, path, X_big, modes, measure):
+    """Each mode's fits on 1 and 2 workers and in process, interleaved; prints the tables.
+
+    ``modes`` is a list of ``(title, make)``; ``measure(est)`` describes a
+    fitted estimator (after each configuration's times).
+    """
+    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in (1, 2)}
+    try:
+        for title, make in modes:
+            configs = {}
+            for n, (_, client) in clusters.items():
+                Xd = lda_dask_corpus(path, np.diff(X_big.indptr), X_big.shape[1],
+                                     n * args.blocks_per_worker)
+                # Built on the workers before the clock starts.
+                configs[f"{n} worker{'s' if n > 1 else ''}"] = (make, client.persist(Xd), client)
+            configs["in-process"] = (make, X_big, None)
+            results, step_times = run_configs(configs, args.repeats)
+            table, _ = overhead_rows(results, "in-process", step_times)
+            print(f"\n{title}; medians of {args.repeats}, interleaved")
+            print(table)
+            idle_table, idle_of = idle_rows(results)
+            print(idle_table)
+            for name, (_, times, est, _) in results.items():
+                print(f"  {name}: times {', '.join(f'{x:.2f}' for x in times)}; {measure(est)}")
+            print(projection(idle_of))
+    finally:
+        for cluster, client in clusters.values():
+            client.close()
+            cluster.close()
+
+
 def lda_part(args):
     from skvi import SVILatentDirichletAllocation
 
     path = os.path.join(args.corpus_dir, "train.npz")
     X_train = sp.load_npz(path).tocsr().astype(np.float64)
     X_test = sp.load_npz(os.path.join(args.corpus_dir, "test.npz")).tocsr()
-    n_docs = X_train.shape[0] * args.replicate
     X_big = sp.vstack([X_train] * args.replicate, format="csr")
-    print(f"LDA: 20 Newsgroups x{args.replicate}: {n_docs} documents, {X_big.nnz} non-zeros, "
-          f"{X_train.shape[1]} words")
-    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in (1, 2)}
-    try:
-        modes = [("batch", dict(learning_method="batch", max_iter=args.passes))]
-        if args.online:
-            modes.append(("online", dict(learning_method="online", max_iter=1)))
-        for mode, kw in modes:
-            def make(kw=kw):
-                return SVILatentDirichletAllocation(n_components=20, random_state=0, **kw)
-
-            configs = {}
-            for n, (_, client) in clusters.items():
-                Xd = lda_dask_corpus(path, np.diff(X_big.indptr), X_train.shape[1],
-                                     n * args.blocks_per_worker)
-                # Built on the workers before the clock starts.
-                configs[f"{n} worker{'s' if n > 1 else ''}"] = (make, client.persist(Xd), client)
-            configs["in-process"] = (make, X_big, None)
-            results, step_times = run_configs(configs, args.repeats)
-            table, per_step = overhead_rows(results, "in-process", step_times)
-            print(f"\n{mode} ({kw}); medians of {args.repeats}, interleaved")
-            print(table)
-            idle_table, idle_of = idle_rows(results)
-            print(idle_table)
-            for name, (_, times, est, _) in results.items():
-                print(f"  {name}: times {', '.join(f'{x:.2f}' for x in times)}; "
-                      f"test perplexity {est.perplexity(X_test):.1f}")
-            print(projection(idle_of))
-    finally:
-        for cluster, client in clusters.values():
-            client.close()
-            cluster.close()
+    print(f"LDA: 20 Newsgroups x{args.replicate}: {X_big.shape[0]} documents, {X_big.nnz} "
+          f"non-zeros, {X_train.shape[1]} words")
+    kws = [("batch", dict(learning_method="batch", max_iter=args.passes))]
+    if args.online:
+        kws.append(("online", dict(learning_method="online", max_iter=1)))
+    modes = [
+        (f"{mode} ({kw})",
+         lambda kw=kw: SVILatentDirichletAllocation(n_components=20, random_state=0, **kw))
+        for mode, kw in kws
+    ]
+    corpus_comparison(args, path, X_big, modes,
+                      lambda est: f"test perplexity {est.perplexity(X_test):.1f}")
 
 
 def ctm_part(args):
@@ -318,28 +328,8 @@ def ctm_part(args):
         return SVICorrelatedTopicModel(n_components=20, learning_method="batch",
                                        max_iter=args.ctm_passes, tol=0, random_state=0)
 
-    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in (1, 2)}
-    try:
-        configs = {}
-        for n, (_, client) in clusters.items():
-            Xd = lda_dask_corpus(path, np.diff(X_big.indptr), X_train.shape[1],
-                                 n * args.blocks_per_worker)
-            configs[f"{n} worker{'s' if n > 1 else ''}"] = (make, client.persist(Xd), client)
-        configs["in-process"] = (make, X_big, None)
-        results, step_times = run_configs(configs, args.repeats)
-        table, _ = overhead_rows(results, "in-process", step_times)
-        print(f"batch, {args.ctm_passes} passes; medians of {args.repeats}, interleaved")
-        print(table)
-        idle_table, idle_of = idle_rows(results)
-        print(idle_table)
-        for name, (_, times, est, _) in results.items():
-            print(f"  {name}: times {', '.join(f'{x:.2f}' for x in times)}; "
-                  f"final ELBO / token {est.lower_bound_ / tokens:.4f}")
-        print(projection(idle_of))
-    finally:
-        for cluster, client in clusters.values():
-            client.close()
-            cluster.close()
+    corpus_comparison(args, path, X_big, [(f"batch, {args.ctm_passes} passes", make)],
+                      lambda est: f"final ELBO / token {est.lower_bound_ / tokens:.4f}")
 
 
 def gg_part(args):
