@@ -15,8 +15,9 @@ Two parts (``--part``):
 ``ctm``
     The correlated topic model (K = 20, its defaults: full covariances,
     H-MC-SSVI) on the 20 Newsgroups training set (``--ctm-replicate``
-    copies), ``--ctm-passes`` batch passes; every document's ``q(eta_d)``
-    stays on its block's worker.  The in-process fit starts from all the
+    copies), ``--ctm-passes`` batch passes and, with ``--online``, one online
+    pass of ``--ctm-batch-size`` documents a step; every document's
+    ``q(eta_d)`` stays on its block's worker.  The in-process fit starts from all the
     documents' LDA, the cluster's from the first block's.
 
 The workers allocate memory as the in-process fit does (glibc's default):
@@ -77,6 +78,7 @@ def parse_args(argv=None):
     parser.add_argument("--dask-malloc-trim", action="store_true",
                         help="keep dask's MALLOC_TRIM_THRESHOLD_=65536 in the workers")
     parser.add_argument("--ctm-replicate", type=int, default=1)
+    parser.add_argument("--ctm-batch-size", type=int, default=1024)
     parser.add_argument("--replicate", type=int, default=10)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--online", action="store_true",
@@ -324,11 +326,17 @@ def ctm_part(args):
     print(f"\nCorrelated topic model: 20 Newsgroups x{args.ctm_replicate}: {X_big.shape[0]} "
           f"documents, {X_train.shape[1]} words")
 
-    def make():
-        return SVICorrelatedTopicModel(n_components=20, learning_method="batch",
-                                       max_iter=args.ctm_passes, tol=0, random_state=0)
-
-    corpus_comparison(args, path, X_big, [(f"batch, {args.ctm_passes} passes", make)],
+    kws = [(f"batch, {args.ctm_passes} passes",
+            dict(learning_method="batch", max_iter=args.ctm_passes))]
+    if args.online:
+        kws.append((f"online, one pass of batch_size={args.ctm_batch_size}",
+                    dict(learning_method="online", batch_size=args.ctm_batch_size, max_iter=1)))
+    modes = [
+        (title, lambda kw=kw: SVICorrelatedTopicModel(n_components=20, tol=0, random_state=0,
+                                                      **kw))
+        for title, kw in kws
+    ]
+    corpus_comparison(args, path, X_big, modes,
                       lambda est: f"final ELBO / token {est.lower_bound_ / tokens:.4f}")
 
 
