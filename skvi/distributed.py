@@ -55,6 +55,7 @@ from .engine.blocks import (
     block_with_rows,
     worker_view,
 )
+from .engine.base import StepContext
 from .engine.rows import ResidentRows
 from .engine.statistics import add_statistics
 
@@ -342,8 +343,6 @@ class DaskBlocks(BlockedData):
         blocks' new rows, kept until the step is accepted or forgotten)
         and whether every row is valid.
         """
-        from .engine.base import StepContext  # noqa: PLC0415
-
         handle = params[name]
         sent = StepContext(ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior,
                            in_pass=ctx.in_pass)
@@ -354,10 +353,13 @@ class DaskBlocks(BlockedData):
             locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
             self._repeat(name), self._repeat(sent), self._repeat(schedule),
         )
+        # The blocks' new rows and reports replace their parents'; the rows
+        # of blocks this minibatch does not touch stay as they were.
         states, reports = list(handle.states), list(handle.reports)
-        for parent, result in zip(self.parents, results):
-            states[parent] = self.channel.client.submit(operator.getitem, result, 0, pure=False)
-            reports[parent] = self.channel.client.submit(operator.getitem, result, 1, pure=False)
+        new_states = self._map(operator.getitem, results, self._repeat(0))
+        new_reports = self._map(operator.getitem, results, self._repeat(1))
+        for parent, state, report in zip(self.parents, new_states, new_reports):
+            states[parent], reports[parent] = state, report
         total = self.channel.tree_sum(reports)
         rows = ResidentRows(states, reports, total["summary"], finite=total["nonfinite"] == 0,
                             backend=handle.backend)

@@ -18,6 +18,8 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
+from .rows import RowGroup, RowsOfBlock
+
 __all__ = ["BlockedData", "backend_for", "register_backend"]
 
 # Attributes of an estimator that never travel to a worker: the engine's
@@ -214,11 +216,9 @@ def block_start_rows(estimator, data, names, seed):
     """A block's rows of the resident groups ``names`` at their start, and their summaries.
 
     Returns ``(rows, reports)``: the :class:`~skvi.engine.rows.RowsOfBlock`
-    of each group, and of each a report ``{"summary": _row_summary,
-    "invalid": 0.0}`` (summed over the blocks).
+    of each group, and of each a report ``{"summary", "invalid",
+    "nonfinite"}`` (see :func:`block_row_step`), summed over the blocks.
     """
-    from .rows import RowGroup, RowsOfBlock  # noqa: PLC0415
-
     random_state = np.random.RandomState(seed)
     n = data.shape[0]
     totals = estimator._row_counts(data, tuple((name, n) for name in names))
@@ -260,8 +260,6 @@ def block_row_step(estimator, data, local, rows, params, name, ctx, schedule):
     minibatch's piece) and its report, ``{"summary", "invalid",
     "nonfinite"}``.
     """
-    from .rows import RowsOfBlock  # noqa: PLC0415
-
     part = rows[name]
     group = part.group.copy()  # the old rows stay as they are if the step is rejected
     params = with_rows(params, rows)
