@@ -584,20 +584,26 @@ def test_a_zero_weight_minibatch_of_partial_fit_takes_no_step():
 
 def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step():
     # _local_step_and_bound: the ELBO test of an accepted batch step gives
-    # the next E-step; the fit is the one without the shortcut, with one
-    # local step per fit instead of one per pass, and keeps no rows.
+    # the next E-step, and the first E-step gives the ELBO the first test
+    # starts from; the fit is the one without the shortcut, with no
+    # separate local step or data bound instead of one of each per pass,
+    # and keeps no rows.
     import pickle
 
     rng = np.random.RandomState(0)
     X = rng.normal(size=(400, 5))
     y = (X @ rng.normal(size=5) + rng.logistic(size=400) > 0).astype(int)
     kw = dict(learning_method="batch", expectation="quadrature", tol=1e-10, max_iter=30)
-    calls = {"n": 0}
+    calls = {"n": 0, "bound": 0}
 
     class Counted(SVILogisticRegression):
         def _local_step(self, data, params):
             calls["n"] += 1
             return super()._local_step(data, params)
+
+        def _local_bound(self, data, local, params):
+            calls["bound"] += 1
+            return super()._local_bound(data, local, params)
 
     class Plain(Counted):
         def _local_step_and_bound(self, data, params):
@@ -605,11 +611,13 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step():
 
     fast = Counted(**kw).fit(X, y)
     fast_calls, calls["n"] = calls["n"], 0
+    fast_bounds, calls["bound"] = calls["bound"], 0
     plain = Plain(**kw).fit(X, y)
     np.testing.assert_allclose(fast.posterior_mean_, plain.posterior_mean_, rtol=1e-12)
     np.testing.assert_allclose(fast.lower_bounds_, plain.lower_bounds_, rtol=1e-12)
     assert fast.n_iter_ == plain.n_iter_ > 3
-    assert fast_calls == 1 and calls["n"] == plain.n_iter_
+    assert fast_calls == 0 and calls["n"] == plain.n_iter_
+    assert fast_bounds == 0 and calls["bound"] == plain.n_iter_ + 1
     assert fast._svi.known_local is None
     # No training rows in the fitted estimator: ten times the rows, the
     # same pickle size (up to the recorded history).

@@ -1265,7 +1265,7 @@ class SVIEstimator(BaseEstimator):
                         if known is not None and known[0] is self.natural_params_:
                             local = known[1]  # the last step's ELBO test computed it
                         else:
-                            local = self._e_step(X, self.natural_params_)
+                            local = self._e_step_for_test(X)
                         st.known_local = None
                     self._step(X, 1.0, online=False, local=local)
                     st.samples += n_count
@@ -2017,6 +2017,25 @@ class SVIEstimator(BaseEstimator):
         hyper = stats.hyper if stats is not None else self._hyper_statistics(X, local)
         if self._update_hyperparameters(hyper, ctx):
             self._model_changed()
+
+    def _e_step_for_test(self, X):
+        """A batch E-step at the current parameters, with their ELBO when a step test needs it.
+
+        The first step of a batch fit (and one after a model change) has
+        no test to reuse: a model whose ``_local_step_and_bound`` gives
+        both from one pass remembers the bound for ``_raises_elbo``, which
+        would otherwise make a second pass over the rows.
+        """
+        st = self._svi
+        params = self.natural_params_
+        in_memory = not (getattr(self, "_blocks_pool", None) or isinstance(X, BlockedData))
+        if in_memory and self.step_safety and self._batch_steps_raise_elbo():
+            both = self._local_step_and_bound(X, params)
+            if both is not None:
+                local, bound = both
+                st.known_bound = (params, bound + self._global_bound(params))
+                return local
+        return self._e_step(X, params)
 
     def _raises_elbo(self, X, params):
         """Whether a batch step's ``params`` do not lower the full-data ELBO.

@@ -1,5 +1,7 @@
 """The base class of the likelihoods and the helpers they share."""
 
+import functools
+
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils import check_random_state
@@ -12,10 +14,18 @@ def _log_sigmoid(x):
     return -np.logaddexp(0.0, -x)
 
 
+@functools.lru_cache(maxsize=64)
 def _hermite(n_points):
-    """Gauss-Hermite nodes and weights for ``E_{N(0,1)}[g(z)]``."""
+    """Gauss-Hermite nodes and weights for ``E_{N(0,1)}[g(z)]`` (read-only arrays).
+
+    Kept per size: numpy computes them by an eigenvalue problem, 0.35 ms a
+    call, which was a tenth of a 2,000-row quadrature (an online GLM
+    step's probe).
+    """
     x, w = np.polynomial.hermite.hermgauss(n_points)
-    return np.sqrt(2.0) * x, w / np.sqrt(np.pi)
+    nodes, weights = np.sqrt(2.0) * x, w / np.sqrt(np.pi)
+    nodes.flags.writeable = weights.flags.writeable = False
+    return nodes, weights
 
 
 class Likelihood:

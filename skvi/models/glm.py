@@ -38,19 +38,13 @@ from ..likelihoods import Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ..validation import check_sparse_structure
-from ._rows import Rows, check_row_weights, row_quadratic, with_intercept
+from ._rows import (Rows, check_row_weights, design_of, row_quadratic, weighted_gram,
+                    with_intercept)
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
 #: Gauss-Hermite nodes for the ELBO and the predictive quantities.
 _BOUND_POINTS = 20
-
-
-def _weighted_gram(X, weights):
-    """``X^T diag(weights) X`` as a dense array."""
-    if sp.issparse(X):
-        return (X.T @ X.multiply(weights[:, None]).tocsr()).toarray()
-    return (X * weights[:, None]).T @ X
 
 
 def _dense(X):
@@ -149,6 +143,10 @@ class _BayesianGLM(SVIEstimator):
     def _design(self, X):
         """X with a trailing column of ones when fitting an intercept (CSR or dense)."""
         return with_intercept(X) if self.fit_intercept else X
+
+    def _rows(self, X, y, weight=None):
+        """The engine's rows of (X, y), carrying their design: built once per fit."""
+        return Rows(X, y, weight, self._design(X) if self.fit_intercept else None)
 
     def _check_X(self, X, reset):
         check_sparse_structure(X)
@@ -314,7 +312,7 @@ class _BayesianGLM(SVIEstimator):
 
     def _rows_expectations(self, data, params, method, points):
         """The rows' ``E[log p]`` and their local step (design, mean, ``E1``, ``E2``)."""
-        Xd = self._design(data.X)
+        Xd = design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         e_log, e1, e2 = self._likelihood.expectations(
             data.y,
@@ -334,10 +332,10 @@ class _BayesianGLM(SVIEstimator):
             eta1 = np.asarray(Xd.T @ residual).T.ravel()
             return eta1, 0.5 * _block_gram(Xd, e2)
         eta1 = np.asarray(Xd.T @ (e1 - e2 * local["mean"])).ravel()
-        return eta1, 0.5 * _weighted_gram(Xd, e2)
+        return eta1, 0.5 * weighted_gram(Xd, e2)
 
     def _local_bound(self, data, local, params):
-        Xd = local["design"] if local is not None else self._design(data.X)
+        Xd = local["design"] if local is not None else design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
         e_log = self._likelihood.expected_logpdf(
@@ -428,7 +426,7 @@ class _BayesianGLM(SVIEstimator):
         X, y = self._check_X_y(X, y, reset=True)
         classes = None if vocabulary is None else vocabulary.get("classes")
         y = self._encode_targets(y, reset=True, classes=classes)
-        return Rows(X, y, check_row_weights(sample_weight, X))
+        return self._rows(X, y, check_row_weights(sample_weight, X))
 
     def _fit(self, X, y, sample_weight=None):
         if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
@@ -442,7 +440,7 @@ class _BayesianGLM(SVIEstimator):
         first = not hasattr(self, "natural_params_")
         X, y = self._check_X_y(X, y, reset=first)
         y = self._encode_targets(y, reset=first, classes=reset_classes)
-        return self._engine_partial_fit(Rows(X, y, check_row_weights(sample_weight, X)))
+        return self._engine_partial_fit(self._rows(X, y, check_row_weights(sample_weight, X)))
 
     def _sample_count(self, data):
         # A row of weight 2 counts as two rows in N / |S| and in the stream's N.
@@ -450,7 +448,7 @@ class _BayesianGLM(SVIEstimator):
 
     def _prepare_block(self, X, y=None):
         X, y = self._check_X_y(X, y, reset=False)
-        return Rows(X, self._encode_targets(y, reset=False))
+        return self._rows(X, self._encode_targets(y, reset=False))
 
     def _predictive_moments(self, X):
         """Mean and variance of the linear predictor for new rows."""
@@ -480,7 +478,7 @@ class _BayesianGLM(SVIEstimator):
         check_is_fitted(self)
         X, y = self._check_X_y(X, y, reset=False)
         y = self._encode_targets(y, reset=False)
-        data = Rows(X, y)
+        data = self._rows(X, y)
         return self._global_bound(self.natural_params_) + self._local_bound(
             data, None, self.natural_params_
         )

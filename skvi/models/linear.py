@@ -11,7 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
-from ._rows import Rows, check_row_weights, row_quadratic, with_intercept
+from ._rows import (Rows, check_row_weights, design_of, row_quadratic, weighted_gram,
+                    with_intercept)
 
 __all__ = ["SVILinearRegression"]
 
@@ -272,7 +273,8 @@ n_samples_seen_, converged_, n_rejected_steps_
                              dtype=[np.float64, np.float32], y_numeric=True)
         if sp.issparse(X):
             X = X.tocsr()
-        return Rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X))
+        design = self._design(X) if self.fit_intercept else None
+        return Rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X), design)
 
     def _sample_count(self, data):
         # A row of weight 2 counts as two rows in N / |S| and in a stream's N.
@@ -343,7 +345,7 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _data_summary(self, data):
         w = self._weights(data)
-        Xd = self._design(data.X)
+        Xd = design_of(data, self.fit_intercept)
         squares = np.asarray(Xd.multiply(Xd).T @ w).ravel() if sp.issparse(Xd) else w @ (Xd * Xd)
         return (Moments.of(data.y[:, None], w, full=False), np.asarray(squares, dtype=np.float64))
 
@@ -368,12 +370,10 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _local_step(self, data, params):
         # No local latent variables: the sufficient statistics of the rows.
-        Xd = self._design(data.X)
+        Xd = design_of(data, self.fit_intercept)
         w = self._weights(data)
-        Xw = Xd.multiply(w[:, None]).tocsr() if sp.issparse(Xd) else Xd * w[:, None]
-        xtx = Xd.T @ Xw
-        xtx = xtx.toarray() if sp.issparse(xtx) else np.asarray(xtx, dtype=np.float64)
-        xty = np.asarray(Xw.T @ data.y, dtype=np.float64).ravel()
+        xtx = np.asarray(weighted_gram(Xd, w), dtype=np.float64)
+        xty = np.asarray(Xd.T @ (w * data.y), dtype=np.float64).ravel()
         return {"n": float(np.sum(w)), "xtx": xtx, "xty": xty, "yty": float((w * data.y) @ data.y)}
 
     def _sq_residual(self, local, params):

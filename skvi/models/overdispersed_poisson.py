@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..expfam import MultivariateGaussian, Rayleigh
 from ..likelihoods.base import _hermite
 from ..update_rules import SecantFixedPoint
+from ._rows import design_of
 from .glm import _EXPECTATION_DOC, _GLM_ATTRS_DOC, _GLM_PARAMS_DOC, SVIPoissonRegression
 
 __all__ = ["SVIOverdispersedPoissonRegression"]
@@ -200,7 +201,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         return params["noise"].distribution
 
     def _local_step(self, data, params):
-        Xd = self._design(data.X)
+        Xd = design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         q_noise = self._noise(params)
         y = data.y
@@ -312,7 +313,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         return None
 
     def _local_bound(self, data, local, params):
-        Xd = local["design"] if local is not None else self._design(data.X)
+        Xd = local["design"] if local is not None else design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         q_noise = self._noise(params)
         lik = self._likelihood

@@ -27,6 +27,7 @@ from scipy.optimize import brentq, minimize
 
 from ...engine import Factor, Samples
 from ...likelihoods import Ordinal
+from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
 from .nodes import SIDES
 
@@ -368,9 +369,8 @@ class GLMRatings:
         users, items, ratings = hyper.arrays[:3]
         weights = hyper.arrays[3] if len(hyper.arrays) > 3 else None
         m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
-        z, w = np.polynomial.hermite.hermgauss(F_NODES)
-        f = m_f[:, None] + np.sqrt(2.0 * v_f)[:, None] * z
-        w = w / np.sqrt(np.pi)
+        z, w = _hermite(F_NODES)
+        f = m_f[:, None] + np.sqrt(v_f)[:, None] * z
         y = ratings.astype(np.intp)
         b0 = lik.thresholds[0]
         n_gaps = lik.thresholds.size - 1
