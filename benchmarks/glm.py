@@ -51,8 +51,10 @@ Scores on the test set: accuracy (threshold 1/2), negative log-likelihood (mean 
 confidence* ``max(p, 1 - p)``: 15 equal-width bins on [0.5, 1], ECE = sum over bins of
 (bin size / n) * |accuracy in bin - mean confidence in bin|.  "train ELBO" is the
 full-training-set ELBO (``SVILogisticRegression.elbo``, deterministic) for skvi and Laplace.
-Fit time is ``time.perf_counter`` around the fit alone, the minimum over ``--repeats`` runs
-(the metrics come from the last one; with fixed seeds all runs are identical).  BLAS and
+Fit time is ``time.perf_counter`` around the fit alone, the median over ``--repeats`` runs;
+the repetitions are interleaved (every method once, then every method again), so that the
+machine's slow spells fall on all of them (the metrics come from the last run; with fixed
+seeds all runs are identical).  BLAS and
 OpenMP get one thread (environment variables set before numpy is imported, and threadpoolctl
 when installed), so the comparison is single-threaded.  The summary gives per row
 ``fit s / sklearn fit s`` and ``NLL - sklearn NLL`` from this run.
@@ -113,7 +115,8 @@ def parse_args(argv=None):
                    help="skvi max_iter, passes over the data (default %(default)s, the "
                    "estimator default; its tol=1e-4 may stop it earlier)")
     p.add_argument("--repeats", type=int, default=1,
-                   help="fit every method this many times and report the fastest (default 1)")
+                   help="fit every method this many times, interleaved, and report the median "
+                        "(default 1)")
     p.add_argument("--C", type=float, default=None,
                    help="skip the cross-validation and use this C (= prior variance)")
     p.add_argument("--opt", action="append", default=[], type=key_value, metavar="KEY=VALUE",
@@ -183,14 +186,11 @@ def scores(y, p):
     }
 
 
-def timed(fit, repeats):
-    """Run ``fit()`` ``repeats`` times; return (last result, fastest seconds)."""
-    best, result = np.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fit()
-        best = min(best, time.perf_counter() - start)
-    return result, best
+def timed(fit):
+    """Run ``fit()`` once; return (result, seconds)."""
+    start = time.perf_counter()
+    result = fit()
+    return result, time.perf_counter() - start
 
 
 # --------------------------------------------------------------------- methods
@@ -211,12 +211,15 @@ def choose_C(X, y):
     return float(search.best_params_["C"]), search.cv_results_["mean_test_score"], seconds
 
 
-def fit_sklearn(C, X, y, X_test, repeats):
+# Each method is a plan: ``fit()`` (timed) and ``finish(result)``, which gives the test
+# probabilities and the method's extra columns outside the clock.
+def plan_sklearn(C, X, y, X_test):
     from sklearn.linear_model import LogisticRegression
 
-    model, seconds = timed(
-        lambda: LogisticRegression(C=C, solver="lbfgs", max_iter=1000).fit(X, y), repeats)
-    return model.predict_proba(X_test)[:, 1], seconds, {}
+    def fit():
+        return LogisticRegression(C=C, solver="lbfgs", max_iter=1000).fit(X, y)
+
+    return fit, lambda model: (model.predict_proba(X_test)[:, 1], {})
 
 
 def _with_ones(X, value=1.0):
@@ -238,7 +241,7 @@ def _gaussian_elbo(X1, y, mean, cov, prior_var):
     return float(np.sum(e_log) - kl)
 
 
-def fit_laplace(C, X, y, X_test, repeats):
+def plan_laplace(C, X, y, X_test):
     from sklearn.linear_model import LogisticRegression
 
     from skvi.likelihoods import Bernoulli
@@ -260,15 +263,17 @@ def fit_laplace(C, X, y, X_test, repeats):
         L_inv = np.linalg.inv(L)
         return w, L_inv.T @ L_inv
 
-    (w, cov), seconds = timed(fit, repeats)
-    X1_test = _with_ones(X_test)
-    f_var = np.maximum(np.asarray(X1_test.multiply(X1_test @ cov).sum(axis=1)).ravel(), 0.0)
-    p = Bernoulli().predictive_mean(X1_test @ w, f_var)
-    elbo = _gaussian_elbo(_with_ones(X), y, w, cov, prior_var)
-    return p, seconds, {"elbo": elbo}
+    def finish(result):
+        w, cov = result
+        X1_test = _with_ones(X_test)
+        f_var = np.maximum(np.asarray(X1_test.multiply(X1_test @ cov).sum(axis=1)).ravel(), 0.0)
+        p = Bernoulli().predictive_mean(X1_test @ w, f_var)
+        return p, {"elbo": _gaussian_elbo(_with_ones(X), y, w, cov, prior_var)}
+
+    return fit, finish
 
 
-def fit_skvi(method, C, X, y, X_test, args):
+def plan_skvi(method, C, X, y, X_test, args):
     try:
         from skvi import SVILogisticRegression
     except ImportError as exc:
@@ -291,20 +296,25 @@ def fit_skvi(method, C, X, y, X_test, args):
         caught[:] = [str(x.message).split(". ")[0] for x in w]
         return model
 
-    try:
-        model, seconds = timed(fit, args.repeats)
-    except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
-        raise Skipped("fit failed with %s: %s" % (type(exc).__name__, exc))
-    extra = {
-        "elbo": float(model.elbo(X, y)),
-        "passes": model.n_iter_,
-        "converged": bool(model.converged_),
-        "rejected": model.n_rejected_steps_,
-        "warnings": sorted(set(caught)),
-    }
-    if method == "skvi-auto":
-        extra["prior_var"] = float(model.prior_variance_)
-    return model.predict_proba(X_test)[:, 1], seconds, extra
+    def guarded():
+        try:
+            return fit()
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
+            raise Skipped("fit failed with %s: %s" % (type(exc).__name__, exc))
+
+    def finish(model):
+        extra = {
+            "elbo": float(model.elbo(X, y)),
+            "passes": model.n_iter_,
+            "converged": bool(model.converged_),
+            "rejected": model.n_rejected_steps_,
+            "warnings": sorted(set(caught)),
+        }
+        if method == "skvi-auto":
+            extra["prior_var"] = float(model.prior_variance_)
+        return model.predict_proba(X_test)[:, 1], extra
+
+    return guarded, finish
 
 
 # ----------------------------------------------------------------------- output
@@ -346,18 +356,32 @@ def main(argv=None):
             print("C* = %.6g given on the command line (no cross-validation)" % C)
         print()
 
-        results = {}
+        plans = {}
         for method in args.methods:
             try:
                 if method == "sklearn":
-                    p, seconds, extra = fit_sklearn(C, X, y, X_test, args.repeats)
+                    plans[method] = plan_sklearn(C, X, y, X_test)
                 elif method == "laplace":
-                    p, seconds, extra = fit_laplace(C, X, y, X_test, args.repeats)
+                    plans[method] = plan_laplace(C, X, y, X_test)
                 else:
-                    p, seconds, extra = fit_skvi(method, C, X, y, X_test, args)
+                    plans[method] = plan_skvi(method, C, X, y, X_test, args)
             except Skipped as exc:
                 print("%-15s skipped: %s" % (method, exc), flush=True)
-                continue
+        times = {m: [] for m in plans}
+        last = {}
+        for _ in range(args.repeats):  # interleaved: every method once per round
+            for method in list(plans):
+                try:
+                    last[method], seconds = timed(plans[method][0])
+                except Skipped as exc:
+                    print("%-15s skipped: %s" % (method, exc), flush=True)
+                    del plans[method], times[method]
+                    continue
+                times[method].append(seconds)
+        results = {}
+        for method in plans:
+            p, extra = plans[method][1](last[method])
+            seconds = float(np.median(times[method]))
             row = scores(y_test, p)
             row.update(extra, seconds=seconds)
             results[method] = row
