@@ -38,6 +38,11 @@ document-term count matrix, single-threaded, in one process:
     The same with ``n_jobs=2``: each minibatch's E-step split into two blocks of
     documents run in two threads.  Not part of the single-threaded comparison;
     it measures whether ``n_jobs`` helps on a 2-core machine.
+``skvi-cvb0-online`` / ``skvi-cvb0-batch``
+    ``skvi-online`` / ``skvi-batch`` with ``inference='cvb0'`` (the zero-order
+    collapsed variational update of Asuncion et al. 2009; stochastic CVB0 of
+    Foulds et al. 2013 online) and ``max_iter=--cvb0-passes`` (30).  Their
+    speed and perplexity are compared with tomotopy's collapsed Gibbs sampler.
 
 The fit time is the wall time (``time.perf_counter``) of the fit call alone:
 ``fit(X_train)`` for scikit-learn and skvi, the ``LdaModel(corpus=...)``
@@ -67,10 +72,11 @@ small holder object is filled with
   column order through ``used_vocabs``; a column tomotopy never saw gets eta.
 
 The table gives, per method, the fit seconds, the test perplexity, for the
-skvi rows the speed-up over the matching scikit-learn mode
-(``sklearn_seconds / skvi_seconds``), and the perplexity relative to a
-scikit-learn mode (the matching one for skvi; online for gensim, which runs the
-same online algorithm; batch for tomotopy, for reference).
+skvi rows the speed-up over a peer (``peer_seconds / skvi_seconds``: the
+matching scikit-learn mode, tomotopy for the CVB0 rows), and the perplexity
+relative to a peer (the matching scikit-learn mode for skvi; online
+scikit-learn for gensim, which runs the same online algorithm; batch
+scikit-learn for tomotopy, for reference; tomotopy for the CVB0 rows).
 
 How to run
 ----------
@@ -126,6 +132,8 @@ ALL_METHODS = (
     "skvi-batch",
     "skvi-online-2threads",
     "skvi-batch-2threads",
+    "skvi-cvb0-online",
+    "skvi-cvb0-batch",
 )
 # Which scikit-learn row each row's perplexity is compared with.
 PERPLEXITY_REFERENCE = {
@@ -135,6 +143,9 @@ PERPLEXITY_REFERENCE = {
     "skvi-batch-2threads": "sklearn-batch",
     "gensim": "sklearn-online",
     "tomotopy": "sklearn-batch",
+    # CVB0 is held against collapsed Gibbs sampling's perplexity.
+    "skvi-cvb0-online": "tomotopy",
+    "skvi-cvb0-batch": "tomotopy",
 }
 # Which scikit-learn row each skvi row's speed is compared with.
 SPEED_REFERENCE = {
@@ -144,6 +155,8 @@ SPEED_REFERENCE = {
     # single-threaded comparison; shows that n_jobs helps on 2 cores).
     "skvi-online-2threads": "sklearn-online",
     "skvi-batch-2threads": "sklearn-batch",
+    "skvi-cvb0-online": "tomotopy",
+    "skvi-cvb0-batch": "tomotopy",
 }
 
 
@@ -180,6 +193,10 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--gibbs-iter", type=int, default=500, help="Gibbs sampling iterations for tomotopy"
+    )
+    parser.add_argument(
+        "--cvb0-passes", type=int, default=30,
+        help="passes of the skvi-cvb0 rows (default: %(default)s)",
     )
     parser.add_argument(
         "--methods",
@@ -268,6 +285,8 @@ def fit_skvi(method, X_train, passes):
     params = sklearn_params(method, X_train.shape[0], passes)
     if method.endswith("2threads"):
         params["n_jobs"] = 2
+    if "cvb0" in method:
+        params["inference"] = "cvb0"
     model = SVILatentDirichletAllocation(**params)
     start = time.perf_counter()
     model.fit(X_train)
@@ -329,6 +348,8 @@ def fit_tomotopy(X_train, gibbs_iter):
 def run_method(method, X_train, args):
     if method in ("sklearn-online", "sklearn-batch"):
         return fit_sklearn(method, X_train, args.passes)
+    if method.startswith("skvi-cvb0"):
+        return fit_skvi(method, X_train, args.cvb0_passes)
     if method.startswith("skvi-"):
         return fit_skvi(method, X_train, args.passes)
     if method == "gensim":
@@ -339,7 +360,7 @@ def run_method(method, X_train, args):
 
 
 def format_table(rows):
-    header = ("method", "fit [s]", "perplexity", "speed vs sklearn", "perplexity vs sklearn")
+    header = ("method", "fit [s]", "perplexity", "speed vs peer", "perplexity vs peer")
     body = []
     by_name = {r["method"]: r for r in rows}
     for r in rows:
@@ -389,8 +410,8 @@ def main(argv=None):
         % (X_train.shape[0], X_train.shape[1], X_train.sum(), X_test.shape[0], X_test.sum())
     )
     print(
-        "K=%d, alpha=eta=1/K=%g, batch size %d, %d passes, %d Gibbs iterations, one thread"
-        % (K, ALPHA, BATCH_SIZE, args.passes, args.gibbs_iter)
+        "K=%d, alpha=eta=1/K=%g, batch size %d, %d passes (CVB0 rows %d), %d Gibbs iterations, "
+        "one thread" % (K, ALPHA, BATCH_SIZE, args.passes, args.cvb0_passes, args.gibbs_iter)
     )
     print()
 

@@ -211,18 +211,97 @@ def test_learned_priors_recover_the_generating_ones():
 
 
 # ---------------------------------------------------------------- input
-def test_sparse_formats_dense_and_n_jobs_agree(monkeypatch):
+@pytest.mark.parametrize("inference", ["vb", "cvb0"])
+def test_sparse_formats_dense_and_n_jobs_agree(inference, monkeypatch):
     # Threads take blocks of any size here (MIN_BLOCK_NNZ keeps small
     # minibatches on one thread otherwise).
     monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
     X, _, _ = lda_corpus(seed=12)
-    kw = dict(n_components=K, max_iter=5, random_state=0)
+    kw = dict(n_components=K, max_iter=5, random_state=0, inference=inference)
     ref = SVILatentDirichletAllocation(**kw).fit(X).components_
     for data in (X.tocsc(), X.toarray()):
         np.testing.assert_allclose(SVILatentDirichletAllocation(**kw).fit(data).components_, ref,
                                    rtol=1e-12)
     threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X).components_
     np.testing.assert_allclose(threaded, ref, rtol=1e-10)
+
+
+# ------------------------------------------------------------------- CVB0
+def cvb0_reference(X, lam, alpha, gamma, n_iter):
+    """The zero-order collapsed update (Asuncion et al. 2009), token by token.
+
+    Word by word in plain Python loops: with ``N_dk = gamma_dk - alpha_k``
+    a document's expected topic counts, each word's responsibilities are
+    ``phi_dwk  propto  E[beta_kw] (N_dk + alpha_k)``, then ``gamma_d =
+    alpha + sum_w n_dw phi_dw``; ``n_iter`` sweeps per document.  Returns
+    the final ``gamma`` and the expected topic-word counts
+    ``sum_d n_dw phi_dwk`` of the last responsibilities (shape (K, V)).
+    """
+    X = sp.csr_matrix(X)
+    n_topics = lam.shape[0]
+    e_beta = lam / lam.sum(axis=1, keepdims=True)
+    gamma = gamma.astype(np.float64).copy()
+    counts = np.zeros_like(lam)
+    for d in range(X.shape[0]):
+        words = X.indices[X.indptr[d]:X.indptr[d + 1]]
+        n = X.data[X.indptr[d]:X.indptr[d + 1]]
+        g = list(gamma[d])
+        for sweep in range(n_iter + 1):
+            phi = []
+            for w in words:
+                weights = [e_beta[k, w] * g[k] for k in range(n_topics)]
+                total = sum(weights)
+                phi.append([x / total for x in weights])
+            if sweep == n_iter:
+                break
+            g = [alpha[k] + sum(c * p[k] for c, p in zip(n, phi)) for k in range(n_topics)]
+        gamma[d] = g
+        for w, c, p in zip(words, n, phi):
+            counts[:, w] += c * np.array(p)
+    return gamma, counts
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_cvb0_e_step_is_the_token_update(compiled, monkeypatch):
+    if not compiled:
+        monkeypatch.setattr(estep, "_lda_fast", None)
+    elif estep._lda_fast is None:
+        pytest.skip("compiled kernel not built")
+    X, _, _ = lda_corpus(n_docs=12, n_words=15, length=20, seed=4)
+    rng = np.random.RandomState(0)
+    lam = rng.gamma(2.0, 1.0, (K, 15))
+    alpha = np.array([0.05, 0.3, 1.2])
+    gamma0 = rng.gamma(100.0, 0.01, (12, K))
+    ref_gamma, ref_counts = cvb0_reference(X, lam, alpha, gamma0, n_iter=7)
+    e_beta_t = np.ascontiguousarray((lam / lam.sum(axis=1, keepdims=True)).T)
+    gamma = gamma0.copy()
+    sstats_t = np.zeros_like(e_beta_t)
+    n_updates, _ = estep.e_step(X, e_beta_t, alpha, gamma, 7, 0.0, sstats_t, expected_theta=True)
+    assert n_updates == 7 * 12
+    np.testing.assert_allclose(gamma, ref_gamma, rtol=1e-12)
+    np.testing.assert_allclose((sstats_t * e_beta_t).T, ref_counts, rtol=1e-12)
+
+
+def test_cvb0_fit_and_transform_follow_the_token_update():
+    # One batch pass: topics = eta + the expected topic-word counts of the
+    # token update from the initial topics and gamma (the same draws from
+    # random_state: the topics, then each document's gamma).
+    X, _, _ = lda_corpus(n_docs=20, n_words=25, length=30, seed=5)
+    kw = dict(n_components=K, doc_topic_prior=0.2, topic_word_prior=0.1, max_iter=1,
+              inference="cvb0", mean_change_tol=0.0, max_doc_update_iter=6, random_state=2)
+    lda = SVILatentDirichletAllocation(**kw).fit(X)
+    rs = np.random.RandomState(2)
+    lam0 = rs.gamma(100.0, 0.01, (K, 25))
+    gamma0 = rs.gamma(100.0, 0.01, (20, K))
+    _, counts = cvb0_reference(X, lam0, np.full(K, 0.2), gamma0, n_iter=6)
+    np.testing.assert_allclose(lda.components_, 0.1 + counts, rtol=1e-10)
+    # transform folds documents in by the same update from gamma = 1.
+    gamma, _ = cvb0_reference(X[:5], lda.components_, np.full(K, 0.2), np.ones((5, K)), n_iter=6)
+    np.testing.assert_allclose(lda.transform(X[:5], normalize=False), gamma, rtol=1e-10)
+    # score stays the mean-field ELBO of the fitted topics (scikit-learn's).
+    sk = sklearn_with_topics(lda.components_, 0.2, 0.1, max_doc_update_iter=6,
+                             mean_change_tol=0.0)
+    assert lda.score(X) == pytest.approx(sk.score(X), rel=1e-6)
 
 
 def test_float32_stays_float32():
@@ -352,11 +431,13 @@ def _weighted_corpus(seed=20, n_docs=60):
 TIGHT = dict(mean_change_tol=1e-10, max_doc_update_iter=5000)
 
 
-@pytest.mark.parametrize("learn_priors", [False, True])
-def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors, monkeypatch):
+@pytest.mark.parametrize("learn_priors, inference",
+                         [(False, "vb"), (True, "vb"), (False, "cvb0")])
+def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors, inference,
+                                                                       monkeypatch):
     X, w, X_rep = _weighted_corpus()
     kw = dict(n_components=K, max_iter=8, evaluate_every=1, perp_tol=0.0, random_state=0,
-              learn_priors=learn_priors, **TIGHT)
+              learn_priors=learn_priors, inference=inference, **TIGHT)
     weighted = SVILatentDirichletAllocation(**kw).fit(X, sample_weight=w)
     repeated = SVILatentDirichletAllocation(**kw).fit(X_rep)
     # The topics' statistics, the ELBO of every pass (the documents' part

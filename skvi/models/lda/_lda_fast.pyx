@@ -37,11 +37,11 @@ cdef extern from "_lda_kernel.h" nogil:
     int doc_iterate_d "skvi_doc_iterate_d"(
         const double* cols, Py_ssize_t stride, Py_ssize_t K, const double* cnt,
         const double* alpha, double* gamma, double* e_theta, double* ratio, double* acc,
-        double* work, int max_iter, double tol, double eps)
+        double* work, int max_iter, double tol, double eps, int expected_theta)
     int doc_iterate_f "skvi_doc_iterate_f"(
         const float* cols, Py_ssize_t stride, Py_ssize_t K, const float* cnt,
         const float* alpha, float* gamma, float* e_theta, float* ratio, float* acc,
-        double* work, int max_iter, double tol, float eps)
+        double* work, int max_iter, double tol, float eps, int expected_theta)
     void exp_psi_array "skvi_exp_psi_array"(const double* x, double* out, Py_ssize_t n)
     void doc_ratio_d "skvi_doc_ratio_d"(
         const double* cols, Py_ssize_t stride, Py_ssize_t K, const double* cnt,
@@ -85,6 +85,16 @@ def get_isa():
     return _isa
 
 
+cdef inline void normalized(const floating* g, floating* out, Py_ssize_t K) noexcept nogil:
+    """``out[k] = g[k] / sum(g)``: E[theta] of the Dirichlet ``g``."""
+    cdef Py_ssize_t k
+    cdef double total = 0.0
+    for k in range(K):
+        total += g[k]
+    for k in range(K):
+        out[k] = <floating>(g[k] / total)
+
+
 cdef inline void exp_dirichlet(const floating* g, floating* out, Py_ssize_t K) noexcept nogil:
     """``out[k] = exp(psi(g[k]) - psi(sum(g)))``, in double internally."""
     cdef Py_ssize_t k
@@ -112,6 +122,7 @@ def e_step(
     int max_iter,
     double tol,
     floating[:, ::1] sstats_t=None,
+    bint expected_theta=False,
 ):
     """Run the LDA E-step on a CSR minibatch, updating ``gamma`` in place.
 
@@ -138,6 +149,10 @@ def e_step(
     sstats_t : ndarray of shape (n_words, n_topics) or None
         When given, ``sum_d n_dw / phinorm_dw * exp(E[log theta_d])`` is
         added to it.
+    expected_theta : bool, default=False
+        Use ``E[theta_d] = gamma_d / sum(gamma_d)`` in place of
+        ``exp(E[log theta_d])`` (the zero-order collapsed update, CVB0,
+        whose ``exp_elog_beta_t`` holds ``E[beta]``).
 
     Returns
     -------
@@ -233,14 +248,17 @@ def e_step(
                     cols[k * stride + j] = 0
             for j in range(nd, stride):
                 cnt_p[j] = 0
-            exp_dirichlet(g, e_theta, K)
+            if expected_theta:
+                normalized(g, e_theta, K)
+            else:
+                exp_dirichlet(g, e_theta, K)
             if max_iter > 0:
                 if floating is float:
                     n_updates += doc_iterate_f(cols, stride, K, cnt_p, a, g, e_theta, ratio,
-                                               acc, work, max_iter, tol, eps)
+                                               acc, work, max_iter, tol, eps, expected_theta)
                 else:
                     n_updates += doc_iterate_d(cols, stride, K, cnt_p, a, g, e_theta, ratio,
-                                               acc, work, max_iter, tol, eps)
+                                               acc, work, max_iter, tol, eps, expected_theta)
             # phinorm at the final gamma: the bound and the statistics.
             if floating is float:
                 doc_ratio_f(cols, stride, K, cnt_p, e_theta, ratio, phin, eps)

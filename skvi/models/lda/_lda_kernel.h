@@ -11,6 +11,7 @@
  *     acc_k     = sum_j cols[k][j] * ratio_j
  *     gamma_k   = alpha_k + e_theta_k * acc_k
  *
+ * with e_theta = exp(E[log theta]) (mean-field VB) or E[theta] (CVB0).
  * exp(psi(gamma)) is computed a vector at a time too (skvi_exp_psi_array:
  * the series below with a polynomial exp).  The loops are written with
  * GCC/Clang vector extensions and compiled several times: for AVX-512, for AVX2 with FMA, and for the baseline ISA;
@@ -123,10 +124,10 @@ static inline void *skvi_align64(void *p)
 
 typedef int (*skvi_iterate_d_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *,
                                  const double *, double *, double *, double *, double *,
-                                 double *, int, double, double);
+                                 double *, int, double, double, int);
 typedef int (*skvi_iterate_f_fn)(const float *, ptrdiff_t, ptrdiff_t, const float *,
                                  const float *, float *, float *, float *, float *,
-                                 double *, int, double, float);
+                                 double *, int, double, float, int);
 
 typedef void (*skvi_exp_psi_array_fn)(const double *, double *, ptrdiff_t);
 typedef void (*skvi_ratio_d_fn)(const double *, ptrdiff_t, ptrdiff_t, const double *,

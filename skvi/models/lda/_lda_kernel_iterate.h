@@ -76,6 +76,10 @@ SKVI_TARGET static void SKVI_RATIO(
  * Iterate one document's variational parameters until the mean absolute
  * change of gamma falls below tol, at most max_iter times.
  *
+ * e_theta is exp(E[log theta]) of gamma (mean-field VB), or with
+ * expected_theta nonzero E[theta] = gamma / sum(gamma) (the zero-order
+ * collapsed update, CVB0, whose cols hold E[beta]).
+ *
  * cols:    K columns of `stride` entries, 64-byte aligned: cols[k * stride
  *          + j] = exp(E[log beta_kw]) of the document's j-th word; zero
  *          beyond the document's words.
@@ -89,7 +93,7 @@ SKVI_TARGET static void SKVI_RATIO(
 SKVI_TARGET static int SKVI_FN(
     const SKVI_T *cols, ptrdiff_t stride, ptrdiff_t K, const SKVI_T *cnt,
     const SKVI_T *alpha, SKVI_T *gamma, SKVI_T *e_theta, SKVI_T *ratio, SKVI_T *acc,
-    double *work, int max_iter, double tol, SKVI_T eps)
+    double *work, int max_iter, double tol, SKVI_T eps, int expected_theta)
 {
     int it, n_iter = 0;
     ptrdiff_t j, k;
@@ -149,8 +153,12 @@ SKVI_TARGET static int SKVI_FN(
             total += gamma[k];
             work[k] = gamma[k];
         }
-        /* e_theta = exp(psi(gamma) - psi(sum gamma)), in double. */
-        if (total < SKVI_SMALL_TOTAL) {
+        /* e_theta = exp(psi(gamma) - psi(sum gamma)), in double, or E[theta]. */
+        if (expected_theta) {
+            inv_total = 1.0 / total;
+            for (k = 0; k < K; k++)
+                e_theta[k] = (SKVI_T)(work[k] * inv_total);
+        } else if (total < SKVI_SMALL_TOTAL) {
             double psi_total = skvi_psi(total);
             for (k = 0; k < K; k++)
                 e_theta[k] = (SKVI_T)exp(skvi_psi(work[k]) - psi_total);

@@ -7,7 +7,13 @@ coordinate ascent alternates (Blei et al. 2003; Hoffman et al. 2010)::
     gamma_dk   = alpha_k + exp(E[log theta_dk])
                  * sum_w n_dw / phinorm_dw * exp(E[log beta_kw])
 
-until the mean absolute change of ``gamma_d`` falls below ``tol``.  The
+until the mean absolute change of ``gamma_d`` falls below ``tol``.  With
+``expected_theta`` the same updates use ``E[theta_dk] = gamma_dk / sum_j
+gamma_dj`` in place of ``exp(E[log theta_dk])``, and the caller passes
+``E[beta]`` in place of ``exp(E[log beta])``: the zero-order collapsed
+variational update (CVB0) of Asuncion et al., "On smoothing and inference
+for topic models" (2009), with each document's expected topic counts
+``gamma_d - alpha``.  The
 functions here take the topics as ``exp_elog_beta_t``, the array
 ``exp(E[log beta])`` transposed to shape ``(n_words, n_topics)`` so that one
 word's topic weights are contiguous; only the rows of words that occur in
@@ -116,7 +122,15 @@ def exp_dirichlet_expectation(concentration):
     return np.exp(digamma(concentration) - digamma(total))
 
 
-def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
+def _theta_weights(gamma, expected_theta):
+    """``exp(E[log theta])`` of each row of gamma, or ``E[theta]`` with ``expected_theta``."""
+    if expected_theta:
+        return gamma / gamma.sum(axis=-1, keepdims=True)
+    return exp_dirichlet_expectation(gamma)
+
+
+def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None,
+                 expected_theta=False):
     """Run the E-step on CSR ``X`` with numpy, updating ``gamma`` in place.
 
     Parameters
@@ -138,6 +152,9 @@ def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None)
     sstats_t : ndarray of shape (n_words, n_topics) or None
         When given, ``sum_d n_dw / phinorm_dw * exp(E[log theta_d])`` is
         added to it (the caller multiplies by ``exp(E[log beta])``).
+    expected_theta : bool, default=False
+        Weigh the topics by ``E[theta_d]`` instead of ``exp(E[log
+        theta_d])`` (CVB0; see the module's docstring).
 
     Returns
     -------
@@ -150,7 +167,7 @@ def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None)
     n_docs = X.shape[0]
     dtype = gamma.dtype
     eps = np.finfo(dtype).eps
-    e_theta = exp_dirichlet_expectation(gamma).astype(dtype, copy=False)
+    e_theta = _theta_weights(gamma, expected_theta).astype(dtype, copy=False)
     active = np.arange(n_docs)
     n_updates = 0
 
@@ -169,7 +186,7 @@ def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None)
         new = alpha + e * (weights @ exp_elog_beta_t)
         change = np.abs(new - gamma[active]).mean(axis=1)
         gamma[active] = new
-        e_theta[active] = exp_dirichlet_expectation(new)
+        e_theta[active] = _theta_weights(new, expected_theta)
         n_updates += active.size
         keep = change >= tol
         if not keep.all():
@@ -184,7 +201,8 @@ def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None)
     return n_updates, loglik
 
 
-def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
+def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None,
+           expected_theta=False):
     """Run the E-step with the compiled kernel when built, else numpy.
 
     Same parameters and returns as :func:`e_step_numpy`.
@@ -192,9 +210,10 @@ def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None):
     if _lda_fast is not None:
         return _lda_fast.e_step(
             X.indptr, X.indices, X.data, exp_elog_beta_t, alpha, gamma,
-            int(max_iter), float(tol), sstats_t,
+            int(max_iter), float(tol), sstats_t, bool(expected_theta),
         )
-    return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t)
+    return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t,
+                        expected_theta)
 
 
 def exp_digamma_diff(values, totals, rows=None, offset=0.0):
@@ -280,7 +299,7 @@ MIN_BLOCK_NNZ = 20000
 
 
 def e_step_blocks(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None, executor=None,
-                  n_blocks=1):
+                  n_blocks=1, expected_theta=False):
     """Run :func:`e_step` on row blocks of X, in threads when ``executor`` is given.
 
     The compiled kernel releases the GIL, so blocks run in parallel; each
@@ -295,13 +314,14 @@ def e_step_blocks(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None
     """
     n_blocks = min(n_blocks, X.nnz // MIN_BLOCK_NNZ)
     if executor is None or n_blocks <= 1 or X.shape[0] < 2 * n_blocks:
-        return e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t)
+        return e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t, expected_theta)
 
     def run(block, into=None):
         start, stop = block
         part = X[start:stop]
         local = into if into is not None or sstats_t is None else np.zeros_like(sstats_t)
-        out = e_step(part, exp_elog_beta_t, alpha, gamma[start:stop], max_iter, tol, local)
+        out = e_step(part, exp_elog_beta_t, alpha, gamma[start:stop], max_iter, tol, local,
+                     expected_theta)
         return out, local
 
     blocks = _split_rows(X.indptr, n_blocks)

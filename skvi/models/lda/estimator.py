@@ -156,6 +156,22 @@ class SVILatentDirichletAllocation(
     learn_priors : bool, default=False
         Learn ``doc_topic_prior_`` and ``topic_word_prior_`` by empirical
         Bayes during fitting.
+    inference : {'vb', 'cvb0'}, default='vb'
+        The documents' local step.  ``'vb'``: mean-field variational Bayes
+        (Blei et al.; Hoffman et al.), as scikit-learn.  ``'cvb0'``: the
+        zero-order collapsed variational update of Asuncion et al., "On
+        smoothing and inference for topic models": a word's topic
+        responsibilities are proportional to ``E[beta_kw] (N_dk +
+        alpha_k)``, ``N_dk`` the document's expected topic counts, where
+        VB has ``exp(E[log beta_kw] + E[log theta_dk])``.  Online fits then
+        take the steps of stochastic CVB0 (Foulds et al., "Stochastic
+        collapsed variational Bayesian inference for latent Dirichlet
+        allocation").  The topics' step, ``components_`` (the prior plus
+        expected topic-word counts) and the cost of a pass are those of
+        VB; with priors below 1, held-out words are predicted better (see
+        the user guide).  ``transform`` folds documents in by the same
+        update; ``score``, ``perplexity`` and ``evaluate_every`` use the
+        mean-field ELBO of ``q(beta) = Dirichlet(components_)``.
 
     Attributes
     ----------
@@ -234,6 +250,7 @@ class SVILatentDirichletAllocation(
         ],
         "step_safety": ["boolean"],
         "learn_priors": ["boolean"],
+        "inference": [StrOptions({"vb", "cvb0"})],
     }
 
     def __init__(
@@ -258,6 +275,7 @@ class SVILatentDirichletAllocation(
         learning_rate=None,
         step_safety=True,
         learn_priors=False,
+        inference="vb",
     ):
         self.n_components = n_components
         self.doc_topic_prior = doc_topic_prior
@@ -278,6 +296,7 @@ class SVILatentDirichletAllocation(
         self.learning_rate = learning_rate
         self.step_safety = step_safety
         self.learn_priors = learn_priors
+        self.inference = inference
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
@@ -365,7 +384,9 @@ class SVILatentDirichletAllocation(
             Word counts.
         normalize : bool, default=True
             Return ``E[theta]`` (rows summing to one) when True, the
-            variational Dirichlet parameters ``gamma`` when False.
+            variational Dirichlet parameters ``gamma`` when False (with
+            ``inference='cvb0'``: ``doc_topic_prior`` plus the document's
+            expected topic counts).
 
         Returns
         -------
@@ -374,7 +395,7 @@ class SVILatentDirichletAllocation(
         """
         check_is_fitted(self)
         X = self._validate_input(X, reset=False)
-        gamma = self._infer(X)
+        gamma = self._infer(X, fold_in=True)
         if normalize:
             gamma /= gamma.sum(axis=1, keepdims=True)
         return gamma
@@ -681,6 +702,16 @@ class SVILatentDirichletAllocation(
         """``exp(E[log beta])`` of the words ``cols``, shape (len(cols), K)."""
         return exp_digamma_diff(topics[0].T, self._lambda_totals(topics), rows=cols, offset=1.0)
 
+    def _step_columns(self, topics, cols):
+        """The topic weights of the local step at the words ``cols``, shape (len(cols), K).
+
+        ``exp(E[log beta])`` for VB, ``E[beta] = lambda / sum(lambda)`` for CVB0.
+        """
+        if self.inference == "vb":
+            return self._topic_columns(topics, cols)
+        lam = topics[0].T[cols] + 1.0
+        return np.ascontiguousarray(lam / self._lambda_totals(topics), dtype=lam.dtype)
+
     @staticmethod
     def _lambda_totals(topics):
         """Each topic's ``sum_w lambda_kw``, cached by the factor.
@@ -692,7 +723,8 @@ class SVILatentDirichletAllocation(
             "totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1]
         )
 
-    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, pool=None):
+    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, pool=None,
+                    expected_theta=False):
         if max_iter is None:
             max_iter = self.max_doc_update_iter
         if pool is None:
@@ -700,6 +732,7 @@ class SVILatentDirichletAllocation(
         return e_step_blocks(
             X, eb_t, self._alpha_vector(), gamma, max_iter, self.mean_change_tol,
             sstats_t, executor=pool and pool.executor, n_blocks=pool.n_jobs if pool else 1,
+            expected_theta=expected_theta,
         )
 
     def _sample_count(self, data):
@@ -715,20 +748,22 @@ class SVILatentDirichletAllocation(
         cols = np.flatnonzero(used)
         remap = np.cumsum(used, dtype=X.indices.dtype) - 1
         Xc = sp.csr_matrix((X.data, remap[X.indices], X.indptr), shape=(X.shape[0], cols.size))
-        eb_t = self._topic_columns(topics, cols)
+        eb_t = self._step_columns(topics, cols)
         gamma = self._random_gamma(X.shape[0])
         sstats_t = np.zeros_like(eb_t)
+        cvb0 = self.inference == "cvb0"
         if weight is None:
-            _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t)
+            _, loglik = self._run_e_step(Xc, eb_t, gamma, sstats_t, expected_theta=cvb0)
         else:
             # A document's gamma does not depend on its weight; its
             # statistics and bound are its counts' times the weight.  With
             # max_iter=0 the E-step only reads gamma and computes them from
             # the weighted counts (the ratios n_dw / phinorm_dw are linear
             # in the counts, phinorm_dw does not depend on them).
-            self._run_e_step(Xc, eb_t, gamma)
+            self._run_e_step(Xc, eb_t, gamma, expected_theta=cvb0)
             Xc = _weighted_counts(Xc, weight)
-            _, loglik = self._run_e_step(Xc, eb_t, gamma.copy(), sstats_t, max_iter=0)
+            _, loglik = self._run_e_step(Xc, eb_t, gamma.copy(), sstats_t, max_iter=0,
+                                         expected_theta=cvb0)
         sstats_t *= eb_t
         # With weights, "X" holds the weighted counts (for _local_bound).
         return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik,
@@ -849,9 +884,19 @@ class SVILatentDirichletAllocation(
         self._exp_elog_beta_t = np.ascontiguousarray(self.exp_dirichlet_component_.T)
 
     # ------------------------------------------------------------ inference
-    def _infer(self, X):
-        """E-step from ``gamma = 1`` with the fitted topics (no sstats)."""
+    def _infer(self, X, fold_in=False):
+        """E-step from ``gamma = 1`` with the fitted topics (no sstats).
+
+        Mean-field VB (the ELBO's), or with ``fold_in`` the fit's own local
+        step (``inference``).
+        """
         gamma = np.ones((X.shape[0], self.n_components), dtype=self._dtype)
+        cvb0 = fold_in and self.inference == "cvb0"
+        if cvb0:
+            lam = self.components_
+            cols_t = np.ascontiguousarray((lam / lam.sum(axis=1, keepdims=True)).T)
+        else:
+            cols_t = self._exp_elog_beta_t
         # The fit's pool while fitting; otherwise a pool of this call's own,
         # never stored on the estimator, so that predictions from several
         # threads at once do not share (and shut down) one pool.
@@ -860,7 +905,7 @@ class SVILatentDirichletAllocation(
         if pool is None:
             pool = own = _Pool(self.n_jobs)
         try:
-            self._run_e_step(X, self._exp_elog_beta_t, gamma, pool=pool)
+            self._run_e_step(X, cols_t, gamma, pool=pool, expected_theta=cvb0)
         finally:
             if own is not None:
                 own.close()
