@@ -263,15 +263,21 @@ def test_n_jobs_splits_minibatches_into_blocks_with_the_same_fit(name, est, X, y
     one = copy.deepcopy(est).set_params(n_jobs=1)
     two = copy.deepcopy(est).set_params(n_jobs=2)
     sizes = []
-    original = type(two)._local_step
 
-    def spy(self, data, params):
-        sizes.append(data.shape[0])
-        return original(self, data, params)
+    def spy(method):
+        original = getattr(type(two), method)
+
+        def spied(self, data, params):
+            sizes.append(data.shape[0])
+            return original(self, data, params)
+
+        return spied
 
     fit_args = (X,) if y is None else (X, y)
     one.fit(*fit_args)
-    monkeypatch.setattr(type(two), "_local_step", spy)
+    # The local step, or the one that also gives the ELBO test's bound.
+    for method in ("_local_step", "_local_step_and_bound"):
+        monkeypatch.setattr(type(two), method, spy(method))
     two.fit(*fit_args)
     assert 2500 in sizes  # the minibatch ran as two blocks of 2500 rows
     np.testing.assert_allclose(_flat(two.natural_params_), _flat(one.natural_params_),

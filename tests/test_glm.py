@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
+import skvi.engine.base as engine_base
 from skvi import SVILogisticRegression, SVIPoissonRegression
 from skvi.likelihoods import Gaussian
 from skvi.models.glm import _BayesianGLM
@@ -582,7 +583,7 @@ def test_a_zero_weight_minibatch_of_partial_fit_takes_no_step():
     np.testing.assert_array_equal(a.posterior_mean_, b.posterior_mean_)
 
 
-def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step():
+def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step(monkeypatch):
     # _local_step_and_bound: the ELBO test of an accepted batch step gives
     # the next E-step, and the first E-step gives the ELBO the first test
     # starts from; the fit is the one without the shortcut, with no
@@ -619,6 +620,13 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step():
     assert fast_calls == 0 and calls["n"] == plain.n_iter_
     assert fast_bounds == 0 and calls["bound"] == plain.n_iter_ + 1
     assert fast._svi.known_local is None
+    # On n_jobs threads each block's ELBO test gives its next E-step too.
+    monkeypatch.setattr(engine_base, "MIN_BLOCK_ROWS", 50)
+    calls["n"] = calls["bound"] = 0
+    threaded = Counted(n_jobs=2, **kw).fit(X, y)
+    assert calls["n"] == 0 and calls["bound"] == 0
+    np.testing.assert_allclose(threaded.posterior_mean_, plain.posterior_mean_, rtol=1e-10)
+    np.testing.assert_allclose(threaded.lower_bounds_, plain.lower_bounds_, rtol=1e-12)
     # No training rows in the fitted estimator: ten times the rows, the
     # same pickle size (up to the recorded history).
     small = len(pickle.dumps(SVILogisticRegression(**kw).fit(X, y)))

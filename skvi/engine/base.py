@@ -911,8 +911,9 @@ class SVIEstimator(BaseEstimator):
         tried parameters, and if they are accepted the next batch E-step is
         at the same parameters.  A model that gets both from one pass over
         the rows returns ``(local, bound)`` and the engine reuses ``local``
-        for that E-step (single-threaded fits, whose E-step is one block);
-        the default None keeps ``_local_bound`` and a separate E-step.
+        for that E-step (of each block when ``n_jobs`` threads split the
+        rows; not for data held elsewhere); the default None keeps
+        ``_local_bound`` and a separate E-step.
         """
         return None
 
@@ -2018,6 +2019,27 @@ class SVIEstimator(BaseEstimator):
         if self._update_hyperparameters(hyper, ctx):
             self._model_changed()
 
+    def _local_and_bound(self, X, params):
+        """``(local, data bound)`` of X at ``params`` from one pass, or None.
+
+        The model's ``_local_step_and_bound`` on X, or on its blocks in the
+        ``n_jobs`` threads (``local`` is then their ``_Blocks`` and the
+        bound their sum).  None for data held elsewhere, or when the model
+        has no such shortcut.
+        """
+        if isinstance(X, BlockedData) or (
+                type(self)._local_step_and_bound is SVIEstimator._local_step_and_bound):
+            return None
+        self._prepare_local_steps(X, params)
+        pool = getattr(self, "_blocks_pool", None)
+        blocks = None if pool is None else _row_blocks(X, self._blocks_threads)
+        if blocks is None:
+            return self._local_step_and_bound(X, params)
+        parts = list(pool.map(lambda b: self._local_step_and_bound(b, params), blocks))
+        if any(part is None for part in parts):
+            return None
+        return _Blocks(blocks, [p[0] for p in parts]), float(sum(p[1] for p in parts))
+
     def _e_step_for_test(self, X):
         """A batch E-step at the current parameters, with their ELBO when a step test needs it.
 
@@ -2028,9 +2050,8 @@ class SVIEstimator(BaseEstimator):
         """
         st = self._svi
         params = self.natural_params_
-        in_memory = not (getattr(self, "_blocks_pool", None) or isinstance(X, BlockedData))
-        if in_memory and self.step_safety and self._batch_steps_raise_elbo():
-            both = self._local_step_and_bound(X, params)
+        if self.step_safety and self._batch_steps_raise_elbo():
+            both = self._local_and_bound(X, params)
             if both is not None:
                 local, bound = both
                 st.known_bound = (params, bound + self._global_bound(params))
@@ -2045,8 +2066,7 @@ class SVIEstimator(BaseEstimator):
         accepted one serves as the pass's ELBO: one evaluation per try.
         """
         st = self._svi
-        in_memory = not (getattr(self, "_blocks_pool", None) or isinstance(X, BlockedData))
-        both = self._local_step_and_bound(X, params) if in_memory else None
+        both = self._local_and_bound(X, params)
         if both is None:
             new = self._global_bound(params) + self._data_bound(X, None, params)
         else:
