@@ -41,9 +41,11 @@ class Rows:
 
     @property
     def X(self):
+        # _X_rows is never cleared, so that threads reading X at once each
+        # find it (a minibatch lives no longer than its source).
         if self._X is None:
             source, rows = self._X_rows
-            self._X, self._X_rows = source.X[rows], None
+            self._X = source.X[rows]
         return self._X
 
     @property

@@ -166,12 +166,16 @@ class SVILatentDirichletAllocation(
         VB has ``exp(E[log beta_kw] + E[log theta_dk])``.  Online fits then
         take the steps of stochastic CVB0 (Foulds et al., "Stochastic
         collapsed variational Bayesian inference for latent Dirichlet
-        allocation").  The topics' step, ``components_`` (the prior plus
+        allocation"), which like this update counts each word's own
+        responsibilities in ``N_dk`` (Asuncion et al.'s exact CVB0 leaves
+        them out).  The topics' step, ``components_`` (the prior plus
         expected topic-word counts) and the cost of a pass are those of
         VB; with priors below 1, held-out words are predicted better (see
         the user guide).  ``transform`` folds documents in by the same
         update; ``score``, ``perplexity`` and ``evaluate_every`` use the
-        mean-field ELBO of ``q(beta) = Dirichlet(components_)``.
+        mean-field ELBO of ``q(beta) = Dirichlet(components_)``, and
+        ``heldout_word_probabilities`` and ``log_evidence`` fold documents
+        in by VB, as they do for any topics.
 
     Attributes
     ----------
@@ -479,9 +483,11 @@ class SVILatentDirichletAllocation(
         The document-completion protocol of
         :func:`skvi.metrics.document_completion_perplexity`: with the topics
         fixed, each document's variational Dirichlet is fitted to
-        ``X_observed`` by the E-step (from ``gamma = 1``; at most
+        ``X_observed`` by the mean-field E-step (from ``gamma = 1``; at most
         ``max_doc_update_iter`` iterations, to ``mean_change_tol``), and a
         held-out word ``w`` has ``p(w | d) = sum_k E[theta_dk] E[beta_kw]``.
+        The E-step is VB's whatever ``inference`` fitted the topics, so that
+        the number means the same for every model.
 
         Parameters
         ----------
@@ -707,7 +713,7 @@ class SVILatentDirichletAllocation(
 
         ``exp(E[log beta])`` for VB, ``E[beta] = lambda / sum(lambda)`` for CVB0.
         """
-        if self.inference == "vb":
+        if self.inference != "cvb0":
             return self._topic_columns(topics, cols)
         lam = topics[0].T[cols] + 1.0
         return np.ascontiguousarray(lam / self._lambda_totals(topics), dtype=lam.dtype)
