@@ -1526,11 +1526,20 @@ class SVIEstimator(BaseEstimator):
         if isinstance(X, BlockedData):
             return _Blocks(X, X.local_steps(self, params))
         self._prepare_local_steps(X, params)
+        blocks, out = self._on_fit_threads(X, lambda b: self._local_step(b, params))
+        return out if blocks is None else _Blocks(blocks, out)
+
+    def _on_fit_threads(self, X, function):
+        """``(None, function(X))``, or ``(blocks, [function(block), ...])`` on the fit's threads.
+
+        The minibatch is cut into blocks when a fit holds ``n_jobs``
+        threads and X has rows enough for two (``MIN_BLOCK_ROWS`` each).
+        """
         pool = getattr(self, "_blocks_pool", None)
         blocks = _row_blocks(X, 0 if pool is None else self._blocks_threads)
         if blocks is None:
-            return self._local_step(X, params)
-        return _Blocks(blocks, list(pool.map(lambda b: self._local_step(b, params), blocks)))
+            return None, function(X)
+        return blocks, list(pool.map(function, blocks))
 
     def _map_row_blocks(self, function, X):
         """``function`` of X, or of its rows in blocks on ``n_jobs`` threads: a list in row order.
@@ -2031,14 +2040,12 @@ class SVIEstimator(BaseEstimator):
                 type(self)._local_step_and_bound is SVIEstimator._local_step_and_bound):
             return None
         self._prepare_local_steps(X, params)
-        pool = getattr(self, "_blocks_pool", None)
-        blocks = None if pool is None else _row_blocks(X, self._blocks_threads)
+        blocks, out = self._on_fit_threads(X, lambda b: self._local_step_and_bound(b, params))
         if blocks is None:
-            return self._local_step_and_bound(X, params)
-        parts = list(pool.map(lambda b: self._local_step_and_bound(b, params), blocks))
-        if any(part is None for part in parts):
+            return out
+        if any(part is None for part in out):
             return None
-        return _Blocks(blocks, [p[0] for p in parts]), float(sum(p[1] for p in parts))
+        return _Blocks(blocks, [p[0] for p in out]), float(sum(p[1] for p in out))
 
     def _e_step_for_test(self, X):
         """A batch E-step at the current parameters, with their ELBO when a step test needs it.

@@ -3,8 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Rows", "check_row_weights", "design_of", "row_quadratic", "weighted_gram",
-           "with_intercept"]
+__all__ = ["Rows", "check_row_weights", "design_of", "design_rows", "row_quadratic",
+           "weighted_gram", "with_intercept"]
 
 
 def check_row_weights(sample_weight, X):
@@ -141,6 +141,18 @@ def weighted_gram(X, weights):
     values = X.data * np.repeat(weights, np.diff(X.indptr))
     scaled = sp.csr_matrix((values, X.indices, X.indptr), shape=X.shape)
     return (X.T.tocsr() @ scaled).toarray()
+
+
+def design_rows(X, y, weight, fit_intercept):
+    """``Rows`` of a linear model, carrying their design when it differs from X.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> design_rows(np.array([[2.0], [3.0]]), np.array([0.0, 1.0]), None, True)[1:].design
+    array([[3., 1.]])
+    """
+    return Rows(X, y, weight, with_intercept(X) if fit_intercept else None)
 
 
 def design_of(data, fit_intercept):

@@ -38,7 +38,7 @@ from ..likelihoods import Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ..validation import check_sparse_structure
-from ._rows import (Rows, check_row_weights, design_of, row_quadratic, weighted_gram,
+from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
                     with_intercept)
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
@@ -146,7 +146,7 @@ class _BayesianGLM(SVIEstimator):
 
     def _rows(self, X, y, weight=None):
         """The engine's rows of (X, y), carrying their design: built once per fit."""
-        return Rows(X, y, weight, self._design(X) if self.fit_intercept else None)
+        return design_rows(X, y, weight, self.fit_intercept)
 
     def _check_X(self, X, reset):
         check_sparse_structure(X)

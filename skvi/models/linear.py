@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
-from ._rows import (Rows, check_row_weights, design_of, row_quadratic, weighted_gram,
+from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
                     with_intercept)
 
 __all__ = ["SVILinearRegression"]
@@ -273,8 +273,8 @@ n_samples_seen_, converged_, n_rejected_steps_
                              dtype=[np.float64, np.float32], y_numeric=True)
         if sp.issparse(X):
             X = X.tocsr()
-        design = self._design(X) if self.fit_intercept else None
-        return Rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X), design)
+        return design_rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X),
+                           self.fit_intercept)
 
     def _sample_count(self, data):
         # A row of weight 2 counts as two rows in N / |S| and in a stream's N.
