@@ -37,29 +37,18 @@ from concurrent.futures import CancelledError
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .engine.blocks import (
-    BlockedData,
-    RemoteProbe,
-    register_backend,
-    block_count,
-    block_initialize,
-    block_prepare,
-    block_vocabulary,
-    block_probe,
-    block_probe_loss,
-    block_rows,
-    block_concatenate,
-    block_local_step,
-    block_row_step,
-    block_start_rows,
-    block_with_rows,
-    worker_view,
-)
-from .engine.base import StepContext
-from .engine.rows import ResidentRows
-from .engine.statistics import add_statistics
+import copy
+import time
 
-__all__ = ["DaskBlocks", "Traffic", "WorkerLostError", "blockwise", "fit_on_cluster", "traffic"]
+from .engine import blocks as _fn
+from .engine.executor import Executor, register_backend
+from .schedules import make_schedule
+from .engine.rows import ResidentRows
+from .engine.statistics import Distinct, add_statistics
+from .engine.step import StepContext
+
+__all__ = ["DaskBlocks", "DaskExecutor", "Traffic", "WorkerLostError", "blockwise", "fit_on_cluster",
+           "traffic"]
 
 _RECORDERS = []
 
@@ -172,12 +161,109 @@ def _n_rows(data):
     return int(data.shape[0])
 
 
+# ------------------------------------------------- what travels to a worker
+#: Attributes of an estimator that never travel to a worker: the engine's
+#: state and the globals, which are sent on their own.
+_ENGINE_ATTRIBUTES = frozenset(("_svi", "natural_params_", "_worker_row_totals"))
+
+
+def _transient(estimator):
+    st = getattr(estimator, "_svi", None)
+    settings = st.settings if st is not None and st.settings is not None else estimator._settings
+    return _ENGINE_ATTRIBUTES | frozenset(settings.transient)
+
+
+def worker_view(estimator):
+    """A shallow copy of ``estimator`` to ship to workers: no engine state, no globals.
+
+    The model's settings list in ``transient`` what never travels: what it
+    keeps only for the duration of an in-memory fit (buffers, the data).
+    """
+    view = copy.copy(estimator)
+    drop = _transient(estimator)
+    view.__dict__ = {k: v for k, v in estimator.__dict__.items() if k not in drop}
+    st = getattr(estimator, "_svi", None)
+    if st is not None and st.rows:
+        # Per-row factors' N_i (``_row_totals``) are the size of the globals.
+        view._worker_row_totals = {name: group.totals for name, group in st.rows.items()}
+    return view
+
+
+def changed_attributes(before, estimator, data=None):
+    """The attributes ``estimator`` gained or replaced since ``before`` (a dict copy)."""
+    drop = _transient(estimator)
+    return {
+        k: v for k, v in estimator.__dict__.items()
+        if k not in drop and (k not in before or before[k] is not v) and v is not data
+    }
+
+
+def default_vocabulary(estimator, X, y, sample_weight):
+    """What every block must agree on before it is validated: a classifier's labels."""
+    from sklearn.base import is_classifier  # noqa: PLC0415
+
+    if y is None or not is_classifier(estimator):
+        return None
+    return {"classes": Distinct(np.asarray(y).ravel())}
+
+
+# ------------------------------------------------- functions run on a block
+def block_vocabulary(estimator, X, y, sample_weight):
+    """The model's vocabulary of a raw block (``_data_vocabulary``; merged over blocks)."""
+    own = getattr(estimator, "_data_vocabulary", None)
+    if own is not None:
+        return own(X, y, sample_weight)
+    return default_vocabulary(estimator, X, y, sample_weight)
+
+
+def block_prepare(estimator, X, y, sample_weight, vocabulary):
+    """Validate one block as ``fit`` validates its input; returns (data, attributes set)."""
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    data = est._prepare_data(X, y, sample_weight, reset=True, vocabulary=vocabulary)
+    return data, changed_attributes(before, est, data)
+
+
+def block_initialize(estimator, data, random_state, summary):
+    """The model's initial globals from one block (or sample of rows).
+
+    Returns (globals, attributes set, the generator's state after the
+    start): the client's generator continues from there, as in memory.
+    """
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    natural = est._initialize_globals(data, random_state, summary)
+    resident = est._settings.resident_row_groups
+    # A resident group's rows start on their own blocks (block_start_rows).
+    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()
+               if k not in resident}
+    return natural, changed_attributes(before, est, data), random_state.get_state()
+
+
+def block_local_step(estimator, data, params, seed, rows=None):
+    """The local step of a block, its random draws (if any) from ``seed``."""
+    estimator = copy.copy(estimator)  # the model may keep the step's draws
+    draws = estimator._local_draws(data, np.random.RandomState(seed))
+    return _fn.local_step(estimator, data, params, draws, rows)
+
+
+def block_count(estimator, data):
+    """``_sample_count`` of a block: its rows, or their total weight."""
+    return _fn.sample_count(estimator, data)
+
+
+def block_probe_loss(estimator, data, params):
+    """The probe's loss under ``params``, where the probe's rows are."""
+    return _fn.probe_loss(estimator, data, params)
+
+
 class _Channel:
     """The client and what was last sent to the workers, shared by a fit's data and minibatches.
 
     The worker view of the estimator is scattered once per engine state and
     view version (a hyperparameter step bumps it); the globals once per
-    distinct value.  :func:`traffic` records the bytes.
+    distinct value.  :func:`traffic` records the bytes; ``seconds`` the
+    wall time spent sending and waiting for results.
     """
 
     def __init__(self, client, seed):
@@ -185,6 +271,7 @@ class _Channel:
         self.rng = np.random.RandomState(seed)
         self._view = (None, None)
         self._params = []
+        self.seconds = 0.0
 
     def _scatter(self, obj):
         _count("bytes_out", obj)
@@ -192,10 +279,13 @@ class _Channel:
         # Not broadcast: the workers fetch it from each other (faster, and a
         # scatter never waits on a dying worker).  A scatter to a worker that
         # just died is a lost worker too: the sums over blocks retry it.
+        start = time.perf_counter()
         try:
             return self.client.scatter([obj], hash=False)[0]
         except _lost_results() as exc:
             raise _worker_lost(exc) from exc
+        finally:
+            self.seconds += time.perf_counter() - start
 
     def forget(self):
         """Drop what was sent: a lost worker may have held it."""
@@ -203,10 +293,13 @@ class _Channel:
         self._params = []
 
     def gather(self, future):
+        start = time.perf_counter()
         try:
             value = future.result()
         except _lost_results() as exc:
             raise _worker_lost(exc) from exc
+        finally:
+            self.seconds += time.perf_counter() - start
         _count("bytes_in", value)
         return value
 
@@ -246,11 +339,11 @@ class _Channel:
         return self.gather(futures[0])
 
 
-class DaskBlocks(BlockedData):
+class DaskBlocks:
     """A fit's rows as blocks on a dask cluster (futures of validated blocks).
 
-    Built by :func:`fit_on_cluster`; the engine's loop calls its methods
-    (see :class:`skvi.engine.blocks.BlockedData`).
+    Built by :func:`fit_on_cluster`; :class:`DaskExecutor` runs the loop's
+    operations on them where they are.
 
     Parameters
     ----------
@@ -270,8 +363,8 @@ class DaskBlocks(BlockedData):
     Examples
     --------
     >>> from skvi.distributed import DaskBlocks
-    >>> DaskBlocks.__mro__[1].__name__
-    'BlockedData'
+    >>> DaskBlocks.__name__
+    'DaskBlocks'
     """
 
     def __init__(self, channel, blocks, sizes, n_features, parents=None):
@@ -296,8 +389,8 @@ class DaskBlocks(BlockedData):
             self._count = float(self.channel.tree_sum(counts))
         return self._count
 
-    def initialize(self, estimator, random_state):
-        size = estimator._start_sample_size()
+    def initialize(self, estimator, random_state, summary):
+        size = estimator._settings.start_sample_size
         if size is None:
             data = self.blocks[0]
         else:
@@ -307,16 +400,17 @@ class DaskBlocks(BlockedData):
                 random_state.choice(n, size, replace=False))
             data = self._rows_future(rows)
         view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
-        future = self.channel.client.submit(block_initialize, view, data, random_state, pure=False)
+        future = self.channel.client.submit(block_initialize, view, data, random_state, summary,
+                                            pure=False)
         natural, attributes, state = self.channel.gather(future)
         random_state.set_state(state)
         estimator.__dict__.update(attributes)
-        names = tuple(estimator._resident_row_groups)
+        names = tuple(estimator._settings.resident_row_groups)
         if names:
             # Every block starts its own rows (as fit grows a group in memory).
             view = self.channel._scatter(worker_view(estimator))
             seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
-            started = self._map(block_start_rows, self._repeat(view), self.blocks,
+            started = self._map(_fn.start_rows, self._repeat(view), self.blocks,
                                 self._repeat(names), seeds)
             rows = self._map(operator.getitem, started, self._repeat(0))
             reports = self._map(operator.getitem, started, self._repeat(1))
@@ -349,7 +443,7 @@ class DaskBlocks(BlockedData):
         for _ in self.blocks:  # sent with each block's task
             _count("bytes_out", (sent, schedule))
         results = self._map(
-            block_row_step, self._repeat(self.channel.view(estimator)), self.blocks,
+            _fn.row_step, self._repeat(self.channel.view(estimator)), self.blocks,
             locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
             self._repeat(name), self._repeat(sent), self._repeat(schedule),
         )
@@ -404,8 +498,8 @@ class DaskBlocks(BlockedData):
             if rows is None:
                 parts = self._map(function, view, self.blocks, futures, *columns)
             else:  # the globals joined by each block's resident rows
-                parts = self._map(block_with_rows, self._repeat(function), view, self.blocks,
-                                  futures, rows, *columns)
+                parts = self._map(_fn.with_block_rows, self._repeat(function), view,
+                                  self.blocks, futures, rows, *columns)
             return self.channel.tree_sum(parts)
 
         for retry in range(RETRIES + 1):
@@ -434,28 +528,27 @@ class DaskBlocks(BlockedData):
         """The given rows (global numbers, increasing) stacked on a worker: a future."""
         client = self.channel.client
         parts = [
-            client.submit(block_rows, block, local, pure=False)
+            client.submit(_fn.take_rows, block, local, pure=False)
             for block, local in zip(self.blocks, self._pieces(np.asarray(rows)))
             if local.size
         ]
-        return client.submit(block_concatenate, *parts, pure=False)
+        return client.submit(_fn.concatenate, *parts, pure=False)
 
-    def probe(self, estimator, rows):
-        client = self.channel.client
-        data = self._rows_future(rows)
-        view = self.channel.view(estimator)
-        handle = client.submit(block_probe, view, data, pure=False)
-        return RemoteProbe(self, handle)
+    def sample(self, rows):
+        """The given rows gathered into one block on a worker (a probe, a convergence sample)."""
+        rows = np.asarray(rows)
+        return DaskBlocks(self.channel, [self._rows_future(rows)], [rows.size], self.shape[1],
+                          parents=[None])
 
-    def probe_loss(self, estimator, handle, params):
+    def probe_loss(self, estimator, params):
         future = self.channel.client.submit(
-            block_probe_loss, self.channel.view(estimator), handle,
+            block_probe_loss, self.channel.view(estimator), self.blocks[0],
             self.channel.params(params), pure=False,
         )
         return self.channel.gather(future)
 
-    def minibatches(self, estimator, random_state):
-        n_batches = max(1, -(-self.shape[0] // int(estimator.batch_size)))
+    def minibatches(self, estimator, random_state, batch_size):
+        n_batches = max(1, -(-self.shape[0] // int(batch_size)))
         client = self.channel.client
         view = self.channel.view(estimator)
         # Each block's rows shuffled and cut into n_batches near-equal pieces;
@@ -468,7 +561,7 @@ class DaskBlocks(BlockedData):
             parts, sizes, parents = [], [], []
             for b, (block, own) in enumerate(zip(self.blocks, pieces)):
                 if own[j].size:
-                    parts.append(client.submit(block_rows, block, own[j], pure=False))
+                    parts.append(client.submit(_fn.take_rows, block, own[j], pure=False))
                     sizes.append(own[j].size)
                     parents.append(self.parents[b])
             steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1], parents))
@@ -482,6 +575,81 @@ class DaskBlocks(BlockedData):
             step._count = float(np.sum(counts[first : first + step.n_blocks]))
             first += step.n_blocks
             yield step, (total / step._count if step._count else 0.0)
+
+
+class DaskExecutor(Executor):
+    """The engine's executor for data held in blocks on a dask cluster.
+
+    Every block operation runs where the block is; only the globals go out
+    (once per distinct value) and summed statistics come back, added in a
+    tree on the workers.  The column blocks of the global step run on the
+    client.  Each block's local step draws its random numbers from a
+    generator seeded per block and step (``_local_draws``), so a fit on a
+    cluster does not draw the same numbers as one in memory: batch fits of
+    models without random draws equal the in-memory fit to rounding; the
+    others agree within their Monte Carlo noise.
+
+    Parameters
+    ----------
+    channel : _Channel
+        The client and what was last sent to the workers.
+    settings : ModelSettings
+        The model's settings (which row groups stay with their blocks).
+
+    Examples
+    --------
+    >>> from skvi.distributed import DaskExecutor
+    >>> from skvi.engine.executor import Executor
+    >>> issubclass(DaskExecutor, Executor)
+    True
+    """
+
+    def __init__(self, channel, settings):
+        super().__init__()
+        self.channel = channel
+        self.settings = settings
+
+    @property
+    def transfer_seconds(self):
+        return self.channel.seconds
+
+    @transfer_seconds.setter
+    def transfer_seconds(self, value):
+        pass
+
+    def count(self, est, data):
+        return data.count(est)
+
+    def summary(self, est, data):
+        return self.sum(est, _fn.data_summary, data, None)
+
+    def initialize(self, est, data, random_state, summary):
+        return data.initialize(est, random_state, summary)
+
+    def local_steps(self, est, data, params, random_state):
+        return data.local_steps(est, params)
+
+    def sum(self, est, function, data, locals_, *args):
+        start = time.perf_counter()
+        try:
+            return data.sum_over(est, function, locals_, *args)
+        finally:
+            self.parallel_seconds += time.perf_counter() - start
+
+    def minibatches(self, est, data, random_state, batch_size):
+        return data.minibatches(est, random_state, batch_size)
+
+    def sample(self, est, data, rows):
+        return data.sample(rows)
+
+    def probe_loss(self, est, probe, params):
+        return probe.probe_loss(est, params)
+
+    def resident(self, name):
+        return name in self.settings.resident_row_groups
+
+    def row_step(self, est, name, data, locals_, params, ctx, schedule):
+        return data.row_step(est, name, locals_, params, ctx, schedule)
 
 
 #: How often a sum over the blocks is redone after a worker was lost.
@@ -657,6 +825,32 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     >>> bool(np.allclose(est.mean_, in_memory.mean_, rtol=1e-12))
     True
     """
+    executor, blocks = prepare_on_cluster(estimator, X, y, sample_weight, client)
+    return estimator._fit_prepared(blocks, executor)
+
+
+def prepare_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
+    """Validate the blocks of dask collections where they are; the executor of a fit on them.
+
+    Each block is validated as ``fit`` validates its input (after every
+    block's vocabulary, a classifier's labels or matrix factorization's
+    ids, was merged), and stays on its worker.
+
+    Returns
+    -------
+    executor : DaskExecutor
+    blocks : DaskBlocks
+    """
+    schedule = make_schedule(estimator.learning_rate, estimator.learning_offset,
+                             estimator.learning_decay)
+    if (estimator._settings.resident_row_groups and estimator.learning_method == "online"
+            and schedule.needs_gradient):
+        raise NotImplementedError(
+            f"{type(estimator).__name__} keeps its "
+            f"{', '.join(estimator._settings.resident_row_groups)} factors on the workers of a "
+            "cluster, where a schedule that needs the natural gradient (AdaptiveRate) cannot "
+            "see them; use a Robbins-Monro schedule on a cluster."
+        )
     da, _ = _import_dask()
     client = _client(client)
     X = _as_dask_array(da, X, "X")
@@ -681,7 +875,9 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     merged = channel.tree_sum(
         client.map(block_vocabulary, [view] * n, x_f, y_f, w_f, pure=False)
     )
-    vocabulary = None if merged is None else {k: v.values for k, v in merged.items()}
+    # A dict (empty for a model with nothing to agree on) tells each block it
+    # is one of a fit on a cluster.
+    vocabulary = {} if merged is None else {k: v.values for k, v in merged.items()}
     prepared = client.map(block_prepare, [view] * n, x_f, y_f, w_f, [vocabulary] * n, pure=False)
     for future in prepared:
         if future.exception() is not None:
@@ -692,7 +888,7 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     del prepared
     estimator.__dict__.update(attributes)
     blocks = DaskBlocks(channel, data, sizes, X.shape[1])
-    return estimator._fit_blocks(blocks)
+    return DaskExecutor(channel, estimator._settings), blocks
 
 
 class _DaskBackend:
@@ -704,8 +900,8 @@ class _DaskBackend:
         return callable(getattr(type(X), "__dask_graph__", None))
 
     @staticmethod
-    def fit(estimator, X, y, sample_weight):
-        return fit_on_cluster(estimator, X, y, sample_weight)
+    def executor(estimator, X, y, sample_weight):
+        return prepare_on_cluster(estimator, X, y, sample_weight)
 
     @staticmethod
     def blockwise(estimator, method, X, *args, **kwargs):

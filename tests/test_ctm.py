@@ -19,7 +19,7 @@ from skvi.metrics import (
     split_document_tokens,
 )
 from skvi.engine import monitor
-from skvi.engine.base import MIN_BLOCK_ROWS
+from skvi.engine.executor import MIN_BLOCK_ROWS
 from skvi.models.ctm import kernels
 
 
@@ -311,9 +311,9 @@ def test_n_jobs_splits_the_documents_but_not_the_fit(bound, covariance, method):
     blocks, folded = [], []
 
     class Recorded(SVICorrelatedTopicModel):
-        def _local_step(self, X, params):
+        def _local_step(self, X, params, draws=None):
             blocks.append((self.n_jobs, X.shape[0]))
-            return super()._local_step(X, params)
+            return super()._local_step(X, params, draws)
 
         def _fold_in_rows(self, X):
             folded.append((self.n_jobs, X.shape[0]))

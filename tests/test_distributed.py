@@ -19,6 +19,7 @@ import scipy.sparse as sp
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+from skvi.engine import SVIEstimator
 from skvi import (  # noqa: E402
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
@@ -239,7 +240,8 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
     X = _blobs(seed=10)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=15, tol=0)
     ref = SVIBayesianGaussianMixture(**kw)
-    ref._fit_restarts(ref._rows(X, reset=True), 200)
+    ref._init_rows = 200  # the engine's fit, its start from a subsample of 200 rows
+    SVIEstimator.fit(ref, X)
     est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)))
     _assert_same_globals(est, ref)
     # And it reaches the optimum of the start from all the rows (up to the
@@ -424,7 +426,7 @@ def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
     levels = np.clip(np.round(y), 1, 5)
     levels[:2000] = np.minimum(levels[:2000], 4)
     kw = dict(n_components=2, likelihood="ordinal", learning_method="online",
-              batch_size=500, max_iter=10, random_state=0)
+              batch_size=500, max_iter=10, tol=0, random_state=0)
     ref = SVIMatrixFactorization(**kw).fit(X, levels)
     est = SVIMatrixFactorization(**kw).fit(*_blocks(X, levels))
     np.testing.assert_array_equal(est.classes_, [1, 2, 3, 4, 5])
@@ -448,8 +450,8 @@ def _ctm_started_on_the_first_block(monkeypatch, n_first):
     """In memory, the start a fit on a cluster makes: the LDA start on the first block."""
     start = SVICorrelatedTopicModel._initialize_globals
 
-    def first_block(self, X, random_state):
-        natural = start(self, Documents(X.X[:n_first], X.ids[:n_first]), random_state)
+    def first_block(self, X, random_state, summary):
+        natural = start(self, Documents(X.X[:n_first], X.ids[:n_first]), random_state, summary)
         natural["documents"] = self._prior_documents(X.shape[0])
         return natural
 

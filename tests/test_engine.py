@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import validate_data
 
 from skvi import GaussianGammaVB
-from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, SVIEstimator
+from skvi.engine import ENGINE_PARAMETER_CONSTRAINTS, MAX_BACKOFF, ModelSettings, SVIEstimator
 from skvi.expfam import Gamma
 from skvi.schedules import Constant
 
@@ -21,8 +21,7 @@ class OneGamma(SVIEstimator):
     """
 
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
-    _global_factors = ("g",)
-    _factor_families = {"g": Gamma}
+    _settings = ModelSettings({"g": Gamma})
 
     def __init__(self, learning_method="online", batch_size=1, max_iter=1, tol=0.0,
                  learning_offset=10.0, learning_decay=0.7, learning_rate=None,
@@ -41,14 +40,11 @@ class OneGamma(SVIEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def partial_fit(self, X, y=None):
-        self._validate_params()
-        return self._engine_partial_fit(X)
-
-    def _validate_input(self, X, reset):
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
         return validate_data(self, X, reset=reset, ensure_all_finite=False)
 
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, X, random_state, summary):
         return self._prior_natural()
 
     def _prior_natural(self):
@@ -95,7 +91,7 @@ def test_hopeless_step_is_skipped_and_step_size_kept():
         est.partial_fit(np.array([[np.nan, 1.0]]))
     assert est.n_rejected_steps_ == MAX_BACKOFF + 1
     np.testing.assert_array_equal(est.natural_params_["g"][0], before[0])
-    assert est._svi.backoff == 1.0
+    assert est._svi.safety.backoff == 1.0
     est.partial_fit(np.array([[0.0, 1.0]]))
     # total_samples='auto': N = 3 rows seen, |S| = 1, so the target is 3;
     # the data part of the current value (0.5 after one row) grows with the
@@ -137,8 +133,8 @@ def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
     # An unchanged ELBO after a pass in which every step was rejected is
     # not convergence: the parameters never moved.
     class Refusing(GaussianGammaVB):
-        def _step_acceptable(self, X, params, ctx):
-            return False
+        def _update_factor(self, name, current, stats, ctx):
+            return super()._update_factor(name, current, stats, ctx)[0], False
 
     X = np.random.RandomState(0).normal(size=(200, 2))
     est = Refusing(learning_method="online", batch_size=50, max_iter=4, tol=1e-3)
@@ -170,12 +166,12 @@ def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     import scipy.sparse as sp
 
     from skvi import SVILatentDirichletAllocation
-    from skvi.engine import base as engine
+    from skvi.engine import executor as engine
 
     monkeypatch.setattr(engine, "SPARSE_GATHER_ROWS", 10)  # blocks of 2 minibatches
     X = sp.random(22, 6, density=0.5, format="csr", random_state=0)
     model = SVILatentDirichletAllocation(batch_size=4)
-    got = list(model._online_batches(X, np.random.RandomState(3)))
+    got = list(engine.SerialExecutor().minibatches(model, X, np.random.RandomState(3), 4))
     order = np.random.RandomState(3).permutation(22)
     # 22 rows in ceil(22 / 4) = 6 minibatches: four of 4 and two of 3, not
     # five of 4 and a last one of 2.
@@ -185,7 +181,8 @@ def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     for (Xb, scale), ref in zip(got, expected):
         np.testing.assert_array_equal(Xb.toarray(), ref.toarray())
         assert scale == 22 / ref.shape[0]
-    dense = list(model._online_batches(X.toarray(), np.random.RandomState(3)))
+    dense = list(engine.SerialExecutor().minibatches(model, X.toarray(),
+                                                     np.random.RandomState(3), 4))
     for (Xb, _), (Db, _) in zip(got, dense):
         np.testing.assert_array_equal(Xb.toarray(), Db)
 
@@ -195,17 +192,17 @@ def test_step_size_recovers_after_a_run_of_accepted_steps_without_oscillating():
     # Target shape -4 (invalid) from the prior: a blend rho is valid iff the
     # running second parameter stays above -1.  With the target (-1, -5) and
     # Constant(1.0): rho = 1/8 is the largest accepted size at first.
-    from skvi.engine.base import RECOVERY_STEPS
+    from skvi.engine.safety import RECOVERY_STEPS
 
     est = OneGamma(learning_rate=Constant(1.0), total_samples=1, batch_size=1)
     with pytest.warns(ConvergenceWarning):
         est.partial_fit(np.array([[0.0, -5.0]]))
-    assert est._svi.backoff == 1 / 8
+    assert est._svi.safety.backoff == 1 / 8
     # Valid targets from here on: after RECOVERY_STEPS accepted steps the
     # size doubles, and again after as many more, back to the schedule's.
     rows = np.tile([[-0.5, 3.0]], (3 * RECOVERY_STEPS, 1))
     est.partial_fit(rows)
-    assert est._svi.backoff == 1.0
+    assert est._svi.safety.backoff == 1.0
     rejected = est.n_rejected_steps_
     assert rejected == 3
 
@@ -214,7 +211,7 @@ def test_recovery_that_fails_waits_longer_so_rejections_stay_rare():
     # Every step above rho = 1/8 is refused: each recovery to 1/4 is
     # rejected, and the wait before the next attempt doubles, so the
     # rejections grow like log(steps), not like steps: no oscillation.
-    from skvi.engine.base import RECOVERY_STEPS
+    from skvi.engine.safety import RECOVERY_STEPS
 
     steps = 40 * RECOVERY_STEPS
     est = RefusesLargeSteps(learning_rate=Constant(1.0), total_samples=1, batch_size=1)
@@ -224,14 +221,15 @@ def test_recovery_that_fails_waits_longer_so_rejections_stay_rare():
     # waits RECOVERY_STEPS * 2**k steps.
     expected = 3 + int(np.log2(steps / RECOVERY_STEPS + 1))
     assert est.n_rejected_steps_ <= expected
-    assert est.n_batch_iter_ == steps and est._svi.backoff == 1 / 8
+    assert est.n_batch_iter_ == steps and est._svi.safety.backoff == 1 / 8
 
 
 class RefusesLargeSteps(OneGamma):
     """Rejects every step with rho above 1/8 (a model-specific overshoot test)."""
 
-    def _step_acceptable(self, X, params, ctx):
-        return ctx.rho <= 1 / 8
+    def _update_factor(self, name, current, stats, ctx):
+        new, valid = super()._update_factor(name, current, stats, ctx)
+        return new, valid and ctx.rho <= 1 / 8
 
 
 def test_without_step_safety_a_non_finite_step_is_skipped_never_kept():
@@ -280,4 +278,4 @@ def test_fitted_estimators_keep_no_training_rows(method):
     # dropped.
     probe_bytes = 2000 * X.shape[1] * X.itemsize
     assert len(pickle.dumps(est)) < 0.5 * probe_bytes
-    assert est._svi.probe is None and est._svi.last_batch is None
+    assert est._svi.safety.probe is None and est._svi.safety.last_batch is None

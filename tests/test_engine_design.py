@@ -20,6 +20,7 @@ from skvi import (
 )
 from skvi.engine import (
     ENGINE_PARAMETER_CONSTRAINTS,
+    ModelSettings,
     OPTIONAL_HOOKS,
     REQUIRED_HOOKS,
     RowStatistics,
@@ -37,14 +38,32 @@ def _hooks_named_in(text):
     return set(re.findall(r"(?<![\w.])(_[a-z][a-z_]*)(?=[`(\s:])", text))
 
 
-def test_docs_and_docstring_list_the_same_hooks():
+def test_docs_and_base_document_the_same_hooks():
     hooks = set(REQUIRED_HOOKS) | set(OPTIONAL_HOOKS)
-    doc = SVIEstimator.__doc__
-    section = doc[doc.index("**Required model hooks**") : doc.index("**Services for models**")]
-    assert _hooks_named_in(section) == hooks
+    for hook in hooks:  # every hook has its stub or default, with a docstring
+        assert getattr(SVIEstimator, hook).__doc__, hook
     page = (ROOT / "docs" / "engine.md").read_text()
-    table = page[page.index("## What a model supplies") : page.index("## Per-row factor groups")]
+    table = page[page.index("## What a model supplies") : page.index("## Services for models")]
     assert _hooks_named_in(table) == hooks
+
+
+def test_models_override_few_engine_methods_and_no_fit_loop():
+    # The engine's private methods that some estimator redefines: the hooks,
+    # and nothing else (no model reaches into the loop).
+    import skvi.models as models
+
+    engine = {k for k in SVIEstimator.__dict__ if k.startswith("_") and not k.startswith("__")}
+    overridden = set()
+    for cls in (getattr(models, n) for n in models.__all__):
+        for base in cls.__mro__:
+            if base.__module__.startswith("skvi.models"):
+                overridden |= engine & set(base.__dict__)
+    assert overridden <= set(REQUIRED_HOOKS) | set(OPTIONAL_HOOKS)
+    assert len(overridden) <= 20
+    sources = [p.read_text() for p in (ROOT / "skvi" / "models").rglob("*.py")]
+    assert not any("def partial_fit" in text for text in sources)
+    pools = re.compile(r"concurrent\.futures|joblib import .*Parallel|threading\.Thread|multiprocessing")
+    assert not any(pools.search(text) for text in sources)
 
 
 @pytest.mark.parametrize("hook", REQUIRED_HOOKS)
@@ -53,7 +72,8 @@ def test_missing_required_hook_raises_naming_it(hook):
         pass
 
     args = {
-        "_initialize_globals": (None, None),
+        "_prepare_data": (None, None, None, True),
+        "_initialize_globals": (None, None, None),
         "_prior_natural": (),
         "_local_step": (None, None),
         "_expected_stats": ("f", None, None, None),
@@ -74,8 +94,7 @@ class RowMeans(SVIEstimator):
     """
 
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
-    _factor_families = {"means": Gaussian}
-    _row_groups = ("means",)
+    _settings = ModelSettings({"means": Gaussian}, row_groups=("means",))
 
     def __init__(self, learning_method="online", batch_size=4, max_iter=1, tol=0.0,
                  learning_offset=1.0, learning_decay=0.7, learning_rate=None,
@@ -94,11 +113,8 @@ class RowMeans(SVIEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def partial_fit(self, X, y=None):
-        self._validate_params()
-        return self._engine_partial_fit(X)
-
-    def _validate_input(self, X, reset):
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
         return validate_data(self, X, reset=reset, ensure_all_finite=False)
 
     def _row_ids(self, X):
@@ -107,7 +123,7 @@ class RowMeans(SVIEstimator):
     def _grow_rows(self, name, n_new, rated, random_state):
         return np.zeros(n_new), np.full(n_new, -0.5)
 
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, X, random_state, summary):
         n = int(X[:, 0].max()) + 1
         return {"means": (np.zeros(n), np.full(n, -0.5))}
 
@@ -267,16 +283,16 @@ def test_n_jobs_splits_minibatches_into_blocks_with_the_same_fit(name, est, X, y
     def spy(method):
         original = getattr(type(two), method)
 
-        def spied(self, data, params):
+        def spied(self, data, *args):
             sizes.append(data.shape[0])
-            return original(self, data, params)
+            return original(self, data, *args)
 
         return spied
 
     fit_args = (X,) if y is None else (X, y)
     one.fit(*fit_args)
-    # The local step, or the one that also gives the ELBO test's bound.
-    for method in ("_local_step", "_local_step_and_bound"):
+    # The local step, or the bound that also gives the next local step.
+    for method in ("_local_step", "_local_bound"):
         monkeypatch.setattr(type(two), method, spy(method))
     two.fit(*fit_args)
     assert 2500 in sizes  # the minibatch ran as two blocks of 2500 rows

@@ -12,6 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
+from skvi.engine.rows import sample_children
 from skvi import SVIMatrixFactorization
 from skvi.models.matrix_factorization import nodes
 
@@ -279,7 +280,7 @@ def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
     X, y, _, _ = small
     rng = np.random.RandomState(0)
     users = X[:, 0]
-    rows = nodes.sample_children(users, 2, rng)
+    rows = sample_children(users, 2, rng)
     counts = np.bincount(users[rows], minlength=users.max() + 1)
     np.testing.assert_array_equal(counts, np.minimum(np.bincount(users), 2))
     assert len(np.unique(rows)) == len(rows)
@@ -468,8 +469,8 @@ def _assert_same_posterior(a, b, rtol=1e-8):
 def _assert_same_probe_loss(mf, X, y, w):
     """Step safety's loss per rating: the weighted average is the repeated one."""
     params = mf.natural_params_
-    weighted = mf._probe_loss(nodes.prepare(mf._ratings(X, y, sample_weight=w)), params)
-    repeated = nodes.prepare(mf._ratings(np.repeat(X, w, axis=0), np.repeat(y, w)))
+    weighted = mf._probe_loss(mf._ratings(X, y, sample_weight=w), params)
+    repeated = mf._ratings(np.repeat(X, w, axis=0), np.repeat(y, w))
     assert weighted == pytest.approx(mf._probe_loss(repeated, params), rel=1e-10)
 
 

@@ -186,14 +186,17 @@ def test_ordinal_thresholds_are_learned():
     proba = truth.category_probabilities(f)
     y = 1 + (rng.rand(f.shape[0], 1) > np.cumsum(proba, axis=1)).sum(axis=1)  # ratings 1..5
     start = Ordinal(thresholds=[-1.5, -0.5, 0.5, 1.5], slope=2.0)
-    mf = quiet_fit(
-        SVIMatrixFactorization(n_components=1, likelihood=start, max_iter=10, random_state=0),
-        X, y,
-    )
+    fits = [
+        quiet_fit(SVIMatrixFactorization(n_components=1, likelihood=start, max_iter=10,
+                                         random_state=seed), X, y)
+        for seed in range(3)
+    ]
+    mf = fits[0]
     np.testing.assert_array_equal(mf.classes_, [1, 2, 3, 4, 5])
-    gaps = np.diff(mf.likelihood_.thresholds)
     # The learned gaps approach the generating ones (1.0, 1.5, 0.6) from the
-    # equal-gap start (1, 1, 1); the input instance is left untouched.
+    # equal-gap start (1, 1, 1), averaged over three fits' Monte Carlo draws
+    # (a fit's own spread was about 0.02); the input instance is left untouched.
+    gaps = np.mean([np.diff(m.likelihood_.thresholds) for m in fits], axis=0)
     np.testing.assert_allclose(gaps, np.diff(truth.thresholds), rtol=0.1)
     np.testing.assert_array_equal(start.thresholds, [-1.5, -0.5, 0.5, 1.5])
     # Expected rating and category probabilities agree.

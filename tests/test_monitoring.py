@@ -203,11 +203,31 @@ def test_apply_statistics_is_a_monitored_and_traced_step():
 
 
 # ------------------------------------------------------------------ history
+def test_history_times_where_each_pass_went():
+    # The phases are parts of the pass: each non-negative, together at most
+    # the pass's wall time (its differences of ``time``); the serial part
+    # is at most the wall time too, and with one thread it is the time
+    # outside the executor's maps (the local steps run inside them).
+    X = np.random.RandomState(0).normal(size=(20_000, 3))
+    est = GaussianGammaVB(max_iter=4, tol=0).fit(X)
+    h = est.history_
+    wall = np.diff(np.concatenate([[0.0], h["time"]]))
+    phases = h["local_time"] + h["global_time"] + h["bound_time"] + h["safety_time"]
+    for name in ("local_time", "global_time", "bound_time", "safety_time", "transfer_time",
+                 "serial_time"):
+        assert np.all(h[name] >= 0), name
+    assert np.all(phases <= wall + 1e-9)
+    assert np.all(h["serial_time"] <= wall + 1e-9)
+    assert np.all(h["local_time"][:1] > 0)  # the first pass's local step (computed once)
+    assert np.all(h["transfer_time"] == 0)  # in memory: nothing moves
+
+
 def test_history_is_reset_by_fit_and_continued_by_partial_fit():
     X = np.random.RandomState(0).normal(size=(200, 2))
     est = GaussianGammaVB(batch_size=50, **ONLINE).fit(X)
     h = est.history_
-    assert h.dtype.names == ("time", "samples", "steps", "elbo")
+    assert h.dtype.names == ("time", "samples", "steps", "elbo", "local_time", "global_time",
+                             "bound_time", "safety_time", "transfer_time", "serial_time")
     np.testing.assert_array_equal(h["samples"], [200, 400, 600, 800])
     np.testing.assert_array_equal(h["steps"], [4, 8, 12, 16])
     np.testing.assert_array_equal(h["elbo"], est.lower_bounds_)

@@ -1,31 +1,36 @@
 """The shared stochastic natural-gradient engine.
 
 :mod:`skvi.engine.base`
-    :class:`SVIEstimator`, the loop every estimator runs, and the hooks a
-    model implements.
-:mod:`skvi.engine.factor`
-    :class:`Factor`, a global factor's current value with its moments.
-:mod:`skvi.engine.statistics`
-    Summed sufficient statistics: the map-reduce split's currency.
+    :class:`SVIEstimator`: ``fit``, ``partial_fit``, the passes and steps
+    every estimator runs, and the hooks a model implements.
+:mod:`skvi.engine.settings`
+    :class:`ModelSettings`: what a model declares (its factors, row groups,
+    how batch steps are judged, ...).
+:mod:`skvi.engine.executor`
+    Executors: the loop's block operations mapped over the data, serially,
+    on threads, or (``skvi.distributed``) on a dask cluster.
+:mod:`skvi.engine.step`
+    One step of the globals: update orders, factor updates, commit.
+:mod:`skvi.engine.safety`, :mod:`skvi.engine.rows`, :mod:`skvi.engine.stream`, :mod:`skvi.engine.convergence`
+    The loop's collaborators: step safety, per-row factor groups, the ``N``
+    of a stream, and when a fit stops.
+:mod:`skvi.engine.factor`, :mod:`skvi.engine.statistics`
+    A global factor's value with its moments, and summed statistics: the
+    map-reduce split's currency.
 :mod:`skvi.engine.monitoring`
-    :func:`monitor`, a callback after every step and pass of any fit (which
-    may stop it), and the ``verbose`` display and log; every fitted
-    estimator's ``history_`` and ``step_trace_``.
+    :func:`monitor`, the ``verbose`` display and log, ``history_`` and
+    ``step_trace_``.
 """
 
-from .base import (
-    ENGINE_PARAMETER_CONSTRAINTS,
-    MAX_BACKOFF,
-    OPTIONAL_HOOKS,
-    PROBE_SIZE,
-    REQUIRED_HOOKS,
-    StepContext,
-    SVIEstimator,
-    even_batches,
-)
+from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator
+from .executor import even_batches
 from .factor import Factor
 from .monitoring import FitRecord, monitor
+from .parameters import ENGINE_PARAMETER_CONSTRAINTS
+from .safety import PROBE_SIZE
+from .settings import ModelSettings
 from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, add_statistics
+from .step import MAX_BACKOFF, StepContext
 
 __all__ = [
     "Distinct",
@@ -33,10 +38,11 @@ __all__ = [
     "Factor",
     "FitRecord",
     "MAX_BACKOFF",
+    "ModelSettings",
+    "Moments",
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",
     "REQUIRED_HOOKS",
-    "Moments",
     "RowStatistics",
     "SVIEstimator",
     "Samples",

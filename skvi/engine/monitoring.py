@@ -44,8 +44,13 @@ TRACE_SIZE = 10_000
 #: Seconds between two redraws of the progress line within a pass.
 PROGRESS_INTERVAL = 0.1
 
+#: The phases of a pass whose wall seconds ``history_`` records.
+PHASES = ("local", "global", "bound", "safety")
+
 HISTORY_DTYPE = np.dtype(
     [("time", "f8"), ("samples", "f8"), ("steps", "i8"), ("elbo", "f8")]
+    + [(f"{phase}_time", "f8") for phase in PHASES]
+    + [("transfer_time", "f8"), ("serial_time", "f8")]
 )
 TRACE_DTYPE = np.dtype(
     [("t", "i8"), ("rho", "f8"), ("rejected", "i4"), ("accepted", "?")]
@@ -207,6 +212,61 @@ class FitRecord:
             f"{name}={getattr(self, name)!r}" for name in self.__slots__[1:]
         )
         return f"FitRecord({type(self.estimator).__name__}, {fields})"
+
+
+class PhaseClock:
+    """Wall seconds of a fit's phases (local steps, global step, bounds, step safety).
+
+    Phases nest; each counts its own time only (a bound computed by the step
+    safety's test is bound time, not safety time).
+
+    Examples
+    --------
+    >>> from skvi.engine.monitoring import PhaseClock
+    >>> clock = PhaseClock()
+    >>> with clock.phase("local"):
+    ...     pass
+    >>> sorted(clock.totals)
+    ['bound', 'global', 'local', 'safety']
+    """
+
+    def __init__(self):
+        self.totals = dict.fromkeys(PHASES, 0.0)
+        self._stack = []
+
+    @contextmanager
+    def phase(self, name):
+        now = time.perf_counter()
+        stack = self._stack
+        if stack:  # the enclosing phase pauses
+            outer, since = stack[-1]
+            self.totals[outer] += now - since
+        stack.append([name, now])
+        try:
+            yield
+        finally:
+            end = time.perf_counter()
+            _, since = stack.pop()
+            self.totals[name] += end - since
+            if stack:
+                stack[-1][1] = end
+
+    def snapshot(self, executor):
+        """The phases' totals and the executor's parallel and transfer seconds so far."""
+        return (dict(self.totals), executor.parallel_seconds, executor.transfer_seconds)
+
+    def since(self, before, executor, wall):
+        """``history_``'s time fields of a pass since ``before``: phases, transfer, serial.
+
+        The serial time is the pass's wall time spent outside the
+        executor's parallel maps (``wall`` minus their seconds).
+        """
+        totals, parallel, transfer = before
+        return tuple(
+            [self.totals[p] - totals[p] for p in PHASES]
+            + [executor.transfer_seconds - transfer,
+               max(wall - (executor.parallel_seconds - parallel), 0.0)]
+        )
 
 
 class _Table:

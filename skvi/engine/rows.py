@@ -8,7 +8,8 @@ probabilistic matrix factorization", Alg. 1).  :class:`RowGroup` keeps them
 and prepares one step of some rows; the engine uses it for a group held in
 memory, and a worker for the rows of its block.
 
-A model's ``_resident_row_groups`` are groups whose row ``i`` is data row
+A model's resident row groups (its settings' ``resident_row_groups``) are
+groups whose row ``i`` is data row
 ``i``'s own factor (a document's ``q(eta_d)``): on a cluster they stay with
 their blocks, and the client holds a :class:`ResidentRows` in their place,
 what the blocks hold and the summed summary the model's closed forms need.
@@ -16,7 +17,7 @@ what the blocks hold and the summed summary the model's closed forms need.
 
 import numpy as np
 
-__all__ = ["ResidentRows", "RowGroup", "RowsOfBlock"]
+__all__ = ["ChildSample", "ResidentRows", "RowGroup", "RowGroups", "RowsOfBlock", "sample_children"]
 
 
 class RowGroup:
@@ -91,7 +92,7 @@ class RowGroup:
             The step-size schedule, ``schedule(t)``.
         scheduled : bool
             Whether batch steps follow each row's schedule too
-            (``_scheduled_row_steps``).
+            (the settings' ``scheduled_row_steps``).
         """
         if counts is None:
             ctx.row_scale = np.full(rows.shape[0], ctx.scale)
@@ -218,3 +219,142 @@ class ResidentRows:
             A lazy array (a dask array on a dask cluster).
         """
         return self.backend.map_rows(self, function, tail_shape)
+
+
+def row_weights(data):
+    """The weight of every data point of rows in their row groups' counts ``N_i`` (None: 1 each)."""
+    return getattr(data, "weight", None)
+
+
+def row_counts(est, data, sizes):
+    """Each row group's (weighted) count of the data points of rows, as a tuple.
+
+    ``sizes`` holds ``(name, number of rows of the group)`` pairs.
+    """
+    weights = row_weights(data)
+    ids = est._row_ids(data)
+    return tuple(
+        np.bincount(ids[name], weights=weights, minlength=size).astype(float)
+        for name, size in sizes
+    )
+
+
+def block_row_counts(est, data, local, sizes):
+    """:func:`row_counts` as a block function (summed over blocks)."""
+    return row_counts(est, data, sizes)
+
+
+class RowGroups(dict):
+    """The :class:`RowGroup` of each per-row factor group of a fit, by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.rows import RowGroups
+    >>> groups = RowGroups({"users": RowGroup(2)})
+    >>> groups["users"].totals
+    array([0., 0.])
+    """
+
+    def count(self, est, executor, data):
+        """``N_i`` of every group in memory from all the rows of the fit, summed over blocks."""
+        sizes = tuple((name, group.totals.shape[0]) for name, group in self.items())
+        if not sizes:
+            return
+        totals = executor.sum(est, block_row_counts, data, None, sizes)
+        for (name, _), total in zip(sizes, totals):
+            self[name].totals = total
+
+    def grow_and_count(self, est, X, random_state, settings):
+        """Add the rows X meets for the first time (``_grow_rows``); add X's points to ``N_i``."""
+        weights = row_weights(X)
+        for name, ids in est._row_ids(X).items():
+            group = self[name]
+            n_old = group.totals.shape[0]
+            n_new = max(n_old, int(ids.max(initial=-1)) + 1) - n_old
+            if n_new:
+                rated = np.zeros(n_new, dtype=bool)
+                rated[ids[ids >= n_old] - n_old] = True
+                extra = est._grow_rows(name, n_new, rated, random_state)
+                est.natural_params_[name] = settings.as_factor(
+                    name,
+                    [np.concatenate([a, b]) for a, b in zip(est.natural_params_[name], extra)],
+                )
+                group.grow(n_new)
+            group.totals += np.bincount(ids, weights=weights, minlength=group.totals.shape[0])
+
+
+def sample_children(ids, n_children, random_state):
+    """Positions of up to ``n_children`` random data points of every row (Paquet's Alg. 1).
+
+    Parameters
+    ----------
+    ids : ndarray of int
+        The row of each data point.
+    n_children : int
+        Points drawn per row (all of a row's points when it has fewer).
+    random_state : RandomState
+        The generator.
+
+    Returns
+    -------
+    ndarray of int
+        The chosen positions, increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.rows import sample_children
+    >>> ids = np.array([0, 0, 0, 1])
+    >>> pos = sample_children(ids, 2, np.random.RandomState(0))
+    >>> np.bincount(ids[pos]).tolist()
+    [2, 1]
+    """
+    order = np.lexsort((random_state.random_sample(ids.shape[0]), ids))
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    rank = np.arange(ids.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, ids.shape[0]]))
+    return np.sort(order[rank < n_children])
+
+
+class ChildSample:
+    """Paquet's Alg. 1 minibatch: for each row group, up to ``C`` data points of each of its rows.
+
+    The global factors' statistics use the first group's sample (:attr:`main`).
+
+    Parameters
+    ----------
+    samples : dict
+        Group name to its sample of the data (in the groups' order).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.rows import ChildSample
+    >>> s = ChildSample({"users": np.zeros((3, 2)), "items": np.zeros((2, 2))})
+    >>> s.shape
+    (3, 2)
+    """
+
+    __slots__ = ("samples",)
+
+    def __init__(self, samples):
+        self.samples = dict(samples)
+
+    @property
+    def main(self):
+        """The sample of the first group: the global factors' minibatch."""
+        return next(iter(self.samples.values()))
+
+    @property
+    def shape(self):
+        return self.main.shape
+
+    @property
+    def weight(self):
+        return getattr(self.main, "weight", None)
+
+    def count(self):
+        """The main sample's number of points, or their total weight."""
+        main = self.main
+        return main.count() if hasattr(main, "count") else main.shape[0]

@@ -96,12 +96,15 @@ class Likelihood:
         if method == "quadrature":
             z, w = _hermite(n_samples)
         elif method == "mc":
-            rng = (
-                random_state
-                if isinstance(random_state, np.random.Generator)
-                else check_random_state(random_state)
-            )
-            z = rng.standard_normal(mean.shape + (n_samples,))
+            if isinstance(random_state, np.ndarray):  # the draws themselves
+                z = random_state
+            else:
+                rng = (
+                    random_state
+                    if isinstance(random_state, np.random.Generator)
+                    else check_random_state(random_state)
+                )
+                z = rng.standard_normal(mean.shape + (n_samples,))
             w = np.full(n_samples, 1.0 / n_samples)
         else:
             raise ValueError(
@@ -123,8 +126,9 @@ class Likelihood:
             Gauss-Hermite quadrature with ``n_samples`` nodes.
         n_samples : int, default=10
             Draws or nodes.
-        random_state : int, RandomState, Generator or None
-            For ``method='mc'``.
+        random_state : int, RandomState, Generator, ndarray or None
+            For ``method='mc'``: the generator, or the standard normal
+            draws themselves, of shape ``(n, n_samples)``.
 
         Returns
         -------

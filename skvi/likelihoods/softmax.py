@@ -110,12 +110,15 @@ class Softmax:
             z = _symmetric_normals(k, int(n_samples))
             return mean[:, None, :] + np.einsum("nkl,sl->nsk", root, z)
         if method == "mc":
-            rng = (
-                random_state
-                if isinstance(random_state, np.random.Generator)
-                else check_random_state(random_state)
-            )
-            z = rng.standard_normal((n, int(n_samples), k))
+            if isinstance(random_state, np.ndarray):  # the draws themselves
+                z = random_state
+            else:
+                rng = (
+                    random_state
+                    if isinstance(random_state, np.random.Generator)
+                    else check_random_state(random_state)
+                )
+                z = rng.standard_normal((n, int(n_samples), k))
             return mean[:, None, :] + np.einsum("nkl,nsl->nsk", root, z)
         raise ValueError(f"method must be one of {_EXPECTATION_METHODS}, got {method!r}.")
 

@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 from scipy.special import digamma
-from sklearn.base import OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine import ModelSettings, SVIEstimator
 from ..expfam import Gamma, Gaussian
 from ._rows import Rows, check_row_weights
 
@@ -54,38 +54,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     learning_method : {'batch', 'online'}, default='batch'
         ``'batch'``: VMP on all the data.  ``'online'``: SVI over shuffled
         minibatches of ``batch_size`` rows.
-    batch_size : int, default=128
-        Largest number of rows per minibatch in online ``fit``, which cuts
-        each pass into ``ceil(N / batch_size)`` near-equal minibatches.
-    max_iter : int, default=100
-        Maximum number of passes over the data.
-    tol : float, default=1e-8
-        Stop when the relative ELBO change between passes is below ``tol``.
-    learning_offset : float, default=10.0
-        ``tau`` of the schedule ``rho_t = (t + tau) ** -kappa``.
-    learning_decay : float, default=0.7
-        ``kappa`` in ``(0.5, 1]``.
-    learning_rate : None, float or Schedule, default=None
-        A :mod:`skvi.schedules` object (or a constant float) that overrides
-        ``learning_offset`` and ``learning_decay``.
-    total_samples : 'auto' or float, default='auto'
-        ``N`` for ``partial_fit``; ``'auto'`` is the running count of rows
-        seen.  ``fit`` always uses ``X.shape[0]``.
     update_order : {'sequential', 'joint'}, default='sequential'
-        Paquet's option (a) (update ``mu`` then ``gamma`` from fresh
+        Paquet's option (a) (update ``gamma`` then ``mu`` from fresh
         statistics) or (b) (both from one snapshot).
-    step_safety : bool, default=True
-        Reject and back off steps that would make a factor invalid.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the minibatch order of online ``fit``.
-    n_jobs : int or None, default=None
-        Threads over which ``fit`` and ``partial_fit`` split a minibatch of
-        at least ``2 * skvi.engine.base.MIN_BLOCK_ROWS`` rows, each block's
-        sums on its own thread (None: one thread).
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -132,8 +103,6 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         "mean_precision_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "precision_shape_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "precision_rate_prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
-        "n_jobs": [None, numbers.Integral],
-        **ENGINE_PARAMETER_CONSTRAINTS,
     }
 
     # The precision first: from the vague prior, E[gamma] = a0 / b0 = 1
@@ -142,9 +111,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # stream (Newcomb's data in six minibatches: mean 20.0 +- 0.5 against
     # the batch 26.2 +- 1.3; precision first: 27.4 +- 1.9).  Batch fits
     # reach the same fixed point in either order.
-    _global_factors = ("precision", "mean")
-    _factor_families = {"mean": Gaussian, "precision": Gamma}
-    _local_depends_on_globals = False
+    _settings = ModelSettings({"precision": Gamma, "mean": Gaussian},
+                              local_depends_on_globals=False, parallel=True)
 
     def __init__(
         self,
@@ -186,57 +154,6 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the variational posterior to X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Data; every value must be finite.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row
-            twice (its statistics and its ELBO term, and in ``N / |S|``).
-
-        Returns
-        -------
-        self : GaussianGammaVB
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        return self._engine_fit(self._fit_data(X, y, sample_weight, None))
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Take stochastic natural-gradient steps on X, one per minibatch.
-
-        X is cut into ``ceil(n / batch_size)`` near-equal minibatches, as
-        every skvi estimator's ``partial_fit`` does.  The first call
-        initialises the posterior at the prior.  The step size follows the
-        schedule; ``total_samples`` sets the ``N`` of the ``N / |S|``
-        scaling.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Minibatch; the number of features must match earlier calls.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`; they count in the
-            running count of ``total_samples='auto'``.
-
-        Returns
-        -------
-        self : GaussianGammaVB
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, first, sample_weight))
-
     def transform(self, X):
         """Standardise X with the posterior means of ``mu`` and ``gamma``.
 
@@ -336,15 +253,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))
 
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        return self._rows(X, True, sample_weight)
-
-    def _validate_input(self, X, reset):
-        # fit and partial_fit validate and attach the weights first.
-        return X if isinstance(X, Rows) else self._rows(X, reset)
-
-    def _sample_count(self, data):
-        return data.count()
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        return self._rows(X, reset, sample_weight)
 
     def _check_priors(self, n_features):
         priors = {}
@@ -375,11 +286,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             "precision": (-p["precision_rate_prior"], p["precision_shape_prior"] - 1.0),
         }
 
-    def _parallel_local_step(self):
-        # The local step is a few vectorised sums per feature.
-        return True
-
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, X, random_state, summary):
         # The data statistics are accumulated about a fixed shift (the mean
         # of the first data seen) so that sum((x - mu)**2) does not suffer
         # cancellation when |mean| >> standard deviation.
@@ -410,6 +317,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
         return -0.5 * residual, np.full_like(residual, 0.5 * n)
 
     def _local_bound(self, X, local, params):
+        if local is None:
+            local = self._local_step(X, params)
         n = local[0]
         q_gamma = params["precision"].distribution
         residual = self._expected_sq_residual(local, params)

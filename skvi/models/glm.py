@@ -25,13 +25,13 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine import ModelSettings, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli, Poisson
 from ..likelihoods import Softmax
@@ -89,12 +89,7 @@ class _BayesianGLM(SVIEstimator):
         **UPDATE_RULE_PARAMETER_CONSTRAINTS,
         "expectation": [StrOptions({"auto", "mc", "quadrature"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [None, numbers.Integral],
-        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
-
-    _global_factors = ("weights",)
-    _factor_families = {"weights": MultivariateGaussian}
 
     def __init__(
         self,
@@ -190,22 +185,33 @@ class _BayesianGLM(SVIEstimator):
         return self.natural_params_["weights"].distribution
 
     # ------------------------------------------------------------ model hooks
-    def _update_rule(self, name):
-        return make_update_rule(self.algorithm, self.gradient_learning_rate)
+    @property
+    def _settings(self):
+        # A unit natural-gradient step on the mean is a Newton-like
+        # fixed-point update, which can overshoot (Sheth and Khardon; the
+        # Monte Carlo structured SVI paper, section 4.1) while every factor
+        # stays valid: a batch step must not lower the ELBO.  With
+        # deterministic expectations it is a damped Newton step, each
+        # starting again from the full step (on digits' softmax, 20 batch
+        # passes: a kept halving reached an ELBO of -391.2, the line search
+        # -388.9).  Online steps are tested on the probe instead, whose
+        # loss may grow by a quarter at most: MC-SSVI's unstable mean steps
+        # raised it by 30-400% on z-scored a9a, and doubling (the engine's
+        # default) let the smaller jumps through.  The local step's draws
+        # are made before the minibatch is cut (``_local_draws``), so it
+        # runs on ``n_jobs`` threads whatever the expectations.
+        quadrature = self._expectation_rule()[0] == "quadrature"
+        return ModelSettings(
+            self._factors(), update_rules=self._update_rules(), parallel=True,
+            batch_steps="line_search" if quadrature else "no_decrease", probe_growth=0.25,
+            transient=("_memo",),
+        )
 
-    def _validate_input(self, data, reset):
-        return data
+    def _factors(self):
+        return {"weights": MultivariateGaussian}
 
-    def _parallel_local_step(self):
-        # Matrix products and quadrature are vectorised; Monte-Carlo draws
-        # from one generator would depend on the threads' timing.
-        return self._expectation_rule()[0] == "quadrature"
-
-    def _batch_line_search(self):
-        # With deterministic expectations a batch step is a damped Newton
-        # step on q(w)'s mean.  On digits' softmax (20 batch passes) a kept
-        # halving reached an ELBO of -391.2, the line search -388.9.
-        return self._expectation_rule()[0] == "quadrature"
+    def _update_rules(self):
+        return {"weights": make_update_rule(self.algorithm, self.gradient_learning_rate)}
 
     def _expectation_rule(self):
         """The (method, points) of the step's expectations.
@@ -247,10 +253,9 @@ class _BayesianGLM(SVIEstimator):
         precision = np.diag(1.0 / self._prior_variances(d))
         return {"weights": (np.zeros(d), -0.5 * precision)}
 
-    def _initialize_globals(self, data, random_state):
+    def _initialize_globals(self, data, random_state, summary):
         self._n_weights = (data.X.shape[1] + int(self.fit_intercept)) * self._n_outputs
         self._prior_var = 1.0 if self.prior_variance == "auto" else float(self.prior_variance)
-        self._mc_random_state = random_state
         # Start at the prior mean with a narrow covariance, variance
         # min(prior variance, 1 / n_weights, 1 / (n_weights * E[x_j^2])) per
         # weight, so that the linear predictor's initial variance x^T V x is
@@ -266,7 +271,8 @@ class _BayesianGLM(SVIEstimator):
         # ordinary-gradient mean steps only refine it.
         # Both from all the rows of the fit (_data_summary; the first
         # partial_fit call's rows), summed over the blocks on a cluster.
-        total, squares, targets = self._start_sums
+        total, squares, targets = summary
+        total = float(total)
         d = self._n_weights
         second = np.tile(self._feature_second_moments(squares, total), self._n_outputs)
         variance = np.minimum(self._prior_variances(d), 1.0 / (d * np.maximum(second, 1.0)))
@@ -286,10 +292,6 @@ class _BayesianGLM(SVIEstimator):
         return (np.asarray(float(np.sum(w))), np.asarray(squares, dtype=np.float64),
                 self._target_sums(data.y, w))
 
-    def _adopt_data_summary(self, summary):
-        total, squares, targets = summary
-        self._start_sums = (float(total), squares, targets)
-
     def _target_sums(self, y, weight):
         """What ``_baseline`` needs of the targets, summed over rows (``sum_i w_i y_i``)."""
         return np.asarray(float(weight @ y))
@@ -307,22 +309,47 @@ class _BayesianGLM(SVIEstimator):
             sq = np.append(sq, 1.0)
         return np.maximum(sq.astype(np.float64), 1e-12)
 
-    def _local_step(self, data, params):
-        return self._rows_expectations(data, params, *self._expectation_rule())[1]
+    def _local_draws(self, data, random_state):
+        # Monte Carlo draws of every row, made before the minibatch is cut:
+        # the likelihood's own draw, (rows, samples) or (rows, samples, K).
+        method, points = self._expectation_rule()
+        if method != "mc":
+            return None
+        n = data.shape[0]
+        if self._n_outputs == 1:
+            return random_state.standard_normal((n, points))
+        return random_state.standard_normal((n, points, self._n_outputs))
 
-    def _rows_expectations(self, data, params, method, points):
+    def _local_step(self, data, params, draws=None):
+        method, points = self._expectation_rule()
+        memo = self._recall(data, params, method, points)
+        if memo is not None:
+            return memo
+        return self._rows_expectations(data, params, method, points, draws)[1]
+
+    def _rows_expectations(self, data, params, method, points, draws=None):
         """The rows' ``E[log p]`` and their local step (design, mean, ``E1``, ``E2``)."""
         Xd = design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         e_log, e1, e2 = self._likelihood.expectations(
-            data.y,
-            mean,
-            var,
-            method=method,
-            n_samples=points,
-            random_state=self._mc_random_state,
+            data.y, mean, var, method=method, n_samples=points, random_state=draws,
         )
         return e_log, {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
+
+    def _recall(self, data, params, method, points):
+        """The local step of these rows at these globals that a bound just computed, if any.
+
+        A batch step's test of the ELBO (by quadrature) makes the local step
+        of the next batch E-step at the same globals when the expectations
+        are the bound's rule: one pass over the rows instead of two.
+        """
+        memo = getattr(self, "_memo", None)
+        if memo is None or method != "quadrature" or points != self._bound_points:
+            return None
+        hit = memo.get(id(data))
+        if hit is None or hit[0] is not data or hit[1] is not params:
+            return None
+        return hit[2]
 
     def _expected_stats(self, name, data, local, params):
         Xd = local["design"]
@@ -334,23 +361,28 @@ class _BayesianGLM(SVIEstimator):
         eta1 = np.asarray(Xd.T @ (e1 - e2 * local["mean"])).ravel()
         return eta1, 0.5 * weighted_gram(Xd, e2)
 
-    def _local_bound(self, data, local, params):
+    @property
+    def _bound_points(self):
+        return _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
+
+    def _local_bound(self, data, local, params, remember=True):
+        points = self._bound_points
+        if (local is None and remember and self.learning_method == "batch"
+                and self._expectation_rule() == ("quadrature", points)):
+            # The bound's quadrature is the local step's: keep it for the
+            # next E-step at these globals (``_recall``).
+            e_log, local = self._rows_expectations(data, params, "quadrature", points)
+            memo = getattr(self, "_memo", None)
+            if memo is None:
+                memo = self._memo = {}
+            memo[id(data)] = (data, params, local)
+            return float(np.sum(data.weighted(e_log)))
         Xd = local["design"] if local is not None else design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
-        points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
         e_log = self._likelihood.expected_logpdf(
             data.y, mean, var, method="quadrature", n_samples=points
         )
         return float(np.sum(data.weighted(e_log)))
-
-    def _local_step_and_bound(self, data, params):
-        # A batch quadrature fit judges its steps by the ELBO's rule: one
-        # quadrature pass gives the bound and the next E-step's expectations.
-        points = _BOUND_POINTS if self._n_outputs == 1 else PREDICTIVE_POINTS
-        if self._expectation_rule() != ("quadrature", points):
-            return None
-        e_log, local = self._rows_expectations(data, params, "quadrature", points)
-        return local, float(np.sum(data.weighted(e_log)))
 
     def _global_bound(self, params):
         q = params["weights"].distribution
@@ -369,30 +401,12 @@ class _BayesianGLM(SVIEstimator):
             self._prior_cache = cached
         return cached[1]
 
-    def _pass_lower_bound(self, data):
-        # The exact ELBO by quadrature, without a Monte-Carlo local step.
-        params = self.natural_params_
-        return self._global_bound(params) + self._local_bound(data, None, params)
-
-    # A GLM's online steps barely move the probe's loss once near the
-    # optimum, while MC-SSVI's unstable mean steps raise it by 30-400% on
-    # z-scored a9a; doubling (the engine's default) let the smaller jumps
-    # through and the fit oscillated for passes.
-    _probe_growth = 0.25
-
     def _probe_loss(self, probe, params):
         # Online step safety: the expected negative log-likelihood per row.
         # A natural-gradient mean step can jump to a single minibatch's
         # Newton point (MC-SSVI's instability, the Monte Carlo structured SVI paper, section 4.1).
-        return -self._local_bound(probe, None, params) / max(self._sample_count(probe), 1e-300)
-
-    def _batch_steps_raise_elbo(self):
-        # A unit natural-gradient step on the mean is a Newton-like
-        # fixed-point update, which can overshoot (Sheth and Khardon; the
-        # Monte Carlo structured SVI paper, section 4.1) while every factor
-        # stays valid.  Online steps are noisy by design; the engine tests
-        # them on a probe sample instead (:meth:`_probe_loss`).
-        return True
+        return -self._local_bound(probe, None, params, remember=False) / max(
+            self._sample_count(probe), 1e-300)
 
     def _update_hyperparameters(self, hyper, ctx):
         if self.prior_variance != "auto":
@@ -410,6 +424,7 @@ class _BayesianGLM(SVIEstimator):
         return True
 
     def _on_params_updated(self):
+        self._memo = None
         q = self._posterior()
         blocks = q.loc.reshape(self._n_outputs, -1)
         n_features = blocks.shape[1] - int(self.fit_intercept)
@@ -422,33 +437,13 @@ class _BayesianGLM(SVIEstimator):
         self.prior_variance_ = self._prior_var
 
     # ------------------------------------------------------------ fitting API
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        X, y = self._check_X_y(X, y, reset=True)
-        classes = None if vocabulary is None else vocabulary.get("classes")
-        y = self._encode_targets(y, reset=True, classes=classes)
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        X, y = self._check_X_y(X, y, reset=reset)
+        if vocabulary is not None:  # one block of a fit on a cluster: every block's labels
+            classes = vocabulary.get("classes")
+        y = self._encode_targets(y, reset=reset, classes=classes)
         return self._rows(X, y, check_row_weights(sample_weight, X))
-
-    def _fit(self, X, y, sample_weight=None):
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        return self._engine_fit(self._fit_data(X, y, sample_weight, None))
-
-    def _seed_local_steps(self, random_state):
-        self._mc_random_state = random_state
-
-    def _partial_fit(self, X, y, reset_classes=None, sample_weight=None):
-        first = not hasattr(self, "natural_params_")
-        X, y = self._check_X_y(X, y, reset=first)
-        y = self._encode_targets(y, reset=first, classes=reset_classes)
-        return self._engine_partial_fit(self._rows(X, y, check_row_weights(sample_weight, X)))
-
-    def _sample_count(self, data):
-        # A row of weight 2 counts as two rows in N / |S| and in the stream's N.
-        return data.count()
-
-    def _prepare_block(self, X, y=None):
-        X, y = self._check_X_y(X, y, reset=False)
-        return self._rows(X, self._encode_targets(y, reset=False))
 
     def _predictive_moments(self, X):
         """Mean and variance of the linear predictor for new rows."""
@@ -457,31 +452,6 @@ class _BayesianGLM(SVIEstimator):
         if sp.issparse(X):
             X = X.tocsr()
         return self._linear_moments(self._design(X), self.natural_params_)
-
-    def elbo(self, X, y):
-        """Evidence lower bound of the current posterior on (X, y).
-
-        ``sum_i E_q[log p(y_i | x_i . w)] - KL(q(w) || p(w))``, the expected
-        log-likelihood by 20-point Gauss-Hermite quadrature (so it is
-        deterministic whatever ``expectation`` fitting used).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        float
-            The ELBO (a lower bound on the log marginal likelihood).
-        """
-        check_is_fitted(self)
-        X, y = self._check_X_y(X, y, reset=False)
-        y = self._encode_targets(y, reset=False)
-        data = self._rows(X, y)
-        return self._global_bound(self.natural_params_) + self._local_bound(
-            data, None, self.natural_params_
-        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -527,31 +497,6 @@ _GLM_PARAMS_DOC = """
         Largest number of rows per minibatch (the paper's 2000): online
         ``fit`` cuts each pass into ``ceil(N / batch_size)`` near-equal
         minibatches (17 of 1915-1916 rows for a9a's 32,561).
-    max_iter : int, default=20
-        Maximum passes over the data in ``fit``.
-    tol : float, default=1e-4
-        Stop when the relative change of the ELBO between passes is below.
-    learning_offset, learning_decay : float, default=1.0, 0.7
-        ``tau`` and ``kappa`` of ``rho_t = (t + tau) ** -kappa`` for the
-        natural-gradient parts.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above (see :mod:`skvi.schedules`).
-    total_samples : 'auto' or float, default='auto'
-        ``N`` for ``partial_fit``'s ``N / |S|`` scaling.
-    step_safety : bool, default=True
-        Reject a step whose covariance would not be positive definite (or
-        non-finite), halve the step sizes and retry (:mod:`skvi.engine`).
-    random_state : int, RandomState or None, default=None
-        Seeds the minibatch order and the Monte-Carlo draws.
-    n_jobs : int or None, default=None
-        Threads over which a minibatch of at least ``2 *
-        skvi.engine.base.MIN_BLOCK_ROWS`` rows is split (None: one thread),
-        with ``expectation='quadrature'``; Monte-Carlo expectations draw
-        from one generator, so they run on one thread to stay reproducible.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 """
 
 _EXPECTATION_DOC = """    expectation : {'auto', 'mc', 'quadrature'}, default='auto'
@@ -625,7 +570,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
     >>> y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-X @ [2.0, -1.0, 0.0]))).astype(int)
     >>> clf = SVILogisticRegression(batch_size=500, random_state=0).fit(X, y)
     >>> np.round(clf.coef_, 2)
-    array([[ 1.9 , -0.95, -0.04]])
+    array([[ 1.89, -0.95, -0.04]])
 
     With 2000 rows the posterior mean is close to scikit-learn's MAP under
     the same prior (``C = prior_variance``):
@@ -654,7 +599,9 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
             if found.size < 2:
                 raise ValueError(
                     "SVILogisticRegression needs samples of at least 2 classes; the "
-                    f"data contain only one class: {found[0]!r}."
+                    f"data contain only one class: {found[0]!r}. A first partial_fit call "
+                    "needs classes=[...] (every label the stream will contain) unless its "
+                    "minibatch already contains them."
                 )
             self.classes_ = found
             # Two classes: one weight vector (the log-odds); more: one per class.
@@ -668,63 +615,6 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         if self._n_outputs == 1:
             return (y == self.classes_[1]).astype(np.float64)
         return np.searchsorted(self.classes_, y).astype(np.float64)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the posterior of the weights.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Two class labels.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row
-            twice (its likelihood term squared).
-
-        Returns
-        -------
-        self : SVILogisticRegression
-            The fitted (or updated) estimator.
-        """
-        return self._fit(X, y, sample_weight)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels of the minibatch.
-        classes : array-like of shape (n_classes,), default=None
-            Every label of the stream; needed on the first call unless that
-            minibatch already contains them all (the number of classes fixes
-            the model: later minibatches may not add a label).
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`; they count in the
-            ``N / |S|`` scaling and in the running count of
-            ``total_samples='auto'``.
-
-        Returns
-        -------
-        self : SVILogisticRegression
-            The fitted (or updated) estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        if first and classes is None:
-            check_classification_targets(np.asarray(y))
-            classes = np.unique(np.asarray(y))
-            if classes.size < 2:
-                raise ValueError(
-                    "The first partial_fit call needs classes=[...] (every label the "
-                    "stream will contain) unless its minibatch already contains them; "
-                    f"it contains {classes.size}."
-                )
-        return self._partial_fit(
-            X, y, reset_classes=classes if first else None, sample_weight=sample_weight
-        )
 
     def _target_sums(self, y, weight):
         if self._n_outputs == 1:
@@ -946,46 +836,6 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         tags = super().__sklearn_tags__()
         tags.target_tags.positive_only = True
         return tags
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the posterior of the weights.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Non-negative counts (non-integer values are accepted, as by
-            scikit-learn's PoissonRegressor: a quasi-Poisson likelihood).
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row
-            twice.
-
-        Returns
-        -------
-        self : SVIPoissonRegression
-            The fitted (or updated) estimator.
-        """
-        return self._fit(X, y, sample_weight)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Non-negative counts of the minibatch.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`.
-
-        Returns
-        -------
-        self : SVIPoissonRegression
-            The fitted (or updated) estimator.
-        """
-        return self._partial_fit(X, y, sample_weight=sample_weight)
 
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of the count.

@@ -4,11 +4,11 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import RegressorMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
+from ..engine import ModelSettings, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_sparse_structure
 from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
@@ -63,26 +63,6 @@ class SVILinearRegression(RegressorMixin, SVIEstimator):
     batch_size : int, default=1000
         Largest number of rows per minibatch (online ``fit`` and
         ``partial_fit``).
-    max_iter : int, default=300
-        Maximum number of passes in ``fit``.
-    tol : float, default=1e-8
-        ``fit`` stops when the relative ELBO change between passes is below.
-    learning_offset, learning_decay : float, default=10.0, 0.7
-        The schedule ``rho_t = (t + learning_offset) ** -learning_decay``.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above.
-    total_samples : 'auto' or float, default='auto'
-        ``N`` of ``partial_fit``'s ``N / |S|`` scaling.
-    update_order : {'sequential', 'joint'}, default='sequential'
-        Paquet's option (a) or (b), see :class:`skvi.engine.SVIEstimator`.
-    step_safety : bool, default=True
-        Reject steps that make a factor invalid.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the online minibatch order.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -133,14 +113,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "weight_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        **ENGINE_PARAMETER_CONSTRAINTS,
     }
-    _parameter_constraints["learning_method"] = [StrOptions({"batch", "online"})]
-
-    _factor_families = {"noise": Gamma, "weights": MultivariateGaussian, "weight_precision": Gamma}
-    # The weight precisions' children are the weights, in memory.
-    _hierarchical_factors = ("weight_precision",)
-    _local_depends_on_globals = False
 
     def __init__(
         self,
@@ -188,54 +161,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit the posterior of the weights and precisions.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Features.
-        y : array-like of shape (n_samples,)
-            Targets.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row
-            twice (in the likelihood, the ``N / |S|`` scaling and the
-            running count of a stream).
-
-        Returns
-        -------
-        self : SVILinearRegression
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        return self._engine_fit(self._fit_data(X, y, sample_weight, None))
-
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        return self._rows(X, y, reset=True, sample_weight=sample_weight)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Stochastic steps on X, one per minibatch of at most ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Features of the minibatch.
-        y : array-like of shape (n_samples,)
-            Its targets.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`.
-
-        Returns
-        -------
-        self : SVILinearRegression
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, y, reset=first, sample_weight=sample_weight))
-
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of y.
 
@@ -276,30 +201,30 @@ n_samples_seen_, converged_, n_rejected_steps_
         return design_rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X),
                            self.fit_intercept)
 
-    def _sample_count(self, data):
-        # A row of weight 2 counts as two rows in N / |S| and in a stream's N.
-        return data.count()
-
     @staticmethod
     def _weights(data):
         return np.ones(data.shape[0]) if data.weight is None else data.weight
 
-    def _prepare_block(self, X, y=None):
-        return self._rows(X, y, reset=False)
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        return self._rows(X, y, reset=reset, sample_weight=sample_weight)
 
     def _design(self, X):
         return with_intercept(X) if self.fit_intercept else X
 
     # ------------------------------------------------------------ model hooks
     @property
-    def _global_factors(self):
-        names = []
+    def _settings(self):
+        factors = {}
         if self.noise_precision is None:
-            names.append("noise")
-        names.append("weights")
+            factors["noise"] = Gamma
+        factors["weights"] = MultivariateGaussian
         if self.weight_precision is None:
-            names.append("weight_precision")
-        return tuple(names)
+            factors["weight_precision"] = Gamma
+        # The weight precisions' children are the weights, in memory; the
+        # local step only sums the rows' statistics.
+        return ModelSettings(factors, hierarchical=("weight_precision",),
+                             local_depends_on_globals=False, parallel=True)
 
     @property
     def _n_coef(self):
@@ -315,12 +240,12 @@ n_samples_seen_, converged_, n_rejected_steps_
             "weight_precision": (np.full(n_lambda, -self.lambda_2), np.full(n_lambda, self.lambda_1 - 1.0)),
         }
 
-    def _initialize_globals(self, data, random_state):
+    def _initialize_globals(self, data, random_state, summary):
         prior = self._prior_natural()
         params = {"weight_precision": prior["weight_precision"]}
         # From all the rows of the fit (the first partial_fit call's), summed
         # over the blocks on a cluster: the targets' moments, the squares.
-        targets, squares = self._start_sums
+        targets, squares = summary
         n = max(targets.total, 1.0)
         if targets.n_rows > 1 and targets.total > 0:
             mean_y, var = float(targets.mean[0]), float(targets.covariance(diagonal=True)[0])
@@ -349,9 +274,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         squares = np.asarray(Xd.multiply(Xd).T @ w).ravel() if sp.issparse(Xd) else w @ (Xd * Xd)
         return (Moments.of(data.y[:, None], w, full=False), np.asarray(squares, dtype=np.float64))
 
-    def _adopt_data_summary(self, summary):
-        self._start_sums = summary
-
     def _expected(self, params, name):
         """E[alpha] or E[lambda] (the fixed value when not learned)."""
         fixed = self.noise_precision if name == "noise" else self.weight_precision
@@ -360,9 +282,13 @@ n_samples_seen_, converged_, n_rejected_steps_
         return params[name].distribution.mean() if hasattr(params[name], "distribution") else \
             Gamma.from_natural(*params[name]).mean()
 
-    def _prior_message(self, name, params, rows=None):
-        if name != "weights":
-            return super()._prior_message(name, params, rows)
+    def _factor_target(self, name, current, stats, ctx):
+        # The weights' prior is N(0, diag(E[lambda])): its message moves with q(lambda).
+        prior = self._weights_prior(ctx.params) if name == "weights" else ctx.prior[name]
+        return tuple(p + ctx.scale * s for p, s in zip(prior, stats))
+
+    def _weights_prior(self, params):
+        """Natural parameters of the weights' prior message, ``N(0, diag(E[lambda]))``."""
         d = self._n_coef
         lam = np.broadcast_to(self._expected(params, "weight_precision"), (d,))
         precision = np.append(lam, _INTERCEPT_PRECISION) if self.fit_intercept else lam.copy()
@@ -396,6 +322,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         return np.array([-0.5 * np.sum(sq)]), np.array([0.5 * self._n_coef])
 
     def _local_bound(self, data, local, params):
+        if local is None:
+            local = self._local_step(data, params)
         if self.noise_precision is None:
             q = params["noise"].distribution
             tau, log_tau = float(q.mean()), float(q.expected_log())
@@ -409,7 +337,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         prior = self._prior_natural()
         total = 0.0
         q_w = params["weights"].distribution
-        p_w = MultivariateGaussian.from_natural(*self._prior_message("weights", params))
+        p_w = MultivariateGaussian.from_natural(*self._weights_prior(params))
         if self.weight_precision is None:
             # E_q[log p(w | lambda)] - E_q[log q(w)] with lambda random:
             # the Gaussian KL at E[lambda], corrected by E[log lambda] - log E[lambda].

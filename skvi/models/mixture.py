@@ -10,7 +10,8 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
+from ..engine import ModelSettings, Moments, SVIEstimator
+from ..engine.executor import backend_for
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
 from ._rows import Rows, check_row_weights
 
@@ -24,6 +25,10 @@ _INIT_ROWS = 20_000
 #: Values (rows x components x features) of the temporaries of one block of
 #: the E-step: 2**20 doubles, 8 MiB.
 _BLOCK_VALUES = 1 << 20
+
+
+#: The global factors: the weights' Dirichlet and the components' Normal-Wishart (or -Gamma).
+_FACTORS = ("weights", "components")
 
 
 def _softmax(log_rho):
@@ -168,16 +173,6 @@ default='kmeans'
     batch_size : int, default=1000
         Largest number of rows per minibatch (online ``fit`` and
         ``partial_fit``).
-    learning_offset, learning_decay : float, default=10.0, 0.7
-        The schedule ``rho_t = (t + learning_offset) ** -learning_decay``.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above (a constant or a :mod:`skvi.schedules`
-        object).
-    total_samples : 'auto' or float, default='auto'
-        ``N`` of ``partial_fit``'s ``N / |S|`` scaling: the size of the
-        data set, or ``'auto'`` for the running count of a stream.
-    step_safety : bool, default=True
-        Reject steps that make a factor invalid.
 
     Attributes
     ----------
@@ -254,13 +249,7 @@ n_samples_seen_, n_rejected_steps_
         "density": [StrOptions({"predictive", "plug-in", "bound"})],
         "warm_start": ["boolean"],
         "verbose_interval": [Interval(numbers.Integral, 1, None, closed="left")],
-        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
-
-    _global_factors = ("weights", "components")
-    # The start is fitted to the first rows (k-means and one M-step): in a
-    # stream with total_samples='auto' it is their data part.
-    _initial_globals_are_data = True
 
     def __init__(
         self,
@@ -356,22 +345,13 @@ n_samples_seen_, n_rejected_steps_
         self : SVIBayesianGaussianMixture
             The fitted estimator.
         """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        # Validated once for all the restarts, the weights attached.
-        data = self._rows(X, reset=True, sample_weight=sample_weight)
-        # Batch EM starts from all rows, as scikit-learn's; SVI from a subsample.
-        return self._fit_restarts(data, None if self.learning_method == "batch" else _INIT_ROWS)
-
-    def _fit_blocks(self, data):
-        # On a cluster the start is a sample of at most _INIT_ROWS rows drawn
-        # over every block (all the rows when there are no more), never all
-        # the rows of a larger fit; a warm start's globals travel with it.
+        elsewhere = backend_for(X) is not None
         warm = self.warm_start and hasattr(self, "natural_params_")
-        if warm:
+        if elsewhere and warm:
+            # A warm start's globals travel to the worker that starts the fit.
             self._warm_globals = {name: tuple(np.asarray(a) for a in f)
                                   for name, f in self.natural_params_.items()}
-        elif self.__dict__.get("_weighted_blocks") and data.shape[0] > _INIT_ROWS:
+        elif elsewhere and sample_weight is not None and X.shape[0] > _INIT_ROWS:
             self._warn(
                 f"{type(self).__name__}: on a cluster the start's {_INIT_ROWS} rows are drawn "
                 "uniformly over the rows (each with its weight), not in proportion to the "
@@ -379,28 +359,14 @@ n_samples_seen_, n_rejected_steps_
                 "may miss them. A warm_start from a fit on a weighted sample avoids it.",
                 UserWarning,
             )
+        # Batch EM starts from all rows, as scikit-learn's; SVI (and a fit
+        # on a cluster) from a subsample of at most _INIT_ROWS rows.
+        self._init_rows = None if self.learning_method == "batch" and not elsewhere else _INIT_ROWS
         try:
-            return self._fit_restarts(data, _INIT_ROWS)
+            return super().fit(X, y, sample_weight)
         finally:
             self.__dict__.pop("_warm_globals", None)
-            self.__dict__.pop("_weighted_blocks", None)
-
-    def _fit_restarts(self, data, init_rows):
-        """``n_init`` fits of the validated rows (or blocks), keeping the best ELBO."""
-        warm = self.warm_start and hasattr(self, "natural_params_")
-        n_init = 1 if warm else self.n_init
-        random_state = check_random_state(self.random_state)
-        self._init_rows = init_rows
-        try:
-            best = None
-            for _ in range(n_init):
-                self._engine_fit(data, random_state)
-                if best is None or self.lower_bound_ > best["lower_bound_"]:
-                    best = dict(self.__dict__)
-            self.__dict__.update(best)
-        finally:
             del self._init_rows
-        return self
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the most probable component of every sample.
@@ -421,36 +387,6 @@ n_samples_seen_, n_rejected_steps_
             Component labels.
         """
         return self.fit(X, sample_weight=sample_weight).predict(X)
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """SVI steps on X, one per minibatch of at most ``batch_size`` rows.
-
-        The first call initialises the posterior (and the priors that
-        default to statistics of the data) from X; later calls continue
-        the stream with ``N = total_samples``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            A chunk of the stream.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative frequency weights, as in :meth:`fit`: a sample of
-            weight 2 counts twice in its minibatch's statistics and ELBO
-            term, in ``N / |S|`` and in ``n_samples_seen_`` (the running
-            count of ``total_samples='auto'``).  Samples of weight 0 are
-            dropped before the minibatches are cut; the weights of a call
-            must not all be 0.
-
-        Returns
-        -------
-        self : SVIBayesianGaussianMixture
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, reset=first, sample_weight=sample_weight))
 
     def predict_proba(self, X):
         """Posterior probability of each component for each sample (the E-step).
@@ -561,27 +497,6 @@ n_samples_seen_, n_rejected_steps_
         labels = np.concatenate([np.full(c, k, dtype=int) for k, c in enumerate(counts)])
         return np.vstack(parts), labels
 
-    def elbo(self, X):
-        """The exact evidence lower bound of X under the current posterior.
-
-        The responsibilities are the E-step's at the current globals, so
-        this is the ELBO a batch step would start from; for the training
-        rows after ``fit`` it is ``lower_bound_`` up to that one E-step.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-
-        Returns
-        -------
-        elbo : float
-            ``E_q[log p(X, z, theta)] - E_q[log q(z, theta)]``, all constants
-            included.
-        """
-        X = self._check_predict_input(X)
-        return float(self._pass_lower_bound(Rows(X, None)))
-
     @classmethod
     def from_sklearn(cls, mixture, **params):
         """An estimator holding the posterior of a fitted scikit-learn mixture.
@@ -675,16 +590,22 @@ n_samples_seen_, n_rejected_steps_
                 f"{self.n_components}, n_samples = {n}{which}"
             )
 
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        self._weighted_blocks = sample_weight is not None  # read back by _fit_blocks
-        return self._rows(X, reset=True, sample_weight=sample_weight, whole=False)
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        # On a cluster (a vocabulary given) each block is checked alone; the
+        # row counts on their sum (_adopt_data_summary).
+        return self._rows(X, reset=reset, sample_weight=sample_weight, whole=vocabulary is None)
 
-    def _validate_input(self, X, reset):
-        # fit and partial_fit validate X and attach the weights first.
-        return X if isinstance(X, Rows) else self._rows(X, reset)
-
-    def _sample_count(self, X):
-        return X.count()
+    @property
+    def _settings(self):
+        comp = NormalWishart if self.covariance_type in ("full", "tied") else NormalGamma
+        # The start is fitted to the first rows (k-means and one M-step): in
+        # a stream with total_samples='auto' it is their data part.  The
+        # tolerance is per sample, as scikit-learn's.
+        return ModelSettings(
+            {"weights": Dirichlet, "components": comp}, initial_globals_are_data=True,
+            convergence=self._per_sample_converged, start_sample_size=_INIT_ROWS,
+        )
 
     def _data_summary(self, X):
         return Moments.of(X.X, X.weight, full=self.covariance_type in ("full", "tied"))
@@ -698,9 +619,6 @@ n_samples_seen_, n_rejected_steps_
         self._set_priors(summary)
         # The start scales its statistics to all the rows (their weight).
         self._data_rows = (summary.n_rows, summary.total)
-
-    def _start_sample_size(self):
-        return self._init_rows
 
     def _check_predict_input(self, X):
         check_is_fitted(self)
@@ -810,13 +728,9 @@ n_samples_seen_, n_rejected_steps_
                                np.full(K, 0.5 * d * nu0), np.full(K, 0.5 * d * cov0))
         return {"weights": weights.natural, "components": comp.natural}
 
-    @property
-    def _factor_families(self):
-        comp = NormalWishart if self.covariance_type in ("full", "tied") else NormalGamma
-        return {"weights": Dirichlet, "components": comp}
-
     # ------------------------------------------------------------ initialisation
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, X, random_state, summary):
+        self._adopt_data_summary(summary)
         warm = getattr(self, "_warm_globals", None)
         if warm is not None:
             return warm
@@ -825,7 +739,7 @@ n_samples_seen_, n_rejected_steps_
         count = X.count()
         X, weight = X.X, X.weight
         n = X.shape[0]
-        limit = getattr(self, "_init_rows", _INIT_ROWS)
+        limit = self.__dict__.get("_init_rows", _INIT_ROWS)
         if weight is None:
             sub, sub_weight = X, None
             if limit is not None and n > limit:
@@ -849,7 +763,7 @@ n_samples_seen_, n_rejected_steps_
         stats = self._statistics(sub, resp)
         prior = self._prior_natural()
         return {name: tuple(p + scale * s for p, s in zip(prior[name], stats[name]))
-                for name in self._global_factors}
+                for name in _FACTORS}
 
     def _weighted_subsample(self, X, weight, limit, random_state):
         """The rows of a weighted start: ``(rows, their weights, scale to the weight sum)``.
@@ -1030,24 +944,27 @@ n_samples_seen_, n_rejected_steps_
         return local["stats"][name]
 
     def _local_bound(self, X, local, params):
+        if local is None:
+            local = self._local_step(X, params)
         # E_q[log p(x, z | theta)] is linear in the statistics:
         # sum_f <stats_f, E_q[t_f]> - n d log(2 pi) / 2, minus E_q[log q(z)]
         # (n: the weight sum with weights).
         total = 0.0
-        for name in self._global_factors:
+        for name in _FACTORS:
             expected = params[name].cached("expected_stats", lambda f: f.distribution.expected_stats())
             total += sum(float(np.sum(s * e)) for s, e in zip(local["stats"][name], expected))
         return total - 0.5 * X.count() * X.X.shape[1] * _LOG_2PI - local["neg_entropy"]
 
     def _global_bound(self, params):
         total = 0.0
-        for name in self._global_factors:
-            family = self._factor_families[name]
-            prior = family.from_natural(*self._prior_message(name, params))
+        priors = self._prior_natural()
+        for name in _FACTORS:
+            family = type(params[name].distribution)
+            prior = family.from_natural(*priors[name])
             total -= float(np.sum(params[name].distribution.kl(prior)))
         return total
 
-    def _pass_converged(self, previous, bound):
+    def _per_sample_converged(self, previous, bound):
         return abs(bound - previous) / max(self.n_samples_seen_, 1) < self.tol
 
     # ------------------------------------------------------------ densities

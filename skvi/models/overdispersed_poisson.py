@@ -124,9 +124,6 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         "bound": [StrOptions({"optimal", "simple", "mean_field"})],
     }
 
-    _global_factors = ("weights", "noise")
-    _factor_families = {"weights": MultivariateGaussian, "noise": Rayleigh}
-
     def __init__(
         self,
         *,
@@ -184,23 +181,39 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         prior["noise"] = Rayleigh(self.noise_prior_scale).natural
         return prior
 
-    def _initialize_globals(self, data, random_state):
-        params = super()._initialize_globals(data, random_state)
+    def _initialize_globals(self, data, random_state, summary):
+        params = super()._initialize_globals(data, random_state, summary)
         params["noise"] = Rayleigh(self.noise_prior_scale).natural
         return params
 
-    def _update_rule(self, name):
-        if name == "weights":
-            return super()._update_rule(name)
+    @property
+    def _settings(self):
+        settings = super()._settings
+        # The Monte Carlo local step draws from one generator as it goes:
+        # one block per minibatch.
+        settings.parallel = self.expectation == "quadrature"
+        return settings
+
+    def _factors(self):
+        return {"weights": MultivariateGaussian, "noise": Rayleigh}
+
+    def _update_rules(self):
+        rules = super()._update_rules()
         # The noise's fixed-point map overshoots at rho = 1 (its slope was
         # about -2 near the optimum on simulated counts): batch steps damp
         # it by the map's secant slope.
-        return SecantFixedPoint() if self.learning_method == "batch" else None
+        rules["noise"] = SecantFixedPoint() if self.learning_method == "batch" else None
+        return rules
+
+    def _local_draws(self, data, random_state):
+        # The Monte Carlo nodes are drawn as the local step goes.
+        return random_state if self.expectation == "mc" else None
 
     def _noise(self, params):
         return params["noise"].distribution
 
-    def _local_step(self, data, params):
+    def _local_step(self, data, params, draws=None):
+        self._mc_random_state = draws
         Xd = design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         q_noise = self._noise(params)
@@ -308,11 +321,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         lam = float(current[0])
         return (np.asarray(min(max(target, 4.0 * lam), 0.25 * lam)),)
 
-    def _local_step_and_bound(self, data, params):
-        # The GLM's shortcut is for its own local step: this one has more.
-        return None
-
-    def _local_bound(self, data, local, params):
+    def _local_bound(self, data, local, params, remember=True):
         Xd = local["design"] if local is not None else design_of(data, self.fit_intercept)
         mean, var = self._linear_moments(Xd, params)
         q_noise = self._noise(params)
@@ -344,9 +353,6 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
     def _global_bound(self, params):
         prior = Rayleigh(self.noise_prior_scale)
         return super()._global_bound(params) - float(self._noise(params).kl(prior))
-
-    def _parallel_local_step(self):
-        return self.expectation == "quadrature"
 
     def _on_params_updated(self):
         super()._on_params_updated()

@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
-from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context, clone
+from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Kernel
 from sklearn.metrics import r2_score
@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
+from ..engine import ModelSettings, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -87,11 +87,7 @@ class _SparseGP(SVIEstimator):
         "inducing_points": [None, "array-like"],
         "optimizer": [None, StrOptions({"fmin_l_bfgs_b"})],
         "hyperparameter_learning_rate": [Interval(numbers.Real, 0, None, closed="left")],
-        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
-
-    _global_factors = ("inducing",)
-    _factor_families = {"inducing": MultivariateGaussian}
 
     # -------------------------------------------------------------- features
     def _set_kernel(self, kernel):
@@ -167,11 +163,35 @@ class _SparseGP(SVIEstimator):
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
 
     # ----------------------------------------------------------- model hooks
-    def _validate_input(self, data, reset):
-        return data
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        if vocabulary is not None:  # one block of a fit on a cluster
+            if getattr(self, "objective", None) == "optimal":
+                raise NotImplementedError(
+                    "objective='optimal' factorises an N x N matrix of all the rows and does "
+                    "not decompose over blocks: on a cluster use 'titsias', 'fitc' or "
+                    "'predictive'."
+                )
+            if self.optimizer is not None and self.learning_method == "batch":
+                raise NotImplementedError(
+                    "A batch fit with optimizer='fmin_l_bfgs_b' fits the kernel by L-BFGS over "
+                    "all the rows at its start, which a fit on a cluster does not gather: use "
+                    "learning_method='online' (the kernel learned by steps), or fit the kernel "
+                    "on a sample in memory and pass it with optimizer=None."
+                )
+            classes = vocabulary.get("classes")
+        if partial and getattr(self, "objective", None) == "optimal":
+            raise ValueError(
+                "objective='optimal' does not decompose over rows: it has no partial_fit. "
+                "Use 'titsias', 'fitc' or 'predictive' on a stream."
+            )
+        return self._rows(X, y, reset, sample_weight, classes)
 
-    def _sample_count(self, data):
-        return data.count()
+    def _settings_for(self, **kwargs):
+        # The inducing points' k-means of a fit on a cluster takes at most
+        # _KMEANS_ROWS rows drawn over the blocks.
+        return ModelSettings({"inducing": MultivariateGaussian},
+                             start_sample_size=_KMEANS_ROWS, **kwargs)
 
     def _prior_natural(self):
         m = self.inducing_points_.shape[0]
@@ -344,26 +364,6 @@ class _SparseGP(SVIEstimator):
         self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
         return True
 
-    # ------------------------------------------------------ fit on a cluster
-    def _start_sample_size(self):
-        # The inducing points' k-means takes at most this many rows.
-        return _KMEANS_ROWS
-
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        if getattr(self, "objective", None) == "optimal":
-            raise NotImplementedError(
-                "objective='optimal' factorises an N x N matrix of all the rows and does not "
-                "decompose over blocks: on a cluster use 'titsias', 'fitc' or 'predictive'."
-            )
-        if self.optimizer is not None and self.learning_method == "batch":
-            raise NotImplementedError(
-                "A batch fit with optimizer='fmin_l_bfgs_b' fits the kernel by L-BFGS over "
-                "all the rows at its start, which a fit on a cluster does not gather: use "
-                "learning_method='online' (the kernel learned by steps), or fit the kernel on "
-                "a sample in memory and pass it with optimizer=None."
-            )
-        classes = None if vocabulary is None else vocabulary.get("classes")
-        return self._rows(X, y, True, sample_weight, classes)
 
 
 class SVISparseGPRegressor(RegressorMixin, _SparseGP):
@@ -429,26 +429,6 @@ class SVISparseGPRegressor(RegressorMixin, _SparseGP):
         conjugate objectives).  ``'online'``: SVI on shuffled minibatches.
     batch_size : int, default=1000
         Largest number of rows per online minibatch.
-    max_iter : int, default=100
-        Maximum passes.
-    tol : float, default=1e-8
-        Stop when the relative change of the objective between passes is
-        below.
-    learning_offset, learning_decay : float, default=1.0, 0.7
-        ``tau`` and ``kappa`` of ``rho_t = (t + tau) ** -kappa``.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above (see :mod:`skvi.schedules`).
-    total_samples : 'auto' or float, default='auto'
-        ``N`` for ``partial_fit``'s ``N / |S|`` scaling.
-    step_safety : bool, default=True
-        Reject (and halve) a step whose covariance is not positive definite
-        or, in batch, that lowers the objective.
-    random_state : int, RandomState or None, default=None
-        Seeds k-means, optimizer restarts and the minibatch order.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -552,57 +532,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit q(u) (and the hyperparameters, with ``optimizer``) to (X, y).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,)
-            Training targets.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row
-            twice (not with ``objective='optimal'``).
-
-        Returns
-        -------
-        self : SVISparseGPRegressor
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        return self._engine_fit(self._rows(X, y, True, sample_weight))
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Stochastic steps on (X, y), one per minibatch of at most ``batch_size`` rows.
-
-        The first call chooses the inducing points from its rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs of the minibatch.
-        y : array-like of shape (n_samples,)
-            Targets of the minibatch.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`.
-
-        Returns
-        -------
-        self : SVISparseGPRegressor
-            The updated estimator.
-        """
-        if self.objective == "optimal":
-            raise ValueError(
-                "objective='optimal' does not decompose over rows: it has no partial_fit. "
-                "Use 'titsias', 'fitc' or 'predictive' on a stream."
-            )
-        first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, y, first, sample_weight))
-
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive mean of f (and its standard deviation or covariance).
 
@@ -768,7 +697,18 @@ n_samples_seen_, converged_, n_rejected_steps_
         return chol, value
 
     # ----------------------------------------------------------- model hooks
-    def _initialize_globals(self, data, random_state):
+    @property
+    def _settings(self):
+        # V2's projected fixed point can overshoot: a batch step must not
+        # lower the objective, tested to finite-difference stationarity
+        # (tests/test_sparse_gp.py); its rejected steps come in runs, so a
+        # halving persists (docs/sparse_gp.md).  The other objectives reach
+        # their optimum in one step.
+        if self.objective == "predictive":
+            return self._settings_for(batch_steps="no_decrease", elbo_tolerance=1e-12)
+        return self._settings_for()
+
+    def _initialize_globals(self, data, random_state, summary):
         if self.objective == "optimal" and data.shape[0] > MAX_OPTIMAL_ROWS:
             raise ValueError(
                 f"objective='optimal' factorises an N x N matrix; N = {data.shape[0]} is above "
@@ -823,23 +763,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             return float(self._optimal_terms(data.X, data.y, phi, q)[1])
         value = self._row_terms(data, phi, kdiag, *self._q_moments(params))[0]
         return float(np.sum(data.weighted(value)))
-
-    def _batch_line_search(self):
-        # V2's projected Newton steps are rejected in runs: a halving that
-        # persists (and recovers after accepted steps) saves the rejected
-        # tries of a line search restarted at the full step every pass
-        # (docs/sparse_gp.md); the other objectives reach their optimum in
-        # one step.
-        return self.objective != "predictive"
-
-    def _batch_steps_raise_elbo(self):
-        # V2's projected fixed point can overshoot: a batch step must not
-        # lower the objective (the conjugate objectives reach it in one step).
-        return self.objective == "predictive"
-
-    # Tighter than the GLMs': V2's fixed point is found to finite-difference
-    # stationarity (tests/test_sparse_gp.py).
-    _elbo_tolerance = 1e-12
 
     # -------------------------------------------------------- hyperparameters
     @staticmethod
@@ -959,24 +882,6 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
         halved) or SVI on minibatches.
     batch_size : int, default=1000
         Largest number of rows per online minibatch.
-    max_iter : int, default=100
-        Maximum passes.
-    tol : float, default=1e-6
-        Stop when the relative change of the ELBO between passes is below.
-    learning_offset, learning_decay : float, default=1.0, 0.7
-        ``tau`` and ``kappa`` of ``rho_t = (t + tau) ** -kappa``.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above.
-    total_samples : 'auto' or float, default='auto'
-        ``N`` for ``partial_fit``'s ``N / |S|`` scaling.
-    step_safety : bool, default=True
-        Reject (and halve) an invalid or, in batch, ELBO-lowering step.
-    random_state : int, RandomState or None, default=None
-        Seeds k-means, Monte Carlo and the minibatch order.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -1070,51 +975,6 @@ n_samples_seen_, converged_, n_rejected_steps_
     _likelihood = Bernoulli()
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
-        """Fit q(u) (and the kernel, with ``optimizer``) to (X, y).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training inputs.
-        y : array-like of shape (n_samples,)
-            Two class labels.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights: a row of weight 2 counts as the row twice.
-
-        Returns
-        -------
-        self : SVISparseGPClassifier
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        return self._engine_fit(self._rows(X, y, True, sample_weight))
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Stochastic steps on (X, y), one per minibatch of at most ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs of the minibatch (the first call places the inducing points).
-        y : array-like of shape (n_samples,)
-            Labels of the minibatch.
-        classes : array-like of shape (2,), default=None
-            Both labels; needed on the first call unless its minibatch has both.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative row weights, as in :meth:`fit`.
-
-        Returns
-        -------
-        self : SVISparseGPClassifier
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        return self._engine_partial_fit(self._rows(X, y, first, sample_weight, classes))
-
     def predict_proba(self, X):
         """``E_q[sigmoid(f)]`` for each row, by 40-point Gauss-Hermite quadrature.
 
@@ -1209,23 +1069,33 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self.optimizer is not None and self._hyper_vector().size > 0
 
     # ----------------------------------------------------------- model hooks
-    def _update_rule(self, name):
-        return make_update_rule(self.algorithm, self.gradient_learning_rate)
+    @property
+    def _settings(self):
+        # A batch fixed-point step on q's mean is Newton-like and can
+        # overshoot: it must not lower the ELBO (with quadrature, a damped
+        # Newton step starting from the full step each pass).
+        quadrature = self.expectation == "quadrature"
+        return self._settings_for(
+            update_rules={"inducing": make_update_rule(self.algorithm,
+                                                       self.gradient_learning_rate)},
+            batch_steps="line_search" if quadrature else "no_decrease",
+        )
 
-    def _initialize_globals(self, data, random_state):
-        self._mc_random_state = random_state
+    def _initialize_globals(self, data, random_state, summary):
         self._set_kernel(self._start(data, random_state))
         return self._prior_natural()
 
-    def _seed_local_steps(self, random_state):
-        self._mc_random_state = random_state
+    def _local_draws(self, data, random_state):
+        if self.expectation != "mc":
+            return None
+        return random_state.standard_normal((data.shape[0], self.n_mc_samples))
 
-    def _local_step(self, data, params):
+    def _local_step(self, data, params, draws=None):
         phi, kdiag = self._features(data.X)
         mean, var = self._moments(data, phi, kdiag, params)
         _, e1, e2 = self._likelihood.expectations(
             data.y, mean, var, method=self.expectation, n_samples=self.n_mc_samples,
-            random_state=self._mc_random_state,
+            random_state=draws,
         )
         return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2,
                 "q": self._q_moments(params)}
@@ -1241,10 +1111,4 @@ n_samples_seen_, converged_, n_rejected_steps_
         e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
         return float(np.sum(data.weighted(e_log)))
 
-    def _batch_line_search(self):
-        return self.expectation == "quadrature"
 
-    def _batch_steps_raise_elbo(self):
-        # A batch fixed-point step on q's mean is Newton-like and can
-        # overshoot: it must not lower the ELBO.
-        return True

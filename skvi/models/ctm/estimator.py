@@ -33,7 +33,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import ENGINE_PARAMETER_CONSTRAINTS, Factor, Moments, RowStatistics, SVIEstimator
+from ...engine import Factor, ModelSettings, Moments, RowStatistics, SVIEstimator
 from ...engine.rows import ResidentRows
 from ...expfam import Gaussian, MultivariateGaussian
 from ...schedules import make_schedule
@@ -181,22 +181,6 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         of ``batch_size`` documents.
     batch_size : int, default=128
         Documents per online step.
-    max_iter : int, default=50
-        Passes over the data.
-    tol : float, default=1e-3
-        Stop when the relative change of the ELBO between passes falls below.
-    n_jobs : int or None, default=None
-        Threads over which a minibatch of at least ``2 *
-        skvi.engine.base.MIN_BLOCK_ROWS`` documents is split for the
-        documents' expectations (None: one thread).  The Monte Carlo draws
-        are made before the split, so the fit is the same for every
-        ``n_jobs``.  New documents (:meth:`transform`, :meth:`score` and
-        the held-out measures) fold in by blocks on as many threads.
-    learning_offset, learning_decay, learning_rate, total_samples, \
-step_safety, random_state, verbose
-        The engine's schedule and controls (see
-        :class:`skvi.engine.SVIEstimator`).  A document's step size is the
-        schedule at its own step count.
 
     Attributes
     ----------
@@ -239,22 +223,7 @@ step_safety, random_state, verbose
         "init_passes": [Interval(numbers.Integral, 1, None, closed="left")],
         "update_model_every": [StrOptions({"minibatch", "pass"})],
         "transform_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_jobs": [None, numbers.Integral],
-        **{k: v for k, v in ENGINE_PARAMETER_CONSTRAINTS.items() if k != "update_order"},
     }
-
-    _global_factors = ("documents",)
-    _row_groups = ("documents",)
-    # A document's q is its row's own: on a cluster it stays with its block.
-    _resident_row_groups = ("documents",)
-    # Monte Carlo targets: a document's steps follow its schedule in batch too.
-    _scheduled_row_steps = True
-    _transient_attributes = ("_step_draws", "document_mean_", "document_covariance_")
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_step_draws", None)  # the last step's draws: only the step needs them
-        return state
 
     def __init__(
         self,
@@ -334,35 +303,7 @@ step_safety, random_state, verbose
         ``document_mean_`` and ``document_covariance_`` are then lazy dask
         arrays computed there.
         """
-        if (fitted := self._fit_elsewhere(X)) is not None:
-            return fitted
-        return self._engine_fit(self._documents(X, reset=True))
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None):
-        """Steps on a minibatch of new documents (each gets its own ``q(eta_d)``).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Word counts of new documents.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : SVICorrelatedTopicModel
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        if not first and isinstance(self.natural_params_["documents"], ResidentRows):
-            raise NotImplementedError(
-                "partial_fit after a fit on a cluster: the documents' factors, on which "
-                "mu and Sigma depend, are on the workers. Fit in memory to continue "
-                "with partial_fit."
-            )
-        start = 0 if first else self._row_totals("documents").shape[0]
-        return self._engine_partial_fit(self._documents(X, reset=first, start=start))
+        return super().fit(X, y)
 
     def transform(self, X):
         """Expected topic proportions ``E_q[theta_d]`` of each document.
@@ -539,17 +480,22 @@ step_safety, random_state, verbose
         X = self._check_counts(X, reset=reset)
         return Documents(X, start + np.arange(X.shape[0]))
 
-    def _validate_input(self, X, reset):
-        return X if isinstance(X, Documents) else self._documents(X, reset)
-
-    def _fit_data(self, X, y, sample_weight, vocabulary):
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
         if sample_weight is not None:
-            raise TypeError(f"{type(self).__name__}.fit takes no sample_weight.")
-        return X  # a block of a fit on a cluster: its documents are numbered from 0
-
-    def _seed_local_steps(self, random_state):
-        # A block's Monte Carlo draws, from its own generator.
-        self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
+            raise TypeError(f"{type(self).__name__} takes no sample_weight.")
+        start = 0
+        if partial and not reset:
+            # New documents of a stream, numbered after the ones seen.
+            if isinstance(self.natural_params_["documents"], ResidentRows):
+                raise NotImplementedError(
+                    "partial_fit after a fit on a cluster: the documents' factors, on which "
+                    "mu and Sigma depend, are on the workers. Fit in memory to continue "
+                    "with partial_fit."
+                )
+            start = self._row_totals("documents").shape[0]
+        # (A block of a fit on a cluster numbers its documents from 0.)
+        return self._documents(X, reset=reset, start=start)
 
     def _row_ids(self, X):
         return {"documents": X.ids}
@@ -563,16 +509,23 @@ step_safety, random_state, verbose
         return self.n_components - 1
 
     @property
-    def _factor_families(self):
-        return {"documents": MultivariateGaussian if self.covariance == "full" else Gaussian}
+    def _settings(self):
+        # A document's q is its row's own: on a cluster it stays with its
+        # block.  Monte Carlo targets: a document's steps follow its schedule
+        # in batch too.  The draws are made before a minibatch is cut.
+        family = MultivariateGaussian if self.covariance == "full" else Gaussian
+        return ModelSettings(
+            {"documents": family}, row_groups=("documents",),
+            resident_row_groups=("documents",), scheduled_row_steps=True,
+            update_rules={"documents": self._rule}, parallel=True,
+            pass_step=self.update_model_every == "pass",
+            transient=("document_mean_", "document_covariance_"),
+        )
 
     @property
     def _rule(self):
         return None if self.algorithm == "mc-ssvi" else make_update_rule(
             self.algorithm, self.gradient_learning_rate)
-
-    def _update_rule(self, name):
-        return self._rule
 
     def _prior_documents(self, n, mean=None):
         """Natural parameters of ``n`` documents with the prior's covariance.
@@ -586,7 +539,7 @@ step_safety, random_state, verbose
             return prec * mean, np.tile(-0.5 * prec, (n, 1))
         return mean @ (-2.0 * eta2), np.tile(eta2, (n, 1, 1))
 
-    def _initialize_globals(self, X, random_state):
+    def _initialize_globals(self, X, random_state, summary):
         d, V = self._dim, X.shape[1]
         self._mu = np.zeros(d)
         self._sigma = np.eye(d)
@@ -610,8 +563,6 @@ step_safety, random_state, verbose
                 counts[k] += np.asarray(X.X[seeds[k]].sum(axis=0)).ravel()
             self._set_topics(counts)
             docs = self._prior_documents(X.shape[0])
-        # The Monte Carlo draws of the steps.
-        self._mc_rng = np.random.default_rng(random_state.randint(np.iinfo(np.int32).max))
         return {"documents": docs}
 
     def _set_topics(self, counts):
@@ -675,29 +626,17 @@ step_safety, random_state, verbose
             rule = self._rule_cache = (nodes[:, None, :], weights)
         return rule
 
-    def _parallel_local_step(self):
-        # The draws are made before the blocks run (_prepare_local_steps).
-        return True
+    def _local_draws(self, X, random_state):
+        # The minibatch's Monte Carlo draws, (documents, samples, K - 1): one
+        # generator in one order, whatever n_jobs cuts the minibatch into.
+        if self.bound == "mean_field" or self.expectation != "mc":
+            return None
+        return random_state.standard_normal((X.shape[0], self.n_mc_samples, self._dim))
 
-    def _prepare_local_steps(self, X, params):
-        # The minibatch's Monte Carlo draws, one generator in one order:
-        # the same fit whatever n_jobs cuts the minibatch into.
-        draws = None
-        if self.bound != "mean_field" and self.expectation == "mc":
-            draws = self._mc_rng.standard_normal((self.n_mc_samples, X.shape[0], self._dim))
-        self._step_draws = (X.ids, draws)
-
-    def _block_draws(self, ids):
-        batch_ids, draws = self._step_draws
-        if draws is None or ids is batch_ids:
-            return draws
-        order = np.argsort(batch_ids, kind="stable")
-        return draws[:, order[np.searchsorted(batch_ids, ids, sorter=order)]]
-
-    def _local_step(self, X, params):
+    def _local_step(self, X, params, draws=None):
         mean, scale = self._document_moments(params, X.ids)
-        expected = self._expectations(X.X, mean, scale, eps=self._block_draws(X.ids),
-                                      topic_counts=True)
+        eps = None if draws is None else np.ascontiguousarray(np.moveaxis(draws, 0, 1))
+        expected = self._expectations(X.X, mean, scale, eps=eps, topic_counts=True)
         return {"mean": mean, "expected": expected}
 
     @staticmethod
@@ -758,7 +697,7 @@ step_safety, random_state, verbose
             ctx.grads.extend([tgt1 - old1, tgt2 - old2])
         eta1, eta2 = current[0].copy(), current[1].copy()
         eta1[rows], eta2[rows] = new1, new2
-        family = self._factor_families["documents"]
+        family = current.family
         valid = bool(np.all(np.isfinite(new1)) and np.all(family.valid_natural(new1, new2)))
         return Factor((eta1, eta2), family), valid
 
@@ -768,6 +707,12 @@ step_safety, random_state, verbose
         return (local["expected"].topic_counts,)
 
     def _update_hyperparameters(self, hyper, ctx):
+        if ctx.end_of_pass:  # update_model_every='pass': the pass's counts
+            counts, self._pass_counts = getattr(self, "_pass_counts", None), None
+            if counts is None:
+                return False
+            self._model_step(counts, ctx.scale, ctx.rho)
+            return True
         counts = None if hyper is None else hyper[0]
         if ctx.in_pass and self.update_model_every == "pass":
             # Held until the pass ends: the pass's expected word counts add up.
@@ -777,13 +722,6 @@ step_safety, random_state, verbose
             return False
         # After every accepted step (each minibatch; the paper's Fig. 8
         # updates after each document).
-        self._model_step(counts, ctx.scale, ctx.rho)
-        return True
-
-    def _end_of_pass(self, ctx):
-        counts, self._pass_counts = getattr(self, "_pass_counts", None), None
-        if counts is None:
-            return False
         self._model_step(counts, ctx.scale, ctx.rho)
         return True
 
@@ -908,8 +846,8 @@ step_safety, random_state, verbose
 
     # --------------------------------------------------------------- results
     def _on_params_updated(self):
-        # Draws of the last step, and counts of a pass a callback stopped.
-        self._step_draws = self._pass_counts = None
+        # Counts of a pass a callback stopped.
+        self._pass_counts = None
         documents = self.natural_params_["documents"]
         if isinstance(documents, ResidentRows):  # on the workers of a cluster: lazy arrays
             d, diagonal = self._dim, self.covariance == "diagonal"

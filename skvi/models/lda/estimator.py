@@ -1,30 +1,20 @@
 """Latent Dirichlet allocation by batch and stochastic variational inference."""
 
-import copy
 import numbers
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from scipy.special import digamma, polygamma
-from sklearn.base import (
-    ClassNamePrefixFeaturesOutMixin,
-    TransformerMixin,
-    _fit_context,
-)
-from sklearn.utils import gen_batches
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import Factor, RowStatistics, SVIEstimator
-from ...engine.blocks import BlockedData
+from ...engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
 from ...validation import check_sparse_structure
 from .._rows import Rows, check_row_weights
 from .evidence import lda_log_evidence
-from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff, heldout_probabilities
+from .estep import add_rows, blend, e_step, exp_digamma_diff, heldout_probabilities
 
 __all__ = ["SVILatentDirichletAllocation"]
 
@@ -140,19 +130,9 @@ class SVILatentDirichletAllocation(
         Threads for the E-step (the documents of a minibatch are split
         into ``n_jobs`` blocks of about equal size, each of at least
         20,000 word counts); None means 1 and -1 all cores.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
     random_state : int, RandomState instance or None, default=None
         Seeds the initial topics, the E-step's random initial ``gamma`` and
         the document order of online ``fit``.
-    learning_rate : None, float or :class:`~skvi.schedules.Schedule`, default=None
-        A step-size schedule; overrides ``learning_offset`` and
-        ``learning_decay``.  A float is a constant step.
-    step_safety : bool, default=True
-        Reject steps that make a topic's Dirichlet invalid and halve the
-        step size (see :class:`skvi.engine.SVIEstimator`).
     learn_priors : bool, default=False
         Learn ``doc_topic_prior_`` and ``topic_word_prior_`` by empirical
         Bayes during fitting.
@@ -227,32 +207,16 @@ class SVILatentDirichletAllocation(
     True
     """
 
-    _global_factors = ("topics",)
-    _factor_families = {"topics": Dirichlet}
-
     _parameter_constraints = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "doc_topic_prior": [None, Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "topic_word_prior": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "learning_method": [StrOptions({"batch", "online"})],
-        "learning_decay": [Interval(numbers.Real, 0, 1, closed="both")],
-        "learning_offset": [Interval(numbers.Real, 0, None, closed="left")],
         "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 0, None, closed="neither")],
         "evaluate_every": [Interval(numbers.Integral, None, None, closed="neither")],
-        "total_samples": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
         "perp_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "mean_change_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "max_doc_update_iter": [Interval(numbers.Integral, 0, None, closed="left")],
-        "n_jobs": [None, numbers.Integral],
-        "verbose": ["verbose"],
-        "random_state": ["random_state"],
-        "learning_rate": [
-            None,
-            Interval(numbers.Real, 0, 1, closed="right"),
-            HasMethods(["__call__", "validate", "observe"]),
-        ],
-        "step_safety": ["boolean"],
         "learn_priors": ["boolean"],
         "inference": [StrOptions({"vb", "cvb0"})],
     }
@@ -303,81 +267,18 @@ class SVILatentDirichletAllocation(
         self.inference = inference
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the topics to the document-word matrix X.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Word counts (non-negative).
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative document weights: a document of weight 2 counts as
-            the document twice (in the topics' statistics, the ELBO and
-            ``bound_``), one of weight 0 is ignored.  None weights every
-            document 1.
-
-        Returns
-        -------
-        self : SVILatentDirichletAllocation
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        with self._threads():
-            try:
-                # max_iter=0 (as scikit-learn allows) initialises the topics only.
-                self._engine_fit(self._fit_data(X, y, sample_weight, None))
-                # Final perplexity of the training data, as scikit-learn
-                # reports in bound_.
-                X, weight = _docs(self._fit_X)
-                self.bound_ = self._perplexity_of(X, self._infer(X), sub_sampling=False,
-                                                  weight=weight)
-            finally:
-                self._forget_fit_data()
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Take online natural-gradient steps on X, one per ``batch_size`` documents.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Word counts of the minibatch.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative document weights, as in :meth:`fit`.  A document
-            of weight 2 also counts twice in the ``N / |S|`` scaling and in
-            the running count of ``total_samples='auto'`` (and in
-            ``n_samples_seen_``, then the total weight seen).  Documents of
-            weight 0 are dropped before the others are cut into minibatches
-            of ``batch_size`` documents.
-
-        Returns
-        -------
-        self : SVILatentDirichletAllocation
-            The updated estimator.
-        """
-        with self._threads():
-            try:
-                # As scikit-learn: one step per batch_size documents, the last
-                # minibatch taking the remainder, so that the steps equal
-                # scikit-learn's partial_fit steps.
-                if sample_weight is None:
-                    n_docs = X.shape[0]
-                else:
-                    # _validate_input drops the documents of weight 0 (it
-                    # checks the weights again, against the validated X).
-                    n_docs = np.count_nonzero(check_row_weights(sample_weight, X))
-                batches = gen_batches(n_docs, self.batch_size)
-                self._engine_partial_fit(_with_weights(X, sample_weight), batches=batches)
-            finally:
-                self._forget_fit_data()
-        return self
+    @property
+    def _settings(self):
+        # As scikit-learn: partial_fit steps on slices of batch_size
+        # documents (the last takes the rest), and the ELBO is evaluated
+        # every evaluate_every passes only (never by default), stopping on
+        # the perplexity's change (perp_tol); bound_ is the training
+        # perplexity at the end.
+        return ModelSettings(
+            {"topics": Dirichlet}, parallel=True, batches="remainder",
+            evaluate_every=self.evaluate_every, convergence=self._perplexity_converged,
+            final_bound=True, warn_not_converged=False, transient=("_buffers",),
+        )
 
     def transform(self, X, *, normalize=True):
         """Infer the topic proportions of each document of X.
@@ -398,7 +299,7 @@ class SVILatentDirichletAllocation(
             Topic proportions of each document.
         """
         check_is_fitted(self)
-        X = self._validate_input(X, reset=False)
+        X = self._check_docs(X, reset=False)
         gamma = self._infer(X, fold_in=True)
         if normalize:
             gamma /= gamma.sum(axis=1, keepdims=True)
@@ -449,7 +350,7 @@ class SVILatentDirichletAllocation(
             The evidence lower bound (higher is better).
         """
         check_is_fitted(self)
-        X, weight = _docs(self._validate_input(_with_weights(X, sample_weight), reset=False))
+        X, weight = _docs(self._check_docs(_with_weights(X, sample_weight), reset=False))
         gamma = self._infer(X)
         return self._approx_bound(X, gamma, sub_sampling=False, weight=weight)
 
@@ -473,7 +374,7 @@ class SVILatentDirichletAllocation(
             Perplexity (lower is better).
         """
         check_is_fitted(self)
-        X, weight = _docs(self._validate_input(_with_weights(X, sample_weight), reset=False))
+        X, weight = _docs(self._check_docs(_with_weights(X, sample_weight), reset=False))
         gamma = self._infer(X)
         return self._perplexity_of(X, gamma, sub_sampling=sub_sampling, weight=weight)
 
@@ -559,7 +460,7 @@ class SVILatentDirichletAllocation(
         (3,)
         """
         check_is_fitted(self)
-        X = self._validate_input(X, reset=False)
+        X = self._check_docs(X, reset=False)
         lam = np.asarray(self.components_, dtype=np.float64)
         return lda_log_evidence(
             X, np.asarray(self._alpha_vector(), dtype=np.float64),
@@ -580,12 +481,12 @@ class SVILatentDirichletAllocation(
         return self.components_.shape[0]
 
     # ------------------------------------------------------------ engine hooks
-    def _validate_input(self, X, reset):
+    def _check_docs(self, X, reset):
         if isinstance(X, Rows):
             # Documents with weights: the counts as below, then the weights.
             # Documents of weight 0 are dropped (they are ignored), and
             # weights that are all 1 become None: the unweighted code path.
-            Xv = self._validate_input(X.X, reset)
+            Xv = self._check_docs(X.X, reset)
             weight = check_row_weights(X.weight, Xv)
             keep = weight > 0
             if not keep.all():
@@ -607,55 +508,20 @@ class SVILatentDirichletAllocation(
             X = X.astype(self._dtype, copy=False)
         return X
 
-    @contextmanager
-    def _threads(self):
-        """Hold a thread pool for the E-step while fitting or inferring."""
-        if getattr(self, "_pool", None) is not None:
-            yield
-            return
-        self._pool = _Pool(self.n_jobs)
-        try:
-            yield
-        finally:
-            self._pool.close()
-            self._pool = None
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        return self._check_docs(_with_weights(X, sample_weight), reset)
 
-    def _fit_data(self, X, y, sample_weight, vocabulary):
-        return _with_weights(X, sample_weight)
-
-    def _seed_local_steps(self, random_state):
-        self._rng = random_state
-
-    # Kept for the duration of an in-memory fit only.
-    _transient_attributes = ("_fit_X", "_buffers", "_pool")
-
-    def _fit_blocks(self, data):
-        # The data stay on the workers; bound_ (the training perplexity, as
-        # scikit-learn reports it) is summed over the blocks.
-        self._fit_X = data
-        try:
-            self._engine_fit(data)
-            params = self.natural_params_
-            doc, n_words = data.sum_over(self, _block_bound_and_words, None, params)
-            if not n_words > 0:
-                raise ValueError(
-                    "X holds no words (every count is zero): there is nothing to fit topics to."
-                )
-            self.bound_ = float(np.exp(-(doc + self._global_bound(params)) / n_words))
-        finally:
-            self._forget_fit_data()
-        return self
-
-    def _fit_words(self):
-        """The training documents' number of words (each counted its weight times)."""
-        data = self._fit_X
-        if isinstance(data, BlockedData):
-            return float(data.sum_over(self, _block_bound_and_words, None, None)[1])
+    def _data_summary(self, data):
+        # The training documents' words (each counted its weight times): the
+        # perplexity of the stopping rule and of bound_.
         return _n_words(*_docs(data))
 
-    def _forget_fit_data(self):
-        self._fit_X = None
-        self._buffers = None
+    def _local_draws(self, data, random_state):
+        # Each document's E-step starts from a random gamma, drawn for the
+        # whole minibatch before its blocks run.
+        return random_state.gamma(100.0, 0.01, (data.shape[0], self.n_components)).astype(
+            self._dtype)
 
     def _check_priors(self):
         K = self.n_components
@@ -677,16 +543,15 @@ class SVILatentDirichletAllocation(
         self.doc_topic_prior_ = alpha
         self.topic_word_prior_ = eta
 
-    def _initialize_globals(self, data, random_state):
+    def _initialize_globals(self, data, random_state, summary):
         X, _ = _docs(data)
         if X.nnz == 0 or not X.sum() > 0:
             raise ValueError(
                 "X holds no words (every count is zero): there is nothing to fit topics to."
             )
         self._check_priors()
-        self._rng = random_state
         self._dtype = X.dtype
-        self._fit_X = data
+        self._n_words = float(summary)
         lam = random_state.gamma(100.0, 0.01, (self.n_components, X.shape[1]))
         # Stored word-major (Fortran order): the E-step and the update read
         # and write the topic weights of a minibatch's words, each one
@@ -700,9 +565,6 @@ class SVILatentDirichletAllocation(
         return np.broadcast_to(
             np.asarray(self.doc_topic_prior_, dtype=self._dtype), (self.n_components,)
         ).copy()
-
-    def _random_gamma(self, n):
-        return self._rng.gamma(100.0, 0.01, (n, self.n_components)).astype(self._dtype)
 
     def _topic_columns(self, topics, cols):
         """``exp(E[log beta])`` of the words ``cols``, shape (len(cols), K)."""
@@ -729,23 +591,13 @@ class SVILatentDirichletAllocation(
             "totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1]
         )
 
-    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, pool=None,
-                    expected_theta=False):
+    def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, expected_theta=False):
         if max_iter is None:
             max_iter = self.max_doc_update_iter
-        if pool is None:
-            pool = getattr(self, "_pool", None)
-        return e_step_blocks(
-            X, eb_t, self._alpha_vector(), gamma, max_iter, self.mean_change_tol,
-            sstats_t, executor=pool and pool.executor, n_blocks=pool.n_jobs if pool else 1,
-            expected_theta=expected_theta,
-        )
+        return e_step(X, eb_t, self._alpha_vector(), gamma, max_iter, self.mean_change_tol,
+                      sstats_t, expected_theta)
 
-    def _sample_count(self, data):
-        # A document of weight 2 counts twice in N / |S| and the running count.
-        return data.count() if isinstance(data, Rows) else data.shape[0]
-
-    def _local_step(self, data, params):
+    def _local_step(self, data, params, draws):
         X, weight = _docs(data)
         topics = params["topics"]
         n_features = topics[0].shape[1]
@@ -755,7 +607,7 @@ class SVILatentDirichletAllocation(
         remap = np.cumsum(used, dtype=X.indices.dtype) - 1
         Xc = sp.csr_matrix((X.data, remap[X.indices], X.indptr), shape=(X.shape[0], cols.size))
         eb_t = self._step_columns(topics, cols)
-        gamma = self._random_gamma(X.shape[0])
+        gamma = draws
         sstats_t = np.zeros_like(eb_t)
         cvb0 = self.inference == "cvb0"
         if weight is None:
@@ -783,16 +635,25 @@ class SVILatentDirichletAllocation(
     def _update_factor(self, name, current, stats, ctx):
         # The engine's blend, lambda <- (1 - rho) lambda + rho (eta + scale
         # sstats), written for statistics that are non-zero only at the
-        # minibatch's words: two passes over the topics and a small update.
+        # minibatch's words: one pass over the topics, in column blocks of
+        # words on the fit's executor.
         cols, (sstats,) = stats.rows, stats.values
         rho, scale, grads = ctx.rho, ctx.scale, ctx.grads
         (natural,) = current
         prior = ctx.prior["topics"][0]
         new = self._spare_buffer(natural)
-        # One pass: untouched words are convex combinations of valid values;
-        # the touched ones must stay above -1 (lambda > 0).
-        totals, valid = blend(new.T, natural.T, 1.0 - rho, rho * float(prior), rows=cols,
-                              values=sstats, scale=rho * scale, lower=-1.0)
+
+        def part(words):
+            lo, hi = np.searchsorted(cols, [words.start, words.stop])
+            # Untouched words are convex combinations of valid values; the
+            # touched ones must stay above -1 (lambda > 0).
+            return blend(new.T[words], natural.T[words], 1.0 - rho, rho * float(prior),
+                         rows=cols[lo:hi] - words.start, values=sstats[lo:hi],
+                         scale=rho * scale, lower=-1.0)
+
+        parts = self._map_columns(part, natural.shape[1])
+        totals = parts[0][0] if len(parts) == 1 else np.sum([p[0] for p in parts], axis=0)
+        valid = all(p[1] for p in parts)
         if grads is not None:
             grad = np.asfortranarray(prior - natural)
             add_rows(grad.T, cols, sstats, scale)
@@ -812,6 +673,12 @@ class SVILatentDirichletAllocation(
         return buffers[1] if buffers[0] is natural else buffers[0]
 
     def _local_bound(self, X, local, params):
+        if local is None:
+            # As scikit-learn's bound: an E-step from gamma = 1.
+            docs, weight = _docs(X)
+            eb_t = self._exp_elog_beta_t_of(params["topics"])
+            gamma = self._infer(docs, eb_t=eb_t)
+            return self._approx_bound(docs, gamma, False, weight, eb_t=eb_t, with_topics=False)
         # The data part at the (updated) topics with gamma fixed and phi
         # at its optimum: one pass over the words, no gamma update.
         eb_t = self._topic_columns(params["topics"], local["cols"])
@@ -831,22 +698,9 @@ class SVILatentDirichletAllocation(
         prior = Dirichlet(np.full(lam.shape[1], float(self.topic_word_prior_)))
         return -float(np.sum(Dirichlet(lam).kl(prior)))
 
-    def _pass_lower_bound(self, data):
-        # As scikit-learn: an E-step over all of X from gamma = 1.
-        self._on_params_updated()
-        X, weight = _docs(data)
-        gamma = self._infer(X)
-        return self._approx_bound(X, gamma, sub_sampling=False, weight=weight)
-
-    def _evaluate_pass(self, it):
-        return self.evaluate_every > 0 and it % self.evaluate_every == 0
-
-    def _pass_converged(self, previous, bound):
-        n_words = max(self._fit_words(), np.finfo(float).tiny)
+    def _perplexity_converged(self, previous, bound):
+        n_words = max(self._n_words, np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
-
-    def _warn_not_converged(self):
-        return False
 
     def _hyperparameter_statistics(self, X, local):
         # The documents' number and sum of E[log theta_d], for alpha's step.
@@ -880,51 +734,63 @@ class SVILatentDirichletAllocation(
             self.topic_word_prior_ = float(new)
         return True
 
+    def _exp_elog_beta_t_of(self, topics):
+        """``exp(E[log beta])`` of every word, shape (n_features, K), cached by the factor."""
+        def compute(factor):
+            lam = factor[0] + 1.0
+            total = lam.sum(axis=1, dtype=np.float64, keepdims=True)
+            return np.ascontiguousarray(
+                np.exp(digamma(lam) - digamma(total)).astype(self._dtype, copy=False).T)
+        return topics.cached("exp_elog_beta_t", compute)
+
     def _on_params_updated(self):
-        lam = self.natural_params_["topics"][0] + 1.0
-        self.components_ = np.ascontiguousarray(lam, dtype=self._dtype)
-        total = lam.sum(axis=1, dtype=np.float64, keepdims=True)
-        self.exp_dirichlet_component_ = np.exp(digamma(lam) - digamma(total)).astype(
-            self._dtype, copy=False
-        )
-        self._exp_elog_beta_t = np.ascontiguousarray(self.exp_dirichlet_component_.T)
+        topics = self.natural_params_["topics"]
+        self.components_ = np.ascontiguousarray(topics[0] + 1.0, dtype=self._dtype)
+        self._exp_elog_beta_t = self._exp_elog_beta_t_of(topics)
+        self.exp_dirichlet_component_ = np.ascontiguousarray(self._exp_elog_beta_t.T)
+        final = self.__dict__.pop("_final_bound", None)
+        if final is not None:
+            # The training perplexity, as scikit-learn reports it.
+            if not self._n_words > 0:
+                raise ValueError(
+                    "X holds no words (every count is zero): there is nothing to fit topics to."
+                )
+            self.bound_ = float(np.exp(-final / self._n_words))
+        self._buffers = None  # the step's spare topics are not kept between calls
 
     # ------------------------------------------------------------ inference
-    def _infer(self, X, fold_in=False):
+    def _infer(self, X, fold_in=False, eb_t=None):
         """E-step from ``gamma = 1`` with the fitted topics (no sstats).
 
         Mean-field VB (the ELBO's), or with ``fold_in`` the fit's own local
-        step (``inference``).
+        step (``inference``); ``eb_t`` the topics' ``exp(E[log beta])``
+        (default: the fitted topics').  The documents run in blocks on
+        ``n_jobs`` threads of this call's own.
         """
-        gamma = np.ones((X.shape[0], self.n_components), dtype=self._dtype)
         cvb0 = fold_in and self.inference == "cvb0"
         if cvb0:
             lam = self.components_
             cols_t = np.ascontiguousarray((lam / lam.sum(axis=1, keepdims=True)).T)
         else:
-            cols_t = self._exp_elog_beta_t
-        # The fit's pool while fitting; otherwise a pool of this call's own,
-        # never stored on the estimator, so that predictions from several
-        # threads at once do not share (and shut down) one pool.
-        pool = getattr(self, "_pool", None)
-        own = None
-        if pool is None:
-            pool = own = _Pool(self.n_jobs)
-        try:
-            self._run_e_step(X, cols_t, gamma, pool=pool, expected_theta=cvb0)
-        finally:
-            if own is not None:
-                own.close()
-        return gamma
+            cols_t = self._exp_elog_beta_t if eb_t is None else eb_t
 
-    def _approx_bound(self, X, gamma, sub_sampling, weight=None):
+        def run(docs):
+            gamma = np.ones((docs.shape[0], self.n_components), dtype=self._dtype)
+            self._run_e_step(docs, cols_t, gamma, expected_theta=cvb0)
+            return gamma
+
+        parts = self._map_row_blocks(run, X, by="work")
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    def _approx_bound(self, X, gamma, sub_sampling, weight=None, eb_t=None, with_topics=True):
         """The ELBO of X at ``gamma``, each document's part times its weight."""
         Xw = X if weight is None else _weighted_counts(X, weight)
-        _, loglik = self._run_e_step(Xw, self._exp_elog_beta_t, gamma.copy(), max_iter=0)
+        eb_t = self._exp_elog_beta_t if eb_t is None else eb_t
+        _, loglik = self._run_e_step(Xw, eb_t, gamma.copy(), max_iter=0)
         doc = loglik + self._doc_bound(gamma, weight)
         if sub_sampling:
             doc *= float(self.total_samples) / _n_docs(X, weight)
-        return doc + self._global_bound(self.natural_params_)
+        return doc + self._global_bound(self.natural_params_) if with_topics else doc
 
     def _perplexity_of(self, X, gamma, sub_sampling, weight=None):
         n_words = _n_words(X, weight)
@@ -936,23 +802,8 @@ class SVILatentDirichletAllocation(
         return float(np.exp(-bound / n_words))
 
 
-def _block_bound_and_words(estimator, data, local, params):
-    """``(data part of the ELBO from gamma = 1, words)`` of a block held elsewhere.
-
-    ``params`` None counts the words only.
-    """
-    X, weight = _docs(data)
-    if params is None:
-        return np.array([0.0, _n_words(X, weight)])
-    est = copy.copy(estimator)
-    est.natural_params_ = params
-    est._on_params_updated()
-    bound = est._approx_bound(X, est._infer(X), sub_sampling=False, weight=weight)
-    return np.array([bound - est._global_bound(params), _n_words(X, weight)])
-
-
 def _with_weights(X, sample_weight):
-    """X, or X with its document weights for :meth:`_validate_input` to check."""
+    """X, or X with its document weights for :meth:`_check_docs` to check."""
     return X if sample_weight is None else Rows(X, None, sample_weight)
 
 
@@ -999,13 +850,3 @@ def _dirichlet_newton(alpha, n, logphat, rho):
     return alpha
 
 
-class _Pool:
-    """A thread pool for the E-step blocks, or None work when n_jobs is 1."""
-
-    def __init__(self, n_jobs):
-        self.n_jobs = max(1, effective_n_jobs(n_jobs))
-        self.executor = ThreadPoolExecutor(self.n_jobs) if self.n_jobs > 1 else None
-
-    def close(self):
-        if self.executor is not None:
-            self.executor.shutdown()

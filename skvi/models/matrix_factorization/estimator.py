@@ -29,7 +29,6 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     RegressorMixin,
     TransformerMixin,
-    _fit_context,
 )
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
@@ -38,13 +37,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
-from ...engine import (
-    ENGINE_PARAMETER_CONSTRAINTS,
-    Distinct,
-    Factor,
-    RowStatistics,
-    SVIEstimator,
-)
+from ...engine import Distinct, Factor, ModelSettings, RowStatistics, SVIEstimator
 from ...engine import Moments as DataMoments
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
@@ -60,14 +53,12 @@ from .conjugate import GaussianRatings
 from .ids import IdEncoder, as_id_array
 from .nodes import (
     SIDES,
-    ChildSample,
     Moments,
     Ratings,
     moments_diag,
     moments_full,
     moments_full_numpy,
     prepare,
-    sample_children,
 )
 from .nonconjugate import GLMRatings
 
@@ -215,38 +206,6 @@ default='gaussian'
         Largest number of ratings per minibatch in online ``fit`` and
         ``partial_fit``, which cut their ratings into
         ``ceil(N / batch_size)`` near-equal minibatches.
-    max_iter : int, default=100
-        Maximum number of passes over the ratings in ``fit``.
-    tol : float, default=1e-4
-        ``fit`` stops when the relative ELBO change between passes is below
-        ``tol``.  The batch ELBO creeps up for many passes near the optimum;
-        on MovieLens-100k, ``1e-5`` took about twice the passes of ``1e-4``
-        for a test RMSE lower by about 0.0003.
-    learning_offset : float, default=1.0
-        ``tau_0`` of the default schedule ``rho_t = (t + tau_0) ** -kappa``,
-        evaluated at each node's own step count.
-    learning_decay : float, default=0.85
-        ``kappa`` of the default schedule.  With per-node counters the
-        steps of a node are close to a running average of its targets
-        (``kappa = 1``), which suits a single pass over a stream.
-    learning_rate : None, float or Schedule, default=None
-        Overrides the two above.
-    total_samples : 'auto' or float, default='auto'
-        ``N`` of the ``N / |S|`` scaling of the global mean and noise
-        precision in ``partial_fit``; ``'auto'`` counts the ratings seen.
-        Users and items always use their own running counts there.
-    update_order : {'sequential', 'joint'}, default='sequential'
-        Paquet's option (a) (each factor group from the groups already
-        updated) or (b) (every target from one snapshot).
-    step_safety : bool, default=True
-        Reject and shrink steps that make a factor invalid, see
-        :class:`skvi.engine.SVIEstimator`.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initial factors and the minibatch order.
-    verbose : int, default=0
-        0: quiet; 1: a progress line on standard error (pass, minibatch,
-        rate, ETA, ELBO); 2: records to the ``skvi`` logger
-        (``docs/engine.md``, "Watching a fit").
 
     Attributes
     ----------
@@ -341,17 +300,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         "expectation": [StrOptions({"mc", "quadrature"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
         "learn_thresholds": ["boolean"],
-        **ENGINE_PARAMETER_CONSTRAINTS,
     }
-
-    @property
-    def _local_depends_on_globals(self):
-        # The Monte Carlo likelihoods redo their local step each step: on a
-        # cluster it carries the block's seed of that step's draws.
-        return not self._conjugate
-    _row_groups = ("users", "items")
-    # The prior precisions' children are the nodes, all in memory.
-    _hierarchical_factors = ("user_precision", "item_precision")
 
     def __init__(
         self,
@@ -416,97 +365,6 @@ n_samples_seen_, converged_, n_rejected_steps_
 
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the posterior to ratings.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_ratings, 2) or (n_ratings, 3), or sparse matrix
-            Either (user, item) id pairs, with the ratings in ``y``; or,
-            with ``y=None``, (user, item, rating) rows (a data frame of
-            ratings), or a sparse users x items matrix whose stored entries
-            are the observed ratings (its row and column numbers are the
-            ids).  Ids may be any numbers or strings; they are encoded
-            internally (``user_ids_``, ``item_ids_``).  A dask array or
-            dataframe of such rows fits on a dask cluster
-            (:mod:`skvi.distributed`).
-        y : array-like of shape (n_ratings,) or None
-            Ratings for the id pairs.
-        sample_weight : array-like of shape (n_ratings,) or None, default=None
-            Non-negative weight of each rating: of each row of the id pairs
-            X, or of each stored entry of a sparse X (in the order of
-            ``X.tocoo().data``, which is that of ``X.data`` for COO, CSR
-            and CSC).  A rating of weight 2 counts
-            as the rating twice (its likelihood term and statistics, and
-            ``n_samples_seen_`` and the ``N / |S|`` of the global mean and
-            noise precision); a rating of weight 0 is ignored, as if it
-            were not in X (an id with only such ratings is not fitted).
-            A batch fit on integer weights is the fit on the ratings
-            repeated that many times.  Online, each user's and item's
-            ``N_i`` is its number of ratings (see :meth:`partial_fit`).
-            Unit weights, or None, fit exactly as without weights.
-
-        Returns
-        -------
-        self : SVIMatrixFactorization
-            The fitted estimator.
-        """
-        if (fitted := self._fit_elsewhere(X, y, sample_weight)) is not None:
-            return fitted
-        data = self._ratings(X, y, reset=True, sample_weight=sample_weight)
-        self._in_partial_fit = False
-        try:
-            self._engine_fit(data)
-        finally:
-            self._fit_prep = None
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
-        """Take stochastic natural-gradient steps on a minibatch of ratings.
-
-        One step per minibatch of at most ``batch_size`` ratings (the call's
-        ratings cut into near-equal minibatches).  Users and items never
-        seen before are added as they appear; each node's ``N_i`` is its
-        running count of ratings, so the posterior describes the ratings
-        seen so far.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_ratings, 2) or sparse matrix
-            As in :meth:`fit`.
-        y : array-like of shape (n_ratings,) or None
-            As in :meth:`fit`.
-        classes : array-like or None, default=None
-            For ``likelihood='bernoulli'`` or ``'ordinal'``: all the rating
-            values the stream can hold, in order, required on the first call
-            unless its minibatch already holds them all.  Ignored afterwards
-            and for the other likelihoods.
-        sample_weight : array-like of shape (n_ratings,) or None, default=None
-            Non-negative weight of each rating, as in :meth:`fit`: a rating
-            of weight 2 counts twice in its statistics, in the ``N / |S|``
-            of the global mean and noise precision and in the running count
-            ``n_samples_seen_`` (the ``N`` of ``total_samples='auto'``); a
-            rating of weight 0 is ignored.  Each user's and item's ``N_i``
-            (``user_counts_``, ``item_counts_``) stays its running count of
-            ratings of positive weight, so ``N_i / C_i`` times the weighted
-            sum of its ``C_i`` sampled ratings estimates the weighted sum of
-            all its ratings; a node whose weights change along the stream
-            is therefore not scaled exactly as its repeated ratings would be.
-
-        Returns
-        -------
-        self : SVIMatrixFactorization
-            The updated estimator.
-        """
-        first = not hasattr(self, "natural_params_")
-        data = self._ratings(
-            X, y, reset=first, grow=True, classes=classes, sample_weight=sample_weight
-        )
-        self._in_partial_fit = True
-        return self._engine_partial_fit(data)
-
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of ratings.
 
@@ -661,29 +519,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         out = np.zeros((X.shape[0], self._dim))
         out[rows] = self._strategy.fold_in(self, prep, dict(self.natural_params_))
         return out[:, : self.n_components]
-
-    def elbo(self, X, y=None):
-        """Evidence lower bound of the current posterior on ratings X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_ratings, 2) or sparse matrix
-            As in :meth:`fit`; for the ELBO of the fitted posterior pass the
-            training ratings.
-        y : array-like of shape (n_ratings,) or None
-            Ratings.
-
-        Returns
-        -------
-        elbo : float
-            ``E_q[log p(ratings, latent)] - E_q[log q]``.
-        """
-        check_is_fitted(self)
-        data = self._ratings(X, y)
-        if np.any(data.users < 0) or np.any(data.items < 0):
-            raise ValueError("X holds users or items the model has not seen.")
-        params = self.natural_params_
-        return self._global_bound(params) + self._local_bound(data, prepare(data), params)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -936,6 +771,30 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     # ------------------------------------------------------------ structure
     @property
+    def _settings(self):
+        families = self._factor_families
+        alg1 = self.children_per_node is not None
+        # The users and items are per-row groups; the prior precisions'
+        # children are the nodes, all in memory.  The Monte Carlo
+        # likelihoods redo their local step each step (it carries the step's
+        # seed of their draws), and their fixed-point steps can jump (MC-SSVI's
+        # means overflowed on the binary MovieLens task for one seed in
+        # five): batch steps are tested on the probe too; the conjugate
+        # coordinate ascent never lowers the ELBO.  Paquet's Alg. 1
+        # (children_per_node) says itself when its fit is far from converged.
+        return ModelSettings(
+            {name: families[name] for name in self._global_factors},
+            row_groups=("users", "items"),
+            hierarchical=("user_precision", "item_precision"),
+            update_rules={"users": self._node_rule, "items": self._node_rule},
+            local_depends_on_globals=not self._conjugate,
+            probe_batch_steps=not self._conjugate,
+            children_per_row=self.children_per_node if self.learning_method == "online" else None,
+            convergence=self._converged, warn_not_converged=not alg1,
+            transient=("_prep",),
+        )
+
+    @property
     def _global_factors(self):
         # The scalars first: in online steps their statistics then come
         # from the minibatch before the nodes are fitted to it, an unbiased
@@ -988,11 +847,25 @@ n_samples_seen_, converged_, n_rejected_steps_
         return float(prior[0]), float(prior[1])
 
 
-    def _validate_input(self, data, reset):
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
         if reset:
             self._hyper = self._check_prior_params()
-        self._fit_prep = None
-        return data
+        if reset or partial:
+            self._in_partial_fit = partial
+        self._prep = None
+        if vocabulary is not None:  # one block of a fit on a cluster
+            self._check_cluster_fit()
+        elif not reset and not partial:  # compute_statistics: ids the model knows
+            data = self._ratings(X, y)
+            if np.any(data.users < 0) or np.any(data.items < 0):
+                raise ValueError(
+                    "X holds users or items the model has not seen (compute_statistics "
+                    "and elbo need known ids); add new users and items with partial_fit."
+                )
+            return data
+        return self._ratings(X, y, reset=reset, grow=partial, classes=classes,
+                             sample_weight=sample_weight, vocabulary=vocabulary)
 
     # ------------------------------------------------------ on a dask cluster
     def _data_vocabulary(self, X, y, sample_weight):
@@ -1007,7 +880,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             vocabulary["ratings"] = Distinct(data.ratings)
         return vocabulary
 
-    def _fit_data(self, X, y, sample_weight, vocabulary):
+    def _check_cluster_fit(self):
         if self.learning_method == "online" and self.children_per_node is not None:
             raise NotImplementedError(
                 "children_per_node (Paquet's Alg. 1) draws each node's ratings from all "
@@ -1024,10 +897,6 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "learning_method='online' (the thresholds learned from each minibatch) "
                 "or learn_thresholds=False."
             )
-        self._in_partial_fit = False
-        return self._ratings(
-            X, y, reset=True, sample_weight=sample_weight, vocabulary=vocabulary
-        )
 
     def _data_summary(self, data):
         # Ratings per node (which nodes start at random means) and the
@@ -1039,36 +908,23 @@ n_samples_seen_, converged_, n_rejected_steps_
         )
 
     def _adopt_data_summary(self, summary):
-        # The engine keeps the counts N_i from here on.
+        # The engine keeps the counts N_i from here on (before the start).
         self.user_counts_, self.item_counts_, self._rating_moments = summary
         self.n_users_ = self.user_counts_.shape[0]
         self.n_items_ = self.item_counts_.shape[0]
 
-    def _seed_local_steps(self, random_state):
-        # The Monte-Carlo draws of a block of a fit on a cluster.
-        self._block_seed = int(random_state.randint(np.iinfo(np.int32).max))
-
-    def _prepare_block(self, X, y=None):
-        data = self._ratings(X, y)
-        if np.any(data.users < 0) or np.any(data.items < 0):
-            raise ValueError(
-                "compute_statistics needs ids the model knows; add new users and "
-                "items with partial_fit."
-            )
-        return data
+    def _local_draws(self, data, random_state):
+        # The seed of a step's Monte Carlo draws (each factor draws from its
+        # own generator of it): the same draws for a retried step.
+        if self._conjugate:
+            return None
+        return int(random_state.randint(np.iinfo(np.int32).max))
 
     def _row_ids(self, data):
-        if isinstance(data, ChildSample):
-            data = data.for_users
+        # A rating of weight 2 counts twice in its user's and item's N_i
+        # (Ratings.weight), as it does in the minibatch's C_i (index_side),
+        # so that N_i / C_i is the repeated ratings' ratio.
         return {"users": data.users, "items": data.items}
-
-    def _row_weights(self, data):
-        # A rating of weight 2 counts twice in its user's and item's N_i, as
-        # it does in the minibatch's C_i (index_side), so that N_i / C_i is
-        # the repeated ratings' ratio.
-        if isinstance(data, ChildSample):
-            data = data.for_users
-        return data.weights
 
     def _grow_rows(self, name, n_new, rated, random_state):
         """Users or items seen for the first time by ``partial_fit``."""
@@ -1150,7 +1006,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         return -0.5 * df * (b0 / a0) * np.eye(self._dim), eta2
 
 
-    def _initialize_globals(self, data, random_state):
+    def _initialize_globals(self, data, random_state, summary):
+        self._adopt_data_summary(summary)
         params = {}
         # The tight start helps coordinate ascent, whose first sweep replaces
         # every node; the gradient rules of the other likelihoods step away
@@ -1183,7 +1040,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         """``natural`` as a :class:`~skvi.engine.Factor` (a plain tuple is wrapped)."""
         if isinstance(natural, Factor):
             return natural
-        return Factor(natural, self._factor_families[name])
+        return Factor(natural, self._factor_families.get(name))
 
     def _moments_from_natural(self, eta1, eta2):
         if self.covariance == "full":
@@ -1249,23 +1106,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         return float(q.loc), float(1.0 / q.precision)
 
     # ------------------------------------------------------------- the step
-    def _online_batches(self, data, random_state):
-        if self.children_per_node is None:
-            yield from super()._online_batches(data, random_state)
-            return
-        # Paquet's Alg. 1: one step updates every node from C of its own
-        # ratings, so a "pass" (over the nodes) is a single step.
-        c = self.children_per_node
-        for_users = data[sample_children(data.users, c, random_state)]
-        for_items = data[sample_children(data.items, c, random_state)]
-        yield ChildSample(for_users, for_items), data.count() / for_users.count()
-
-    def _sample_count(self, data):
-        # The global factors' minibatch is the users' sample (Alg. 1).
-        if isinstance(data, ChildSample):
-            data = data.for_users
-        return data.count()
-
 
     def _alg1_passes(self):
         """How often Paquet's Alg. 1 has shown the median node its ratings (None otherwise)."""
@@ -1278,15 +1118,16 @@ n_samples_seen_, converged_, n_rejected_steps_
         seen = self.n_iter_ * np.minimum(self.children_per_node, totals)
         return float(np.median(seen / totals))
 
-    def _pass_converged(self, previous, bound):
+    def _converged(self, previous, bound):
         # Alg. 1's ELBO changes little per iteration when C is small: do not
         # stop before the median node has seen its ratings a few times.
         passes = self._alg1_passes()
         if passes is not None and passes < _ALG1_MIN_PASSES:
             return False
-        return super()._pass_converged(previous, bound)
+        change = abs(bound - previous) / max(abs(previous), np.finfo(float).tiny)
+        return change < self.tol
 
-    def _warn_not_converged(self):
+    def _warn_alg1(self):
         """Say when Paquet's Alg. 1 has not seen each node's ratings often enough.
 
         With ``C`` children per node an iteration shows each node at most
@@ -1297,9 +1138,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         50 iterations, 0.62 after 200, 0.55 after 800, batch 0.55).
         """
         passes = self._alg1_passes()
-        if passes is None:
-            return super()._warn_not_converged()
-        if passes < _ALG1_MIN_PASSES:
+        if passes is not None and passes < _ALG1_MIN_PASSES:
             self._warn(
                 f"{type(self).__name__}: after {self.n_iter_} Alg. 1 iterations with "
                 f"children_per_node={self.children_per_node}, the median node has seen its "
@@ -1307,18 +1146,32 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "children_per_node or max_iter, or use minibatches (children_per_node=None).",
                 ConvergenceWarning,
             )
-            return False
-        return super()._warn_not_converged()
 
-    def _local_step(self, data, params):
-        # No local latent variables: index the minibatch for aggregation.
+    def _local_step(self, data, params, draws=None):
+        # No local latent variables: index the minibatch for aggregation,
+        # with the seed of the step's draws.
         prep = prepare(data)
-        # A block of a fit on a cluster draws from its own generator.
-        prep["seed"] = getattr(self, "_block_seed", None)
+        prep["seed"] = draws
+        return prep
+
+    def _prep_of(self, data):
+        """``prepare(data)`` of the fit's rows or the probe, kept while they are in use."""
+        kept = getattr(self, "_prep", None) or {}
+        hit = kept.get(id(data))
+        if hit is not None and hit[0] is data:
+            prep = hit[1]
+            prep.pop("_agg", None)
+            return prep
+        prep = prepare(data)
+        kept = {k: v for k, v in kept.items() if k != id(data)}
+        if len(kept) >= 2:
+            kept.pop(next(iter(kept)))
+        kept[id(data)] = (data, prep)
+        self._prep = kept
         return prep
 
     def _expected_stats(self, name, data, prep, params):
-        if name in self._row_groups:
+        if name in SIDES:
             h, P, weight = self._node_stats(name, prep, params, rng=self._block_draws(prep, name))
             side = prep[name]
             return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
@@ -1396,11 +1249,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             return None
         return make_update_rule(algorithm, self.gradient_learning_rate)
 
-    def _update_rule(self, name):
-        return self._node_rule if name in self._row_groups else None
-
     def _update_factor(self, name, current, stats, ctx):
-        if name not in self._row_groups:
+        if name not in SIDES:
             return super()._update_factor(name, current, stats, ctx)
         # The engine gives every node its own N_i / C_i (ctx.row_scale) and
         # step size (ctx.row_rho); the target's prior part is the current
@@ -1439,7 +1289,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         moments = Moments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
         moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
         moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
-        return Factor((eta1, eta2), self._factor_families[name], {"moments": moments}), True
+        return Factor((eta1, eta2), current.family, {"moments": moments}), True
 
     def _diagonal_update(self, old1, old2, tgt1, tgt2, rho):
         """Fully factorised update: one coordinate at a time (eq. 7).
@@ -1466,17 +1316,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             mean[:, k] = new1[:, k] / (-2.0 * new2[:, k])
         return new1, new2
 
-    def _probe_batch_steps(self):
-        # The Monte-Carlo fixed-point steps of the other likelihoods can jump
-        # (MC-SSVI's means overflowed on the binary MovieLens task for one
-        # seed in five); the conjugate coordinate ascent never lowers the ELBO.
-        return not self._conjugate
 
-    def _prepare_probe(self, data):
-        return prepare(data)
-
-
-    def _probe_loss(self, prep, params):
+    def _probe_loss(self, probe, params):
         """Expected loss per probe rating, for the engine's step safety.
 
         Paquet's divergence (Fig. 2) keeps every factor a valid Gaussian
@@ -1485,12 +1326,12 @@ n_samples_seen_, converged_, n_rejected_steps_
         Gaussian: the expected squared residual; otherwise
         ``-E[log p(r | f)]`` under the Gaussian approximation of ``f``.
         """
-        return self._strategy.probe_loss(self, prep, params)
+        return self._strategy.probe_loss(self, self._prep_of(probe), params)
 
     # ------------------------------------------------------------------ ELBO
     def _local_bound(self, data, prep, params):
-        if prep is None:  # the data part of the ELBO on a block of a cluster
-            prep = prepare(data)
+        if prep is None:  # the data part of the ELBO of rows, their indexing kept
+            prep = self._prep_of(data)
         return self._strategy.local_bound(self, prep, params)
 
     def _global_bound(self, params):
@@ -1521,16 +1362,6 @@ n_samples_seen_, converged_, n_rejected_steps_
                 kl = params[key].distribution.kl(family.from_natural(*prior[key]))
                 total -= float(np.sum(kl))
         return float(total)
-
-    def _pass_lower_bound(self, data):
-        prep = self._fit_prep
-        if prep is None or prep["data"] is not data:
-            prep = prepare(data)
-            self._fit_prep = prep
-        prep.pop("_agg", None)
-        params = self.natural_params_
-        return self._global_bound(params) + self._local_bound(data, prep, params)
-
 
     # ------------------------------------------------------------ prediction
     def _f_moments(self, users, items, params):
@@ -1569,6 +1400,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         return True  # the likelihood changed: the workers need the new thresholds
 
     def _on_params_updated(self):
+        self._prep = None
+        if self.__dict__.get("_in_partial_fit") is False and self._alg1_passes() is not None:
+            self._warn_alg1()
         params = self.natural_params_
         self.user_counts_ = self._row_totals("users").copy()
         self.item_counts_ = self._row_totals("items").copy()

@@ -12,6 +12,7 @@ each node's rated partners, all vectorised over nodes and ratings.
 import numpy as np
 import scipy.sparse as sp
 
+from ...engine.rows import ChildSample
 from ...expfam import _cholesky_logdet
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
@@ -88,6 +89,11 @@ class Ratings:
         """The number of ratings, or their total weight."""
         return self.shape[0] if self.weights is None else float(np.sum(self.weights))
 
+    @property
+    def weight(self):
+        """Each rating's weight in its user's and item's counts ``N_i`` (None: 1 each)."""
+        return self.weights
+
     @classmethod
     def concatenate(cls, parts):
         """The ratings of several blocks stacked (a probe drawn over the blocks)."""
@@ -128,20 +134,6 @@ class BatchSide:
         self.weights = weights
 
 
-class ChildSample:
-    """Paquet's Alg. 1 minibatch: the users' and the items' own samples.
-
-    ``for_users`` holds up to C ratings of every user, ``for_items`` up to C
-    of every item; the global mean and noise precision use ``for_users``.
-    """
-
-    __slots__ = ("for_users", "for_items")
-
-    def __init__(self, for_users, for_items):
-        self.for_users = for_users
-        self.for_items = for_items
-
-
 def index_side(nodes_of, partners_of, ratings, weights=None):
     """CSR indicator and rating matrices of one side of a minibatch.
 
@@ -170,7 +162,7 @@ def prepare(data):
     squares of the global side's ratings.
     """
     if isinstance(data, ChildSample):
-        for_users, for_items = data.for_users, data.for_items
+        for_users, for_items = data.samples["users"], data.samples["items"]
     else:
         for_users = for_items = data
     r = for_users.ratings
@@ -191,15 +183,6 @@ def prepare(data):
         "sum_r2": sum_r2,
         "data": data,
     }
-
-
-def sample_children(nodes, n_children, rng):
-    """Positions of up to ``n_children`` random ratings of every node."""
-    order = np.lexsort((rng.random_sample(nodes.shape[0]), nodes))
-    sorted_nodes = nodes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_nodes[1:] != sorted_nodes[:-1]])
-    rank = np.arange(nodes.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, nodes.shape[0]]))
-    return np.sort(order[rank < n_children])
 
 
 class Moments:

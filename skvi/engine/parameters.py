@@ -1,0 +1,155 @@
+"""The engine's hyperparameters: their constraints and their documentation, written once.
+
+Every estimator takes the engine's hyperparameters in its own ``__init__``
+(scikit-learn's ``get_params`` and ``clone`` need explicit signatures).  Their
+constraints and their documentation live here only: an estimator class gets
+the constraints of the engine parameters its ``__init__`` takes, and the
+documentation of those its docstring does not document itself, with the
+default read from its signature (see :func:`document_engine_parameters`).
+"""
+
+import inspect
+import numbers
+import re
+
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+
+__all__ = ["ENGINE_PARAMETER_CONSTRAINTS", "ENGINE_PARAMETER_DOCS", "document_engine_parameters"]
+
+ENGINE_PARAMETER_CONSTRAINTS = {
+    "learning_method": [StrOptions({"batch", "online"})],
+    "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    "tol": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_offset": [Interval(numbers.Real, 0, None, closed="left")],
+    "learning_decay": [Interval(numbers.Real, 0, 1, closed="both")],
+    "learning_rate": [
+        None,
+        Interval(numbers.Real, 0, 1, closed="right"),
+        HasMethods(["__call__", "validate", "observe"]),
+    ],
+    "total_samples": [
+        StrOptions({"auto"}),
+        Interval(numbers.Real, 0, None, closed="neither"),
+    ],
+    "update_order": [StrOptions({"sequential", "joint"})],
+    "step_safety": ["boolean"],
+    "random_state": ["random_state"],
+    "n_jobs": [None, numbers.Integral],
+    "verbose": ["verbose"],
+}
+
+#: ``(type, description)`` of every engine parameter, in numpydoc form.
+ENGINE_PARAMETER_DOCS = {
+    "learning_method": ("{'batch', 'online'}", """
+        ``'batch'``: coordinate ascent, every step on all the rows with
+        ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
+        shuffled minibatches of at most ``batch_size`` rows (when one
+        minibatch would hold all the rows, ``fit`` takes batch steps)."""),
+    "batch_size": ("int", """
+        Largest number of rows per minibatch: ``fit`` (online) and
+        ``partial_fit`` cut their rows into ``ceil(n / batch_size)``
+        near-equal minibatches."""),
+    "max_iter": ("int", """
+        Most passes over the data in ``fit``."""),
+    "tol": ("float", """
+        A batch ``fit`` stops when the ELBO's relative change between two
+        passes falls below ``tol``; an online ``fit`` when the smoothed ELBO
+        on a small sample of its rows has stopped improving beyond its noise
+        and ``tol`` (``docs/watching.md``); 0 runs ``max_iter`` passes."""),
+    "learning_offset": ("float", """
+        ``tau`` of the schedule ``rho_t = (t + tau) ** -kappa`` (Hoffman et
+        al.'s ``tau0``, gensim's ``offset``)."""),
+    "learning_decay": ("float", """
+        ``kappa`` of that schedule, in ``(0.5, 1]`` for Robbins-Monro
+        convergence (Hoffman et al.'s ``kappa``, gensim's ``decay``)."""),
+    "learning_rate": ("None, float or Schedule", """
+        A :mod:`skvi.schedules` object, or a float for a constant step, that
+        replaces ``learning_offset`` and ``learning_decay``."""),
+    "total_samples": ("'auto' or float", """
+        The ``N`` of the ``N / |S|`` scaling in ``partial_fit`` (``fit``
+        uses its number of rows).  ``'auto'`` follows the samples seen so
+        far: the choice for a stream of unknown length
+        (``docs/streaming.md``)."""),
+    "update_order": ("{'sequential', 'joint'}", """
+        With several global factors: ``'sequential'`` (Paquet's option (a))
+        updates each from statistics computed with the ones already updated;
+        ``'joint'`` (option (b)) computes every target from one snapshot."""),
+    "step_safety": ("bool", """
+        Reject a step that makes a factor invalid or overshoots, halve the
+        step size and retry (``docs/step_safety.md``).  Without it invalid
+        factors are accepted, but a non-finite step is always skipped."""),
+    "random_state": ("int, RandomState instance or None", """
+        Seeds the initialisation, the minibatches and any Monte Carlo
+        draws."""),
+    "n_jobs": ("int or None", """
+        Threads for a fit's blocks of rows and its global step's column
+        blocks (None: one; -1: all cores)."""),
+    "verbose": ("int", """
+        0: quiet; 1: progress on standard error (a line redrawn in place on
+        a terminal, one line per pass otherwise); 2: records to the
+        ``skvi`` logger (``docs/watching.md``)."""),
+}
+
+_SECTION = re.compile(r"\n([ \t]*)Parameters\n[ \t]*-+\n")
+_NEXT_SECTION = re.compile(r"\n\s*(Attributes|Returns|Yields|Raises|See Also|Notes|References|"
+                           r"Examples)\n\s*-+\n")
+
+
+def document_engine_parameters(cls):
+    """Add the engine parameters ``cls.__init__`` takes to its docstring and constraints.
+
+    Parameters already documented in the class's ``Parameters`` section, or
+    already constrained in its ``_parameter_constraints``, are left as they
+    are; the others are appended from :data:`ENGINE_PARAMETER_DOCS` and
+    :data:`ENGINE_PARAMETER_CONSTRAINTS`, in the signature's order.
+
+    Parameters
+    ----------
+    cls : type
+        An estimator class.
+
+    Returns
+    -------
+    cls : type
+        The same class.
+
+    Examples
+    --------
+    >>> from skvi import GaussianGammaVB
+    >>> "learning_offset : float, default=10.0" in GaussianGammaVB.__doc__
+    True
+    """
+    if cls.__init__ is object.__init__:
+        return cls
+    signature = inspect.signature(cls.__init__)
+    names = [n for n in signature.parameters if n in ENGINE_PARAMETER_CONSTRAINTS]
+    constraints = getattr(cls, "_parameter_constraints", None)
+    if constraints is not None:
+        cls._parameter_constraints = {
+            **constraints,
+            **{n: ENGINE_PARAMETER_CONSTRAINTS[n] for n in names if n not in constraints},
+        }
+    doc = cls.__doc__
+    match = _SECTION.search(doc or "")
+    if match is None:
+        return cls
+    indent = match.group(1)
+    end = _NEXT_SECTION.search(doc, match.end())
+    end = len(doc) if end is None else end.start()
+    section = doc[match.end():end]
+    missing = [n for n in names
+               if not re.search(rf"^{indent}{n}\b.* :", section, flags=re.MULTILINE)
+               and not re.search(rf"^{indent}(\w+, )*{n}(, \w+)* :", section, flags=re.MULTILINE)]
+    if not missing:
+        return cls
+    lines = []
+    for name in missing:
+        kind, text = ENGINE_PARAMETER_DOCS[name]
+        default = signature.parameters[name].default
+        lines.append(f"{indent}{name} : {kind}, default={default!r}")
+        body = inspect.cleandoc(text)
+        lines.extend(f"{indent}    {line}" for line in body.splitlines())
+    added = "\n".join(lines)
+    cls.__doc__ = doc[:end].rstrip("\n") + "\n" + added + "\n" + doc[end:]
+    return cls

@@ -1,0 +1,231 @@
+"""What a model declares about itself: its factors and how the engine treats them.
+
+A model's hooks (:class:`~skvi.engine.SVIEstimator`) say how to compute; its
+:class:`ModelSettings` say what the engine should do with the results: which
+global factors there are and in which order a step updates them, which are
+stacks of per-row factors, how batch steps are judged, what a fit on a
+cluster must never ship.  One object, read once at the start of every fit,
+instead of a dozen overridable flags.
+"""
+
+import numpy as np
+
+from .factor import Factor
+from .rows import ResidentRows
+
+__all__ = ["ModelSettings", "settings_of"]
+
+
+class ModelSettings:
+    """A model's declarative settings for the engine.
+
+    Parameters
+    ----------
+    factors : dict
+        Global factor name to its exponential family (a class of
+        :mod:`skvi.expfam`, whose ``valid_natural`` is the step-safety test),
+        in the order ``update_order='sequential'`` updates them.
+    row_groups : tuple of str, default=()
+        Factors that are stacks of per-row factors along their first axis
+        (users and items of matrix factorization).  The engine keeps per-row
+        step counters (row ``i`` steps by ``rho(t_i)``), per-row totals
+        ``N_i`` (from the model's ``_row_ids``), scales row ``i``'s
+        statistics by ``N_i / C_i`` (Paquet's Alg. 1), and commits counters
+        and update-rule state only with an accepted step.
+    resident_row_groups : tuple of str, default=()
+        Row groups whose row ``i`` is data row ``i``'s own factor (a
+        document's ``q(eta_d)``): on a cluster they stay with their blocks.
+    hierarchical : tuple of str, default=()
+        Factors whose children are other global factors (prior
+        precisions): their statistics come from the globals alone, once per
+        step, unscaled.
+    update_rules : dict, default=None
+        Factor name to an update rule of :mod:`skvi.update_rules` (absent
+        or None: the natural-gradient blend).
+    local_depends_on_globals : bool, default=True
+        False when the local step only summarises the data: batch fits
+        compute it once.
+    parallel : bool, default=False
+        Whether the executor may cut a minibatch into blocks whose local
+        steps and statistics run concurrently.  Say True when the local step
+        is vectorised or releases the GIL, and its random numbers (if any)
+        are drawn by ``_local_draws`` before the blocks run.
+    scheduled_row_steps : bool, default=False
+        Batch steps of row groups follow each row's schedule too (Monte
+        Carlo targets, whose noise a unit step never averages out).
+    initial_globals_are_data : bool, default=False
+        ``_initialize_globals`` fits the globals to its rows (a k-means
+        start): with ``total_samples='auto'`` they count as data.
+    batch_steps : {'blend', 'no_decrease', 'line_search'}, default='blend'
+        How step safety judges a batch step beyond the factors' validity:
+        ``'blend'`` not at all (coordinate ascent never lowers the ELBO);
+        ``'no_decrease'`` rejects a step that lowers the full-data ELBO (a
+        Newton-like fixed point can overshoot) and keeps a reduced step size;
+        ``'line_search'`` likewise, but each batch step starts again from
+        the full step (a damped Newton iteration on a deterministic target).
+    elbo_tolerance : float, default=1e-9
+        The relative fall of the ELBO that ``'no_decrease'`` still accepts.
+    probe_batch_steps : bool, default=False
+        Test batch steps on the probe sample too (Monte Carlo fixed points).
+    probe_growth : float, default=1.0
+        The fraction of its best value by which a step may raise the probe's
+        loss before it is rejected.
+    children_per_row : int or None, default=None
+        Paquet's Alg. 1: an online step of a model with row groups draws
+        this many data points of every row of each group (all of a row's
+        points when it has fewer) instead of a minibatch; a pass is one step.
+    pass_step : bool, default=False
+        Call ``_update_hyperparameters`` once more after the last step of
+        each online pass of ``fit`` and of each ``partial_fit`` call, with
+        ``hyper=None`` and ``ctx.end_of_pass`` (a model that moves some of
+        its parameters once per pass).
+    batches : {'even', 'remainder'}, default='even'
+        How ``partial_fit`` cuts its rows: ``'even'`` into near-equal
+        minibatches (:func:`~skvi.engine.even_batches`); ``'remainder'``
+        into ``batch_size`` rows and a last one with the rest (scikit-learn's
+        ``gen_batches``, for a drop-in's identical steps).
+    convergence : callable or None, default=None
+        ``convergence(previous, current) -> bool`` between two evaluated
+        full-data ELBOs of a batch fit (None: relative change below
+        ``tol``).
+    evaluate_every : int or None, default=None
+        Evaluate the full-data ELBO every this many passes (0 or less:
+        never; None: every pass of a batch fit, and of an online fit only
+        when its estimator's ``evaluate_every`` asks).
+    final_bound : bool, default=False
+        After ``fit``, compute the full-data ELBO at the final globals when
+        no pass did, as ``lower_bound_``.
+    warn_not_converged : bool, default=True
+        Warn when ``fit`` stops at ``max_iter`` without converging.
+    start_sample_size : int or None, default=None
+        Rows, drawn uniformly over the blocks of a fit on a cluster, that
+        ``_initialize_globals`` receives (None: the first block).
+    transient : tuple of str, default=()
+        Attributes kept for the duration of a fit only (buffers, the data):
+        never shipped to a worker.
+
+    Examples
+    --------
+    >>> from skvi.engine import ModelSettings
+    >>> from skvi.expfam import Gamma, Gaussian
+    >>> s = ModelSettings({"precision": Gamma, "mean": Gaussian})
+    >>> s.names, s.batch_steps
+    (('precision', 'mean'), 'blend')
+    """
+
+    def __init__(self, factors, *, row_groups=(), resident_row_groups=(), hierarchical=(),
+                 update_rules=None, local_depends_on_globals=True, parallel=False,
+                 scheduled_row_steps=False, initial_globals_are_data=False,
+                 batch_steps="blend", elbo_tolerance=1e-9, probe_batch_steps=False,
+                 probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
+                 convergence=None,
+                 evaluate_every=None, final_bound=False, warn_not_converged=True,
+                 start_sample_size=None, transient=()):
+        if batch_steps not in ("blend", "no_decrease", "line_search"):
+            raise ValueError(f"batch_steps must be 'blend', 'no_decrease' or 'line_search', "
+                             f"got {batch_steps!r}.")
+        if batches not in ("even", "remainder"):
+            raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
+        self.factors = dict(factors)
+        self.row_groups = tuple(row_groups)
+        self.resident_row_groups = tuple(resident_row_groups)
+        self.hierarchical = tuple(hierarchical)
+        self.update_rules = dict(update_rules or {})
+        self.local_depends_on_globals = bool(local_depends_on_globals)
+        self.parallel = bool(parallel)
+        self.scheduled_row_steps = bool(scheduled_row_steps)
+        self.initial_globals_are_data = bool(initial_globals_are_data)
+        self.batch_steps = batch_steps
+        self.elbo_tolerance = float(elbo_tolerance)
+        self.probe_batch_steps = bool(probe_batch_steps)
+        self.probe_growth = float(probe_growth)
+        self.children_per_row = children_per_row
+        self.pass_step = bool(pass_step)
+        self.batches = batches
+        self.convergence = convergence
+        self.evaluate_every = evaluate_every
+        self.final_bound = bool(final_bound)
+        self.warn_not_converged = bool(warn_not_converged)
+        self.start_sample_size = start_sample_size
+        self.transient = tuple(transient)
+
+    @property
+    def names(self):
+        """The global factors' names, in sequential update order."""
+        return tuple(self.factors)
+
+    @property
+    def data_factors(self):
+        """The factors whose statistics come from the data (not the hierarchical ones)."""
+        return tuple(n for n in self.factors if n not in self.hierarchical)
+
+    def as_factor(self, name, natural):
+        """``natural`` as a :class:`~skvi.engine.Factor` of factor ``name``'s family.
+
+        Parameters
+        ----------
+        name : str
+            The factor.
+        natural : tuple of array-like, Factor or ResidentRows
+            Its natural parameters; a factor (or a cluster's resident rows)
+            is returned unchanged.
+
+        Returns
+        -------
+        Factor or ResidentRows
+            The value, knowing its family.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.engine import ModelSettings
+        >>> from skvi.expfam import Gamma
+        >>> f = ModelSettings({"g": Gamma}).as_factor("g", (np.array([-2.0]), np.array([2.0])))
+        >>> f.distribution.mean()
+        array([1.5])
+        """
+        if isinstance(natural, (Factor, ResidentRows)):
+            return natural
+        return Factor(natural, self.factors.get(name))
+
+    def is_valid(self, name, natural):
+        """Whether natural parameters are valid for factor ``name``'s family.
+
+        Parameters
+        ----------
+        name : str
+            The factor.
+        natural : tuple of array-like
+            Its natural parameters.
+
+        Returns
+        -------
+        bool
+            The family's ``valid_natural`` test, over every element.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.engine import ModelSettings
+        >>> from skvi.expfam import Gamma
+        >>> ModelSettings({"g": Gamma}).is_valid("g", (np.array([1.0]), np.array([0.0])))
+        False
+        """
+        return bool(np.all(self.factors[name].valid_natural(*natural)))
+
+    def __repr__(self):
+        return f"ModelSettings(factors={list(self.factors)})"
+
+
+def settings_of(est):
+    """The settings of the fit under way (read once at its start), else the model's own.
+
+    Examples
+    --------
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.settings import settings_of
+    >>> settings_of(GaussianGammaVB()).names
+    ('precision', 'mean')
+    """
+    st = getattr(est, "_svi", None)
+    return est._settings if st is None or st.settings is None else st.settings
