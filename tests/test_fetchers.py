@@ -88,6 +88,7 @@ def _check_100k(bunch, rows, fold, titles, folder):
             np.testing.assert_array_equal(bunch.target[index], table[:, 2])
         np.testing.assert_array_equal(np.sort(test), np.flatnonzero(fold == k))
     assert "Harper" in bunch.DESCR and "redistribute" in bunch.DESCR
+    assert bunch.filenames[:2] == [str(folder / "u.data"), str(folder / "u.item")]
 
 
 def test_movielens_100k_read_from_its_folder(tmp_path, offline):

@@ -96,12 +96,14 @@ def _urlopen(url, timeout=TIMEOUT):
 
 def _missing(what, urls, folder, root, extract=False):
     """The DataNotFoundError of files that are absent and not to be downloaded."""
-    put = "extract the files of" if extract else "put"
-    into = "into" if extract else "in"
+    if extract:
+        how = "extract its files into"
+    else:
+        how = f"put {'it' if len(urls) == 1 else 'them'} in"
     return DataNotFoundError(
         f"{what}: not found in {folder} and download_if_missing=False. Download "
-        f"{' and '.join(urls)} and {put} {'it' if len(urls) == 1 else 'them'} {into} "
-        f"{folder}{os.sep}, or call with download_if_missing=True. The fetchers read "
+        f"{' and '.join(urls)} and {how} {folder}{os.sep}, or call with "
+        "download_if_missing=True. The fetchers read "
         f"data_home, else $SKVI_DATA, else skvi.datasets.get_data_home() (now {root})."
     )
 
@@ -371,6 +373,8 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
             ``['user_id', 'item_id']``.
         target_names : list of str
             ``['rating']``.
+        filenames : list of str
+            The files read: the ratings, the movies, then the splits.
         cv : list of (ndarray, ndarray) or None
             For ``'100k'``, the official splits ``u1`` .. ``u5``: five
             ``(train_index, test_index)`` pairs of row indices into ``data``,
@@ -467,6 +471,7 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
         feature_names=["user_id", "item_id"],
         target_names=["rating"],
         cv=cv,
+        filenames=[str(folder / name) for name in needed],
         DESCR=descr,
     )
 
