@@ -66,10 +66,13 @@ How to run ::
     python benchmarks/glm.py --methods sklearn,skvi-mc-ssvi --C 0.316 --repeats 3
     python benchmarks/glm.py --max-iter 50 --opt tol=0 --opt gradient_learning_rate=0.3
     python benchmarks/glm.py --data /path/to/a9a-adult-libsvm
+    python benchmarks/glm.py --download         # fetch a9a and a9a.t from the LIBSVM page first
 
-``--data`` is the folder holding ``a9a`` and ``a9a.t``; it defaults to
-``a9a-adult-libsvm`` in ``skvi.datasets.get_data_home()`` (``$SKVI_DATA``, or
-``../shared/data`` beside a checkout, else ``~/skvi_data``; never the working directory).
+The data are read by ``skvi.datasets.fetch_libsvm("a9a")`` (``subset="train"`` and
+``"test"``): from ``a9a-adult-libsvm`` in ``skvi.datasets.get_data_home()``
+(``$SKVI_DATA``, or ``../shared/data`` beside a checkout, else ``~/skvi_data``; never the
+working directory), or from ``--data``, the folder holding ``a9a`` and ``a9a.t`` (or the one
+holding ``a9a-adult-libsvm/``).  Nothing is downloaded unless ``--download`` is given.
 """
 
 import os
@@ -87,7 +90,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from _common import Skipped, format_table, key_value, one_blas_thread, version  # noqa: E402
 
-from skvi.datasets import get_data_home  # noqa: E402
+from skvi.datasets import DataNotFoundError, fetch_libsvm, get_data_home  # noqa: E402
 
 SEED = 0
 N_FEATURES = 123
@@ -100,14 +103,15 @@ ALL_METHODS = (("sklearn", "laplace") + tuple("skvi-" + a for a in ALGORITHMS)
 
 def parse_args(argv=None):
     data_root = str(get_data_home())
-    default_dir = os.path.normpath(os.path.join(data_root, "a9a-adult-libsvm"))
     p = argparse.ArgumentParser(
         description="a9a: test accuracy, NLL, ECE and fit time of scikit-learn logistic "
         "regression, a Laplace approximation and skvi's SVILogisticRegression, in one process."
     )
-    p.add_argument("--data", default=default_dir, help="folder with a9a and a9a.t (default "
-                   "$SKVI_DATA/a9a-adult-libsvm, SKVI_DATA defaulting to skvi.datasets.get_data_home() from "
-                   "the repository root; now %(default)s)")
+    p.add_argument("--data", default=None, help="folder with a9a and a9a.t, or the one holding "
+                   "a9a-adult-libsvm/ (default: skvi.datasets.get_data_home(), $SKVI_DATA or "
+                   "../shared/data beside the repository; now %s)" % data_root)
+    p.add_argument("--download", action="store_true",
+                   help="download a9a and a9a.t from the LIBSVM page when they are not found")
     p.add_argument("--methods", nargs="+", default=[",".join(ALL_METHODS)],
                    help="subset of: %s, comma- or space-separated (default: all)"
                    % ", ".join(ALL_METHODS))
@@ -139,23 +143,24 @@ def parse_args(argv=None):
     return args
 
 
-def load_data(data_dir):
-    from sklearn.datasets import load_svmlight_files
-
-    paths = [os.path.join(data_dir, name) for name in ("a9a", "a9a.t")]
-    missing = [path for path in paths if not os.path.isfile(path)]
-    if missing:
-        sys.exit("error: %s not found.\nPass the folder that holds a9a and a9a.t, e.g.\n"
-                 "    python benchmarks/glm.py --data /path/to/a9a-adult-libsvm\n"
-                 "or set SKVI_DATA to the folder that holds a9a-adult-libsvm/."
-                 % ", ".join(missing))
-    X_train, y_train, X_test, y_test = load_svmlight_files(paths, n_features=N_FEATURES)
-    # 32-bit indices: scikit-learn's LogisticRegression rejects int64-indexed CSR.
-    X_train, X_test = (sp.csr_matrix(X, dtype=np.float64) for X in (X_train, X_test))
-    for X in (X_train, X_test):
-        X.indices = X.indices.astype(np.int32)
-        X.indptr = X.indptr.astype(np.int32)
-    return X_train, (y_train > 0).astype(np.int64), X_test, (y_test > 0).astype(np.int64)
+def load_data(data_dir=None, download=False, files=None):
+    """a9a and a9a.t: CSR (float64, 32-bit indices, which scikit-learn's
+    LogisticRegression needs) and 0/1 labels; the paths read are appended to ``files``."""
+    parts = []
+    for subset in ("train", "test"):
+        try:
+            bunch = fetch_libsvm("a9a", subset=subset, data_home=data_dir,
+                                 download_if_missing=download)
+        except DataNotFoundError as exc:
+            sys.exit("error: %s\nPass the folder that holds a9a and a9a.t, e.g.\n"
+                     "    python benchmarks/glm.py --data /path/to/a9a-adult-libsvm\n"
+                     "or set SKVI_DATA to the folder that holds a9a-adult-libsvm/, or add "
+                     "--download." % exc)
+        assert bunch.data.shape[1] == N_FEATURES
+        parts += [bunch.data, (bunch.target > 0).astype(np.int64)]
+        if files is not None:
+            files += bunch.filenames
+    return tuple(parts)
 
 
 # --------------------------------------------------------------------- metrics
@@ -321,12 +326,13 @@ def plan_skvi(method, C, X, y, X_test, args):
 def main(argv=None):
     wall_start = time.perf_counter()
     args = parse_args(argv)
-    X, y, X_test, y_test = load_data(args.data)
+    files = []
+    X, y, X_test, y_test = load_data(args.data, args.download, files)
 
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "scipy", "sklearn", "skvi", "threadpoolctl"):
         print("  %-13s %s" % (name, version(name)))
-    print("data: %s" % os.path.abspath(args.data))
+    print("data: %s" % ", ".join(os.path.abspath(f) for f in files))
     print("  train %d x %d (%.1f%% positive), test %d (%.1f%% positive)"
           % (X.shape[0], X.shape[1], 100 * y.mean(), X_test.shape[0], 100 * y_test.mean()))
     print("skvi: max_iter=%d, extra options %s; repeats=%d; one BLAS thread"

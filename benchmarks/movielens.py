@@ -59,10 +59,13 @@ conjugate model, batch, MAE only) and of ``likelihood='ordinal'`` with each algo
 skvi rows use ``learning_method=--learning-method`` (default batch) and ``max_iter=
 --passes`` (default 20, ``tol=0``); ``--pmf-opt KEY=VALUE`` adds arguments.
 
-DATA_DIR holds u1.base, u1.test, ..., u5.test and u.data (tab-separated ``user item
-rating timestamp``); it defaults to ``$SKVI_DATA/movielens-100k`` with ``SKVI_DATA``
-defaulting to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  A missing library or
-skvi estimator skips its row.
+The data are read by ``skvi.datasets.fetch_movielens("100k")``: the rows of u.data
+(``user item rating timestamp``) and the official splits, whose rows are those of u1.base,
+u1.test, ..., u5.test in file order.  They are found in ``movielens-100k`` in
+``skvi.datasets.get_data_home()`` (``$SKVI_DATA``, else ``../shared/data`` beside a
+checkout, else ``~/skvi_data``), or in DATA_DIR, the release's folder (or the one holding
+``movielens-100k/``); nothing is downloaded unless ``--download`` is given.  A missing
+library or skvi estimator skips its row.
 """
 
 import os
@@ -79,7 +82,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from _common import Skipped, format_table, key_value, version  # noqa: E402
 
-from skvi.datasets import get_data_home  # noqa: E402
+from skvi.datasets import DataNotFoundError, fetch_movielens, get_data_home  # noqa: E402
 
 K = 10
 SEED = 0
@@ -93,7 +96,6 @@ TASK_METHODS = {
 
 def parse_args(argv=None):
     data_root = str(get_data_home())
-    default_dir = os.path.normpath(os.path.join(data_root, "movielens-100k"))
     p = argparse.ArgumentParser(
         description="MovieLens-100k u1..u5: test RMSE and fit time of Surprise, myFM and "
         "skvi matrix factorization (K=10), in one process."
@@ -108,9 +110,12 @@ def parse_args(argv=None):
     p.add_argument("--pmf-opt", action="append", default=[], type=key_value,
                    metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument for the "
                    "binary/ordinal skvi rows (repeatable)")
-    p.add_argument("data_dir", nargs="?", default=default_dir, help="folder with u1.base ... "
-                   "u5.test (default $SKVI_DATA/movielens-100k, SKVI_DATA defaulting to "
-                   "skvi.datasets.get_data_home(); now %(default)s)")
+    p.add_argument("data_dir", nargs="?", default=None, help="folder with u.data and u1.base "
+                   "... u5.test, or the one holding movielens-100k/ (default: "
+                   "skvi.datasets.get_data_home(), $SKVI_DATA defaulting to ../shared/data "
+                   "beside the repository; now %s)" % data_root)
+    p.add_argument("--download", action="store_true",
+                   help="download MovieLens 100k from GroupLens when it is not found")
     p.add_argument("--splits", type=int, nargs="+", default=[1, 2, 3, 4, 5],
                    choices=[1, 2, 3, 4, 5], help="splits to run (default: 1 2 3 4 5)")
     p.add_argument("--methods", nargs="+", default=[",".join(ALL_METHODS)],
@@ -141,14 +146,23 @@ def parse_args(argv=None):
     return args
 
 
-def load_split(data_dir, split):
-    paths = [os.path.join(data_dir, "u%d.%s" % (split, part)) for part in ("base", "test")]
-    missing = [path for path in paths if not os.path.isfile(path)]
-    if missing:
-        sys.exit("error: %s not found.\nPass the MovieLens-100k folder (u1.base ... u5.test) as "
+def load_ratings(data_dir=None, download=False):
+    """The rows (user, item, rating, timestamp) of u.data, the splits u1..u5, the folder."""
+    try:
+        ml = fetch_movielens("100k", data_home=data_dir, download_if_missing=download)
+    except DataNotFoundError as exc:
+        sys.exit("error: %s\nPass the MovieLens-100k folder (u.data, u1.base ... u5.test) as "
                  "DATA_DIR, e.g.\n    python benchmarks/movielens.py /path/to/movielens-100k\n"
-                 "or set SKVI_DATA to the folder that holds movielens-100k/." % ", ".join(missing))
-    return [np.loadtxt(path, dtype=np.int64, delimiter="\t", ndmin=2) for path in paths]
+                 "or set SKVI_DATA to the folder that holds movielens-100k/, or add --download."
+                 % exc)
+    rows = np.column_stack([ml.data, ml.target.astype(np.int64), ml.timestamps])
+    return rows, ml.cv, os.path.dirname(ml.filenames[0])
+
+
+def load_split(rows, cv, split):
+    """(uN.base, uN.test) rows, in the files' order."""
+    train, test = cv[split - 1]
+    return [rows[train], rows[test]]
 
 
 def fit_surprise(method, train, test):
@@ -208,12 +222,8 @@ def fit_skvi(method, train, test, args):
     return np.asarray(pred, dtype=np.float64), seconds
 
 
-def load_task(data_dir, task, seed):
+def load_task(rows, task, seed):
     """(train, test) rows of u.data for the binary or ordinal task."""
-    path = os.path.join(data_dir, "u.data")
-    if not os.path.isfile(path):
-        sys.exit("error: %s not found (pass the MovieLens-100k folder as DATA_DIR)" % path)
-    rows = np.loadtxt(path, dtype=np.int64, delimiter="\t", ndmin=2)
     if task == "binary":
         rows = rows[(rows[:, 2] == 1) | (rows[:, 2] == 5)]
     test = np.random.RandomState(seed).rand(rows.shape[0]) < 0.2
@@ -269,7 +279,8 @@ def fit_task_skvi(task, method, train, test, args):
 def main_task(args):
     """The binary or ordinal table."""
     wall_start = time.perf_counter()
-    train, test = load_task(args.data_dir, args.task, args.seed)
+    rows, _, _ = load_ratings(args.data_dir, args.download)
+    train, test = load_task(rows, args.task, args.seed)
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "sklearn", "skvi", "myfm"):
         print("  %-9s %s" % (name, version(name)))
@@ -329,13 +340,14 @@ def main(argv=None):
     args = parse_args(argv)
     if args.task != "rmse":
         return main_task(args)
-    data = {s: load_split(args.data_dir, s) for s in args.splits}
+    rows, cv, folder = load_ratings(args.data_dir, args.download)
+    data = {s: load_split(rows, cv, s) for s in args.splits}
 
     print("Python %s on %s" % (platform.python_version(), platform.platform()))
     for name in ("numpy", "sklearn", "skvi", "surprise", "myfm"):
         print("  %-9s %s" % (name, version(name)))
     splits = " ".join("u%d" % s for s in args.splits)
-    print("data: %s, splits %s" % (os.path.abspath(args.data_dir), splits))
+    print("data: %s, splits %s" % (os.path.abspath(folder), splits))
     print("K=%d, myFM %d Gibbs iterations, skvi-online batch_size=%d, batch opts %s, "
           "online opts %s" % (K, args.myfm_iter, args.batch_size, args.batch_opt, args.online_opt))
     print()

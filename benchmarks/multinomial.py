@@ -6,7 +6,8 @@ interleaved (method A, method B, method A, ...), medians quoted:
 * scikit-learn's ``digits`` (1,797 images, 64 pixels, 10 classes; ships with
   scikit-learn), standardised, 70/30 split with ``random_state=0``;
 * ``a9a`` (the binary task of ``benchmarks/glm.py``; 32,561 training and
-  16,281 test rows), when its files are found (``skvi.datasets.get_data_home``).
+  16,281 test rows), when ``skvi.datasets.fetch_libsvm("a9a")`` finds its files in
+  ``skvi.datasets.get_data_home()`` (nothing is downloaded).
 
 Methods: scikit-learn's ``LogisticRegression(C=1)`` (lbfgs; multinomial for
 more than two classes), skvi's ``SVILogisticRegression(prior_variance=1)`` with
@@ -44,14 +45,17 @@ def digits():
 
 
 def a9a():
-    from glm import load_data
+    """a9a and a9a.t (CSR, 0/1 labels) from skvi.datasets.fetch_libsvm, or None if absent."""
+    from skvi.datasets import DataNotFoundError, fetch_libsvm
 
-    from skvi.datasets import get_data_home
-
-    folder = os.path.join(get_data_home(), "a9a-adult-libsvm")
-    if not os.path.isfile(os.path.join(folder, "a9a")):
-        return None
-    return load_data(folder)
+    parts = []
+    for subset in ("train", "test"):
+        try:
+            X, y = fetch_libsvm("a9a", subset=subset, download_if_missing=False, return_X_y=True)
+        except DataNotFoundError:
+            return None
+        parts += [X, (y > 0).astype(np.int64)]
+    return tuple(parts)
 
 
 def methods(n_classes):

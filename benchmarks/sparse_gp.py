@@ -102,9 +102,10 @@ selected peer imports, the part prints why and is skipped.
 
 Part ``classifier``: skvi against GPflow on a9a
 -----------------------------------------------
-Data: LIBSVM's ``a9a`` (32,561 training rows) and ``a9a.t`` (16,281 test rows) from
-``--clf-data`` (default ``a9a-adult-libsvm`` in ``skvi.datasets.get_data_home()``), read by
-``skvi.datasets.read_libsvm(path, n_features=123)``, densified to float64, labels -1/+1 to
+Data: LIBSVM's ``a9a`` (32,561 training rows) and ``a9a.t`` (16,281 test rows), read by
+``skvi.datasets.fetch_libsvm("a9a")`` (123 features) from ``a9a-adult-libsvm`` in
+``skvi.datasets.get_data_home()`` or from ``--clf-data`` (the folder holding ``a9a`` and
+``a9a.t``, or the one holding ``a9a-adult-libsvm/``), densified to float64, labels -1/+1 to
 0/1; ``--max-train N`` subsamples the training rows.  ``--clf-inducing`` (100) k-means centres
 of the training inputs (``KMeans(n_init=1)``, computed once, not timed), fixed, for every GP.
 Isotropic RBF starting at signal variance 1 and length scale ``--clf-length-scale`` (1, the
@@ -228,7 +229,6 @@ CONSTANT_BOUNDS = (1e-3, 1e3)
 
 def parse_args(argv=None):
     default_dir = os.path.join(str(get_data_home()), "california-housing")
-    default_a9a = os.path.join(str(get_data_home()), "a9a-adult-libsvm")
     p = argparse.ArgumentParser(
         description="California housing sparse GP: Fig. 3 of 'Monte Carlo structured SVI for "
         "two-level non-conjugate models' (test NLL of the four objectives of "
@@ -299,8 +299,9 @@ def parse_args(argv=None):
                    help="profile one extra fit of each skvi method (cProfile, top 15 tottime)")
     g = p.add_argument_group("part classifier (a9a; also uses --batch-size, --ngd-lr, "
                              "--adam-lr, --max-train)")
-    g.add_argument("--clf-data", default=default_a9a,
-                   help="folder with a9a and a9a.t (default %(default)s)")
+    g.add_argument("--clf-data", default=None,
+                   help="folder with a9a and a9a.t, or the one holding a9a-adult-libsvm/ "
+                   "(default: skvi.datasets.get_data_home(), now %s)" % get_data_home())
     g.add_argument("--clf-inducing", type=int, default=100,
                    help="k-means inducing points (default %(default)s)")
     g.add_argument("--clf-passes", type=int, default=10,
@@ -1079,18 +1080,25 @@ def run_peers(X, y, args):
 
 
 # ------------------------------------------------------------- part classifier
-def load_a9a(folder):
-    """a9a and a9a.t as dense float64 arrays, labels -1/+1 mapped to 0/1."""
-    from skvi.datasets import read_libsvm
+def load_a9a(folder=None, files=None):
+    """a9a and a9a.t as dense float64 arrays, labels -1/+1 mapped to 0/1.
+
+    The paths read are appended to ``files``; nothing is downloaded.
+    """
+    from skvi.datasets import DataNotFoundError, fetch_libsvm
 
     parts = []
-    for name in ("a9a", "a9a.t"):
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path):
-            sys.exit("error: %s not found; pass --clf-data FOLDER (the folder that holds a9a "
-                     "and a9a.t) or set SKVI_DATA" % path)
-        X, y = read_libsvm(path, n_features=A9A_FEATURES)
-        parts += [X.toarray(), (y > 0).astype(np.int64)]
+    for subset in ("train", "test"):
+        try:
+            bunch = fetch_libsvm("a9a", subset=subset, data_home=folder,
+                                 download_if_missing=False)
+        except DataNotFoundError as exc:
+            sys.exit("error: %s\npass --clf-data FOLDER (the folder that holds a9a and a9a.t) "
+                     "or set SKVI_DATA" % exc)
+        assert bunch.data.shape[1] == A9A_FEATURES
+        parts += [bunch.data.toarray(), (bunch.target > 0).astype(np.int64)]
+        if files is not None:
+            files += bunch.filenames
     return parts
 
 
@@ -1177,7 +1185,8 @@ def run_classifier(args):
         tf, gpflow = gpflow_modules
         print("  tensorflow %s, gpflow %s; %s" % (tf.__version__, gpflow.__version__,
                                                  tf_threads(tf)))
-    X_tr, y_tr, X_te, y_te = load_a9a(args.clf_data)
+    files = []
+    X_tr, y_tr, X_te, y_te = load_a9a(args.clf_data, files)
     n_train = y_tr.size
     X_tr, y_tr = subsample(X_tr, y_tr, args.max_train, args.seed)
     data = (X_tr, y_tr, X_te, y_te)
@@ -1189,7 +1198,7 @@ def run_classifier(args):
         kmeans_seconds = time.perf_counter() - start
     print("data: %s; %d train%s, %d test rows, %d binary features (dense float64), "
           "%.1f%% positive in train"
-          % (os.path.abspath(args.clf_data), y_tr.size,
+          % (", ".join(os.path.abspath(f) for f in files), y_tr.size,
              "" if y_tr.size == n_train else " (of %d)" % n_train, y_te.size, X_tr.shape[1],
              100.0 * y_tr.mean()))
     print("%d k-means inducing points (KMeans(n_init=1), %.1f s, not timed below), fixed; "

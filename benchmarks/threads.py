@@ -55,15 +55,13 @@ def gaussian_gamma(data):
 
 
 def logistic(data):
-    from sklearn.datasets import load_svmlight_file
-
     from skvi import SVILogisticRegression
+    from skvi.datasets import DataNotFoundError, fetch_libsvm
 
-    path = os.path.join(data, "a9a-adult-libsvm", "a9a")
-    if not os.path.isfile(path):
-        raise Skipped("%s not found (pass --data)" % path)
-    X, y = load_svmlight_file(path, n_features=123)
-    X = sp.csr_matrix(X)
+    try:
+        X, y = fetch_libsvm("a9a", data_home=data, download_if_missing=False, return_X_y=True)
+    except DataNotFoundError as exc:
+        raise Skipped("%s (pass --data)" % exc)
     return lambda n_jobs: SVILogisticRegression(
         learning_method="batch", expectation="quadrature", max_iter=5, tol=0,
         random_state=0, n_jobs=n_jobs,

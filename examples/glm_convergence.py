@@ -55,12 +55,15 @@ How to run (about a minute with the defaults)::
     python examples/glm_convergence.py --no-batch --output /tmp/fig1.png
     python examples/glm_convergence.py --standardize --prior-variance 1   # paper's scaling
     python examples/glm_convergence.py --data /path/to/a9a-adult-libsvm
+    python examples/glm_convergence.py --download      # fetch a9a from the LIBSVM page first
     python examples/glm_convergence.py --max-rows 2000 --passes 1 --no-batch  # seconds
 
-``--data`` is the folder holding ``a9a``; it defaults to ``$SKVI_DATA/a9a-adult-libsvm``
-with ``SKVI_DATA`` defaulting to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).
-The file is read by :func:`skvi.datasets.read_libsvm`; ``--max-rows N`` keeps its first ``N``
-rows (and ``total_samples`` is then ``N``).
+The data are read by :func:`skvi.datasets.fetch_libsvm` (``"a9a"``, the training file):
+from ``a9a-adult-libsvm/`` in ``skvi.datasets.get_data_home()`` (``$SKVI_DATA``, else
+``../shared/data`` beside a checkout, else ``~/skvi_data``), or from ``--data``, the
+folder holding ``a9a`` (or the one holding ``a9a-adult-libsvm/``).  Nothing is downloaded
+unless ``--download`` is given (it downloads into ``a9a-adult-libsvm/`` there).
+``--max-rows N`` keeps the first ``N`` rows (and ``total_samples`` is then ``N``).
 """
 
 import os
@@ -77,15 +80,18 @@ import numpy as np  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skvi import SVILogisticRegression  # noqa: E402
-from skvi.datasets import get_data_home, read_libsvm  # noqa: E402
+from skvi.datasets import DataNotFoundError, fetch_libsvm, get_data_home  # noqa: E402
 from skvi.engine import even_batches  # noqa: E402
 
 
 def parse_args(argv=None):
     data_root = str(get_data_home())
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--data", default=os.path.normpath(os.path.join(data_root, "a9a-adult-libsvm")),
-                   help="folder with the a9a training file (default %(default)s)")
+    p.add_argument("--data", default=None,
+                   help="folder with the a9a training file, or the one holding "
+                   "a9a-adult-libsvm/ (default: skvi.datasets.get_data_home(), now %s)" % data_root)
+    p.add_argument("--download", action="store_true",
+                   help="download a9a from the LIBSVM page when it is not found")
     p.add_argument("--passes", type=int, default=10, help="passes over the data (default 10)")
     p.add_argument("--max-rows", type=int, default=None,
                    help="use only the first N rows of a9a (default: all 32,561); with "
@@ -119,14 +125,16 @@ def parse_args(argv=None):
     return args
 
 
-def load(data_dir, max_rows=None):
-    path = os.path.join(data_dir, "a9a")
-    if not os.path.isfile(path):
-        sys.exit("error: %s not found.\nPass the folder that holds the LIBSVM file a9a, e.g.\n"
+def load(data_dir=None, max_rows=None, download=False):
+    """a9a's training rows (CSR, float64, int32 indices) and 0/1 labels."""
+    try:
+        X, y = fetch_libsvm("a9a", data_home=data_dir, download_if_missing=download,
+                            return_X_y=True)
+    except DataNotFoundError as exc:
+        sys.exit("error: %s\nPass the folder that holds the LIBSVM file a9a, e.g.\n"
                  "    python examples/glm_convergence.py --data /path/to/a9a-adult-libsvm\n"
-                 "or set SKVI_DATA to the folder that holds a9a-adult-libsvm/ (now %s)."
-                 % (path, get_data_home()))
-    X, y = read_libsvm(path, n_features=123)  # CSR, float64, int32 indices
+                 "or set SKVI_DATA to the folder that holds a9a-adult-libsvm/ (now %s), "
+                 "or add --download." % (exc, get_data_home()))
     if max_rows is not None:
         X, y = X[:max_rows], y[:max_rows]
     return X, (y > 0).astype(np.int64)
@@ -267,7 +275,7 @@ def plot(traces, best, path, batch_size):
 
 def main(argv=None):
     args = parse_args(argv)
-    X, y = load(args.data, args.max_rows)
+    X, y = load(args.data, args.max_rows, args.download)
     if args.standardize:  # the paper's z-scored features (dense; constant columns kept at 0)
         X = X.toarray()
         sd = X.std(axis=0)

@@ -35,17 +35,21 @@ the panels, so the y-axis is linear down to a floor and every value below it
 The script also prints, for every (step safety, option, C), the final and the
 smallest ELBO along the run and the number of rejected steps.
 
-Data.  ``DATA`` is the MovieLens 100k folder (the one with ``u.data``, tab
-separated ``user item rating timestamp``; all 100,000 ratings are used
-unless ``--max-ratings`` says otherwise).
-It defaults to ``$SKVI_DATA/movielens-100k``, with ``SKVI_DATA`` defaulting
-to ``skvi.datasets.get_data_home()`` (``../shared/data`` beside a checkout, else ``~/skvi_data``).  Nothing is copied.
+Data.  MovieLens 100k, read by :func:`skvi.datasets.fetch_movielens` (the
+ratings of ``u.data``, in file order; all 100,000 are used unless
+``--max-ratings`` says otherwise): from ``movielens-100k/`` in
+``skvi.datasets.get_data_home()`` (``$SKVI_DATA``, else ``../shared/data``
+beside a checkout, else ``~/skvi_data``), or from ``DATA``, the release's
+folder (the one with ``u.data``) or the one holding ``movielens-100k/``.
+Nothing is copied, and nothing downloaded unless ``--download`` is given (it
+downloads GroupLens's ``ml-100k.zip`` into ``movielens-100k/`` there).
 
 Run::
 
     python examples/paquet_figure2.py [DATA] [--iterations T]
                                       [--batch-iterations TB]
                                       [--max-ratings N] [--out PATH]
+                                      [--download]
 
 ``--max-ratings N`` uses only the first ``N`` lines of ``u.data`` (default:
 all); ``--iterations 3 --batch-iterations 3 --max-ratings 20000 --out ''``
@@ -67,7 +71,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from skvi import SVIMatrixFactorization
-from skvi.datasets import get_data_home
+from skvi.datasets import DataNotFoundError, fetch_movielens, get_data_home
 
 CHILDREN = [1, 2, 5, 10, 20]  # Paquet's C: ratings per user and item per step
 ORDERS = [("sequential", "option (a)"), ("joint", "option (b)")]
@@ -78,28 +82,23 @@ MODEL = dict(n_components=5, covariance="diagonal", noise_precision=1.0,
              factor_precision=1.0, random_state=SEED)
 
 
-def _default_data():
-    """Return ``movielens-100k`` in :func:`skvi.datasets.get_data_home`."""
-    return get_data_home() / "movielens-100k"
+def _load_ratings(folder=None, max_ratings=None, download=False):
+    """Return the (user, item) pairs and ratings of MovieLens 100k, and its folder.
 
-
-def _load_ratings(folder, max_ratings=None):
-    """Return the (user, item) pairs and ratings of ``folder/u.data``.
-
-    Only the first ``max_ratings`` lines when it is not None.
+    Only the first ``max_ratings`` ratings of ``u.data`` when it is not None.
     """
-    path = pathlib.Path(folder) / "u.data"
-    if not path.is_file():
+    try:
+        ml = fetch_movielens("100k", data_home=folder, download_if_missing=download)
+    except DataNotFoundError as exc:
         raise SystemExit(
-            f"error: no u.data in {folder}: pass the MovieLens 100k folder (the "
-            "one with u.data) as the first argument, e.g. "
+            f"error: {exc}\nPass the MovieLens 100k folder (the one with u.data) as "
+            "the first argument, e.g. "
             "'python examples/paquet_figure2.py /path/to/movielens-100k', or "
             "set SKVI_DATA to the folder that holds movielens-100k/ "
-            f"(now {get_data_home()})"
-        )
-    table = np.loadtxt(path, dtype=np.int64, usecols=(0, 1, 2), ndmin=2,
-                       max_rows=max_ratings)
-    return table[:, :2], table[:, 2].astype(float)
+            f"(now {get_data_home()}), or add --download."
+        ) from None
+    X, y = ml.data[:max_ratings], ml.target[:max_ratings]
+    return X, y, pathlib.Path(ml.filenames[0]).parent
 
 
 def _fit(X, y, **params):
@@ -234,8 +233,10 @@ def main(argv=None):
                     "with and without step safety."
     )
     parser.add_argument("data", nargs="?", default=None,
-                        help="MovieLens 100k folder with u.data "
-                             "(default: $SKVI_DATA/movielens-100k)")
+                        help="MovieLens 100k folder with u.data, or the one holding "
+                             "movielens-100k/ (default: skvi.datasets.get_data_home())")
+    parser.add_argument("--download", action="store_true",
+                        help="download MovieLens 100k from GroupLens when it is not found")
     parser.add_argument("--iterations", type=int, default=60,
                         help="Alg. 1 iterations per run (default: 60)")
     parser.add_argument("--batch-iterations", type=int, default=None,
@@ -252,8 +253,7 @@ def main(argv=None):
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
     t0 = time.perf_counter()
-    folder = args.data if args.data else _default_data()
-    X, y = _load_ratings(folder, args.max_ratings)
+    X, y, folder = _load_ratings(args.data or None, args.max_ratings, args.download)
     n = X.shape[0]
     first = "" if args.max_ratings is None else f" (its first {args.max_ratings})"
     print(f"MovieLens from {folder}: {n} ratings{first}, {np.unique(X[:, 0]).size} "

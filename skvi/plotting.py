@@ -284,9 +284,14 @@ def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
     if ax is None:
         n_cols = min(5, topics.size)
         n_rows = -(-topics.size // n_cols)
+        # Room for the words left of each chart, and for each row's title,
+        # tick labels and axis label: the constrained layout then keeps a
+        # row's titles clear of the tick labels of the row above.
+        longest = max((len(str(w)) for w in feature_names), default=1)
+        width = 1.8 + 0.075 * min(longest, 30)
         _, grid = _pyplot().subplots(
-            n_rows, n_cols, squeeze=False,
-            figsize=(3.2 * n_cols, 0.25 * n_words * n_rows + 1.0 * n_rows),
+            n_rows, n_cols, squeeze=False, layout="constrained",
+            figsize=(width * n_cols, (0.24 * n_words + 1.3) * n_rows),
         )
         grid = grid.ravel()
         for extra in grid[topics.size:]:
@@ -307,4 +312,5 @@ def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
         axis.invert_yaxis()
         axis.set_title(f"Topic {k}")
         axis.set_xlabel("probability")
+        axis.locator_params(axis="x", nbins=3)  # few, unclipped probability ticks
     return axes

@@ -7,8 +7,10 @@ schedule's formula and ``n_rejected_steps_``.
 """
 
 import inspect
+import io
 import logging
 import pickle
+import sys
 import threading
 import warnings
 
@@ -341,13 +343,56 @@ def test_verbose_1_draws_a_progress_line_per_pass_on_stderr(capsys):
     assert err.count("\n") == 1 and f"ELBO = {est.lower_bound_:.10g}" in err
 
 
-def test_verbose_1_shows_minibatches_and_an_eta_within_a_pass(capsys, monkeypatch):
+class _Terminal(io.StringIO):
+    """A captured standard error that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def test_verbose_1_shows_minibatches_and_an_eta_within_a_pass(monkeypatch):
     monkeypatch.setattr(monitoring, "PROGRESS_INTERVAL", 0.0)  # redraw at every step
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
     X = np.random.RandomState(0).normal(size=(200, 2))
     GaussianGammaVB(batch_size=50, verbose=1, **ONLINE).fit(X)
-    err = capsys.readouterr().err
+    err = terminal.getvalue()
     assert "\r[GaussianGammaVB] pass 2/4, minibatch 3/4: " in err
     assert "ETA" in err and "(pass 1)" in err  # the last pass's ELBO, while the next runs
+
+
+def test_verbose_1_writes_one_line_per_pass_when_stderr_is_not_a_terminal(monkeypatch):
+    # A log file or a pipe: no carriage returns and no redraws within a pass,
+    # one newline-terminated line per pass and per partial_fit call, the same
+    # finished lines a terminal shows.
+    monkeypatch.setattr(monitoring, "PROGRESS_INTERVAL", 0.0)  # a terminal redraws every step
+    X = np.random.RandomState(0).normal(size=(200, 2))
+    runs = {}
+    for name, stream in (("log", io.StringIO()), ("terminal", _Terminal())):
+        monkeypatch.setattr(sys, "stderr", stream)
+        est = GaussianGammaVB(batch_size=50, verbose=1, random_state=0, **ONLINE).fit(X)
+        bounds = list(est.lower_bounds_)
+        est.partial_fit(X[:100])
+        est.partial_fit(X[100:])
+        runs[name] = (bounds, est, stream.getvalue())
+    bounds, est, log = runs["log"]
+    assert "\r" not in log and log.endswith("\n")
+    lines = log.splitlines()
+    assert len(bounds) == 4 and len(lines) == 4 + 2
+    for k, (line, bound) in enumerate(zip(lines, bounds), start=1):
+        assert line.startswith(f"[GaussianGammaVB] pass {k}/4: ELBO = {bound:.10g}, ")
+    assert all(line.startswith("[GaussianGammaVB] partial_fit: 2 step(s), ") for line in lines[-2:])
+    assert lines[-1].startswith(f"[GaussianGammaVB] partial_fit: 2 step(s), ELBO = {est.lower_bound_:.10g}")
+    # The terminal got the same finished lines, after redraws within each pass.
+    _, _, shown = runs["terminal"]
+    assert shown.count("\r") > len(lines) and "minibatch 3/4" in shown
+    finished = [line.split("\r")[-1] for line in shown.split("\n")[:-1]]
+
+    def before_the_timings(line):
+        return line.split(" steps/s")[0].rsplit(",", 1)[0]
+
+    assert [before_the_timings(line) for line in finished] == [
+        before_the_timings(line) for line in lines]
 
 
 def test_verbose_interval_keeps_every_kth_pass_line_and_the_last(capsys):

@@ -134,3 +134,37 @@ def test_numpydoc(name):
     codes = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01", "RT03", "EX01"}
     errors = [f"{c}: {m}" for c, m in validate(f"skvi.plotting.{name}")["errors"] if c in codes]
     assert not errors
+
+
+@pytest.mark.parametrize("n_topics, n_words", [(10, 10), (7, 5), (12, 3)])
+def test_plot_top_words_labels_do_not_overlap(n_topics, n_words):
+    # Drawn, the text of each chart (its title, its words, its tick labels
+    # and axis label) stays clear of every other chart's, and inside the figure.
+    rng = np.random.RandomState(1)
+    counts = sp.csr_matrix(rng.poisson(0.4, size=(120, 40)).astype(float))
+    lda = SVILatentDirichletAllocation(n_components=n_topics, random_state=0, max_iter=3).fit(counts)
+    words = np.array([f"{'abcdefghijklmno'[j % 15] * (3 + j % 9)}" for j in range(40)])
+    axes = plot_top_words(lda, words, n_words=n_words)
+    fig = axes[0].figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = []
+    for ax in axes:
+        pieces = [ax.title, ax.xaxis.label]
+        low, high = ax.get_xlim()
+        pieces += ax.get_yticklabels()  # the words
+        pieces += [t for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+        boxes = [t.get_window_extent(renderer) for t in pieces if t.get_text()]
+        texts.append(boxes)
+    frame = fig.bbox
+    for i, boxes in enumerate(texts):
+        for box in boxes:
+            assert frame.x0 - 1 <= box.x0 and box.x1 <= frame.x1 + 1
+            assert frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1
+        for j in range(i):
+            clash = [(a, b) for a in boxes for b in texts[j] if a.overlaps(b)]
+            assert not clash, (i, j, clash[:2])
+        # Nor does any text of one chart run over the bars of another.
+        for j, other in enumerate(axes):
+            if j != i:
+                assert not any(box.overlaps(other.get_window_extent(renderer)) for box in boxes)

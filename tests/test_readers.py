@@ -102,3 +102,23 @@ def test_readers_reject_malformed_files(tmp_path):
     ratings.write_text("1\t2\n")
     with pytest.raises(ValueError, match="MovieLens"):
         read_movielens(ratings)
+
+
+def test_read_movielens_reads_a_release_folder(tmp_path):
+    # The folder of a release: the ratings file inside it is read (u.data for
+    # 100k, ratings.dat for 1M, ratings.csv for the later ones).
+    rows = np.array([[1, 10, 4, 881250949], [2, 10, 5, 891717742], [2, 3, 1, 878887116]])
+    (tmp_path / "u.data").write_text("".join("\t".join(map(str, r)) + "\n" for r in rows))
+    (tmp_path / "u.item").write_text("not ratings\n")
+    X, y = read_movielens(tmp_path)
+    np.testing.assert_array_equal(X, rows[:, :2])
+    np.testing.assert_array_equal(y, rows[:, 2])
+    one_m = tmp_path / "ml-1m"
+    one_m.mkdir()
+    (one_m / "ratings.dat").write_text("".join("::".join(map(str, r)) + "\n" for r in rows))
+    X, y = read_movielens(str(one_m))
+    np.testing.assert_array_equal(X, rows[:, :2])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="u.data, ratings.dat or ratings.csv"):
+        read_movielens(empty)

@@ -1,7 +1,12 @@
 """skvi.show_versions, skvi.kernels and the warning when the kernels are missing."""
 
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
 import warnings
-from importlib import metadata
+from importlib import machinery, metadata
 
 import pytest
 
@@ -34,3 +39,96 @@ def test_missing_kernels_warn_once_with_the_remedy(monkeypatch):
     with pytest.warns(RuntimeWarning, match="C compiler"):
         _versions.warn_if_kernels_missing()
     assert skvi.kernels() == {"lda": None, "gaussian": False}
+
+
+# ------------------------------------------- the message when kernels are missing
+SUFFIX = machinery.EXTENSION_SUFFIXES[0]
+PACKAGE = pathlib.Path(skvi.__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def _copy_source_tree(dest):
+    """The checkout's package and build files, without compiled kernels or build record."""
+    shutil.copytree(PACKAGE, dest / "skvi", ignore=shutil.ignore_patterns(
+        "*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"))
+    for name in ("setup.py", "pyproject.toml"):
+        shutil.copy(ROOT / name, dest / name)
+    assert not any(p.suffix in (".so", ".pyd") for p in (dest / "skvi").rglob("*"))
+    return dest
+
+
+def _installed_copy(site, kernels=True, record=None):
+    """A package folder as pip installs it: no setup.py beside it, kernel files if asked."""
+    package = site / "skvi"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns(
+        "*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"))
+    if kernels:
+        (package / "models" / "lda" / f"_lda_fast{SUFFIX}").write_bytes(b"")
+        (package / "models" / "matrix_factorization" / f"_gaussian_fast{SUFFIX}").write_bytes(b"")
+    if record is not None:
+        (package / "_build_info.py").write_text(record)
+    return package
+
+
+def _run_quickstart(cwd, pythonpath):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, pythonpath)))
+    return subprocess.run([sys.executable, "-m", "skvi"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_quickstart_in_a_checkout_says_the_source_tree_is_imported(tmp_path):
+    # README: 'pip install . && python -m skvi' in the checkout's root imports
+    # the source tree (the current directory comes first on sys.path), whose
+    # kernels are not built, while the installed copy has them.
+    src = _copy_source_tree(tmp_path / "checkout")
+    installed = _installed_copy(tmp_path / "site-packages", kernels=True,
+                                record="KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'cc'\n")
+    proc = _run_quickstart(cwd=src, pythonpath=[tmp_path / "site-packages"])
+    assert proc.returncode == 0, proc.stderr
+    assert "q(mu)    = N(mean=26.1663, sd=1.3215)" in proc.stdout  # the numpy fallback runs
+    message = " ".join(proc.stderr.split())
+    assert f"skvi is imported from the source tree {src}" in message
+    assert f"The installed skvi in {installed} has them" in message
+    assert "run Python from another directory" in message
+    assert "compiler" not in message  # a compiler was there: no advice to install one
+
+
+def test_a_source_tree_built_without_a_compiler_says_to_install_one(tmp_path):
+    src = _copy_source_tree(tmp_path / "checkout")
+    (src / "skvi" / "_build_info.py").write_text(
+        "KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n")
+    proc = _run_quickstart(cwd=tmp_path, pythonpath=[src])
+    assert proc.returncode == 0, proc.stderr
+    message = " ".join(proc.stderr.split())
+    assert f"skvi is imported from the source tree {src}, where the compiled kernels" in message
+    assert "No C compiler was found when skvi was built: install one" in message
+
+
+@pytest.mark.parametrize("record, says, not_says", [
+    ("KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n",
+     "No C compiler was found when skvi was built: install one", "could not compile"),
+    ("KERNELS = {'lda': False, 'gaussian': True}\nCOMPILER = 'gcc'\n",
+     "found the C compiler gcc but could not compile them", "install one"),
+    ("KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n",
+     "compiled when skvi was built but do not import", "install one"),
+    (None, "this install recorded nothing", "could not compile"),
+])
+def test_an_installed_copy_advises_from_its_build_record(tmp_path, record, says, not_says):
+    package = _installed_copy(tmp_path / "site-packages", kernels=False, record=record)
+    message = _versions._missing_kernels_message(["LDA E-step"], package, path=[])
+    assert message.startswith("skvi's compiled kernels (LDA E-step) are not built")
+    assert says in message and not_says not in message
+
+
+def test_a_source_tree_beside_an_installed_copy_without_kernels(tmp_path):
+    src = _copy_source_tree(tmp_path / "checkout")
+    installed = _installed_copy(tmp_path / "site", kernels=False,
+                                record="KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n")
+    message = _versions._missing_kernels_message(
+        ["LDA E-step", "Gaussian moments"], src / "skvi", path=[str(src), str(tmp_path / "site")])
+    assert f"(nor in the installed skvi in {installed})" in message
+    assert "No C compiler was found" in message
+    # With a compiler recorded and nothing failed, it says how to build in place.
+    (installed / "_build_info.py").write_text("KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n")
+    message = _versions._missing_kernels_message(["LDA E-step"], src / "skvi", path=[str(tmp_path / "site")])
+    assert "Build them in this tree with 'pip install -e .'" in message and "install one" not in message

@@ -1,4 +1,4 @@
-"""Small data sets that ship with skvi, and readers for standard formats."""
+"""Small data sets that ship with skvi, fetchers of public ones, and readers of their formats."""
 
 import os
 from importlib import resources
@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
+from ._fetchers import DataNotFoundError, fetch_libsvm, fetch_movielens, fetch_uci_bag_of_words
 from .readers import read_ldac, read_libsvm, read_movielens, read_uci_bag_of_words
 
 __all__ = [
+    "DataNotFoundError",
+    "fetch_libsvm",
+    "fetch_movielens",
+    "fetch_uci_bag_of_words",
     "get_data_home",
     "load_newcomb",
     "load_topics_sample",
@@ -21,11 +26,13 @@ __all__ = [
 
 
 def get_data_home(data_home=None):
-    """The folder that skvi's examples and benchmarks read larger data sets from.
+    """The folder that skvi's fetchers, examples and benchmarks read larger data sets from.
 
-    skvi ships only small data sets; the examples and benchmarks read the
-    standard ones (20 Newsgroups, MovieLens 100k, a9a, ...) from one folder,
-    found in this order:
+    skvi ships only small data sets; the fetchers (:func:`fetch_movielens`,
+    :func:`fetch_libsvm`, :func:`fetch_uci_bag_of_words`) read the standard
+    ones from one folder, and download there the ones it lacks; the
+    examples and benchmarks read it too (20 Newsgroups, MovieLens 100k,
+    a9a, ...).  The folder is found in this order:
 
     1. ``data_home``, when given;
     2. the environment variable ``SKVI_DATA``;
@@ -35,7 +42,8 @@ def get_data_home(data_home=None):
     4. ``~/skvi_data``.
 
     It depends on where skvi is installed, never on the current directory,
-    so the scripts run from any folder.  Nothing is created or downloaded.
+    so the scripts run from any folder.  This function creates and
+    downloads nothing.
 
     Parameters
     ----------

@@ -1,7 +1,9 @@
 """Readers for the standard formats of ratings, bag-of-words and LIBSVM data."""
 
 import gzip
+import io
 import os
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,18 +16,71 @@ def _open(path):
     return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
 
 
+#: The ratings file of each MovieLens layout, looked for in this order in a folder.
+MOVIELENS_RATINGS = ("u.data", "ratings.dat", "ratings.csv")
+
+
+def _ratings_file(path):
+    """``path``, or the ratings file inside it when it is a release's folder."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return path
+    for name in MOVIELENS_RATINGS:
+        for candidate in (os.path.join(path, name), os.path.join(path, name + ".gz")):
+            if os.path.isfile(candidate):
+                return candidate
+    raise FileNotFoundError(
+        f"{path} is a folder without a MovieLens ratings file (looked for "
+        f"{', '.join(MOVIELENS_RATINGS[:-1])} or {MOVIELENS_RATINGS[-1]}, optionally .gz)."
+    )
+
+
+def _read_ratings(path):
+    """(X, y, timestamps) of a MovieLens ratings file or folder; timestamps may be None."""
+    path = _ratings_file(path)
+    with _open(path) as fh:
+        first = fh.readline()
+        rest = fh.read()
+    if "::" in first:
+        text = (first + rest).replace("::", "\t")
+    elif first.lower().startswith("userid"):  # the CSV header
+        text = rest.replace(",", "\t")
+    else:
+        text = first + rest
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+            table = np.loadtxt(io.StringIO(text), dtype=np.float64, ndmin=2, comments=None)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not a MovieLens ratings file ({exc}).") from None
+    if table.shape[0] == 0 or table.shape[1] < 3:
+        raise ValueError(f"{path}: not a MovieLens ratings file (user, item, rating per line).")
+    ids = table[:, :2]
+    if not np.all(np.isfinite(ids)) or np.any(ids != np.round(ids)):
+        raise ValueError(f"{path}: a user or item id is not an integer.")
+    X = ids.astype(np.int64)
+    y = np.ascontiguousarray(table[:, 2])
+    stamps = table[:, 3].astype(np.int64) if table.shape[1] > 3 else None
+    return X, y, stamps
+
+
 def read_movielens(path):
     """Read MovieLens ratings: ``u.data``, ``ratings.dat`` or ``ratings.csv``.
 
     The three layouts GroupLens ships: tab-separated ``user item rating
     timestamp`` (100k), ``user::item::rating::timestamp`` (1M, 10M), and a
     CSV with the header ``userId,movieId,rating,timestamp`` (20M and
-    later).  The layout is told by the file's first line.
+    later).  The layout is told by the file's first line.  A release's
+    folder (``ml-100k/``, ``ml-1m/``, ...) may be given instead of the file:
+    its ratings file is read.  :func:`skvi.datasets.fetch_movielens` also
+    downloads a release and returns its splits and titles.
 
     Parameters
     ----------
     path : str or path-like
-        The ratings file (optionally gzip-compressed, ``.gz``).
+        The ratings file (optionally gzip-compressed, ``.gz``), or a folder
+        holding one (``u.data``, ``ratings.dat`` or ``ratings.csv``, looked
+        for in this order).
 
     Returns
     -------
@@ -35,33 +90,27 @@ def read_movielens(path):
     y : ndarray of shape (n_ratings,)
         The ratings, float64.
 
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is a folder without a ratings file.
+    ValueError
+        If the file is not one of the three layouts.
+
     Examples
     --------
     >>> import tempfile, os
     >>> from skvi.datasets import read_movielens
-    >>> path = os.path.join(tempfile.mkdtemp(), "ratings.dat")
+    >>> folder = tempfile.mkdtemp()
+    >>> path = os.path.join(folder, "ratings.dat")
     >>> _ = open(path, "w").write("1::10::4::978300760\\n2::10::5::978302109\\n")
     >>> X, y = read_movielens(path)
     >>> X.tolist(), y.tolist()
     ([[1, 10], [2, 10]], [4.0, 5.0])
+    >>> read_movielens(folder)[1].tolist()  # the folder that holds it
+    [4.0, 5.0]
     """
-    with _open(path) as fh:
-        first = fh.readline()
-        rest = fh.read()
-    if "::" in first:
-        text, sep = first + rest, "::"
-    elif first.lower().startswith("userid"):  # the CSV header
-        text, sep = rest, ","
-    else:
-        text, sep = first + rest, None
-    rows = [line.split(sep) for line in text.splitlines() if line.strip()]
-    if not rows or any(len(r) < 3 for r in rows):
-        raise ValueError(f"{path}: not a MovieLens ratings file (user, item, rating per line).")
-    try:
-        X = np.array([[int(r[0]), int(r[1])] for r in rows], dtype=np.int64)
-        y = np.array([float(r[2]) for r in rows], dtype=np.float64)
-    except ValueError as exc:
-        raise ValueError(f"{path}: unreadable rating line ({exc}).") from None
+    X, y, _ = _read_ratings(path)
     return X, y
 
 

@@ -7,9 +7,11 @@ through the engine, so one mechanism serves them all:
   block on this thread, that the engine calls after every step and every
   pass with a :class:`FitRecord`; returning ``False`` (or raising
   ``StopIteration``) ends the fit there, cleanly.
-* ``verbose=1`` draws a progress line on standard error (one line rewritten
-  with carriage returns, finished with a newline at the end of a pass and
-  of a call); ``verbose=2`` logs instead, through the :mod:`logging` logger
+* ``verbose=1`` draws a progress line on standard error (on a terminal, one
+  line rewritten with carriage returns, finished with a newline at the end
+  of a pass and of a call; when standard error is not a terminal, only the
+  finished lines, one per pass and per ``partial_fit`` call); ``verbose=2``
+  logs instead, through the :mod:`logging` logger
   ``"skvi"``: one INFO record per pass of ``fit`` and per ``partial_fit``
   call, and one DEBUG record per step.
 * Every fitted estimator has ``history_`` (time, samples seen, steps and
@@ -344,11 +346,28 @@ def _seconds(s):
     return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
 
 
+def _isatty(stream):
+    """Whether ``stream`` is a terminal (False when it cannot tell)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 class _ProgressLine:
-    """One line on standard error, redrawn with carriage returns."""
+    """The progress of ``verbose=1`` on standard error.
+
+    On a terminal, one line redrawn with carriage returns while a pass runs
+    and finished with a newline at its end.  Elsewhere (standard error
+    redirected to a file or a pipe, as in a log or a batch job) a redrawn
+    line would pile up as one long line of ``\\r``-separated updates, so
+    only the finished lines are written, one newline-terminated line each,
+    and nothing in between.
+    """
 
     def __init__(self, start):
         self.stream = sys.stderr
+        self.tty = _isatty(self.stream)
         self.width = 0
         self.last = start  # the first redraw waits PROGRESS_INTERVAL from the start
         self.open = False
@@ -364,12 +383,17 @@ class _ProgressLine:
             self.stream = None
 
     def update(self, text, now):
+        self.last = now
+        if not self.tty:  # no redraws in a log
+            return
         self._write("\r" + text.ljust(self.width))
         self.width = len(text)
-        self.last = now
         self.open = True
 
     def finish(self, text):
+        if not self.tty:
+            self._write(text + "\n")
+            return
         self._write("\r" + text.ljust(self.width) + "\n")
         self.width = 0
         self.open = False
@@ -400,8 +424,10 @@ class _Run:
         self.line = _ProgressLine(start) if verbose == 1 and kind != "apply_statistics" else None
         self.log = verbose >= 2 and logger.isEnabledFor(logging.INFO)
         self.debug = verbose >= 2 and logger.isEnabledFor(logging.DEBUG)
-        # Whether anything wants to hear about every step.
-        self.per_step = bool(self.callbacks) or self.line is not None or self.debug
+        # Whether anything wants to hear about every step (a progress line
+        # that is not on a terminal shows only finished passes).
+        redraws = self.line is not None and self.line.tty
+        self.per_step = bool(self.callbacks) or redraws or self.debug
         self.stopped = False
         self.interval = max(int(getattr(est, "verbose_interval", 1) or 1), 1)
         self.pass_index = 0
@@ -482,7 +508,7 @@ class _Run:
             if self.callbacks:
                 self._ask(record)
         line = self.line
-        if line is not None and now - line.last >= PROGRESS_INTERVAL:
+        if line is not None and line.tty and now - line.last >= PROGRESS_INTERVAL:
             line.update(self._step_text(now, batch, elbo), now)
         return self.stopped
 
