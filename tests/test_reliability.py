@@ -262,3 +262,32 @@ def test_mf_online_fit_on_all_zero_ratings_is_finite():
         mf.fit(X, np.zeros(4))
     assert np.all(np.isfinite(mf.predict(X)))
     np.testing.assert_allclose(mf.predict(X), 0.0, atol=0.05)
+
+
+# -------------------------------------------------------------- sparse GP
+def test_sparse_gp_sample_y_draws_from_the_predictive_distribution():
+    # sample_y passed method="eigh" to RandomState.multivariate_normal, which
+    # takes no such keyword: every call raised TypeError.  Monte Carlo: the
+    # draws' mean and covariance are predict(X, return_cov=True)'s, within
+    # their sampling error.
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skvi import SVISparseGPRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(60, 1))
+    y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=60)
+    gp = SVISparseGPRegressor(kernel=RBF(0.7), noise_variance=0.05, n_inducing=6,
+                              optimizer=None, random_state=0).fit(X, y)
+    Xq = np.array([[-4.0], [-1.0], [0.0], [0.1], [2.5]])  # 0.0 and 0.1 strongly correlated
+    mean, cov = gp.predict(Xq, return_cov=True)
+    n = 40000
+    draws = gp.sample_y(Xq, n_samples=n, random_state=1)
+    assert draws.shape == (5, n)
+    sd = np.sqrt(np.diag(cov))
+    np.testing.assert_array_less(np.abs(draws.mean(axis=1) - mean), 5 * sd / np.sqrt(n))
+    # Standard error of a sample covariance: sqrt((s_ii s_jj + s_ij^2) / n).
+    se = np.sqrt((np.outer(sd, sd) ** 2 + cov**2) / n)
+    np.testing.assert_array_less(np.abs(np.cov(draws) - cov), 5 * se)
+    np.testing.assert_array_equal(draws[:, :3], gp.sample_y(Xq, n_samples=n, random_state=1)[:, :3])
+    assert gp.sample_y(Xq).shape == (5, 1)

@@ -678,7 +678,12 @@ n_samples_seen_, converged_, n_rejected_steps_
 
         mean, cov = self.predict(X, return_cov=True)
         rng = check_random_state(random_state)
-        return rng.multivariate_normal(mean, cov, n_samples, method="eigh").T
+        # cov = V diag(w) V^T, f = mean + V sqrt(w) z: the eigendecomposition
+        # tolerates the rank deficiency of a covariance of nearby points
+        # (eigenvalues rounded below zero are taken as zero).
+        w, V = np.linalg.eigh(cov)
+        z = rng.standard_normal((mean.shape[0], n_samples))
+        return mean[:, None] + (V * np.sqrt(np.maximum(w, 0.0))) @ z
 
     def score(self, X, y, sample_weight=None):
         """R^2 of :meth:`predict` (as scikit-learn's regressors).
