@@ -291,3 +291,23 @@ def test_sparse_gp_sample_y_draws_from_the_predictive_distribution():
     np.testing.assert_array_less(np.abs(np.cov(draws) - cov), 5 * se)
     np.testing.assert_array_equal(draws[:, :3], gp.sample_y(Xq, n_samples=n, random_state=1)[:, :3])
     assert gp.sample_y(Xq).shape == (5, 1)
+
+
+def test_lda_partial_fit_takes_a_list_of_lists_as_fit_does():
+    # partial_fit read X.shape before validating X: a list of lists, which
+    # fit and scikit-learn's partial_fit take, raised AttributeError.  Its
+    # steps are scikit-learn's partial_fit steps on the same list.
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    X = _counts(40, 8, seed=3).toarray().astype(int).tolist()
+    params = dict(n_components=3, batch_size=16, total_samples=200, random_state=0)
+    ours = SVILatentDirichletAllocation(**params)
+    ref = LatentDirichletAllocation(**params)
+    for i in range(2):
+        ours.partial_fit(X[20 * i:20 * (i + 1)])
+        ref.partial_fit(X[20 * i:20 * (i + 1)])
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
+    assert ours.n_samples_seen_ == 40
+    weighted = SVILatentDirichletAllocation(**params).partial_fit(X, sample_weight=[1.0] * 40)
+    plain = SVILatentDirichletAllocation(**params).partial_fit(np.asarray(X, dtype=float))
+    np.testing.assert_allclose(weighted.components_, plain.components_, rtol=1e-12)

@@ -16,7 +16,12 @@ from sklearn.base import (
 )
 from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
+from sklearn.utils.validation import (
+    _num_samples,
+    check_is_fitted,
+    check_non_negative,
+    validate_data,
+)
 
 from ...engine import Factor, RowStatistics, SVIEstimator
 from ...engine.blocks import BlockedData
@@ -368,7 +373,7 @@ class SVILatentDirichletAllocation(
                 # minibatch taking the remainder, so that the steps equal
                 # scikit-learn's partial_fit steps.
                 if sample_weight is None:
-                    n_docs = X.shape[0]
+                    n_docs = _num_samples(X)  # X may be a list of lists, as in fit
                 else:
                     # _validate_input drops the documents of weight 0 (it
                     # checks the weights again, against the validated X).
