@@ -311,3 +311,69 @@ def test_lda_partial_fit_takes_a_list_of_lists_as_fit_does():
     weighted = SVILatentDirichletAllocation(**params).partial_fit(X, sample_weight=[1.0] * 40)
     plain = SVILatentDirichletAllocation(**params).partial_fit(np.asarray(X, dtype=float))
     np.testing.assert_allclose(weighted.components_, plain.components_, rtol=1e-12)
+
+
+# ------------------------------------------------------------ Poisson D^2
+def _poisson_fits():
+    from skvi import SVIOverdispersedPoissonRegression
+
+    X = np.array([[-1.0], [2.0]])
+    y = np.array([1.0, 4.0])
+    return X, y, [
+        cls(max_iter=20, random_state=0).fit(X, y)
+        for cls in (SVIPoissonRegression, SVIOverdispersedPoissonRegression)
+    ]
+
+
+def _sklearn_poisson_with_predictions(X, mu):
+    # A PoissonRegressor whose predictions at the two rows of X are mu: its
+    # linear predictor a + b x through (x_i, log mu_i).
+    from sklearn.linear_model import PoissonRegressor
+
+    ref = PoissonRegressor().fit(X, [1.0, 2.0])
+    slope = (np.log(mu[1]) - np.log(mu[0])) / (X[1, 0] - X[0, 0])
+    ref.coef_ = np.array([slope])
+    ref.intercept_ = np.log(mu[0]) - slope * X[0, 0]
+    np.testing.assert_allclose(ref.predict(X), mu, rtol=1e-12)
+    return ref
+
+
+def test_poisson_score_on_two_rows_is_scikit_learns_d2():
+    X, y, fits = _poisson_fits()
+    for est in fits:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = _sklearn_poisson_with_predictions(X, est.predict(X))
+            for w in (None, np.array([1.0, 3.0])):
+                expected = ref.score(X, y, sample_weight=w)
+                assert np.isfinite(expected)
+                assert est.score(X, y, sample_weight=w) == pytest.approx(expected, rel=1e-10)
+
+
+def test_poisson_score_of_a_constant_target_is_nan_with_a_warning():
+    # The null deviance of a constant y is zero: D^2 is undefined.  It
+    # raised ZeroDivisionError; scikit-learn's PoissonRegressor.score gives
+    # NaN with a warning for y = 0 (and 1 - rounding / rounding for another
+    # constant); d2_tweedie_score gives NaN with UndefinedMetricWarning for
+    # fewer than two rows.
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    X, _, fits = _poisson_fits()
+    for est in fits:
+        ref = _sklearn_poisson_with_predictions(X, est.predict(X))
+        for c in (0.0, 2.0, 0.1):
+            y = np.full(2, c)
+            with pytest.warns(UndefinedMetricWarning, match="constant"):
+                assert np.isnan(est.score(X, y))
+        with pytest.warns(RuntimeWarning):
+            assert np.isnan(ref.score(X, np.zeros(2)))
+        # Constant on the rows of positive weight only, and a single row.
+        with pytest.warns(UndefinedMetricWarning):
+            assert np.isnan(est.score(X, [1.0, 4.0], sample_weight=[0.0, 2.0]))
+        with pytest.warns(UndefinedMetricWarning):
+            assert np.isnan(est.score(X[:1], [1.0]))
+        # Where scikit-learn raises, a clear error.
+        with pytest.raises(ValueError, match="non-negative"):
+            est.score(X, [-1.0, 2.0])
+        with pytest.raises(ValueError, match="[Ww]eight"):
+            est.score(X, [1.0, 2.0], sample_weight=[0.0, 0.0])

@@ -22,14 +22,21 @@ depend on ``q``: one ``rho = 1`` step is the conjugate posterior.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
@@ -1031,6 +1038,27 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         Returns
         -------
         float
-            D^2 (1 is a perfect fit, 0 the intercept-only model).
+            D^2 (1 is a perfect fit, 0 the intercept-only model).  NaN, with
+            an ``UndefinedMetricWarning``, when y is constant over the rows
+            of positive weight (one row included): the intercept-only model
+            then fits exactly and D^2 is undefined.
         """
-        return float(d2_tweedie_score(y, self.predict(X), sample_weight=sample_weight, power=1))
+        mu = self.predict(X)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        check_consistent_length(y, mu)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-dimensional, got shape {y.shape}.")
+        if np.any(y < 0):
+            raise ValueError(f"{type(self).__name__}.score: y must be non-negative counts.")
+        weight = check_row_weights(sample_weight, mu)
+        observed = y if weight is None else y[weight > 0]
+        if observed.size < 2 or np.ptp(observed) == 0:
+            # The null deviance is zero (up to the rounding of the mean):
+            # scikit-learn's D^2 is NaN or 1 - rounding / rounding there.
+            warnings.warn(
+                "D^2 is not defined when y is constant (over the rows of positive weight): "
+                "the null deviance is zero.",
+                UndefinedMetricWarning,
+            )
+            return float("nan")
+        return float(d2_tweedie_score(y, mu, sample_weight=weight, power=1))
