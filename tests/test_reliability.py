@@ -377,3 +377,28 @@ def test_poisson_score_of_a_constant_target_is_nan_with_a_warning():
             est.score(X, [-1.0, 2.0])
         with pytest.raises(ValueError, match="[Ww]eight"):
             est.score(X, [1.0, 2.0], sample_weight=[0.0, 0.0])
+
+
+@pytest.mark.parametrize("method", ["batch", "online"])
+def test_mf_without_ratings_is_a_clear_error(method):
+    # A sparse matrix with no stored entry holds no rating: online fit raised
+    # ZeroDivisionError, batch fit "fitted" nothing silently.
+    mf = SVIMatrixFactorization(n_components=1, learning_method=method, max_iter=2)
+    for R in (sp.csr_matrix((4, 3)), sp.coo_matrix((3, 3)), sp.csc_matrix((2, 5))):
+        with pytest.raises(ValueError, match="no ratings"):
+            mf.fit(R)
+        with pytest.raises(ValueError, match="no ratings"):
+            SVIMatrixFactorization(n_components=1, learning_method=method).partial_fit(R)
+    # Id pairs with no rows, and (user, item, rating) rows with none.
+    with pytest.raises(ValueError, match="0 sample"):
+        mf.fit(np.empty((0, 2)), np.empty(0))
+    with pytest.raises(ValueError, match="0 sample"):
+        mf.fit(np.empty((0, 3)))
+    # After a fit, a later minibatch without ratings is an error too, and
+    # leaves the fit as it was.
+    fitted = SVIMatrixFactorization(n_components=1, learning_method=method, max_iter=2,
+                                    random_state=0).fit(_counts(6, 4))
+    before = fitted.predict(np.array([[0, 0], [1, 2]]))
+    with pytest.raises(ValueError, match="no ratings"):
+        fitted.partial_fit(sp.csr_matrix((6, 4)))
+    np.testing.assert_array_equal(fitted.predict(np.array([[0, 0], [1, 2]])), before)

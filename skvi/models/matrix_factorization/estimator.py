@@ -713,6 +713,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         weights give unweighted ratings.
         """
         data = self._raw_ratings(X, y, reset, sample_weight)
+        if (reset or grow) and vocabulary is None and data.ratings.shape[0] == 0:
+            # Only a sparse matrix without stored entries gets here (id
+            # pairs need a row, weights a positive one): in a fit or
+            # minibatch it would divide by its count of ratings.
+            raise ValueError(
+                f"The {X.shape[0]} x {X.shape[1]} ratings matrix stores no entries, so it "
+                "holds no ratings: there is nothing to fit (a stored entry, zero included, "
+                "is a rating)."
+            )
         if reset:
             # A fit on a cluster encodes every block with the ids (and the
             # rating values) of all the blocks, as a fit in memory does.
