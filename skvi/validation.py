@@ -5,7 +5,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_non_negative
 
-__all__ = ["check_counts", "check_sparse_structure"]
+__all__ = ["check_counts", "check_heldout_counts", "check_sparse_structure"]
 
 
 def check_sparse_structure(X, name="X"):
@@ -109,3 +109,56 @@ def check_counts(X, whom, *, integer=False):
             "found non-integer values."
         )
     return X
+
+
+def check_heldout_counts(X_observed, X_heldout, n_words, whom):
+    """Validate the observed and held-out parts of documents for document completion.
+
+    Both parts must be non-negative, finite word counts of the same
+    documents (the same number of rows) over the model's ``n_words`` words.
+    The held-out part keeps its stored entries in their order (one
+    probability is returned per stored entry).
+
+    Parameters
+    ----------
+    X_observed, X_heldout : {array-like, sparse matrix} of shape (n_docs, n_words)
+        The observed and the held-out word counts of each document.
+    n_words : int
+        The number of words (columns) of the fitted model.
+    whom : str
+        The function the error messages name.
+
+    Returns
+    -------
+    X_observed : scipy.sparse.csr_matrix of float64
+        As :func:`check_counts` returns it.
+    X_heldout : scipy.sparse.csr_matrix of float64
+        The held-out counts, their stored entries in the given order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.validation import check_heldout_counts
+    >>> check_heldout_counts(np.ones((2, 3)), np.ones((1, 3)), 3, "example")
+    Traceback (most recent call last):
+    ...
+    ValueError: example: X_observed has 2 rows (documents) but X_heldout has 1; ...
+    """
+    X_observed = check_counts(X_observed, f"{whom} (X_observed)")
+    check_sparse_structure(X_heldout, "X_heldout")
+    X_heldout = check_array(X_heldout, accept_sparse="csr", dtype=np.float64,
+                            input_name="X_heldout")
+    X_heldout = sp.csr_matrix(X_heldout)
+    check_non_negative(X_heldout, f"{whom} (X_heldout)")
+    if X_observed.shape[0] != X_heldout.shape[0]:
+        raise ValueError(
+            f"{whom}: X_observed has {X_observed.shape[0]} rows (documents) but X_heldout "
+            f"has {X_heldout.shape[0]}; they must be the two parts of the same documents."
+        )
+    for name, part in (("X_observed", X_observed), ("X_heldout", X_heldout)):
+        if part.shape[1] != n_words:
+            raise ValueError(
+                f"{whom}: {name} has {part.shape[1]} words (columns), but the model "
+                f"was fitted on {n_words}."
+            )
+    return X_observed, X_heldout

@@ -402,3 +402,45 @@ def test_mf_without_ratings_is_a_clear_error(method):
     with pytest.raises(ValueError, match="no ratings"):
         fitted.partial_fit(sp.csr_matrix((6, 4)))
     np.testing.assert_array_equal(fitted.predict(np.array([[0, 0], [1, 2]])), before)
+
+
+# ------------------------------------------------- held-out word probabilities
+def _topic_models():
+    from skvi import SVICorrelatedTopicModel
+
+    X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
+    return X, [
+        SVICorrelatedTopicModel(n_components=2, max_iter=3, random_state=0).fit(X),
+        SVILatentDirichletAllocation(n_components=2, max_iter=3, random_state=0).fit(X),
+    ]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["ctm", "lda"])
+def test_heldout_word_probabilities_rejects_mismatched_or_negative_parts(which):
+    # The observed and held-out parts of different row counts were read
+    # against each other (IndexError, or the extra observed rows ignored);
+    # negative held-out counts were scored as if positive, negative
+    # observed counts gave NaN (LDA); a held-out part with fewer words
+    # than the model was accepted.
+    X, models = _topic_models()
+    model = models[which]
+    obs, held = sp.csr_matrix(X[:3]), sp.csr_matrix(X[3:6])
+    p = model.heldout_word_probabilities(obs, held)
+    if which == 0:  # CTM: sum_k E_q[theta_dk] beta_kw, the document's q fitted to obs
+        theta = model.transform(obs)
+        rows = np.repeat(np.arange(3), np.diff(held.indptr))
+        np.testing.assert_allclose(p, np.sum(theta[rows] * model.topic_word_[:, held.indices].T,
+                                             axis=1), rtol=1e-12)
+    assert p.shape == (held.nnz,) and np.all((p > 0) & (p <= 1))
+    cases = [
+        (X[:2], X[3:6], "rows"),
+        (X[:3], X[3:5], "rows"),
+        (X[:3], -X[3:6], "Negative"),
+        (-X[:3], X[3:6], "Negative"),
+        (X[:3], X[3:6, :5], "6"),
+        (X[:3, :5], X[3:6, :5], "6"),
+        (X[:3], np.where(X[3:6] > 0, np.nan, 0.0), "NaN"),
+    ]
+    for o, h, message in cases:
+        with pytest.raises(ValueError, match=message):
+            model.heldout_word_probabilities(sp.csr_matrix(o), sp.csr_matrix(h))

@@ -42,7 +42,7 @@ from ...update_rules import (
     UPDATE_RULE_PARAMETER_CONSTRAINTS,
     make_update_rule,
 )
-from ...validation import check_sparse_structure
+from ...validation import check_heldout_counts, check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
 from . import kernels
@@ -457,8 +457,12 @@ step_safety, random_state, verbose
         >>> ctm.heldout_word_probabilities(sp.csr_matrix(X[2:4]), held).shape == (held.nnz,)
         True
         """
+        check_is_fitted(self)
+        X_observed, X_heldout = check_heldout_counts(
+            X_observed, X_heldout, self.topic_word_.shape[1], "heldout_word_probabilities"
+        )
         theta = self.transform(X_observed)
-        return mixture_probabilities(theta, self.topic_word_, sp.csr_matrix(X_heldout))
+        return mixture_probabilities(theta, self.topic_word_, X_heldout)
 
     def log_evidence(self, X, *, n_samples=1000, inflation=1.0, random_state=None):
         """Importance-sampling estimate of ``log p(w_d)`` of each document.

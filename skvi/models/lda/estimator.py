@@ -26,7 +26,7 @@ from sklearn.utils.validation import (
 from ...engine import Factor, RowStatistics, SVIEstimator
 from ...engine.blocks import BlockedData
 from ...expfam import Dirichlet
-from ...validation import check_sparse_structure
+from ...validation import check_heldout_counts, check_sparse_structure
 from .._rows import Rows, check_row_weights
 from .evidence import lda_log_evidence
 from .estep import add_rows, blend, e_step_blocks, exp_digamma_diff, heldout_probabilities
@@ -518,10 +518,13 @@ class SVILatentDirichletAllocation(
         True
         """
         check_is_fitted(self)
+        X_observed, X_heldout = check_heldout_counts(
+            X_observed, X_heldout, self.components_.shape[1], "heldout_word_probabilities"
+        )
         return heldout_probabilities(
             np.asarray(self.components_, dtype=np.float64),
             np.asarray(self._alpha_vector(), dtype=np.float64),
-            sp.csr_matrix(X_observed, dtype=np.float64), sp.csr_matrix(X_heldout),
+            X_observed, X_heldout,
             self.max_doc_update_iter, self.mean_change_tol,
         )
 
