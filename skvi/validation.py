@@ -5,7 +5,19 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_non_negative
 
-__all__ = ["check_counts", "check_heldout_counts", "check_sparse_structure"]
+__all__ = [
+    "MAX_FEATURE_MAGNITUDE",
+    "check_counts",
+    "check_feature_magnitude",
+    "check_heldout_counts",
+    "check_sparse_structure",
+]
+
+#: The largest feature magnitude ``|x_ij|`` the models with Gaussian sums
+#: of squares accept: ``x^2 <= 1e200`` leaves a factor of 1e108 below the
+#: float64 maximum (1.8e308) for the sums over rows, the row weights and
+#: the ``N / |S|`` scaling.
+MAX_FEATURE_MAGNITUDE = 1e100
 
 
 def check_sparse_structure(X, name="X"):
@@ -57,6 +69,49 @@ def check_sparse_structure(X, name="X"):
             _check_coo(X)
     except (ValueError, TypeError, IndexError) as exc:
         raise ValueError(f"{name} is not a valid sparse matrix: {exc}") from None
+    return X
+
+
+def check_feature_magnitude(X, whom, limit=MAX_FEATURE_MAGNITUDE):
+    """Raise a ValueError when a feature of X exceeds ``limit`` in magnitude.
+
+    Models that sum squares and products of the features (Gram matrices,
+    quadratic forms ``x^T V x``) overflow to infinity and then NaN for
+    features near ``1e154``; they refuse any beyond ``limit`` instead.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix
+        Validated, finite features.
+    whom : str
+        The estimator the error message names.
+    limit : float, default=MAX_FEATURE_MAGNITUDE
+        The largest magnitude accepted.
+
+    Returns
+    -------
+    X : ndarray or sparse matrix
+        The input, unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.validation import check_feature_magnitude
+    >>> check_feature_magnitude(np.array([[1.0, -3e200]]), "Example")
+    Traceback (most recent call last):
+    ...
+    ValueError: Example: the largest feature magnitude in X is 3e+200, above the 1e+100 ...
+    """
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return X
+    largest = max(float(np.max(values)), -float(np.min(values)))
+    if largest > limit:
+        raise ValueError(
+            f"{whom}: the largest feature magnitude in X is {largest:.3g}, above the "
+            f"{limit:.0e} the model accepts (sums of squared features would overflow). "
+            "Scale the features first, e.g. with sklearn.preprocessing.StandardScaler."
+        )
     return X
 
 

@@ -444,3 +444,133 @@ def test_heldout_word_probabilities_rejects_mismatched_or_negative_parts(which):
     for o, h, message in cases:
         with pytest.raises(ValueError, match=message):
             model.heldout_word_probabilities(sp.csr_matrix(o), sp.csr_matrix(h))
+
+
+# ------------------------------------------------------------ huge features
+def _scaled_models(s):
+    """Every model with Gaussian sums of squared features, its priors scaled
+    so that the fit on X * s is the fit on X with the weights / s (the
+    features' mean * s and precision / s^2 for GaussianGammaVB)."""
+    from skvi import GaussianGammaVB, SVILinearRegression, SVIOverdispersedPoissonRegression
+
+    # Quadrature and a tight tol: the fits reach their (scale-equivariant)
+    # fixed points; the start, min(prior, 1 / (d max(E[x^2], 1))), is not.
+    glm = dict(prior_variance=1.0 / s**2, expectation="quadrature", max_iter=300, tol=1e-13,
+               random_state=0)
+    return {
+        "linear": SVILinearRegression(noise_precision=2.0, weight_precision=s**2, max_iter=3),
+        "logistic": SVILogisticRegression(**glm),
+        "multinomial": SVILogisticRegression(**glm),
+        "poisson": SVIPoissonRegression(**glm),
+        "overdispersed": SVIOverdispersedPoissonRegression(**glm),
+        "gaussian_gamma": GaussianGammaVB(mean_precision_prior=1e-3 / s**2,
+                                          precision_rate_prior=1e-3 * s**2, max_iter=200,
+                                          tol=1e-13),
+    }
+
+
+def _targets(name, n):
+    rng = np.random.RandomState(1)
+    return {"linear": rng.normal(size=n), "logistic": np.arange(n) % 2,
+            "multinomial": np.arange(n) % 3, "poisson": rng.poisson(2.0, size=n),
+            "overdispersed": rng.poisson(2.0, size=n), "gaussian_gamma": None}[name]
+
+
+def _outputs(est, X):
+    if hasattr(est, "coef_"):
+        out = [est.coef_, est.predict(X)]
+        return out + ([est.predict_proba(X)] if hasattr(est, "predict_proba") else [])
+    return [est.mean_, est.precision_shape_ / est.precision_rate_, est.transform(X)]
+
+
+@pytest.mark.parametrize("name", sorted(_scaled_models(1.0)))
+def test_huge_features_are_refused_and_large_ones_fit_as_scaled(name):
+    # Features near 1e200 gave NaN coefficients and bounds (with only a
+    # step-safety warning), and multinomial predict_proba raised
+    # LinAlgError.  Beyond 1e100 the models refuse X with a ValueError that
+    # names the limit; up to it the fit is the unit-scale fit, scaled
+    # (the reference: the same model on X with its priors rescaled).
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(30, 2))
+    y = _targets(name, 30)
+    args = (X,) if y is None else (X, y)
+    unit = _scaled_models(1.0)[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unit.fit(*args)
+    s = 1e99 / np.abs(X).max()
+    big = _scaled_models(s)[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        big.fit(X * s, *args[1:])
+    got, ref = _outputs(big, X * s), _outputs(unit, X)
+    for g in got:
+        assert np.all(np.isfinite(g))
+    if name == "gaussian_gamma":
+        ref = [ref[0] * s, ref[1] / s**2, ref[2]]
+    else:
+        ref = [ref[0] / s] + ref[1:]
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-9 * np.abs(r).max())
+
+    huge = X * 1e200
+    huge_sparse = sp.csr_matrix(X)
+    huge_sparse.data[0] = 3e200  # one huge entry is enough
+    fresh = _scaled_models(1.0)[name]
+    for H in (huge, huge_sparse) if name != "gaussian_gamma" else (huge,):
+        with pytest.raises(ValueError, match="largest feature magnitude.*StandardScaler"):
+            fresh.fit(H, *args[1:])
+    if name != "gaussian_gamma":
+        with pytest.raises(ValueError, match="StandardScaler"):
+            fresh.partial_fit(huge, *args[1:], **({"classes": np.unique(y)}
+                                                 if "logistic" in name or name == "multinomial"
+                                                 else {}))
+    # Prediction on such rows from the unit-scale fit: the same error.
+    for method in ("predict", "predict_proba", "transform", "score_samples"):
+        if hasattr(unit, method):
+            with pytest.raises(ValueError, match="largest feature magnitude"):
+                getattr(unit, method)(huge)
+
+
+@pytest.mark.parametrize("name", sorted(_scaled_models(1.0)))
+def test_float32_features_beyond_1e19_fit_as_their_float64_values(name):
+    # The start's column sums of squares were taken in float32, which
+    # overflows beyond 1.8e19: NaN coefficients from float32 X near 1e20.
+    # The reference: the fit on the same values in float64.
+    s = 2.0**70  # 1.2e21
+    X32 = (np.random.RandomState(0).normal(size=(30, 2)) * s).astype(np.float32)
+    y = _targets(name, 30)
+    fits = []
+    for X in (X32, X32.astype(np.float64)):
+        est = _scaled_models(s)[name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(*((X,) if y is None else (X, y)))
+        fits.append(_outputs(est, X))
+    for got, ref in zip(*fits):
+        assert np.all(np.isfinite(got))
+        np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_poisson_predictions_that_overflow_are_infinite_not_nan():
+    # Rows far outside the training range: E[lambda] = exp(m + v / 2)
+    # overflows.  The overdispersed model's standard deviation was
+    # sqrt(inf - inf) = NaN; the closed form's overflow is inf.
+    from skvi import SVIOverdispersedPoissonRegression
+
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(30, 2)), rng.poisson(2.0, size=30)
+    far = np.array([[1e10, 1e10], [-1e10, 1e10], [0.0, 0.0]])
+    for cls in (SVIPoissonRegression, SVIOverdispersedPoissonRegression):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = cls(random_state=0).fit(X, y)
+        mean, std = est.predict(far, return_std=True)
+        f = far @ est.coef_.ravel() + est.intercept_
+        for i in range(3):
+            with np.errstate(over="ignore"):
+                log_normal_mean = np.exp(f[i])  # v >= 0 only raises it
+            if np.isinf(log_normal_mean):
+                assert mean[i] == np.inf and std[i] == np.inf
+        assert not np.any(np.isnan(mean)) and not np.any(np.isnan(std))
+        assert np.isfinite(mean[2]) and np.isfinite(std[2])

@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import Gamma, Gaussian
+from ..validation import check_feature_magnitude
 from ._rows import Rows, check_row_weights
 
 __all__ = ["GaussianGammaVB"]
@@ -323,7 +324,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
 
     def _check_fitted_input(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return check_feature_magnitude(X, type(self).__name__)
 
     def _expected_precision(self):
         """E[gamma_j] under q."""
@@ -332,6 +334,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ model hooks
     def _rows(self, X, reset, sample_weight=None):
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         if reset:
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))

@@ -44,9 +44,9 @@ from ..likelihoods import Bernoulli, Poisson
 from ..likelihoods import Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
-from ..validation import check_sparse_structure
-from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
-                    with_intercept)
+from ..validation import check_feature_magnitude, check_sparse_structure
+from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
+                    weighted_gram, with_intercept)
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
@@ -157,9 +157,10 @@ class _BayesianGLM(SVIEstimator):
 
     def _check_X(self, X, reset):
         check_sparse_structure(X)
-        return validate_data(
+        X = validate_data(
             self, X, reset=reset, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
         )
+        return check_feature_magnitude(X, type(self).__name__)
 
     def _check_X_y(self, X, y, reset):
         check_sparse_structure(X)
@@ -172,6 +173,7 @@ class _BayesianGLM(SVIEstimator):
             dtype=[np.float64, np.float32],
             y_numeric=False,
         )
+        check_feature_magnitude(X, type(self).__name__)
         if sp.issparse(X):
             X = X.tocsr()
         return X, y
@@ -286,11 +288,8 @@ class _BayesianGLM(SVIEstimator):
         # The start's sums: the weight, each column's weighted squares, the targets'.
         X = data.X
         w = np.ones(X.shape[0]) if data.weight is None else data.weight
-        if sp.issparse(X):
-            squares = np.asarray(X.multiply(X).T @ w).ravel()
-        else:
-            squares = w @ (X * X)
-        return (np.asarray(float(np.sum(w))), np.asarray(squares, dtype=np.float64),
+        squares = column_squares(X, w)
+        return (np.asarray(float(np.sum(w))), squares,
                 self._target_sums(data.y, w))
 
     def _adopt_data_summary(self, summary):

@@ -10,9 +10,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
-from ..validation import check_sparse_structure
-from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
-                    with_intercept)
+from ..validation import check_feature_magnitude, check_sparse_structure
+from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
+                    weighted_gram, with_intercept)
 
 __all__ = ["SVILinearRegression"]
 
@@ -258,6 +258,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         check_sparse_structure(X)
         X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         Xd = self._design(X)
         q = self.natural_params_["weights"].distribution
         mean = np.asarray(Xd @ q.loc).ravel()
@@ -271,6 +272,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         check_sparse_structure(X)
         X, y = validate_data(self, X, y, reset=reset, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], y_numeric=True)
+        check_feature_magnitude(X, type(self).__name__)
         if sp.issparse(X):
             X = X.tocsr()
         return design_rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X),
@@ -346,8 +348,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _data_summary(self, data):
         w = self._weights(data)
         Xd = design_of(data, self.fit_intercept)
-        squares = np.asarray(Xd.multiply(Xd).T @ w).ravel() if sp.issparse(Xd) else w @ (Xd * Xd)
-        return (Moments.of(data.y[:, None], w, full=False), np.asarray(squares, dtype=np.float64))
+        return (Moments.of(data.y[:, None], w, full=False), column_squares(Xd, w))
 
     def _adopt_data_summary(self, summary):
         self._start_sums = summary

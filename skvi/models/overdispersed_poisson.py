@@ -386,7 +386,10 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         if not return_std:
             return mu
         second = (lik.predictive_variance(m, v) + mu_k * mu_k) @ ws
-        return mu, np.sqrt(np.maximum(second - mu * mu, 0.0))
+        with np.errstate(invalid="ignore"):
+            variance = np.maximum(second - mu * mu, 0.0)
+        # An overflowing second moment (inf - inf) has an infinite variance.
+        return mu, np.sqrt(np.where(np.isposinf(second), np.inf, variance))
 
     def log_predictive_density(self, X, y):
         """``log p(y_i | x_i)`` of each row under the posterior predictive.
