@@ -574,3 +574,132 @@ def test_poisson_predictions_that_overflow_are_infinite_not_nan():
                 assert mean[i] == np.inf and std[i] == np.inf
         assert not np.any(np.isnan(mean)) and not np.any(np.isnan(std))
         assert np.isfinite(mean[2]) and np.isfinite(std[2])
+
+
+# ------------------------------------------------------------ mixture
+MIXTURE_TYPES = ["full", "tied", "diag", "spherical"]
+
+
+def _mixture_pair(ct, **kw):
+    from sklearn.mixture import BayesianGaussianMixture
+
+    params = dict(n_components=2, covariance_type=ct, random_state=0, max_iter=500, **kw)
+    return (SVIBayesianGaussianMixture(tol=1e-13, **params),
+            BayesianGaussianMixture(tol=1e-12, **params))
+
+
+def _assert_monotone(bounds, rtol=1e-12):
+    bounds = np.asarray(bounds)
+    assert np.all(np.isfinite(bounds))
+    assert np.all(np.diff(bounds) >= -rtol * np.abs(bounds[1:]))
+
+
+@pytest.mark.parametrize("ct", MIXTURE_TYPES)
+def test_mixture_with_fewer_rows_than_features_fits_as_scikit_learn(ct):
+    # The default covariance_prior (the empirical covariance) of 8 rows in
+    # 12 dimensions is singular: inverting it raised LinAlgError ('full',
+    # 'tied').  scikit-learn fits such X (reg_covar keeps its covariances
+    # definite); so does skvi, with reg_covar on the prior's diagonal too.
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(8, 12))
+    X[:4] += 3.0
+    ours, ref = _mixture_pair(ct)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours.fit(X)
+        ref.fit(X)
+    # At the fixed point the bound's value wanders by rounding (1e-8 of
+    # it for 'tied', whose shared precision has eigenvalues near 1 / reg).
+    _assert_monotone(ours.lower_bounds_, rtol=1e-8)
+    # Singular in 'full' and 'tied' only: each feature varies.
+    np.testing.assert_allclose(ours.covariance_prior_,
+                               ref.covariance_prior_ + 1e-6 * np.eye(12) if ct in ("full", "tied")
+                               else ref.covariance_prior_, rtol=1e-12)
+    if ct == "tied":  # skvi's tied update differs from scikit-learn's by design
+        assert np.all(np.isfinite(ours.predict_proba(X)))
+        np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+        return
+    np.testing.assert_allclose(ours.weights_, ref.weights_, rtol=1e-7)
+    np.testing.assert_allclose(ours.means_, ref.means_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(ours.covariances_, ref.covariances_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("ct", MIXTURE_TYPES)
+def test_mixture_on_identical_rows_fits_the_closed_form(ct):
+    # All rows equal x0: the empirical covariance is zero.  A clear error
+    # before; scikit-learn fits it.  With the prior mean x0 and inverse
+    # scale reg * I, each component's posterior inverse scale is
+    # (1 + N_k) reg I with nu_k = d + N_k degrees of freedom: covariances_
+    # = (1 + nu_k - d) reg / nu_k, the means x0 (scikit-learn's too).
+    X = np.tile([1.0, -2.0], (10, 1))
+    ours, ref = _mixture_pair(ct)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours.fit(X)
+        ref.fit(X)
+    _assert_monotone(ours.lower_bounds_)
+    np.testing.assert_allclose(ours.means_, ref.means_, rtol=1e-12)
+    np.testing.assert_allclose(ours.means_, np.tile(X[0], (2, 1)), rtol=1e-12)
+    nu = np.broadcast_to(ours.degrees_of_freedom_, (2,))
+    expected = (1.0 + nu - 2.0) * 1e-6 / nu
+    if ct == "full":
+        np.testing.assert_allclose(ours.covariances_, expected[:, None, None] * np.eye(2), rtol=1e-9,
+                                   atol=1e-20)
+    elif ct == "tied":
+        np.testing.assert_allclose(ours.covariances_, expected[0] * np.eye(2), rtol=1e-9, atol=1e-20)
+    elif ct == "diag":
+        np.testing.assert_allclose(ours.covariances_, np.tile(expected[:, None], (1, 2)), rtol=1e-9)
+    else:
+        np.testing.assert_allclose(ours.covariances_, expected, rtol=1e-9)
+    assert np.all(np.isfinite(ours.score_samples(X))) and np.all(np.isfinite(ours.predict_proba(X)))
+    # Without reg_covar nothing makes the prior proper: a clear error.
+    with pytest.raises(ValueError, match="singular.*constant feature.*reg_covar"):
+        SVIBayesianGaussianMixture(n_components=2, covariance_type=ct, reg_covar=0.0).fit(X)
+
+
+@pytest.mark.parametrize("ct", MIXTURE_TYPES)
+def test_mixture_with_a_huge_mean_precision_prior_fits_as_scikit_learn(ct):
+    # beta0 = 1e300 pins the means at the prior mean.  The components'
+    # natural parameters held beta m m^T beside the data's scatter, which
+    # cancelled (LinAlgError for 'full' and 'tied', NaN for 'diag' and
+    # 'spherical', from beta0 ~ 1e20 on data of mean (7, -3)); they are now
+    # those of the means centred at the prior mean.
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 2)) + [5.0, -3.0]
+    X[:30] += 4.0
+    for beta0 in (1e20, 1e300):
+        ours, ref = _mixture_pair(ct, mean_precision_prior=beta0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours.fit(X)
+            ref.fit(X)
+        _assert_monotone(ours.lower_bounds_)
+        np.testing.assert_allclose(ours.means_, np.tile(X.mean(axis=0), (2, 1)), rtol=1e-12)
+        np.testing.assert_allclose(ours.means_, ref.means_, rtol=1e-12)
+        assert np.all(np.isfinite(ours.score_samples(X)))
+        if ct == "full":  # the others' updates differ from scikit-learn's by design
+            np.testing.assert_allclose(ours.weights_, ref.weights_, rtol=1e-5)
+            np.testing.assert_allclose(ours.covariances_, ref.covariances_, rtol=1e-5)
+            np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-5)
+
+
+@pytest.mark.parametrize("ct", MIXTURE_TYPES)
+def test_mixture_far_from_the_origin_fits_as_at_the_origin(ct):
+    # Translation equivariance: the fit of X + c is the fit of X with its
+    # means moved by c.  Uncentred natural parameters lost the covariances
+    # to cancellation (0.09 off at c = 1e7, LinAlgError at 1e8 for 'full').
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 2))
+    X[:30] += 4.0
+    fits = []
+    for c in (0.0, 1e8):
+        est = SVIBayesianGaussianMixture(n_components=2, covariance_type=ct, random_state=0,
+                                         max_iter=500, tol=1e-12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(est.fit(X + c))
+    near, far = fits
+    np.testing.assert_allclose(far.means_ - 1e8, near.means_, atol=1e-6)
+    np.testing.assert_allclose(far.weights_, near.weights_, rtol=1e-6)
+    np.testing.assert_allclose(far.covariances_, near.covariances_, rtol=1e-6, atol=1e-12)
