@@ -703,3 +703,58 @@ def test_mixture_far_from_the_origin_fits_as_at_the_origin(ct):
     np.testing.assert_allclose(far.means_ - 1e8, near.means_, atol=1e-6)
     np.testing.assert_allclose(far.weights_, near.weights_, rtol=1e-6)
     np.testing.assert_allclose(far.covariances_, near.covariances_, rtol=1e-6, atol=1e-12)
+
+
+# -------------------------------------------------------- correlated topics
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("algorithm", ["s-dsvi", "h-mc-ssvi", "mc-ssvi"])
+def test_ctm_transform_after_a_valid_fit_is_finite(algorithm, seed):
+    # n_components=8, init='random', full covariance: the fit succeeded,
+    # then the fold-in of transform took S-DSVI steps without step safety
+    # and its documents' precisions became indefinite (eigenvalues from
+    # -6e5 to 4e21): LinAlgError on 28 corpora of 30.  The fold-in now
+    # rejects and halves a document's invalid step as the fit does.  The
+    # reference: every algorithm's fold-in maximises the same bound of
+    # each document, the model held fixed; run long, S-DSVI's and
+    # H-MC-SSVI's reach the same E_q[theta] (to Monte Carlo noise).
+    from skvi import SVICorrelatedTopicModel
+
+    rng = np.random.RandomState(seed)
+    X = rng.poisson(rng.uniform(0.3, 3), size=(rng.randint(8, 30), rng.randint(6, 25)))
+    ctm = SVICorrelatedTopicModel(n_components=8, algorithm=algorithm, init="random",
+                                  max_iter=3, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctm.fit(X)
+    theta = ctm.transform(X)
+    assert np.all(np.isfinite(theta))
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-10)
+    assert np.isfinite(ctm.score(X)) and np.isfinite(ctm.perplexity(X))
+    if algorithm == "mc-ssvi":
+        return
+    other = "h-mc-ssvi" if algorithm == "s-dsvi" else "s-dsvi"
+    long_own = ctm.set_params(transform_max_iter=500).transform(X)
+    long_other = ctm.set_params(algorithm=other).transform(X)
+    np.testing.assert_allclose(long_own, long_other, atol=0.01)
+
+
+def test_ctm_counts_beyond_the_limit_are_a_clear_error_and_large_ones_fold_in():
+    # Counts of 1e150 and more: transform raised LinAlgError (1e30 already)
+    # or, with the fold-in's step safety, kept the documents at the prior.
+    # A document of more than 1e100 words is refused; up to it, a document
+    # folds in as its scaled-down copy of 1e30 words does (its posterior
+    # has concentrated: the same E_q[theta]).
+    from skvi import SVICorrelatedTopicModel
+
+    X = np.random.RandomState(0).poisson(1, size=(10, 6)).astype(float)
+    ctm = SVICorrelatedTopicModel(n_components=3, random_state=0, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctm.fit(X)
+    for method in ("transform", "score", "perplexity"):
+        with pytest.raises(ValueError, match="words, above the 1e\\+100"):
+            getattr(ctm, method)(X * 1e150)
+    with pytest.raises(ValueError, match="words, above the 1e\\+100"):
+        SVICorrelatedTopicModel(n_components=3).fit(sp.csr_matrix(X * 1e150))
+    np.testing.assert_allclose(ctm.transform(X[:4] * 1e90), ctm.transform(X[:4] * 1e30),
+                               atol=1e-3)
