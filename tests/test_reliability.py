@@ -758,3 +758,34 @@ def test_ctm_counts_beyond_the_limit_are_a_clear_error_and_large_ones_fold_in():
         SVICorrelatedTopicModel(n_components=3).fit(sp.csr_matrix(X * 1e150))
     np.testing.assert_allclose(ctm.transform(X[:4] * 1e90), ctm.transform(X[:4] * 1e30),
                                atol=1e-3)
+
+
+# ------------------------------------------------------- linear regression
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_regression_online_steps_keep_the_posterior_positive_definite(dtype):
+    # Two rows of features near 1e6 and targets near 1e-6: the start's
+    # weight precision is var(y) / (n d E[x^2]) ~ 1e25 while the data's
+    # is 1e6.  A step written c + rho (t - c) rounds -4e24 + (4e24 - 1e6)
+    # to zero or a positive number: with step_safety=False the invalid
+    # factor was kept and the next bound raised LinAlgError.  The step is
+    # (1 - rho) c + rho t, a convex combination of two positive-definite
+    # precisions.  The reference: the closed-form posterior; with the
+    # precisions fixed the target does not depend on q, so the first step
+    # (rho = 1 at learning_offset=1) lands on it and the later ones keep it.
+    from skvi import SVILinearRegression
+
+    rng = np.random.RandomState(0)
+    X = (rng.standard_normal((2, 1)) * 1e6).astype(dtype)
+    y = rng.standard_normal(2) * 1e-6
+    kw = dict(fit_intercept=False, noise_precision=1e-6, weight_precision=1.0)
+    online = SVILinearRegression(learning_method="online", batch_size=2, max_iter=3,
+                                 learning_offset=1.0, step_safety=False, random_state=0, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        online.fit(X, y)
+    x = X.astype(np.float64)[:, 0]
+    precision = 1.0 + 1e-6 * x @ x
+    mean = 1e-6 * (x @ y) / precision
+    assert np.isfinite(online.coef_[0]) and online.sigma_[0, 0] > 0
+    np.testing.assert_allclose(online.coef_, [mean], rtol=1e-6)
+    np.testing.assert_allclose(online.sigma_, [[1.0 / precision]], rtol=1e-6)

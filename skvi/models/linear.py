@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
+from ..update_rules import NaturalGradient
 from ..validation import check_feature_magnitude, check_sparse_structure
 from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
                     weighted_gram, with_intercept)
@@ -19,6 +20,9 @@ __all__ = ["SVILinearRegression"]
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Prior precision of the intercept (a vague Gaussian, not shrunk by ARD).
 _INTERCEPT_PRECISION = 1e-6
+#: The conjugate SVI step ``(1 - rho) lam + rho lam_hat`` (Hoffman et al.,
+#: "Stochastic variational inference") for every factor.
+_CONVEX_STEP = NaturalGradient()
 
 
 class SVILinearRegression(RegressorMixin, SVIEstimator):
@@ -306,6 +310,13 @@ n_samples_seen_, converged_, n_rejected_steps_
     @property
     def _n_coef(self):
         return self.n_features_in_
+
+    def _update_rule(self, name):
+        # Every factor steps as (1 - rho) c + rho t, a convex combination of
+        # two valid natural parameters.  Written c + rho (t - c), a start far
+        # from the data's scale (a weight precision of 1e25 against the
+        # data's 1e6) cancels to zero or below, an invalid factor.
+        return _CONVEX_STEP
 
     def _prior_natural(self):
         d = self._n_coef
