@@ -789,3 +789,83 @@ def test_linear_regression_online_steps_keep_the_posterior_positive_definite(dty
     assert np.isfinite(online.coef_[0]) and online.sigma_[0, 0] > 0
     np.testing.assert_allclose(online.coef_, [mean], rtol=1e-6)
     np.testing.assert_allclose(online.sigma_, [[1.0 / precision]], rtol=1e-6)
+
+
+# ------------------------------------------------- absurd hyperparameters
+def test_mixture_weight_concentration_below_its_representable_range_is_refused():
+    # The Dirichlet's natural parameter alpha - 1 holds alpha to 1e-16
+    # absolutely: alpha = 1e-300 became 0 and the ELBO NaN.  Refused below
+    # 1e-10; at 1e-10 the fit's concentrations and bound are those of the
+    # prior plus the responsibilities (an unused component keeps alpha0).
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 2))
+    X[:30] += 4.0
+    for wt in ("dirichlet_process", "dirichlet_distribution"):
+        with pytest.raises(InvalidParameterError, match="weight_concentration_prior"):
+            SVIBayesianGaussianMixture(n_components=3, weight_concentration_prior=1e-300,
+                                       weight_concentration_prior_type=wt).fit(X)
+        est = SVIBayesianGaussianMixture(n_components=3, weight_concentration_prior=1e-10,
+                                         weight_concentration_prior_type=wt, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X)
+        _assert_monotone(est.lower_bounds_)
+        conc = np.ravel(est.weight_concentration_[1] if wt == "dirichlet_process"
+                        else est.weight_concentration_)
+        # Exactly alpha0 + 0 where no sample went (to alpha - 1's rounding).
+        np.testing.assert_allclose(conc.min(), 1e-10, rtol=1e-6)
+        assert np.all(np.isfinite(est.score_samples(X)))
+
+
+def test_overdispersed_poisson_noise_prior_scale_outside_its_working_range_is_refused():
+    # noise_prior_scale=1e-300 ended at an ELBO of -inf and all-zero
+    # weights; 1e300 (and 500) at NaN predictions; below 1e-25 the optimal
+    # bound was positive (impossible for counts).  Refused outside
+    # [1e-12, 100]; at the lower end the model is Poisson regression (its
+    # limit as the noise vanishes): the same weights.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from skvi import SVIOverdispersedPoissonRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(50, 2))
+    y = rng.poisson(np.exp(0.5 * X[:, 0]))
+    for scale in (1e-300, 1e-13, 101.0, 1e300):
+        with pytest.raises(InvalidParameterError, match="noise_prior_scale"):
+            SVIOverdispersedPoissonRegression(noise_prior_scale=scale).fit(X, y)
+    poisson = SVIPoissonRegression(expectation="quadrature", random_state=0).fit(X, y)
+    for scale in (1e-12, 100.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = SVIOverdispersedPoissonRegression(noise_prior_scale=scale,
+                                                    random_state=0).fit(X, y)
+        mean, std = est.predict(X, return_std=True)
+        assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+        assert np.all(np.isfinite(est.lower_bounds_)) and est.lower_bound_ < 0
+        if scale == 1e-12:
+            np.testing.assert_allclose(est.coef_, poisson.coef_, rtol=1e-3)
+
+
+@pytest.mark.parametrize("algorithm", ["s-dsvi", "h-mc-ssvi"])
+def test_ctm_with_a_huge_gradient_learning_rate_stays_finite(algorithm):
+    # gradient_learning_rate=1e300: the first AdaGrad step moved the
+    # documents' means by 1e300, accepted as finite; Sigma became inf and
+    # the bound and transform NaN.  Documents whose means could reach 1e100
+    # are now invalid steps, rejected and halved.
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skvi import SVICorrelatedTopicModel
+
+    X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
+    ctm = SVICorrelatedTopicModel(n_components=3, algorithm=algorithm,
+                                  gradient_learning_rate=1e300, max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="rejected"):
+        ctm.fit(X)
+    assert np.all(np.isfinite(ctm.lower_bounds_))
+    assert np.all(np.isfinite(ctm.prior_covariance_)) and np.all(np.isfinite(ctm.prior_mean_))
+    theta = ctm.transform(X)
+    assert np.all(np.isfinite(theta))
+    np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-10)
+    assert np.isfinite(ctm.score(X))

@@ -126,7 +126,9 @@ default='kmeans'
         Stick-breaking (a truncated Dirichlet process) or a finite
         Dirichlet prior on the weights.
     weight_concentration_prior : float or None, default=None
-        ``alpha0``; None means ``1 / n_components``.
+        ``alpha0``, at least 1e-10 (the Dirichlet's natural parameter
+        ``alpha - 1`` holds smaller values only to 1e-16 absolutely; below
+        1.1e-16 they round to zero); None means ``1 / n_components``.
     mean_precision_prior : float or None, default=None
         ``beta0``; None means 1.
     mean_prior : array-like of shape (n_features,) or None, default=None
@@ -254,7 +256,10 @@ n_samples_seen_, n_rejected_steps_
         "weight_concentration_prior_type": [
             StrOptions({"dirichlet_process", "dirichlet_distribution"})
         ],
-        "weight_concentration_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        # The Dirichlet's natural parameter alpha - 1 holds alpha to 1e-16
+        # absolutely: below 1e-10 it is rounded (to 0, an ELBO of NaN, below
+        # 1.1e-16).
+        "weight_concentration_prior": [None, Interval(numbers.Real, 1e-10, None, closed="left")],
         "mean_precision_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "mean_prior": [None, "array-like"],
         "degrees_of_freedom_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],

@@ -61,6 +61,10 @@ _THETA_DRAWS = 500
 _MIN_PRECISION_RATIO = 1e-12
 #: Halvings of a fold-in document's step before the document keeps its q.
 _FOLD_IN_HALVINGS = 30
+#: The largest magnitude of a document's logits' mean that a step may
+#: leave (a bound on it: |m| <= |Lambda m| / lambda_min): an AdaGrad step of
+#: gradient_learning_rate=1e300 left means of 1e300, and Sigma inf.
+_MAX_LOGIT = 1e100
 #: The largest word count of a document: its square (in the curvature and
 #: the AdaGrad accumulators) stays far below the float64 maximum.
 MAX_DOCUMENT_WORDS = 1e100
@@ -813,17 +817,24 @@ step_safety, random_state, verbose
 
         A full precision's eigenvalues must all be positive, the smallest at
         least ``_MIN_PRECISION_RATIO`` times the largest: the document's
-        covariance is then its inverse, factorised.
+        covariance is then its inverse, factorised.  The mean must stay
+        within ``_MAX_LOGIT`` (``Sigma``, the means' spread, stays finite).
         """
         n = eta1.shape[0]
         finite = (np.all(np.isfinite(eta1), axis=1)
                   & np.all(np.isfinite(eta2.reshape(n, -1)), axis=1))
-        if self.covariance == "diagonal":
-            return finite & np.all(np.where(finite[:, None], eta2, -1.0) < 0, axis=1)
-        precision = -(eta2 + np.swapaxes(eta2, -1, -2))
-        precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
-        w = np.linalg.eigvalsh(precision)
-        return finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1])
+        with np.errstate(all="ignore"):
+            if self.covariance == "diagonal":
+                precision = np.where(finite[:, None], -2.0 * eta2, 1.0)
+                mean = np.where(finite[:, None], eta1, 0.0) / precision
+                return (finite & np.all(precision > 0, axis=1)
+                        & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1))
+            precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+            precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
+            w = np.linalg.eigvalsh(precision)
+            bound = np.linalg.norm(np.where(finite[:, None], eta1, 0.0), axis=1) / w[:, 0]
+            return (finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1])
+                    & (bound <= _MAX_LOGIT))
 
     def _safe_document_step(self, eta, parts, prior, rho, state):
         """One step of every document, each with its own step safety.
