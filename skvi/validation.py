@@ -72,7 +72,7 @@ def check_sparse_structure(X, name="X"):
     return X
 
 
-def check_feature_magnitude(X, whom, limit=MAX_FEATURE_MAGNITUDE):
+def check_feature_magnitude(X, whom, limit=MAX_FEATURE_MAGNITUDE, name="X"):
     """Raise a ValueError when a feature of X exceeds ``limit`` in magnitude.
 
     Models that sum squares and products of the features (Gram matrices,
@@ -87,6 +87,8 @@ def check_feature_magnitude(X, whom, limit=MAX_FEATURE_MAGNITUDE):
         The estimator the error message names.
     limit : float, default=MAX_FEATURE_MAGNITUDE
         The largest magnitude accepted.
+    name : str, default="X"
+        How the error message names the input.
 
     Returns
     -------
@@ -108,7 +110,7 @@ def check_feature_magnitude(X, whom, limit=MAX_FEATURE_MAGNITUDE):
     largest = max(float(np.max(values)), -float(np.min(values)))
     if largest > limit:
         raise ValueError(
-            f"{whom}: the largest feature magnitude in X is {largest:.3g}, above the "
+            f"{whom}: the largest feature magnitude in {name} is {largest:.3g}, above the "
             f"{limit:.0e} the model accepts (sums of squared features would overflow). "
             "Scale the features first, e.g. with sklearn.preprocessing.StandardScaler."
         )

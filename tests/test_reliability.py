@@ -869,3 +869,44 @@ def test_ctm_with_a_huge_gradient_learning_rate_stays_finite(algorithm):
     assert np.all(np.isfinite(theta))
     np.testing.assert_allclose(theta.sum(axis=1), 1.0, rtol=1e-10)
     assert np.isfinite(ctm.score(X))
+
+
+# --------------------------------------------------- sparse GP inducing points
+@pytest.mark.parametrize("classifier", [False, True])
+def test_sparse_gp_inducing_points_that_cannot_work_are_a_clear_error(classifier):
+    # Zero inducing points gave numpy's "zero-size array to reduction"; points
+    # at 1e300 were accepted and predicted the prior's zeros (their squared
+    # distances to the data overflow: K_uf = 0), or raised LinAlgError for
+    # the classifier; NaN points gave unrelated messages.  Rows of X beyond
+    # 1e100 likewise.  Points within the limit fit: at the data's own
+    # distinct inputs the regressor is the exact GP (the reference).
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF
+
+    from skvi import SVISparseGPClassifier, SVISparseGPRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, (40, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    cls, target = ((SVISparseGPClassifier, (y > 0).astype(int)) if classifier
+                   else (SVISparseGPRegressor, y))
+    kw = dict(kernel=RBF(0.7), optimizer=None, random_state=0)
+    cases = [
+        (np.empty((0, 1)), "inducing_points holds no points"),
+        (np.array([[1e300], [0.0]]), "largest feature magnitude in inducing_points"),
+        (np.array([[np.nan], [0.0]]), "inducing_points must be finite"),
+        (np.array([[np.inf], [0.0]]), "inducing_points must be finite"),
+    ]
+    for Z, message in cases:
+        with pytest.raises(ValueError, match=message):
+            cls(inducing_points=Z, **kw).fit(X, target)
+    with pytest.raises(ValueError, match="largest feature magnitude in X"):
+        cls(**kw).fit(X * 1e200, target)
+    fitted = cls(inducing_points=np.linspace(-3, 3, 7)[:, None], **kw).fit(X, target)
+    with pytest.raises(ValueError, match="largest feature magnitude in X"):
+        fitted.predict(X * 1e200)
+    if not classifier:
+        exact = SVISparseGPRegressor(inducing_points=X, noise_variance=0.01, **kw).fit(X, y)
+        ref = GaussianProcessRegressor(RBF(0.7), alpha=0.01, optimizer=None).fit(X, y)
+        Xq = np.linspace(-3, 3, 5)[:, None]
+        np.testing.assert_allclose(exact.predict(Xq), ref.predict(Xq), atol=1e-5)

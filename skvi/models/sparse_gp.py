@@ -32,6 +32,7 @@ from ..engine import ENGINE_PARAMETER_CONSTRAINTS, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ..validation import check_feature_magnitude
 from ._kernels import cross_covariance, diagonal_gradient
 from ._rows import Rows, check_row_weights, row_quadratic
 
@@ -132,6 +133,16 @@ class _SparseGP(SVIEstimator):
                 raise ValueError(
                     f"inducing_points must have shape (n_inducing, {X.shape[1]}), got {Z.shape}."
                 )
+            if Z.shape[0] == 0:
+                raise ValueError(
+                    "inducing_points holds no points: pass at least one row, or None for "
+                    "k-means centres of the data."
+                )
+            if not np.all(np.isfinite(Z)):
+                raise ValueError("inducing_points must be finite (they hold NaN or infinity).")
+            # Their squared distances to the rows must not overflow (K_uf
+            # would be 0: the prior's predictions).
+            check_feature_magnitude(Z, type(self).__name__, name="inducing_points")
             return Z.copy()
         weight = data.weight
         if weight is not None:  # rows of weight 0 are not data
@@ -156,6 +167,7 @@ class _SparseGP(SVIEstimator):
         """Validated X's whitened features and the mean and variance of f under q."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        check_feature_magnitude(X, type(self).__name__)
         phi, kdiag = self._features(X)
         loc, cov = self._q_moments()
         var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, cov)
@@ -707,6 +719,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     # ----------------------------------------------------------- objectives
     def _rows(self, X, y, reset, sample_weight, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        check_feature_magnitude(X, type(self).__name__)
         weight = check_row_weights(sample_weight, X)
         if weight is not None and self.objective == "optimal":
             raise ValueError("objective='optimal' takes no sample_weight.")
@@ -1178,6 +1191,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     # ----------------------------------------------------------- objectives
     def _rows(self, X, y, reset, sample_weight, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
+        check_feature_magnitude(X, type(self).__name__)
         if reset:
             check_classification_targets(y)
             found = np.unique(y if classes is None else np.asarray(classes))
