@@ -106,8 +106,14 @@ def test_lda_on_any_counts_is_finite(n_docs, n_words, k, seed, prior, method):
     lda = SVILatentDirichletAllocation(n_components=k, doc_topic_prior=prior, max_iter=2,
                                        learning_method=method, batch_size=4, random_state=0)
     if X.sum() == 0:
+        # No words: it fits as scikit-learn's, every step aiming at the
+        # prior; its perplexity is undefined.
+        _quiet(lda.fit, X)
+        _finite(lda.components_, lda.score(X))
+        np.testing.assert_allclose(lda.transform(X), 1.0 / k, rtol=1e-12)
+        assert lda.bound_ is None
         with pytest.raises(ValueError, match="no words"):
-            lda.fit(X)
+            lda.perplexity(X)
         return
     _quiet(lda.fit, X)
     theta = lda.transform(X)

@@ -150,13 +150,43 @@ def test_lda_compiled_e_step_equals_numpy_for_tiny_dirichlet_totals():
     assert ll_a == pytest.approx(ll_b, rel=1e-9)
 
 
-def test_lda_on_a_corpus_without_words_is_a_clear_error():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_lda_on_a_corpus_without_words_fits_as_scikit_learn(sparse):
+    # scikit-learn's test_lda_empty_docs: an all-zero corpus fits, and the
+    # topics are their prior, topic_word_prior = 1 / n_components per entry
+    # (so each word's column sums to one).  skvi raised "X holds no words".
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    Z = np.zeros((5, 4))
+    X = sp.csr_matrix(Z) if sparse else Z
+    lda = SVILatentDirichletAllocation(max_iter=750).fit(X)
+    np.testing.assert_almost_equal(lda.components_.sum(axis=0), np.ones(lda.components_.shape[1]),
+                                   decimal=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # its bound_ is 0 / 0
+        ref = LatentDirichletAllocation(max_iter=750).fit(X)
+    np.testing.assert_allclose(lda.components_, ref.components_, rtol=1e-12)
+    np.testing.assert_allclose(lda.transform(X), ref.transform(X), rtol=1e-12)
+    assert lda.score(X) == pytest.approx(ref.score(X), abs=1e-9)
+    # The training perplexity of no words is undefined: scikit-learn's
+    # bound_ is NaN, skvi's None; perplexity() still says why.
+    assert np.isnan(ref.bound_) and lda.bound_ is None
     with pytest.raises(ValueError, match="no words"):
-        SVILatentDirichletAllocation(n_components=2).fit(sp.csr_matrix((5, 4)))
+        lda.perplexity(X)
+    # partial_fit takes scikit-learn's step from the same start; an online
+    # fit's steps all aim at the prior and reach it, as the batch fit does.
+    kw = dict(n_components=3, random_state=0)
+    ours = SVILatentDirichletAllocation(**kw).partial_fit(X)
+    theirs = LatentDirichletAllocation(**kw).partial_fit(X)
+    np.testing.assert_allclose(ours.components_, theirs.components_, rtol=1e-7)
+    online = SVILatentDirichletAllocation(learning_method="online", max_iter=750).fit(X)
+    np.testing.assert_almost_equal(online.components_.sum(axis=0), np.ones(4), decimal=7)
+    # A fitted model: an empty corpus' perplexity is still a clear error,
+    # its documents' proportions uniform.
     lda = SVILatentDirichletAllocation(n_components=2, max_iter=2, random_state=0).fit(_counts())
     with pytest.raises(ValueError, match="no words"):
         lda.perplexity(sp.csr_matrix((3, 12)))
-    np.testing.assert_allclose(lda.transform(sp.csr_matrix((3, 12))).sum(axis=1), 1.0)
+    np.testing.assert_allclose(lda.transform(sp.csr_matrix((3, 12))), 0.5)
 
 
 def test_concurrent_predictions_on_one_fitted_estimator(monkeypatch):

@@ -192,9 +192,10 @@ class SVILatentDirichletAllocation(
         Prior of the document-topic proportions used (or learned).
     topic_word_prior_ : float
         Prior of the topic-word distributions used (or learned).
-    bound_ : float
+    bound_ : float or None
         Perplexity of the training data after ``fit`` (scikit-learn's
-        meaning).
+        meaning); None when they hold no words (every count zero), whose
+        perplexity is undefined (scikit-learn's is then NaN).
     n_batch_iter_ : int
         Natural-gradient steps taken.
     n_iter_ : int
@@ -338,8 +339,7 @@ class SVILatentDirichletAllocation(
                 # Final perplexity of the training data, as scikit-learn
                 # reports in bound_.
                 X, weight = _docs(self._fit_X)
-                self.bound_ = self._perplexity_of(X, self._infer(X), sub_sampling=False,
-                                                  weight=weight)
+                self.bound_ = self._training_perplexity(X, weight)
             finally:
                 self._forget_fit_data()
         return self
@@ -645,11 +645,9 @@ class SVILatentDirichletAllocation(
             self._engine_fit(data)
             params = self.natural_params_
             doc, n_words = data.sum_over(self, _block_bound_and_words, None, params)
-            if not n_words > 0:
-                raise ValueError(
-                    "X holds no words (every count is zero): there is nothing to fit topics to."
-                )
-            self.bound_ = float(np.exp(-(doc + self._global_bound(params)) / n_words))
+            # No words: their perplexity is undefined (see _training_perplexity).
+            self.bound_ = (float(np.exp(-(doc + self._global_bound(params)) / n_words))
+                           if n_words > 0 else None)
         finally:
             self._forget_fit_data()
         return self
@@ -686,11 +684,9 @@ class SVILatentDirichletAllocation(
         self.topic_word_prior_ = eta
 
     def _initialize_globals(self, data, random_state):
+        # A corpus without words fits too, as scikit-learn's: its topics'
+        # statistics are zero, so each step moves them towards the prior.
         X, _ = _docs(data)
-        if X.nnz == 0 or not X.sum() > 0:
-            raise ValueError(
-                "X holds no words (every count is zero): there is nothing to fit topics to."
-            )
         self._check_priors()
         self._rng = random_state
         self._dtype = X.dtype
@@ -933,6 +929,16 @@ class SVILatentDirichletAllocation(
         if sub_sampling:
             doc *= float(self.total_samples) / _n_docs(X, weight)
         return doc + self._global_bound(self.natural_params_)
+
+    def _training_perplexity(self, X, weight):
+        """``bound_``: the perplexity of the training documents, None without words.
+
+        The perplexity of no words, ``exp(-ELBO / 0)``, is undefined:
+        scikit-learn's ``bound_`` is then NaN (0 / 0).
+        """
+        if not _n_words(X, weight) > 0:
+            return None
+        return self._perplexity_of(X, self._infer(X), sub_sampling=False, weight=weight)
 
     def _perplexity_of(self, X, gamma, sub_sampling, weight=None):
         n_words = _n_words(X, weight)
