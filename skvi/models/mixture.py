@@ -403,6 +403,11 @@ n_samples_seen_, n_rejected_steps_
         warm = self.warm_start and hasattr(self, "natural_params_")
         n_init = 1 if warm else self.n_init
         random_state = check_random_state(self.random_state)
+        # A warm start continues the previous fit: its first pass is compared
+        # with that fit's last ELBO, as scikit-learn's warm start does (with
+        # max_iter=1 a fit of one pass could never converge otherwise, and
+        # ran on to the fixed point, where the ELBO moves by rounding only).
+        previous = getattr(self, "lower_bound_", None) if warm else None
         self._init_rows = init_rows
         try:
             best = None
@@ -413,6 +418,10 @@ n_samples_seen_, n_rejected_steps_
             self.__dict__.update(best)
         finally:
             del self._init_rows
+        if (previous is not None and not self.converged_ and self.n_iter_ == 1
+                and self.lower_bound_ is not None
+                and self._pass_converged(previous, self.lower_bound_)):
+            self.converged_ = True
         return self
 
     def fit_predict(self, X, y=None, sample_weight=None):
