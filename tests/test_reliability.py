@@ -940,3 +940,31 @@ def test_sparse_gp_inducing_points_that_cannot_work_are_a_clear_error(classifier
         ref = GaussianProcessRegressor(RBF(0.7), alpha=0.01, optimizer=None).fit(X, y)
         Xq = np.linspace(-3, 3, 5)[:, None]
         np.testing.assert_allclose(exact.predict(Xq), ref.predict(Xq), atol=1e-5)
+
+
+@pytest.mark.parametrize("ct", MIXTURE_TYPES)
+def test_mixture_huge_features_are_refused_and_large_ones_fit_as_scaled(ct):
+    # Features of 1e160 gave NaN ('diag', 'spherical') or an unrelated
+    # "array must not contain infs" ('full', 'tied').  Beyond 1e100 X is
+    # refused; up to it the fit is scale-equivariant (the default priors
+    # are the data's moments; reg_covar=0): means * s, covariances * s^2.
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 2))
+    X[:30] += 4.0
+    s = 1e99 / np.abs(X).max()
+    fits = []
+    for Xs in (X, X * s):
+        est = SVIBayesianGaussianMixture(n_components=2, covariance_type=ct, reg_covar=0.0,
+                                         random_state=0, max_iter=500, tol=1e-12)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(est.fit(Xs))
+    unit, big = fits
+    np.testing.assert_allclose(big.means_ / s, unit.means_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(big.weights_, unit.weights_, rtol=1e-6)
+    np.testing.assert_allclose(big.covariances_ / s**2, unit.covariances_, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(big.predict_proba(X * s), unit.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError, match="largest feature magnitude.*StandardScaler"):
+        SVIBayesianGaussianMixture(n_components=2, covariance_type=ct).fit(X * 1e160)
+    with pytest.raises(ValueError, match="largest feature magnitude"):
+        unit.predict(X * 1e160)

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ENGINE_PARAMETER_CONSTRAINTS, Moments, SVIEstimator
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
+from ..validation import check_feature_magnitude
 from ._rows import Rows, check_row_weights
 
 __all__ = ["SVIBayesianGaussianMixture"]
@@ -680,6 +681,7 @@ n_samples_seen_, n_rejected_steps_
         check = reset and whole
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32],
                           ensure_min_samples=2 if check else 1)
+        check_feature_magnitude(X, type(self).__name__)
         X = np.asarray(X, dtype=np.float64)
         if check:
             self._check_row_count(X.shape[0])
@@ -729,6 +731,7 @@ n_samples_seen_, n_rejected_steps_
     def _check_predict_input(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         return np.asarray(X, dtype=np.float64)
 
     # ------------------------------------------------------------ priors
