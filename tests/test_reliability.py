@@ -942,6 +942,36 @@ def test_sparse_gp_inducing_points_that_cannot_work_are_a_clear_error(classifier
         np.testing.assert_allclose(exact.predict(Xq), ref.predict(Xq), atol=1e-5)
 
 
+def test_gamma_shape_priors_below_their_representable_range_are_refused():
+    # A Gamma's natural parameter is a - 1: a shape of 1e-300 rounded to 0
+    # and the ELBO was -inf (GaussianGammaVB's precision_shape_prior,
+    # SVILinearRegression's alpha_1 and lambda_1).  Refused below 1e-10; at
+    # 1e-10 the bound is finite and the fit BayesianRidge's (its evidence
+    # maximisation does not depend on a shape so small).
+    from sklearn.linear_model import BayesianRidge
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from skvi import GaussianGammaVB, SVILinearRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(50, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=50)
+    with pytest.raises(ValueError, match="precision_shape_prior must be at least 1e-10"):
+        GaussianGammaVB(precision_shape_prior=1e-300).fit(X)
+    with pytest.raises(ValueError, match="precision_shape_prior must be at least 1e-10"):
+        GaussianGammaVB(precision_shape_prior=[1.0, 1e-300, 1.0]).fit(X)
+    for name in ("alpha_1", "lambda_1"):
+        with pytest.raises(InvalidParameterError, match=name):
+            SVILinearRegression(**{name: 1e-300}).fit(X, y)
+    gg = GaussianGammaVB(precision_shape_prior=1e-10, max_iter=200, tol=1e-13).fit(X)
+    assert np.isfinite(gg.lower_bound_)
+    np.testing.assert_allclose(gg.mean_, X.mean(axis=0), rtol=1e-3, atol=1e-3)
+    reg = SVILinearRegression(alpha_1=1e-10, lambda_1=1e-10).fit(X, y)
+    assert np.all(np.isfinite(reg.lower_bounds_))
+    ref = BayesianRidge(alpha_1=1e-10, lambda_1=1e-10).fit(X, y)
+    np.testing.assert_allclose(reg.coef_, ref.coef_, rtol=1e-4)
+
+
 @pytest.mark.parametrize("ct", MIXTURE_TYPES)
 def test_mixture_huge_features_are_refused_and_large_ones_fit_as_scaled(ct):
     # Features of 1e160 gave NaN ('diag', 'spherical') or an unrelated

@@ -53,9 +53,13 @@ class SVILinearRegression(RegressorMixin, SVIEstimator):
     ard : bool, default=False
         One weight precision per feature (ARD) instead of a shared one.
     alpha_1, alpha_2 : float, default=1e-6
-        Shape and rate of the Gamma prior of the noise precision.
+        Shape and rate of the Gamma prior of the noise precision.  The shape
+        is at least 1e-10: the Gamma's natural parameter ``alpha_1 - 1``
+        holds smaller shapes only to 1e-16 absolutely (1e-300 rounded to
+        0, an ELBO of -inf).
     lambda_1, lambda_2 : float, default=1e-6
-        Shape and rate of the Gamma prior of the weight precisions.
+        Shape and rate of the Gamma prior of the weight precisions; the
+        shape, likewise, at least 1e-10.
     noise_precision : float or None, default=None
         Fix the noise precision ``alpha`` instead of learning it.
     weight_precision : float or None, default=None
@@ -130,9 +134,10 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     _parameter_constraints = {
         "ard": ["boolean"],
-        "alpha_1": [Interval(numbers.Real, 0, None, closed="neither")],
+        # Gamma shapes: their natural parameter a - 1 rounds below 1e-10.
+        "alpha_1": [Interval(numbers.Real, 1e-10, None, closed="left")],
         "alpha_2": [Interval(numbers.Real, 0, None, closed="neither")],
-        "lambda_1": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lambda_1": [Interval(numbers.Real, 1e-10, None, closed="left")],
         "lambda_2": [Interval(numbers.Real, 0, None, closed="neither")],
         "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "weight_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
