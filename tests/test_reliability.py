@@ -998,3 +998,27 @@ def test_mixture_huge_features_are_refused_and_large_ones_fit_as_scaled(ct):
         SVIBayesianGaussianMixture(n_components=2, covariance_type=ct).fit(X * 1e160)
     with pytest.raises(ValueError, match="largest feature magnitude"):
         unit.predict(X * 1e160)
+
+
+@pytest.mark.parametrize("kw", [{"learning_method": "online"}, {"likelihood": "bernoulli"}])
+def test_mf_factor_precision_below_its_working_range_is_refused(kw):
+    # factor_precision=1e-300: online and Bernoulli fits start every node at
+    # the prior, of variance 1e300; E[(u . v)^2] overflowed (an ELBO of -inf,
+    # infinite standard deviations).  Refused below 1e-100; at 1e-100 and at
+    # a merely vague 1e-6 the fit is finite.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    rng = np.random.RandomState(0)
+    pairs = np.column_stack([rng.randint(0, 6, 30), rng.randint(0, 5, 30)])
+    y = rng.normal(size=30)
+    y = (y > 0).astype(int) if "likelihood" in kw else y
+    with pytest.raises(InvalidParameterError, match="factor_precision"):
+        SVIMatrixFactorization(n_components=2, factor_precision=1e-300, **kw).fit(pairs, y)
+    for fp in (1e-100, 1e-6):
+        mf = SVIMatrixFactorization(n_components=2, max_iter=3, random_state=0, factor_precision=fp,
+                                    **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mf.fit(pairs, y)
+        mean, std = mf.predict(pairs, return_std=True)
+        assert np.isfinite(mf.lower_bound_) and np.all(np.isfinite(mean)) and np.all(np.isfinite(std))

@@ -160,7 +160,9 @@ default='gaussian'
         Fixed noise precision ``tau``; ``None`` learns it.  Gaussian
         likelihood only.
     factor_precision : float or None, default=None
-        Fixed prior precision of every factor and bias; ``None`` learns one
+        Fixed prior precision of every factor and bias, at least 1e-100
+        (online and non-Gaussian fits start the nodes at the prior, whose
+        variances multiply in ``E[(u . v)^2]``); ``None`` learns one
         precision per component and side (ARD).
     factor_prior : {'ard', 'wishart'}, default='ard'
         Prior precision of the user (and of the item) nodes.  ``'ard'``:
@@ -325,7 +327,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "covariance": [StrOptions({"full", "diagonal"})],
         "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "factor_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        # Online and non-Gaussian fits start the nodes at the prior: a
+        # variance beyond 1e100 makes E[(u . v)^2] overflow (an ELBO of -inf,
+        # infinite standard deviations, from 1e-160 on).
+        "factor_precision": [None, Interval(numbers.Real, 1e-100, None, closed="left")],
         "factor_prior": [StrOptions({"ard", "wishart"})],
         "precision_prior": [tuple, list],
         "mean_prior": [numbers.Real],
