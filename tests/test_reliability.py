@@ -1022,3 +1022,26 @@ def test_mf_factor_precision_below_its_working_range_is_refused(kw):
             mf.fit(pairs, y)
         mean, std = mf.predict(pairs, return_std=True)
         assert np.isfinite(mf.lower_bound_) and np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+
+
+def test_mf_init_scale_whose_fourth_power_overflows_is_refused():
+    # A prediction's E[(u . v)^2] grows as init_scale**4: 1e100 (its square
+    # finite, so accepted) gave NaN standard deviations, 1e77 an ELBO of
+    # -inf.  Refused where init_scale**4 (with room for the sums) or its
+    # inverse overflows; within, the fit is finite.
+    rng = np.random.RandomState(0)
+    pairs = np.column_stack([np.arange(12) % 4, (np.arange(12) * 7) % 5])
+    y = rng.normal(size=12)
+    for scale in (1e100, 1e77, 1e-80):
+        with pytest.raises(ValueError, match="init_scale.*fourth power"):
+            SVIMatrixFactorization(n_components=2, init_scale=scale).fit(pairs, y)
+    for scale in (1e70, 1e-70):
+        for method in ("batch", "online"):
+            mf = SVIMatrixFactorization(n_components=2, max_iter=2, random_state=0,
+                                        init_scale=scale, learning_method=method)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mf.fit(pairs, y)
+            mean, std = mf.predict(pairs, return_std=True)
+            assert np.isfinite(mf.lower_bound_)
+            assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))

@@ -989,15 +989,19 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError(f"mean_prior must be finite; got {self.mean_prior!r}.")
         scale = np.float64(self.init_scale)
         with np.errstate(all="ignore"):
-            square = scale * scale
-            usable = np.isfinite(square) and square > 0 and np.isfinite(1.0 / square)
+            fourth = (scale * scale) ** 2
+            # 1e16 of room for the sums over ratings and components.
+            usable = (fourth > 0 and np.isfinite(1e16 * fourth)
+                      and np.isfinite(1e16 / fourth))
         if scale > 0 and not usable:
-            # The tight start's precision is init_scale**-2 and the nodes'
-            # second moments init_scale**2: both must be finite numbers.
+            # The tight start's precision is init_scale**-2, the nodes'
+            # second moments init_scale**2, and a prediction's E[(u . v)^2]
+            # init_scale**4 (init_scale=1e77 gave an ELBO of -inf and NaN
+            # standard deviations): all must be finite numbers.
             raise ValueError(
-                f"init_scale={self.init_scale!r} is too large or too small: its square "
-                "and the inverse of its square must be finite (the scale of the initial "
-                "factor means, like the ratings')."
+                f"init_scale={self.init_scale!r} is too large or too small: its fourth power "
+                "and the inverse of its fourth power, times 1e16, must be finite (the scale "
+                "of the initial factor means, like the ratings')."
             )
         return float(prior[0]), float(prior[1])
 
