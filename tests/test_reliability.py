@@ -674,10 +674,11 @@ def test_mixture_on_identical_rows_fits_the_closed_form(ct):
     nu = np.broadcast_to(ours.degrees_of_freedom_, (2,))
     expected = (1.0 + nu - 2.0) * 1e-6 / nu
     if ct == "full":
-        np.testing.assert_allclose(ours.covariances_, expected[:, None, None] * np.eye(2), rtol=1e-9,
-                                   atol=1e-20)
+        np.testing.assert_allclose(ours.covariances_, expected[:, None, None] * np.eye(2),
+                                   rtol=1e-9, atol=1e-20)
     elif ct == "tied":
-        np.testing.assert_allclose(ours.covariances_, expected[0] * np.eye(2), rtol=1e-9, atol=1e-20)
+        np.testing.assert_allclose(ours.covariances_, expected[0] * np.eye(2), rtol=1e-9,
+                                   atol=1e-20)
     elif ct == "diag":
         np.testing.assert_allclose(ours.covariances_, np.tile(expected[:, None], (1, 2)), rtol=1e-9)
     else:
@@ -1021,7 +1022,8 @@ def test_mf_factor_precision_below_its_working_range_is_refused(kw):
             warnings.simplefilter("ignore")
             mf.fit(pairs, y)
         mean, std = mf.predict(pairs, return_std=True)
-        assert np.isfinite(mf.lower_bound_) and np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+        assert np.isfinite(mf.lower_bound_)
+        assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
 
 
 def test_mf_init_scale_whose_fourth_power_overflows_is_refused():
