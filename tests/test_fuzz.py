@@ -5,6 +5,8 @@ never a crash, a hang, NaN or a silently misread input.  The examples are
 derandomised, so CI runs the same ones every time.
 """
 
+import numbers
+import re
 import warnings
 
 import numpy as np
@@ -18,11 +20,18 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from skvi import (  # noqa: E402
     GaussianGammaVB,
+    SVIBayesianGaussianMixture,
+    SVICorrelatedTopicModel,
     SVILatentDirichletAllocation,
+    SVILinearRegression,
     SVILogisticRegression,
     SVIMatrixFactorization,
+    SVIOverdispersedPoissonRegression,
     SVIPoissonRegression,
+    SVISparseGPClassifier,
+    SVISparseGPRegressor,
 )
+from skvi.validation import MAX_FEATURE_MAGNITUDE  # noqa: E402
 
 FUZZ = settings(
     max_examples=60,
@@ -106,8 +115,14 @@ def test_lda_on_any_counts_is_finite(n_docs, n_words, k, seed, prior, method):
     lda = SVILatentDirichletAllocation(n_components=k, doc_topic_prior=prior, max_iter=2,
                                        learning_method=method, batch_size=4, random_state=0)
     if X.sum() == 0:
+        # No words: it fits as scikit-learn's, every step aiming at the
+        # prior; its perplexity is undefined.
+        _quiet(lda.fit, X)
+        _finite(lda.components_, lda.score(X))
+        np.testing.assert_allclose(lda.transform(X), 1.0 / k, rtol=1e-12)
+        assert lda.bound_ is None
         with pytest.raises(ValueError, match="no words"):
-            lda.fit(X)
+            lda.perplexity(X)
         return
     _quiet(lda.fit, X)
     theta = lda.transform(X)
@@ -216,3 +231,199 @@ def test_wrong_feature_count_after_fit_is_a_clear_error(data):
         _quiet(est.fit, *fit_args)
         with pytest.raises(ValueError, match="features"):
             est.predict(extra) if hasattr(est, "predict") else est.transform(extra)
+
+
+# ------------------------------------------------ every estimator, bad input
+# Small, quick fits of all eleven estimators (the logistic regression binary
+# and multinomial), for the properties below: huge features, degenerate
+# rows and absurd hyperparameters each end in a clear ValueError or a
+# finite fit whose predictions are finite.
+ESTIMATORS = {
+    "GaussianGammaVB": lambda: GaussianGammaVB(max_iter=3),
+    "SVILinearRegression": lambda: SVILinearRegression(max_iter=3),
+    "SVILogisticRegression": lambda: SVILogisticRegression(max_iter=3, random_state=0),
+    "SVILogisticRegression (3 classes)": lambda: SVILogisticRegression(max_iter=3, random_state=0),
+    "SVIPoissonRegression": lambda: SVIPoissonRegression(max_iter=3, random_state=0),
+    "SVIOverdispersedPoissonRegression": lambda: SVIOverdispersedPoissonRegression(
+        max_iter=3, random_state=0),
+    "SVILatentDirichletAllocation": lambda: SVILatentDirichletAllocation(
+        n_components=2, max_iter=2, random_state=0),
+    "SVICorrelatedTopicModel": lambda: SVICorrelatedTopicModel(
+        n_components=3, init="random", max_iter=2, transform_max_iter=10, random_state=0),
+    "SVIBayesianGaussianMixture": lambda: SVIBayesianGaussianMixture(
+        n_components=2, max_iter=5, random_state=0),
+    "SVIMatrixFactorization": lambda: SVIMatrixFactorization(
+        n_components=2, max_iter=2, random_state=0),
+    "SVISparseGPRegressor": lambda: SVISparseGPRegressor(n_inducing=4, max_iter=3, random_state=0),
+    "SVISparseGPClassifier": lambda: SVISparseGPClassifier(n_inducing=4, max_iter=3,
+                                                           random_state=0),
+}
+# Models of counts (topics) and of ratings (matrix factorization): their
+# "features" are the counts, their rows documents or ratings.
+COUNTS = ("SVILatentDirichletAllocation", "SVICorrelatedTopicModel")
+MF = "SVIMatrixFactorization"
+# The constructor's numbers that are not hyperparameters of the model.
+CONTROL = {"tol", "max_iter", "batch_size", "n_jobs", "verbose", "random_state", "n_components",
+           "n_mc_samples", "total_samples", "n_inducing", "verbose_interval", "n_init",
+           "init_passes", "transform_max_iter", "max_doc_update_iter", "evaluate_every",
+           "children_per_node", "n_restarts_optimizer", "learning_rate", "mean_change_tol",
+           "perp_tol"}
+
+
+def _targets(name, n, rng):
+    if name == "SVILogisticRegression":
+        return np.arange(n) % 2
+    if name == "SVILogisticRegression (3 classes)":
+        return np.arange(n) % 3
+    if name == "SVISparseGPClassifier":
+        return np.arange(n) % 2
+    if name in ("SVIPoissonRegression", "SVIOverdispersedPoissonRegression"):
+        return rng.poisson(2.0, size=n)
+    if name in ("SVILinearRegression", "SVISparseGPRegressor"):
+        return rng.normal(size=n)
+    return None  # unsupervised
+
+
+def _args(name, X, rng):
+    """``fit``'s arguments for the features X (or, for MF, the ratings X[:, 0])."""
+    if name == MF:
+        n = X.shape[0]
+        pairs = np.column_stack([np.arange(n) % 4, (np.arange(n) * 7) % 5])
+        return (pairs, np.asarray(X, dtype=np.float64)[:, 0])
+    y = _targets(name, X.shape[0], rng)
+    return (X,) if y is None else (X, y)
+
+
+def _predictions(est, args):
+    """Everything the fitted estimator says about the rows it was fitted on."""
+    X = args[0]
+    if isinstance(est, SVIMatrixFactorization):
+        out = list(est.predict(X, return_std=True))
+    else:
+        out = [getattr(est, m)(X) for m in ("predict", "predict_proba", "transform",
+                                            "score_samples") if hasattr(est, m)]
+    if est.lower_bound_ is not None:
+        out.append(est.lower_bound_)
+    return out
+
+
+def _fit_or_clear_error(est, args, error=None):
+    """Fit; a ValueError is accepted (matching ``error`` when given), else
+    every prediction must be finite.  Returns whether it fitted."""
+    try:
+        _quiet(est.fit, *args)
+    except ValueError as exc:
+        if error is not None:
+            assert re.search(error, str(exc)), str(exc)
+        return False
+    assert error is None, f"expected a ValueError matching {error!r}"
+    _finite(*_predictions(est, args))
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@settings(FUZZ, max_examples=8)
+@given(st.sampled_from([10, 50, 99, 101, 150, 200, 300]), st.booleans(), st.integers(0, 2**16))
+def test_huge_features_are_a_clear_error_or_finite_everywhere(name, exponent, sparse, seed):
+    # Beyond 1e100 the models with Gaussian sums of squared features refuse
+    # X; CTM refuses documents of more than 1e100 words, MF ratings whose
+    # squares overflow; LDA fits any counts.  Below, every fit is finite.
+    rng = np.random.RandomState(seed)
+    if name in COUNTS:
+        X = rng.poisson(1.0, size=(12, 6)).astype(np.float64)
+        X[0, 0] += 1.0  # words in every corpus
+    else:
+        X = rng.normal(size=(12, 3))
+    X = X * 10.0**exponent
+    if sparse and name in COUNTS + ("SVILinearRegression", "SVILogisticRegression",
+                                    "SVIPoissonRegression", "SVIOverdispersedPoissonRegression"):
+        X = sp.csr_matrix(X)
+    largest = abs(X).max()
+    if name == "SVILatentDirichletAllocation":
+        error = None
+    elif name == "SVICorrelatedTopicModel":
+        error = "words, above" if np.asarray(X.sum(axis=1)).max() > 1e100 else None
+    elif name == MF:
+        error = "too large" if exponent >= 154 else None
+    else:
+        error = "largest feature magnitude" if largest > MAX_FEATURE_MAGNITUDE else None
+    est = ESTIMATORS[name]()
+    fitted = _fit_or_clear_error(est, _args(name, X, rng), error)
+    assert fitted == (error is None)
+
+
+def _degenerate(kind, name, rng):
+    if name in COUNTS:
+        return {
+            "identical rows": np.tile([2.0, 1.0, 0.0, 1.0], (6, 1)),
+            "one row": np.array([[3.0, 0.0, 1.0, 0.0]]),
+            "two rows": rng.poisson(1.0, size=(2, 4)) + np.eye(2, 4),
+            "fewer rows than features": rng.poisson(1.0, size=(3, 12)) + np.eye(3, 12),
+            "constant column": np.c_[rng.poisson(1.0, size=(8, 3)), np.ones(8)],
+            "all zero": np.zeros((6, 4)),
+            "duplicate rows": np.repeat(rng.poisson(1.0, size=(3, 4)) + np.eye(3, 4), 3, axis=0),
+        }[kind].astype(np.float64)
+    return {
+        "identical rows": np.tile([1.0, -2.0, 3.0], (10, 1)),
+        "one row": np.array([[1.0, 2.0, 3.0]]),
+        "two rows": rng.normal(size=(2, 3)),
+        "fewer rows than features": rng.normal(size=(3, 8)),
+        "constant column": np.c_[rng.normal(size=(10, 2)), np.ones(10)],
+        "all zero": np.zeros((10, 3)),
+        "duplicate rows": np.repeat(rng.normal(size=(3, 3)), 4, axis=0),
+    }[kind]
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@settings(FUZZ, max_examples=8)
+@given(st.sampled_from(["identical rows", "one row", "two rows", "fewer rows than features",
+                        "constant column", "all zero", "duplicate rows"]),
+       st.sampled_from(["batch", "online"]), st.integers(0, 2**16))
+def test_degenerate_rows_are_a_clear_error_or_finite_everywhere(name, kind, method, seed):
+    rng = np.random.RandomState(seed)
+    X = _degenerate(kind, name, rng)
+    est = ESTIMATORS[name]().set_params(learning_method=method)
+    _fit_or_clear_error(est, _args(name, X, rng))
+
+
+def _hyperparameters(name):
+    """The estimator's real-valued hyperparameters and their interval constraints."""
+    from sklearn.utils._param_validation import Interval
+
+    out = {}
+    for param, constraints in type(ESTIMATORS[name]())._parameter_constraints.items():
+        intervals = [c for c in constraints
+                     if isinstance(c, Interval) and c.type in (numbers.Real, "real_not_int")]
+        if param not in CONTROL and intervals:
+            out[param] = intervals
+    return out
+
+
+HYPERPARAMETERS = [(name, param) for name in sorted(ESTIMATORS) for param in
+                   sorted(_hyperparameters(name))]
+
+
+@pytest.mark.parametrize("name, param", HYPERPARAMETERS,
+                         ids=[f"{n}.{p}" for n, p in HYPERPARAMETERS])
+@settings(FUZZ, max_examples=5)
+@given(st.sampled_from([-1e300, -1e100, 1e-300, 1e-100, 1e-12, 1e12, 1e100, 1e300]),
+       st.sampled_from(["batch", "online"]))
+def test_absurd_hyperparameters_are_a_clear_error_or_finite_everywhere(name, param, value,
+                                                                         method):
+    # A value outside a hyperparameter's constraints is scikit-learn's
+    # InvalidParameterError (a ValueError naming it); inside, the fit is
+    # finite or says clearly why it cannot be.
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    params = _hyperparameters(name)
+    rng = np.random.RandomState(0)
+    X = (rng.poisson(1.0, size=(12, 6)).astype(np.float64) if name in COUNTS
+         else rng.normal(size=(12, 3)))
+    est = ESTIMATORS[name]().set_params(learning_method=method, **{param: value})
+    if param == "covariance_prior":  # a float is the spherical type's
+        est.set_params(covariance_type="spherical")
+    if not any(value in interval for interval in params[param]):
+        with pytest.raises(InvalidParameterError, match=param):
+            _quiet(est.fit, *_args(name, X, rng))
+        return
+    _fit_or_clear_error(est, _args(name, X, rng))

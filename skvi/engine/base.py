@@ -476,11 +476,14 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
         warm = getattr(self, "warm_start", False) and hasattr(self, "natural_params_")
         n_init = 1 if warm else int(getattr(self, "n_init", 1))
+        # A warm start continues the previous fit: its first pass is compared
+        # with that fit's last ELBO, as scikit-learn's warm start does.
+        previous = getattr(self, "lower_bound_", None) if warm else None
         random_state = check_random_state(self.random_state)
         try:
             best = None
             for _ in range(n_init):
-                self._fit_once(data, executor, settings, random_state)
+                self._fit_once(data, executor, settings, random_state, previous)
                 if n_init > 1 and (best is None or self.lower_bound_ > best["lower_bound_"]):
                     best = dict(self.__dict__)
             if best is not None:
@@ -506,7 +509,7 @@ class SVIEstimator(BaseEstimator):
         self.n_rejected_steps_ = 0
         return st
 
-    def _fit_once(self, data, executor, settings, random_state):
+    def _fit_once(self, data, executor, settings, random_state, previous=None):
         start = time.perf_counter()  # the clock of fit: its start counts
         st = self._start_fit(data, executor, settings, random_state)
         run = _Run(self, "fit", start)
@@ -526,6 +529,8 @@ class SVIEstimator(BaseEstimator):
                          ) if online else 1
             conv = Convergence(self, online)
             conv.start(data, random_state, n_batches if online else None)
+            if conv.mode == "bound":
+                conv.previous = previous
             self.converged_ = False
             self.n_iter_ = 0
             local = None

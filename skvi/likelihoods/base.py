@@ -340,7 +340,11 @@ class Likelihood:
         f, w = self._nodes(mean, var, "quadrature", n_points, None)
         cm = self.conditional_mean(f)
         first = cm @ w
-        return self.conditional_variance(f) @ w + (cm * cm) @ w - first * first
+        second = self.conditional_variance(f) @ w + (cm * cm) @ w
+        with np.errstate(invalid="ignore"):
+            variance = second - first * first
+        # An overflowing second moment (inf - inf) has an infinite variance.
+        return np.where(np.isposinf(second), np.inf, variance)
 
     def predictive_logpdf(self, y, mean, var, n_points=40):
         """``log int p(y | f) N(f | mean, var) df`` by Gauss-Hermite quadrature."""

@@ -3,8 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Rows", "check_row_weights", "design_of", "design_rows", "row_quadratic",
-           "weighted_gram", "with_intercept"]
+__all__ = ["Rows", "check_row_weights", "column_squares", "design_of", "design_rows",
+           "row_quadratic", "weighted_gram", "with_intercept"]
 
 
 def check_row_weights(sample_weight, X):
@@ -141,6 +141,31 @@ def weighted_gram(X, weights):
     values = X.data * np.repeat(weights, np.diff(X.indptr))
     scaled = sp.csr_matrix((values, X.indices, X.indptr), shape=X.shape)
     return (X.T.tocsr() @ scaled).toarray()
+
+
+def column_squares(X, weights):
+    """``sum_i weights_i x_ij^2`` of each column of X (dense or sparse), in float64.
+
+    The squares are taken in float64 whatever X's dtype: those of float32
+    features beyond 1.8e19 overflow in float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> X = np.array([[1.0, 2.0], [0.0, 3.0]], dtype=np.float32) * np.float32(2.0**70)
+    >>> column_squares(sp.csr_matrix(X), np.array([2.0, 1.0])) / 2.0**140  # 2**140 ~ 1.4e42
+    array([ 2., 17.])
+    """
+    if not sp.issparse(X):
+        return weights @ np.square(X, dtype=np.float64)
+    X = X.tocsr()
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),
+                            shape=X.shape)
+    return np.asarray(squares.T @ weights).ravel()
 
 
 def design_rows(X, y, weight, fit_intercept):

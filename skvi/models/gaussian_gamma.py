@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, SVIEstimator
 from ..expfam import Gamma, Gaussian
+from ..validation import check_feature_magnitude
 from ._rows import Rows, check_row_weights
 
 __all__ = ["GaussianGammaVB"]
@@ -48,7 +49,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     mean_precision_prior : float or array-like of shape (n_features,), default=1e-3
         Prior precision ``b0 > 0`` of ``mu``.
     precision_shape_prior : float or array-like of shape (n_features,), default=1e-3
-        Shape ``a0 > 0`` of the Gamma prior on ``gamma``.
+        Shape ``a0`` of the Gamma prior on ``gamma``, at least 1e-10: the
+        Gamma's natural parameter ``a0 - 1`` holds smaller shapes only to
+        1e-16 absolutely (1e-300 rounded to 0, an ELBO of -inf).
     precision_rate_prior : float or array-like of shape (n_features,), default=1e-3
         Rate ``c0 > 0`` of the Gamma prior on ``gamma``.
     learning_method : {'batch', 'online'}, default='batch'
@@ -240,7 +243,8 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
 
     def _check_fitted_input(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return check_feature_magnitude(X, type(self).__name__)
 
     def _expected_precision(self):
         """E[gamma_j] under q."""
@@ -249,6 +253,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ model hooks
     def _rows(self, X, reset, sample_weight=None):
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         if reset:
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))
@@ -275,6 +280,12 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
                 raise ValueError(f"{name} must be finite, got {value}.")
             if name != "mean_prior" and np.any(value <= 0):
                 raise ValueError(f"{name} must be positive, got {value}.")
+            if name == "precision_shape_prior" and np.any(value < 1e-10):
+                raise ValueError(
+                    f"precision_shape_prior must be at least 1e-10, got {value}: the Gamma's "
+                    "natural parameter a0 - 1 holds smaller shapes only to 1e-16 absolutely "
+                    "(below 1.1e-16 they round to 0 and the ELBO is -inf)."
+                )
             priors[name] = np.broadcast_to(value, (n_features,)).copy()
         return priors
 

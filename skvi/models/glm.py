@@ -22,14 +22,21 @@ depend on ``q``: one ``rho = 1`` step is the conjugate posterior.
 """
 
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..engine import ModelSettings, SVIEstimator
 from ..expfam import MultivariateGaussian
@@ -37,9 +44,9 @@ from ..likelihoods import Bernoulli, Poisson
 from ..likelihoods import Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
-from ..validation import check_sparse_structure
-from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
-                    with_intercept)
+from ..validation import check_feature_magnitude, check_sparse_structure
+from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
+                    weighted_gram, with_intercept)
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 
@@ -145,9 +152,10 @@ class _BayesianGLM(SVIEstimator):
 
     def _check_X(self, X, reset):
         check_sparse_structure(X)
-        return validate_data(
+        X = validate_data(
             self, X, reset=reset, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
         )
+        return check_feature_magnitude(X, type(self).__name__)
 
     def _check_X_y(self, X, y, reset):
         check_sparse_structure(X)
@@ -160,6 +168,7 @@ class _BayesianGLM(SVIEstimator):
             dtype=[np.float64, np.float32],
             y_numeric=False,
         )
+        check_feature_magnitude(X, type(self).__name__)
         if sp.issparse(X):
             X = X.tocsr()
         return X, y
@@ -285,11 +294,8 @@ class _BayesianGLM(SVIEstimator):
         # The start's sums: the weight, each column's weighted squares, the targets'.
         X = data.X
         w = np.ones(X.shape[0]) if data.weight is None else data.weight
-        if sp.issparse(X):
-            squares = np.asarray(X.multiply(X).T @ w).ravel()
-        else:
-            squares = w @ (X * X)
-        return (np.asarray(float(np.sum(w))), np.asarray(squares, dtype=np.float64),
+        squares = column_squares(X, w)
+        return (np.asarray(float(np.sum(w))), squares,
                 self._target_sums(data.y, w))
 
     def _target_sums(self, y, weight):
@@ -881,6 +887,27 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         Returns
         -------
         float
-            D^2 (1 is a perfect fit, 0 the intercept-only model).
+            D^2 (1 is a perfect fit, 0 the intercept-only model).  NaN, with
+            an ``UndefinedMetricWarning``, when y is constant over the rows
+            of positive weight (one row included): the intercept-only model
+            then fits exactly and D^2 is undefined.
         """
-        return float(d2_tweedie_score(y, self.predict(X), sample_weight=sample_weight, power=1))
+        mu = self.predict(X)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        check_consistent_length(y, mu)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-dimensional, got shape {y.shape}.")
+        if np.any(y < 0):
+            raise ValueError(f"{type(self).__name__}.score: y must be non-negative counts.")
+        weight = check_row_weights(sample_weight, mu)
+        observed = y if weight is None else y[weight > 0]
+        if observed.size < 2 or np.ptp(observed) == 0:
+            # The null deviance is zero (up to the rounding of the mean):
+            # scikit-learn's D^2 is NaN or 1 - rounding / rounding there.
+            warnings.warn(
+                "D^2 is not defined when y is constant (over the rows of positive weight): "
+                "the null deviance is zero.",
+                UndefinedMetricWarning,
+            )
+            return float("nan")
+        return float(d2_tweedie_score(y, mu, sample_weight=weight, power=1))

@@ -10,9 +10,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, Moments, SVIEstimator
 from ..expfam import Gamma, MultivariateGaussian
-from ..validation import check_sparse_structure
-from ._rows import (check_row_weights, design_of, design_rows, row_quadratic, weighted_gram,
-                    with_intercept)
+from ..validation import check_feature_magnitude, check_sparse_structure
+from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
+                    weighted_gram, with_intercept)
 
 __all__ = ["SVILinearRegression"]
 
@@ -49,9 +49,13 @@ class SVILinearRegression(RegressorMixin, SVIEstimator):
     ard : bool, default=False
         One weight precision per feature (ARD) instead of a shared one.
     alpha_1, alpha_2 : float, default=1e-6
-        Shape and rate of the Gamma prior of the noise precision.
+        Shape and rate of the Gamma prior of the noise precision.  The shape
+        is at least 1e-10: the Gamma's natural parameter ``alpha_1 - 1``
+        holds smaller shapes only to 1e-16 absolutely (1e-300 rounded to
+        0, an ELBO of -inf).
     lambda_1, lambda_2 : float, default=1e-6
-        Shape and rate of the Gamma prior of the weight precisions.
+        Shape and rate of the Gamma prior of the weight precisions; the
+        shape, likewise, at least 1e-10.
     noise_precision : float or None, default=None
         Fix the noise precision ``alpha`` instead of learning it.
     weight_precision : float or None, default=None
@@ -106,9 +110,10 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     _parameter_constraints = {
         "ard": ["boolean"],
-        "alpha_1": [Interval(numbers.Real, 0, None, closed="neither")],
+        # Gamma shapes: their natural parameter a - 1 rounds below 1e-10.
+        "alpha_1": [Interval(numbers.Real, 1e-10, None, closed="left")],
         "alpha_2": [Interval(numbers.Real, 0, None, closed="neither")],
-        "lambda_1": [Interval(numbers.Real, 0, None, closed="neither")],
+        "lambda_1": [Interval(numbers.Real, 1e-10, None, closed="left")],
         "lambda_2": [Interval(numbers.Real, 0, None, closed="neither")],
         "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
         "weight_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
@@ -183,6 +188,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         check_sparse_structure(X)
         X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
                           dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         Xd = self._design(X)
         q = self.natural_params_["weights"].distribution
         mean = np.asarray(Xd @ q.loc).ravel()
@@ -196,6 +202,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         check_sparse_structure(X)
         X, y = validate_data(self, X, y, reset=reset, accept_sparse=["csr", "csc"],
                              dtype=[np.float64, np.float32], y_numeric=True)
+        check_feature_magnitude(X, type(self).__name__)
         if sp.issparse(X):
             X = X.tocsr()
         return design_rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X),
@@ -271,8 +278,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     def _data_summary(self, data):
         w = self._weights(data)
         Xd = design_of(data, self.fit_intercept)
-        squares = np.asarray(Xd.multiply(Xd).T @ w).ravel() if sp.issparse(Xd) else w @ (Xd * Xd)
-        return (Moments.of(data.y[:, None], w, full=False), np.asarray(squares, dtype=np.float64))
+        return (Moments.of(data.y[:, None], w, full=False), column_squares(Xd, w))
 
     def _expected(self, params, name):
         """E[alpha] or E[lambda] (the fixed value when not learned)."""

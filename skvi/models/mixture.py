@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import ModelSettings, Moments, SVIEstimator
 from ..engine.executor import backend_for
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
+from ..validation import check_feature_magnitude
 from ._rows import Rows, check_row_weights
 
 __all__ = ["SVIBayesianGaussianMixture"]
@@ -131,7 +132,9 @@ default='kmeans'
         Stick-breaking (a truncated Dirichlet process) or a finite
         Dirichlet prior on the weights.
     weight_concentration_prior : float or None, default=None
-        ``alpha0``; None means ``1 / n_components``.
+        ``alpha0``, at least 1e-10 (the Dirichlet's natural parameter
+        ``alpha - 1`` holds smaller values only to 1e-16 absolutely; below
+        1.1e-16 they round to zero); None means ``1 / n_components``.
     mean_precision_prior : float or None, default=None
         ``beta0``; None means 1.
     mean_prior : array-like of shape (n_features,) or None, default=None
@@ -141,7 +144,10 @@ default='kmeans'
     covariance_prior : float or array-like, default=None
         ``W0^-1`` (shape (d, d) for 'full' and 'tied', (d,) for 'diag', a
         float for 'spherical'); None means the empirical covariance of X
-        (its variances for 'diag', their mean for 'spherical').
+        (its variances for 'diag', their mean for 'spherical'), plus
+        ``reg_covar`` on its diagonal where it is singular (fewer samples
+        than features, a constant feature): scikit-learn keeps the singular
+        prior and adds ``reg_covar`` to the covariances it estimates.
     density : {'predictive', 'plug-in', 'bound'}, default='predictive'
         What ``score_samples`` and ``score`` evaluate.  ``'predictive'``:
         the posterior predictive density ``int p(x | theta) q(theta)
@@ -200,7 +206,12 @@ degrees_of_freedom_prior_, covariance_prior_
         The variational posterior: ``'weights'`` (a :class:`skvi.expfam.Dirichlet`,
         of shape (K, 2) for stick-breaking) and ``'components'`` (a
         :class:`skvi.expfam.NormalWishart` or :class:`skvi.expfam.NormalGamma`),
-        natural parameters with ``.distribution``.
+        natural parameters with ``.distribution``.  The components' means
+        are those of ``mu_k - c``, centred at ``c``, the first fit's
+        ``mean_prior_`` (``means_`` adds it back): natural parameters of
+        uncentred means hold ``beta m m^T`` beside the data's scatter, which
+        cancel in the covariances for data far from the origin or a large
+        ``mean_precision_prior``.
     lower_bound_, lower_bounds_, n_iter_, converged_, n_batch_iter_, \
 n_samples_seen_, n_rejected_steps_
         From the engine, see :class:`skvi.engine.SVIEstimator`.
@@ -241,7 +252,10 @@ n_samples_seen_, n_rejected_steps_
         "weight_concentration_prior_type": [
             StrOptions({"dirichlet_process", "dirichlet_distribution"})
         ],
-        "weight_concentration_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
+        # The Dirichlet's natural parameter alpha - 1 holds alpha to 1e-16
+        # absolutely: below 1e-10 it is rounded (to 0, an ELBO of NaN, below
+        # 1.1e-16).
+        "weight_concentration_prior": [None, Interval(numbers.Real, 1e-10, None, closed="left")],
         "mean_precision_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "mean_prior": [None, "array-like"],
         "degrees_of_freedom_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
@@ -540,7 +554,9 @@ n_samples_seen_, n_rejected_steps_
         for name in ("weight_concentration_prior_", "mean_precision_prior_", "mean_prior_",
                      "degrees_of_freedom_prior_", "covariance_prior_"):
             setattr(est, name, getattr(mixture, name))
-        m, beta = mixture.means_, np.asarray(mixture.mean_precision_, dtype=np.float64)
+        est._centre = np.asarray(est.mean_prior_, dtype=np.float64).copy()
+        m = mixture.means_ - est._centre
+        beta = np.asarray(mixture.mean_precision_, dtype=np.float64)
         nu, cov = np.asarray(mixture.degrees_of_freedom_, dtype=np.float64), mixture.covariances_
         _K, d = m.shape
         ct = est.covariance_type
@@ -571,6 +587,7 @@ n_samples_seen_, n_rejected_steps_
         check = reset and whole
         X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32],
                           ensure_min_samples=2 if check else 1)
+        check_feature_magnitude(X, type(self).__name__)
         X = np.asarray(X, dtype=np.float64)
         if check:
             self._check_row_count(X.shape[0])
@@ -623,6 +640,7 @@ n_samples_seen_, n_rejected_steps_
     def _check_predict_input(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        check_feature_magnitude(X, type(self).__name__)
         return np.asarray(X, dtype=np.float64)
 
     # ------------------------------------------------------------ priors
@@ -649,6 +667,12 @@ n_samples_seen_, n_rejected_steps_
                     f"The parameter 'means' should have the shape of ({d},), "
                     f"but got {self.mean_prior_.shape}"
                 )
+        if not (self.warm_start and hasattr(self, "natural_params_")
+                and getattr(self, "_centre", None) is not None
+                and self._centre.shape == self.mean_prior_.shape):
+            # The origin of the components' natural parameters; a warm start
+            # keeps the one its posterior is expressed in.
+            self._centre = self.mean_prior_.copy()
         if self.degrees_of_freedom_prior is None:
             self.degrees_of_freedom_prior_ = float(d)
         elif self.degrees_of_freedom_prior > d - 1.0:
@@ -670,14 +694,28 @@ n_samples_seen_, n_rejected_steps_
             if ct in ("full", "tied"):
                 cov = moments.covariance(ddof=1)
                 cov = 0.5 * (cov + cov.T)
+                eig = linalg.eigvalsh(cov)
+                singular = not eig[0] > d * np.finfo(float).eps * max(eig[-1], 0.0)
             else:
                 cov = var if ct == "diag" else float(var.mean())
+                singular = not np.all(np.atleast_1d(cov) > 0)
+            if singular:
+                # Fewer samples than features, or a constant feature: the
+                # Wishart's W0 = cov^-1 does not exist.  scikit-learn keeps
+                # the singular prior (its posteriors are definite by the
+                # reg_covar it adds to the covariances it estimates); the
+                # exact ELBO needs a proper prior, so reg_covar goes on the
+                # prior's diagonal too.
+                if not self.reg_covar > 0:
+                    raise ValueError(
+                        "The default covariance_prior (the empirical covariance of X) is "
+                        "singular: X has fewer samples than features or a constant feature. "
+                        "Pass covariance_prior, or a positive reg_covar (added to its "
+                        "diagonal)."
+                    )
+                cov = cov + (self.reg_covar * np.eye(d) if ct in ("full", "tied")
+                             else self.reg_covar)
             self.covariance_prior_ = cov
-            if np.any(np.atleast_1d(var) <= 0):
-                raise ValueError(
-                    "A feature of X is constant, so the default covariance_prior (the "
-                    "empirical covariance) is singular; pass covariance_prior."
-                )
         elif ct in ("full", "tied"):
             cov = check_array(self.covariance_prior, ensure_2d=False, dtype=np.float64)
             if cov.shape != (d, d):
@@ -707,7 +745,7 @@ n_samples_seen_, n_rejected_steps_
         K, d = self.n_components, self.mean_prior_.shape[0]
         alpha, beta0, nu0 = (self.weight_concentration_prior_, self.mean_precision_prior_,
                              self.degrees_of_freedom_prior_)
-        m0, cov0 = self.mean_prior_, self.covariance_prior_
+        m0, cov0 = self.mean_prior_ - self._centre, self.covariance_prior_
         if self.weight_concentration_prior_type == "dirichlet_process":
             weights = Dirichlet(np.tile([1.0, alpha], (K, 1)))
         else:
@@ -815,6 +853,7 @@ n_samples_seen_, n_rejected_steps_
             weights = (np.stack([nk, tail], axis=1),)
         else:
             weights = (nk,)
+        X = X - self._centre
         sx = resp.T @ X
         reg = self.reg_covar
         ct = self.covariance_type
@@ -879,13 +918,12 @@ n_samples_seen_, n_rejected_steps_
         """``(x - m_k)^T P_k (x - m_k)`` for every sample and component, shape (n, K).
 
         ``P_k`` in the covariance type's form.  One matrix product for all
-        components, on X centred at the prior mean so that the expanded
-        squares do not cancel for data far from the origin.
+        components, on X centred as the means are (at ``_centre``) so that
+        the expanded squares do not cancel for data far from the origin.
         """
         ct, (K, d) = self.covariance_type, means.shape
-        centre = self.mean_prior_
-        Xc = X - centre
-        mc = means - centre
+        Xc = X - self._centre
+        mc = means
         if ct == "full":
             chol = np.linalg.cholesky(precision)                      # (K, d, d)
             y = (Xc @ chol.transpose(1, 0, 2).reshape(d, K * d)).reshape(-1, K, d)
@@ -1008,6 +1046,7 @@ n_samples_seen_, n_rejected_steps_
         dof = 2.0 * a  # (K, d)
         lam = shrink[:, None] * a / b
         out = np.empty((X.shape[0], self.n_components))
+        X = X - self._centre  # the means' origin
         const = np.sum(special.gammaln(0.5 * (dof + 1.0)) - special.gammaln(0.5 * dof)
                        - 0.5 * np.log(dof * np.pi) + 0.5 * np.log(lam), axis=1)
         for k in range(self.n_components):
@@ -1030,7 +1069,7 @@ n_samples_seen_, n_rejected_steps_
             self.weight_concentration_ = q_w.concentration.copy()
             weights = self.weight_concentration_
         self.weights_ = weights / weights.sum()
-        self.means_ = m["means"].copy()
+        self.means_ = m["means"] + self._centre
         self.mean_precision_ = m["beta"].copy()
         nu = m["nu"]
         self.degrees_of_freedom_ = float(nu) if self.covariance_type == "tied" else np.array(nu)

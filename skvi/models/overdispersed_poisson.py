@@ -71,7 +71,10 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
     ----------
     noise_prior_scale : float, default=1.0
         ``s0``, the scale of the Rayleigh prior of the noise variance
-        (``E[sigma] = s0 sqrt(pi / 2)``).  As it goes to 0 the model is
+        (``E[sigma] = s0 sqrt(pi / 2)``), in ``[1e-12, 100]``: beyond 100
+        the expected rates ``exp(m + sigma / 2)`` at the prior's quadrature
+        nodes overflow, and below 1e-12 the nodes vanish beside the
+        weights' variance.  As it goes to 0 the model is
         :class:`SVIPoissonRegression`.
     bound : {'optimal', 'simple', 'mean_field'}, default='optimal'
         The local factors, above.
@@ -120,7 +123,11 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
     _parameter_constraints = {
         **SVIPoissonRegression._parameter_constraints,
         "expectation": [StrOptions({"mc", "quadrature"})],
-        "noise_prior_scale": [Interval(numbers.Real, 0, None, closed="neither")],
+        # Where the quadrature works: below 1e-25 the optimal bound was
+        # positive (q(sigma)'s nodes vanish beside the weights' variance);
+        # above a few hundred E[exp(f)] = exp(m + sigma / 2) overflows at
+        # the prior's nodes (NaN predictions from 500 on).
+        "noise_prior_scale": [Interval(numbers.Real, 1e-12, 100.0, closed="both")],
         "bound": [StrOptions({"optimal", "simple", "mean_field"})],
     }
 
@@ -392,7 +399,10 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         if not return_std:
             return mu
         second = (lik.predictive_variance(m, v) + mu_k * mu_k) @ ws
-        return mu, np.sqrt(np.maximum(second - mu * mu, 0.0))
+        with np.errstate(invalid="ignore"):
+            variance = np.maximum(second - mu * mu, 0.0)
+        # An overflowing second moment (inf - inf) has an infinite variance.
+        return mu, np.sqrt(np.where(np.isposinf(second), np.inf, variance))
 
     def log_predictive_density(self, X, y):
         """``log p(y_i | x_i)`` of each row under the posterior predictive.

@@ -32,6 +32,7 @@ from ..engine import ModelSettings, SVIEstimator
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
+from ..validation import check_feature_magnitude
 from ._kernels import cross_covariance, diagonal_gradient
 from ._rows import Rows, check_row_weights, row_quadratic
 
@@ -128,6 +129,16 @@ class _SparseGP(SVIEstimator):
                 raise ValueError(
                     f"inducing_points must have shape (n_inducing, {X.shape[1]}), got {Z.shape}."
                 )
+            if Z.shape[0] == 0:
+                raise ValueError(
+                    "inducing_points holds no points: pass at least one row, or None for "
+                    "k-means centres of the data."
+                )
+            if not np.all(np.isfinite(Z)):
+                raise ValueError("inducing_points must be finite (they hold NaN or infinity).")
+            # Their squared distances to the rows must not overflow (K_uf
+            # would be 0: the prior's predictions).
+            check_feature_magnitude(Z, type(self).__name__, name="inducing_points")
             return Z.copy()
         weight = data.weight
         if weight is not None:  # rows of weight 0 are not data
@@ -152,6 +163,7 @@ class _SparseGP(SVIEstimator):
         """Validated X's whitened features and the mean and variance of f under q."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        check_feature_magnitude(X, type(self).__name__)
         phi, kdiag = self._features(X)
         loc, cov = self._q_moments()
         var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, cov)
@@ -331,7 +343,7 @@ class _SparseGP(SVIEstimator):
             # Coordinate ascent: the hyperparameters that maximise the
             # objective with the q just updated fixed (L-BFGS, exact
             # gradients); all the rows at once, so never on a cluster's
-            # blocks (see _fit_data).
+            # blocks (see _prepare_data).
             q = self._q_moments()
             rows = max(self._sample_count(data), 1e-300)
 
@@ -607,7 +619,12 @@ n_samples_seen_, converged_, n_rejected_steps_
 
         mean, cov = self.predict(X, return_cov=True)
         rng = check_random_state(random_state)
-        return rng.multivariate_normal(mean, cov, n_samples, method="eigh").T
+        # cov = V diag(w) V^T, f = mean + V sqrt(w) z: the eigendecomposition
+        # tolerates the rank deficiency of a covariance of nearby points
+        # (eigenvalues rounded below zero are taken as zero).
+        w, V = np.linalg.eigh(cov)
+        z = rng.standard_normal((mean.shape[0], n_samples))
+        return mean[:, None] + (V * np.sqrt(np.maximum(w, 0.0))) @ z
 
     def score(self, X, y, sample_weight=None):
         """R^2 of :meth:`predict` (as scikit-learn's regressors).
@@ -631,6 +648,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     # ----------------------------------------------------------- objectives
     def _rows(self, X, y, reset, sample_weight, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64, y_numeric=True)
+        check_feature_magnitude(X, type(self).__name__)
         weight = check_row_weights(sample_weight, X)
         if weight is not None and self.objective == "optimal":
             raise ValueError("objective='optimal' takes no sample_weight.")
@@ -1033,6 +1051,7 @@ n_samples_seen_, converged_, n_rejected_steps_
     # ----------------------------------------------------------- objectives
     def _rows(self, X, y, reset, sample_weight, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=np.float64)
+        check_feature_magnitude(X, type(self).__name__)
         if reset:
             check_classification_targets(y)
             found = np.unique(y if classes is None else np.asarray(classes))

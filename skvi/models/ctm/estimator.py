@@ -42,7 +42,7 @@ from ...update_rules import (
     UPDATE_RULE_PARAMETER_CONSTRAINTS,
     make_update_rule,
 )
-from ...validation import check_sparse_structure
+from ...validation import check_heldout_counts, check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
 from . import kernels
@@ -54,6 +54,42 @@ __all__ = ["SVICorrelatedTopicModel"]
 _BOUND_SEED = 0x5EED
 #: Draws of ``eta_d`` behind ``transform``'s ``E_q[theta_d]``.
 _THETA_DRAWS = 500
+#: The smallest eigenvalue of a document's precision, relative to its
+#: largest, that a step may leave: its covariance is inverted and factorised
+#: (an S-DSVI step through a nearly singular Cholesky factor left
+#: precisions with eigenvalues from -6e5 to 4e21).
+_MIN_PRECISION_RATIO = 1e-12
+#: Halvings of a fold-in document's step before the document keeps its q.
+_FOLD_IN_HALVINGS = 30
+#: The largest magnitude of a document's logits' mean that a step may
+#: leave (a bound on it: |m| <= |Lambda m| / lambda_min): an AdaGrad step of
+#: gradient_learning_rate=1e300 left means of 1e300, and Sigma inf.
+_MAX_LOGIT = 1e100
+#: The largest word count of a document: its square (in the curvature and
+#: the AdaGrad accumulators) stays far below the float64 maximum.
+MAX_DOCUMENT_WORDS = 1e100
+
+
+def _state_rows(state, rows):
+    """The rows ``rows`` of an update rule's per-document state (a dict of arrays)."""
+    if state is None:
+        return None
+    return {k: None if v is None else v[rows] for k, v in state.items()}
+
+
+def _set_state_rows(state, rows, values):
+    """``state`` with its rows ``rows`` replaced by ``values`` (a copy)."""
+    if state is None or values is None:
+        return state
+    out = {}
+    for k, v in state.items():
+        if v is None or values.get(k) is None:
+            out[k] = v
+            continue
+        v = v.copy()
+        v[rows] = values[k]
+        out[k] = v
+    return out
 
 
 def _gaussian_moments(eta1, eta2, diagonal):
@@ -398,8 +434,12 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         >>> ctm.heldout_word_probabilities(sp.csr_matrix(X[2:4]), held).shape == (held.nnz,)
         True
         """
+        check_is_fitted(self)
+        X_observed, X_heldout = check_heldout_counts(
+            X_observed, X_heldout, self.topic_word_.shape[1], "heldout_word_probabilities"
+        )
         theta = self.transform(X_observed)
-        return mixture_probabilities(theta, self.topic_word_, sp.csr_matrix(X_heldout))
+        return mixture_probabilities(theta, self.topic_word_, X_heldout)
 
     def log_evidence(self, X, *, n_samples=1000, inflation=1.0, random_state=None):
         """Importance-sampling estimate of ``log p(w_d)`` of each document.
@@ -474,7 +514,17 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         check_sparse_structure(X)
         X = validate_data(self, X, reset=reset, accept_sparse=("csr", "csc"), dtype=np.float64)
         check_non_negative(X, f"{type(self).__name__} (input X)")
-        return sp.csr_matrix(X)
+        X = sp.csr_matrix(X)
+        if X.nnz:
+            longest = float(np.max(X.sum(axis=1)))
+            if longest > MAX_DOCUMENT_WORDS:
+                raise ValueError(
+                    f"{type(self).__name__}: a document of X holds {longest:.3g} words, above "
+                    f"the {MAX_DOCUMENT_WORDS:.0e} the model accepts (the squares of its counts "
+                    "enter the documents' steps and overflow beyond). Divide the counts by a "
+                    "constant."
+                )
+        return X
 
     def _documents(self, X, reset, start=0):
         X = self._check_counts(X, reset=reset)
@@ -698,8 +748,61 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         eta1, eta2 = current[0].copy(), current[1].copy()
         eta1[rows], eta2[rows] = new1, new2
         family = current.family
-        valid = bool(np.all(np.isfinite(new1)) and np.all(family.valid_natural(new1, new2)))
+        valid = bool(np.all(self._valid_documents(new1, new2)))
         return Factor((eta1, eta2), family), valid
+
+    def _valid_documents(self, eta1, eta2):
+        """Whether each document's natural parameters are finite and well conditioned.
+
+        A full precision's eigenvalues must all be positive, the smallest at
+        least ``_MIN_PRECISION_RATIO`` times the largest: the document's
+        covariance is then its inverse, factorised.  The mean must stay
+        within ``_MAX_LOGIT`` (``Sigma``, the means' spread, stays finite).
+        """
+        n = eta1.shape[0]
+        finite = (np.all(np.isfinite(eta1), axis=1)
+                  & np.all(np.isfinite(eta2.reshape(n, -1)), axis=1))
+        with np.errstate(all="ignore"):
+            if self.covariance == "diagonal":
+                precision = np.where(finite[:, None], -2.0 * eta2, 1.0)
+                mean = np.where(finite[:, None], eta1, 0.0) / precision
+                return (finite & np.all(precision > 0, axis=1)
+                        & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1))
+            precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+            precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
+            w = np.linalg.eigvalsh(precision)
+            bound = np.linalg.norm(np.where(finite[:, None], eta1, 0.0), axis=1) / w[:, 0]
+            return (finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1])
+                    & (bound <= _MAX_LOGIT))
+
+    def _safe_document_step(self, eta, parts, prior, rho, state):
+        """One step of every document, each with its own step safety.
+
+        A document whose step leaves invalid natural parameters (see
+        :meth:`_valid_documents`) retries it with the step size halved (rho
+        and the rule's backoff), at most ``_FOLD_IN_HALVINGS`` times, and
+        then keeps its ``q``; the others move at once.  Returns the new
+        natural parameters and the rule's state.
+        """
+        new, _, new_state = self._move_documents(eta, parts, prior, rho, 1.0, state)
+        new = (np.array(new[0]), np.array(new[1]))
+        bad = ~self._valid_documents(*new)
+        backoff = 1.0
+        for _ in range(_FOLD_IN_HALVINGS):
+            if not bad.any():
+                break
+            backoff *= 0.5
+            rows = np.flatnonzero(bad)
+            retry, _, retry_state = self._move_documents(
+                (eta[0][rows], eta[1][rows]), (parts[0][rows], parts[1][rows]), prior,
+                rho[rows] * backoff, backoff, _state_rows(state, rows))
+            ok = self._valid_documents(*retry)
+            kept = rows[ok]
+            new[0][kept], new[1][kept] = retry[0][ok], retry[1][ok]
+            new_state = _set_state_rows(new_state, kept, _state_rows(retry_state, ok))
+            bad[kept] = False
+        new[0][bad], new[1][bad] = eta[0][bad], eta[1][bad]
+        return new, new_state
 
     # ------------------------------------------------------ the model's step
     def _hyperparameter_statistics(self, X, local):
@@ -839,9 +942,10 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             # Draws shared by the documents: each one's fit is its own.
             eps = rng.standard_normal((self.n_mc_samples, 1, self._dim))
             parts = self._statistics_parts(self._expectations(X, mean, scale, eps=eps), mean)
-            # The schedule of the fit, restarted for the new documents.
-            eta, _, state = self._move_documents(eta, parts, prior, np.full(n, schedule(t)), 1.0,
-                                                 state)
+            # The schedule of the fit, restarted for the new documents; an
+            # invalid step is halved, as the fit's step safety does.
+            eta, state = self._safe_document_step(eta, parts, prior, np.full(n, schedule(t)),
+                                                  state)
         return self._moments(*eta)
 
     # --------------------------------------------------------------- results

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from ...engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ...expfam import Dirichlet
-from ...validation import check_sparse_structure
+from ...validation import check_heldout_counts, check_sparse_structure
 from .._rows import Rows, check_row_weights
 from .evidence import lda_log_evidence
 from .estep import add_rows, blend, e_step, exp_digamma_diff, heldout_probabilities
@@ -167,9 +167,10 @@ class SVILatentDirichletAllocation(
         Prior of the document-topic proportions used (or learned).
     topic_word_prior_ : float
         Prior of the topic-word distributions used (or learned).
-    bound_ : float
+    bound_ : float or None
         Perplexity of the training data after ``fit`` (scikit-learn's
-        meaning).
+        meaning); None when they hold no words (every count zero), whose
+        perplexity is undefined (scikit-learn's is then NaN).
     n_batch_iter_ : int
         Natural-gradient steps taken.
     n_iter_ : int
@@ -414,10 +415,13 @@ class SVILatentDirichletAllocation(
         True
         """
         check_is_fitted(self)
+        X_observed, X_heldout = check_heldout_counts(
+            X_observed, X_heldout, self.components_.shape[1], "heldout_word_probabilities"
+        )
         return heldout_probabilities(
             np.asarray(self.components_, dtype=np.float64),
             np.asarray(self._alpha_vector(), dtype=np.float64),
-            sp.csr_matrix(X_observed, dtype=np.float64), sp.csr_matrix(X_heldout),
+            X_observed, X_heldout,
             self.max_doc_update_iter, self.mean_change_tol,
         )
 
@@ -544,11 +548,9 @@ class SVILatentDirichletAllocation(
         self.topic_word_prior_ = eta
 
     def _initialize_globals(self, data, random_state, summary):
+        # A corpus without words fits too, as scikit-learn's: its topics'
+        # statistics are zero, so each step moves them towards the prior.
         X, _ = _docs(data)
-        if X.nnz == 0 or not X.sum() > 0:
-            raise ValueError(
-                "X holds no words (every count is zero): there is nothing to fit topics to."
-            )
         self._check_priors()
         self._dtype = X.dtype
         self._n_words = float(summary)
@@ -750,12 +752,9 @@ class SVILatentDirichletAllocation(
         self.exp_dirichlet_component_ = np.ascontiguousarray(self._exp_elog_beta_t.T)
         final = self.__dict__.pop("_final_bound", None)
         if final is not None:
-            # The training perplexity, as scikit-learn reports it.
-            if not self._n_words > 0:
-                raise ValueError(
-                    "X holds no words (every count is zero): there is nothing to fit topics to."
-                )
-            self.bound_ = float(np.exp(-final / self._n_words))
+            # The training perplexity, as scikit-learn reports it; of no
+            # words it is undefined (scikit-learn's is then NaN, 0 / 0).
+            self.bound_ = float(np.exp(-final / self._n_words)) if self._n_words > 0 else None
         self._buffers = None  # the step's spare topics are not kept between calls
 
     # ------------------------------------------------------------ inference

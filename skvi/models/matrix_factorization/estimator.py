@@ -151,7 +151,9 @@ default='gaussian'
         Fixed noise precision ``tau``; ``None`` learns it.  Gaussian
         likelihood only.
     factor_precision : float or None, default=None
-        Fixed prior precision of every factor and bias; ``None`` learns one
+        Fixed prior precision of every factor and bias, at least 1e-100
+        (online and non-Gaussian fits start the nodes at the prior, whose
+        variances multiply in ``E[(u . v)^2]``); ``None`` learns one
         precision per component and side (ARD).
     factor_prior : {'ard', 'wishart'}, default='ard'
         Prior precision of the user (and of the item) nodes.  ``'ard'``:
@@ -284,7 +286,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "covariance": [StrOptions({"full", "diagonal"})],
         "noise_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "factor_precision": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        # Online and non-Gaussian fits start the nodes at the prior: a
+        # variance beyond 1e100 makes E[(u . v)^2] overflow (an ELBO of -inf,
+        # infinite standard deviations, from 1e-160 on).
+        "factor_precision": [None, Interval(numbers.Real, 1e-100, None, closed="left")],
         "factor_prior": [StrOptions({"ard", "wishart"})],
         "precision_prior": [tuple, list],
         "mean_prior": [numbers.Real],
@@ -548,6 +553,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         weights give unweighted ratings.
         """
         data = self._raw_ratings(X, y, reset, sample_weight)
+        if (reset or grow) and vocabulary is None and data.ratings.shape[0] == 0:
+            # Only a sparse matrix without stored entries gets here (id
+            # pairs need a row, weights a positive one): in a fit or
+            # minibatch it would divide by its count of ratings.
+            raise ValueError(
+                f"The {X.shape[0]} x {X.shape[1]} ratings matrix stores no entries, so it "
+                "holds no ratings: there is nothing to fit (a stored entry, zero included, "
+                "is a rating)."
+            )
         if reset:
             # A fit on a cluster encodes every block with the ids (and the
             # rating values) of all the blocks, as a fit in memory does.
@@ -834,15 +848,19 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError(f"mean_prior must be finite; got {self.mean_prior!r}.")
         scale = np.float64(self.init_scale)
         with np.errstate(all="ignore"):
-            square = scale * scale
-            usable = np.isfinite(square) and square > 0 and np.isfinite(1.0 / square)
+            fourth = (scale * scale) ** 2
+            # 1e16 of room for the sums over ratings and components.
+            usable = (fourth > 0 and np.isfinite(1e16 * fourth)
+                      and np.isfinite(1e16 / fourth))
         if scale > 0 and not usable:
-            # The tight start's precision is init_scale**-2 and the nodes'
-            # second moments init_scale**2: both must be finite numbers.
+            # The tight start's precision is init_scale**-2, the nodes'
+            # second moments init_scale**2, and a prediction's E[(u . v)^2]
+            # init_scale**4 (init_scale=1e77 gave an ELBO of -inf and NaN
+            # standard deviations): all must be finite numbers.
             raise ValueError(
-                f"init_scale={self.init_scale!r} is too large or too small: its square "
-                "and the inverse of its square must be finite (the scale of the initial "
-                "factor means, like the ratings')."
+                f"init_scale={self.init_scale!r} is too large or too small: its fourth power "
+                "and the inverse of its fourth power, times 1e16, must be finite (the scale "
+                "of the initial factor means, like the ratings')."
             )
         return float(prior[0]), float(prior[1])
 
