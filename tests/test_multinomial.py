@@ -108,7 +108,8 @@ def test_batch_fixed_point_is_a_stationary_point_of_the_elbo():
     # ELBO in q's mean vanishes; finite differences of the ELBO, written
     # out independently of the estimator, check it.
     X, y = _three_class_data(300, seed=1)
-    clf = SVILogisticRegression(learning_method="batch", tol=1e-12, max_iter=200, random_state=0)
+    clf = SVILogisticRegression(prior_variance=1.0, learning_method="batch", tol=1e-12,
+                                max_iter=200, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
@@ -169,7 +170,7 @@ def test_posterior_mean_approaches_scikit_learn_map_with_much_data():
     from sklearn.linear_model import LogisticRegression
 
     X, y = _three_class_data(20000, seed=2)
-    clf = SVILogisticRegression(random_state=0).fit(X, y)
+    clf = SVILogisticRegression(prior_variance=1.0, random_state=0).fit(X, y)
     ref = LogisticRegression(C=1.0).fit(X, y)
     # Softmax scores are defined up to a common shift of the classes.
     centre = lambda a: a - a.mean(axis=0)  # noqa: E731
@@ -211,7 +212,7 @@ def test_held_out_nll_on_digits_against_scikit_learn():
     X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = SVILogisticRegression(random_state=0).fit(X_tr, y_tr)
+        clf = SVILogisticRegression(prior_variance=1.0, random_state=0).fit(X_tr, y_tr)
     ref = LogisticRegression(C=1.0, max_iter=5000).fit(X_tr, y_tr)
     nll, ref_nll = log_loss(y_te, clf.predict_proba(X_te)), log_loss(y_te, ref.predict_proba(X_te))
     assert nll < ref_nll + 0.025
@@ -322,3 +323,35 @@ def test_posterior_moments_and_kl_equal_the_gaussian_family():
     q = MultivariateGaussian.from_natural(eta1, eta2)
     prior = MultivariateGaussian(np.zeros(loc.size), np.diag(1 / clf._prior_variances(loc.size)))
     assert clf._global_bound(clf.natural_params_) == pytest.approx(-float(q.kl(prior)), rel=1e-10)
+
+
+def test_default_prior_variance_and_held_out_nll_on_digits():
+    # Defaults: a softmax's prior variance is 5, one predictor's 1 (a fit
+    # equal to the explicit values').  On digits with pixels in [0, 1], the
+    # default's held-out NLL is within 10% of scikit-learn's cross-validated
+    # LogisticRegressionCV (measured: 0.114 against 0.115); with prior
+    # variance 1 it was 0.171 (48% above).
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+
+    X, y = _three_class_data(300, seed=5)
+    default = SVILogisticRegression(learning_method="batch").fit(X, y)
+    explicit = SVILogisticRegression(learning_method="batch", prior_variance=5.0).fit(X, y)
+    np.testing.assert_array_equal(default.posterior_mean_, explicit.posterior_mean_)
+    assert default.prior_variance_ == 5.0
+    binary = SVILogisticRegression(learning_method="batch", random_state=0).fit(X, y == 0)
+    one = SVILogisticRegression(learning_method="batch", prior_variance=1.0,
+                                random_state=0).fit(X, y == 0)
+    np.testing.assert_array_equal(binary.posterior_mean_, one.posterior_mean_)
+
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X / 16.0, y, test_size=0.3, stratify=y,
+                                              random_state=0)
+    clf = SVILogisticRegression().fit(X_tr, y_tr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        ref = LogisticRegressionCV(max_iter=3000).fit(X_tr, y_tr)
+    nll, ref_nll = log_loss(y_te, clf.predict_proba(X_te)), log_loss(y_te, ref.predict_proba(X_te))
+    assert clf.converged_ and nll < 1.1 * ref_nll
