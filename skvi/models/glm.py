@@ -79,9 +79,10 @@ def _gaussian_moments(factor):
         eta1, eta2 = (np.asarray(a, dtype=np.float64) for a in f)
         precision = -(eta2 + eta2.T)
         chol, info = lapack.dpotrf(precision, lower=1, clean=1)
-        if info != 0:
-            q = f.distribution  # not positive definite: the family says so
-            return q.loc, q.covariance, float(2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(q.precision)))))
+        if info != 0:  # not positive definite: the family's factorisation decides
+            q = f.distribution
+            logdet = q.dim * (1.0 + np.log(2.0 * np.pi)) - 2.0 * float(q.entropy())
+            return q.loc, q.covariance, logdet
         mean = lapack.dpotrs(chol, eta1, lower=1)[0]
         cov = lapack.dpotri(chol, lower=1)[0]
         cov = np.tril(cov) + np.tril(cov, -1).T
@@ -106,11 +107,11 @@ def _row_chunks(n_rows, width):
 
 
 def _pair_products(X):
-    """Every row's products of pairs of columns ``x_d x_e``, ``d <= e``, transposed: (D (D + 1) / 2, n).
+    """Every row's products of pairs of columns ``x_d x_e`` (``d <= e``), transposed.
 
-    In the order of ``_upper_pairs(D)``; one vectorised product per column
-    ``d`` (with the columns ``e >= d``, over all rows), four times faster
-    than gathering the pairs' columns.
+    Shape (D (D + 1) / 2, n), in the order of ``_upper_pairs(D)``; one
+    vectorised product per column ``d`` (with the columns ``e >= d``, over
+    all rows), four times faster than gathering the pairs' columns.
     """
     Xt = np.ascontiguousarray(X.T)
     d = Xt.shape[0]

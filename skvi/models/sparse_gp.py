@@ -988,10 +988,11 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
         20.  The price is a pull towards the starting kernel where the data
         do determine the hyperparameters: on the 300 rows of the example
         below the signal variance is 2.3 instead of type-II maximum
-        likelihood's 3.8 and the length scale 1.29 instead of 1.46.  Priors on the hyperparameters are what GPflow
-        and GPyTorch advise for the same problem.  None turns the prior off
-        (type-II maximum likelihood); a larger value weakens it.  Without
-        ``optimizer`` it has no effect.
+        likelihood's 3.8 and the length scale 1.29 instead of 1.46.  Priors
+        on the hyperparameters are what GPflow and GPyTorch advise for the
+        same problem.  None turns the prior off (type-II maximum
+        likelihood); a larger value weakens it.  Without ``optimizer`` it
+        has no effect.
     learning_method : {'batch', 'online'}, default='batch'
         Batch fixed-point steps on all rows (a step that lowers the ELBO is
         halved) or SVI on minibatches.
@@ -1264,7 +1265,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             return 0.0, np.zeros(params.size)
         var = float(self.kernel_prior_scale) ** 2
         diff = params - centre
-        value = -0.5 * float(np.sum(diff * diff)) / var - 0.5 * params.size * np.log(2.0 * np.pi * var)
+        value = (-0.5 * float(np.sum(diff * diff)) / var
+                 - 0.5 * params.size * np.log(2.0 * np.pi * var))
         return value, -diff / var
 
     # ----------------------------------------------------------- model hooks
