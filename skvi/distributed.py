@@ -604,6 +604,8 @@ class DaskExecutor(Executor):
     True
     """
 
+    remote = True
+
     def __init__(self, channel, settings):
         super().__init__()
         self.channel = channel

@@ -42,11 +42,11 @@ def factor_statistics(est, data, local, name, params):
     return est._expected_stats(name, data, local, params)
 
 
-def all_statistics(est, data, local, names, params):
-    """Every named factor's statistics and the hyperparameters' of a block, as Statistics."""
+def all_statistics(est, data, local, names, params, hyper=True):
+    """Every named factor's statistics (and the hyperparameters') of a block, as Statistics."""
     factors = {name: est._expected_stats(name, data, local, params) for name in names}
     return Statistics(est._sample_count(data), factors,
-                      est._hyperparameter_statistics(data, local))
+                      est._hyperparameter_statistics(data, local) if hyper else None)
 
 
 def bound(est, data, local, params):

@@ -227,6 +227,8 @@ class Executor:
 
     #: Workers the maps use at once.
     n_workers = 1
+    #: Whether the blocks are held elsewhere (each sum is a round trip).
+    remote = False
 
     def __init__(self):
         self.parallel_seconds = 0.0

@@ -251,8 +251,10 @@ def _global_update(est, st, X, local, ctx, stats):
         # statistics may refer to it after ``params`` moves on).
         snapshot = dict(params)
         if stats is None and X is not None and local is not None:
+            # On a cluster the hyperparameters' statistics come in the same
+            # round trip, from the snapshot; in memory after the step.
             stats = st.executor.sum(est, _fn.all_statistics, X, local, st.data_factors,
-                                    snapshot)
+                                    snapshot, st.executor.remote)
         ok = True
         for name in names:
             s = None if stats is None else stats.factors.get(name)
@@ -330,11 +332,11 @@ def _commit(est, st, params, pending, ctx, X, local, stats):
     if ctx.grads is not None:
         sq = float(sum(np.vdot(g, g).real for g in ctx.grads))
         st.schedule.observe(sq, ctx.grads)
-    if stats is not None:
-        hyper = stats.hyper
-    elif X is None:
-        hyper = None
+    if X is None or stats is not None and st.executor.remote:
+        # From summed statistics (apply_statistics), or a cluster's snapshot.
+        hyper = None if stats is None else stats.hyper
     else:
+        # The model's own step reads the rows with the globals just accepted.
         hyper = st.executor.sum(est, _fn.hyper_statistics, X, local)
     if est._update_hyperparameters(hyper, ctx):
         st.model_changed(est)

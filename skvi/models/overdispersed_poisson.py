@@ -137,7 +137,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         noise_prior_scale=1.0,
         bound="optimal",
         link="exp",
-        prior_variance=1.0,
+        prior_variance=None,
         fit_intercept=True,
         intercept_prior_variance=100.0,
         algorithm="mc-ssvi",

@@ -233,6 +233,15 @@ class _SparseGP(SVIEstimator):
     def _set_hyper_vector(self, params):
         self._set_kernel(self.kernel_.clone_with_theta(params[: self.kernel_.theta.size]))
 
+    def _log_hyperprior(self, params):
+        """Log density of the hyperparameters' prior at ``params`` (log space) and its gradient.
+
+        Zero (a flat prior: type-II maximum likelihood) unless a subclass
+        sets one; its value joins the objective the hyperparameters
+        maximise, its gradient the online hyperparameter steps'.
+        """
+        return 0.0, np.zeros(np.size(params))
+
     def _row_partials(self, data, mean, s, c, extra, objective=None):
         """Each row's objective and its derivatives, given q and the hyperparameters.
 
@@ -349,7 +358,8 @@ class _SparseGP(SVIEstimator):
 
             def objective(p):
                 value, grad = self._data_term(data, p, q=q, gradient=True)
-                return -value / rows, -grad / rows
+                prior, prior_grad = self._log_hyperprior(p)
+                return -(value + prior) / rows, -(grad + prior_grad) / rows
 
             res = minimize(objective, self._hyper_vector(), jac=True, method="L-BFGS-B",
                            bounds=self._hyper_bounds(), options={"maxiter": 20})
@@ -371,6 +381,10 @@ class _SparseGP(SVIEstimator):
             new = hyper["target"]
         else:  # online: a step along the per-row gradient, at most 0.5 in log space
             grad, count = hyper
+            # The prior's gradient is the whole data's (N = scale * count
+            # rows): its share per row is grad / (scale * count).
+            prior_grad = self._log_hyperprior(self._hyper_vector())[1]
+            grad = grad + prior_grad / max(float(ctx.scale), 1e-300)
             step = ctx.rho * self.hyperparameter_learning_rate * grad / max(float(count), 1e-300)
             new = self._hyper_vector() + np.clip(step, -0.5, 0.5)
         self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
@@ -895,6 +909,31 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
         accepted step.  None keeps them.
     hyperparameter_learning_rate : float, default=1.0
         Online hyperparameter step per unit ``rho_t`` on the per-row gradient.
+    kernel_prior_scale : float or None, default=1.0
+        Standard deviation of the log-normal prior on the kernel's
+        hyperparameters that ``optimizer`` learns: each log hyperparameter
+        (each entry of ``kernel.theta``: log signal variance, log length
+        scales, ...) is ``N(theta_0, kernel_prior_scale ** 2)``, centred at
+        the starting kernel's value (``kernel``, or 1 for both of the
+        default's).  Its log density is added to the objective the
+        hyperparameters maximise (batch and online) and to the ELBO the fit
+        reports (``lower_bounds_``), so that both steps of the coordinate
+        ascent raise the reported objective.  Why: the expected
+        log-likelihood alone has no maximum in the hyperparameters on
+        separable classes (a larger signal variance always makes the labels
+        more probable, as larger weights do for an unregularised logistic
+        regression), so without a prior the signal variance grows without
+        bound and the fit does not converge; on 100 separable rows the
+        default kernel's signal variance passed 4,000 in 100 passes; with
+        the prior the fit converged in 18 passes at a signal variance of
+        20.  The price is a pull towards the starting kernel where the data
+        do determine the hyperparameters: on the 300 rows of the example
+        below the signal variance is 2.3 instead of type-II maximum
+        likelihood's 3.8 and the length scale 1.29 instead of 1.46.  Priors
+        on the hyperparameters are what GPflow and GPyTorch advise for the
+        same problem.  None turns the prior off (type-II maximum
+        likelihood); a larger value weakens it.  Without ``optimizer`` it
+        has no effect.
     learning_method : {'batch', 'online'}, default='batch'
         Batch fixed-point steps on all rows (a step that lowers the ELBO is
         halved) or SVI on minibatches.
@@ -943,6 +982,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         **UPDATE_RULE_PARAMETER_CONSTRAINTS,
         "expectation": [StrOptions({"mc", "quadrature"})],
         "n_mc_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "kernel_prior_scale": [None, Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -957,6 +997,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         n_mc_samples=20,
         optimizer="fmin_l_bfgs_b",
         hyperparameter_learning_rate=1.0,
+        kernel_prior_scale=1.0,
         learning_method="batch",
         batch_size=1000,
         max_iter=100,
@@ -978,6 +1019,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.n_mc_samples = n_mc_samples
         self.optimizer = optimizer
         self.hyperparameter_learning_rate = hyperparameter_learning_rate
+        self.kernel_prior_scale = kernel_prior_scale
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -1087,6 +1129,25 @@ n_samples_seen_, converged_, n_rejected_steps_
         # fixed after every q step (coordinate ascent on the ELBO).
         return self.optimizer is not None and self._hyper_vector().size > 0
 
+    def _log_hyperprior(self, params):
+        """The log-normal prior of ``kernel_prior_scale`` at the log hyperparameters ``params``.
+
+        ``sum_j log N(params_j; theta0_j, s^2)`` with ``theta0`` the
+        starting kernel's ``theta`` and ``s = kernel_prior_scale``, and its
+        gradient ``-(params - theta0) / s^2``; zero when the prior is off or
+        the kernel is not learned.
+        """
+        params = np.asarray(params, dtype=np.float64)
+        centre = getattr(self, "_hyperprior_centre", None)
+        if (self.kernel_prior_scale is None or self.optimizer is None or centre is None
+                or centre.size != params.size):
+            return 0.0, np.zeros(params.size)
+        var = float(self.kernel_prior_scale) ** 2
+        diff = params - centre
+        value = (-0.5 * float(np.sum(diff * diff)) / var
+                 - 0.5 * params.size * np.log(2.0 * np.pi * var))
+        return value, -diff / var
+
     # ----------------------------------------------------------- model hooks
     @property
     def _settings(self):
@@ -1102,12 +1163,19 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _initialize_globals(self, data, random_state, summary):
         self._set_kernel(self._start(data, random_state))
+        self._hyperprior_centre = self._hyper_vector()
         return self._prior_natural()
 
     def _local_draws(self, data, random_state):
         if self.expectation != "mc":
             return None
         return random_state.standard_normal((data.shape[0], self.n_mc_samples))
+
+    def _global_bound(self, params):
+        # The ELBO of q and, with the kernel learned, the log prior of its
+        # hyperparameters: the objective that both steps raise.
+        return super()._global_bound(params) + self._log_hyperprior(self._hyper_vector())[0]
+
 
     def _local_step(self, data, params, draws=None):
         phi, kdiag = self._features(data.X)
@@ -1117,7 +1185,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             random_state=draws,
         )
         return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2,
-                "q": self._q_moments(params)}
+                "q": self._q_moments(params), "kernel": self.kernel_}
 
     def _expected_stats(self, name, data, local, params):
         phi = local["phi"]
@@ -1125,7 +1193,12 @@ n_samples_seen_, converged_, n_rejected_steps_
         return phi.T @ (e1 - e2 * local["mean"]), 0.5 * (phi * e2[:, None]).T @ phi
 
     def _local_bound(self, data, local, params):
-        phi, kdiag = (local["phi"], local["kdiag"]) if local else self._features(data.X)
+        # The local step's features only while its kernel is the current one:
+        # a batch pass's ELBO comes after the hyperparameter step moved it.
+        if local and local.get("kernel") is self.kernel_:
+            phi, kdiag = local["phi"], local["kdiag"]
+        else:
+            phi, kdiag = self._features(data.X)
         mean, var = self._moments(data, phi, kdiag, params)
         e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
         return float(np.sum(data.weighted(e_log)))
