@@ -1,26 +1,31 @@
-"""n_jobs=2 against n_jobs=1 for every estimator that takes n_jobs, in one run.
+"""Speed-up of n_jobs threads over one, for every estimator that takes n_jobs, in one run.
 
-The engine splits each minibatch into ``n_jobs`` blocks whose local steps and
-statistics run on threads (the map-reduce split of ``docs/engine.md``); LDA
-splits its compiled E-step the same way.  This script fits each estimator
-with one and with two threads, alternating (1, 2, 2, 1, ...) for
-``--repeats`` rounds, BLAS held at one thread so the only parallelism is the
-engine's, and prints the median fit times and their ratio.
+The engine cuts each minibatch into ``n_jobs`` blocks whose local steps and
+statistics run on threads, and runs the global step's column blocks on them
+too (the executor of ``docs/engine.md``).  This script fits each estimator
+with every thread count of ``--threads``, the counts interleaved round by
+round (rotated each round), BLAS held at one thread so the only parallelism
+is the engine's, and prints for each count the median fit time, its speed-up
+over one thread and its efficiency (speed-up / threads), with the fit's
+serial share: ``history_``'s ``serial_time`` over the fit's wall time, the
+part outside the executor's parallel maps that bounds the speed-up (Amdahl).
 
-    python benchmarks/threads.py [--repeats 5] [--data DIR] [--only TEXT]
+    python benchmarks/threads.py [--threads 1 2] [--repeats 5] [--data DIR]
+                                 [--only TEXT] [--replicate K] [--lda-batch-size B]
 
 Data: 10^6 x 10 Gaussian rows (GaussianGammaVB, batch); a9a
 (``SVILogisticRegression``, batch, quadrature expectations); 20 Newsgroups
-train (``SVILatentDirichletAllocation``, batch and online; and
+train (``SVILatentDirichletAllocation``, batch for ``--lda-passes`` passes
+and online for one pass in minibatches of ``--lda-batch-size`` documents;
 ``SVICorrelatedTopicModel``, K = 20, diagonal ``q``, its batch fit and its
-fold-in of the test documents by ``transform``).  DIR (default
-``skvi.datasets.get_data_home()``: ``$SKVI_DATA``, or ``../shared/data`` beside a
-checkout, else ``~/skvi_data``)
-holds ``a9a-adult-libsvm/`` and ``20newsgroups-bydate/``; a missing folder
-skips its rows with a message.  ``SVIMatrixFactorization`` takes no
-``n_jobs``: split into two blocks, MovieLens u1's batch fit ran at 0.66x
-(every block touches most users and items, so their per-node work is done
-twice, and scipy's sparse products hold the GIL).
+fold-in of the test documents by ``transform``), its rows repeated
+``--replicate`` times.  DIR (default ``skvi.datasets.get_data_home()``:
+``$SKVI_DATA``, or ``../shared/data`` beside a checkout, else
+``~/skvi_data``) holds ``a9a-adult-libsvm/`` and ``20newsgroups-bydate/``; a
+missing folder skips its rows with a message.  ``SVIMatrixFactorization``
+takes no ``n_jobs``: split into two blocks, MovieLens u1's batch fit ran at
+0.66x (every block touches most users and items, so their per-node work is
+done twice, and scipy's sparse products hold the GIL).
 """
 
 import argparse
@@ -44,17 +49,24 @@ def parse_args(argv=None):
     p.add_argument("--data", default=default, help="folder of the data sets (now %(default)s)")
     p.add_argument("--repeats", type=int, default=5, help="rounds of interleaved fits")
     p.add_argument("--only", default="", help="run the rows whose label contains this text")
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2],
+                   help="thread counts to compare (the first is the baseline)")
+    p.add_argument("--replicate", type=int, default=1,
+                   help="repeat 20 Newsgroups' documents this many times")
+    p.add_argument("--lda-batch-size", type=int, default=2048,
+                   help="documents per minibatch of the online LDA fit")
+    p.add_argument("--lda-passes", type=int, default=2, help="passes of the batch LDA fit")
     return p.parse_args(argv)
 
 
-def gaussian_gamma(data):
+def gaussian_gamma(data, args):
     from skvi import GaussianGammaVB
 
     X = np.random.RandomState(0).normal(3.0, 2.0, size=(1_000_000, 10))
     return lambda n_jobs: GaussianGammaVB(max_iter=5, tol=0, n_jobs=n_jobs).fit(X)
 
 
-def logistic(data):
+def logistic(data, args):
     from skvi import SVILogisticRegression
     from skvi.datasets import DataNotFoundError, fetch_libsvm
 
@@ -68,16 +80,23 @@ def logistic(data):
     ).fit(X, y)
 
 
+def _newsgroups(data, part, replicate):
+    path = os.path.join(data, "20newsgroups-bydate", part + ".npz")
+    if not os.path.isfile(path):
+        raise Skipped("%s not found (pass --data)" % path)
+    X = sp.load_npz(path).tocsr().astype(np.float64)
+    return sp.vstack([X] * replicate, format="csr") if replicate > 1 else X
+
+
 def lda(method):
-    def make(data):
+    def make(data, args):
         from skvi import SVILatentDirichletAllocation
 
-        path = os.path.join(data, "20newsgroups-bydate", "train.npz")
-        if not os.path.isfile(path):
-            raise Skipped("%s not found (pass --data)" % path)
-        X = sp.load_npz(path).tocsr().astype(np.float64)
+        X = _newsgroups(data, "train", args.replicate)
+        online = method == "online"
         return lambda n_jobs: SVILatentDirichletAllocation(
-            n_components=20, learning_method=method, max_iter=3, evaluate_every=0,
+            n_components=20, learning_method=method, evaluate_every=0,
+            max_iter=1 if online else args.lda_passes, batch_size=args.lda_batch_size,
             random_state=0, n_jobs=n_jobs,
         ).fit(X)
 
@@ -85,18 +104,15 @@ def lda(method):
 
 
 def ctm(part):
-    def make(data):
+    def make(data, args):
         from skvi import SVICorrelatedTopicModel
 
-        folder = os.path.join(data, "20newsgroups-bydate")
-        if not os.path.isfile(os.path.join(folder, "train.npz")):
-            raise Skipped("%s not found (pass --data)" % folder)
-        X = sp.load_npz(os.path.join(folder, "train.npz")).tocsr().astype(np.float64)
+        X = _newsgroups(data, "train", args.replicate)
         model = SVICorrelatedTopicModel(n_components=20, covariance="diagonal", max_iter=3,
                                         tol=0, init_passes=1, random_state=0)
         if part == "fit":
             return lambda n_jobs: model.set_params(n_jobs=n_jobs).fit(X)
-        test = sp.load_npz(os.path.join(folder, "test.npz")).tocsr().astype(np.float64)
+        test = _newsgroups(data, "test", 1)
         model.fit(X)
         return lambda n_jobs: model.set_params(n_jobs=n_jobs).transform(test)
 
@@ -113,33 +129,55 @@ CASES = [
 ]
 
 
+def _serial_share(result, seconds):
+    """``history_``'s serial seconds over the fit's wall time (None for a transform)."""
+    history = getattr(result, "history_", None)
+    if history is None or not seconds > 0:
+        return None
+    return float(np.sum(history["serial_time"])) / seconds
+
+
 def main(argv=None):
     args = parse_args(argv)
-    print("cores: %d; BLAS limited to one thread; %d interleaved rounds" % (os.cpu_count(), args.repeats))
+    counts = list(dict.fromkeys(args.threads))
+    print("cores: %d; BLAS limited to one thread; %d interleaved rounds; threads %s"
+          % (os.cpu_count(), args.repeats, counts))
     rows = []
     for label, make in CASES:
         if args.only not in label:
             continue
         try:
-            fit = make(args.data)
+            fit = make(args.data, args)
         except Skipped as exc:
             print("%s: skipped (%s)" % (label, exc))
             continue
-        times = {1: [], 2: []}
+        times = {n: [] for n in counts}
+        serial = {n: [] for n in counts}
         with one_blas_thread(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit(1)  # warm-up: imports, caches
+            fit(counts[0])  # warm-up: imports, caches
             for r in range(args.repeats):
-                for n_jobs in ((1, 2) if r % 2 == 0 else (2, 1)):
+                order = counts[r % len(counts):] + counts[:r % len(counts)]
+                for n_jobs in order:
                     start = time.perf_counter()
-                    fit(n_jobs)
-                    times[n_jobs].append(time.perf_counter() - start)
-        one, two = np.median(times[1]), np.median(times[2])
-        print("%s: n_jobs=1 %.3f s, n_jobs=2 %.3f s" % (label, one, two), flush=True)
-        rows.append([label, "%.3f" % one, "%.3f" % two, "%.2fx" % (one / two)])
+                    result = fit(n_jobs)
+                    seconds = time.perf_counter() - start
+                    times[n_jobs].append(seconds)
+                    share = _serial_share(result, seconds)
+                    if share is not None:
+                        serial[n_jobs].append(share)
+        base = np.median(times[counts[0]])
+        for n in counts:
+            t = np.median(times[n])
+            speedup = base / t * counts[0]
+            share = "%.1f%%" % (100 * np.median(serial[n])) if serial[n] else "-"
+            rows.append([label, str(n), "%.3f" % t, "%.2fx" % speedup,
+                         "%.0f%%" % (100 * speedup / n), share])
+            print("%s: n_jobs=%d %.3f s (%.2fx), serial %s" % (label, n, t, speedup, share),
+                  flush=True)
     print()
-    print(format_table(["estimator", "n_jobs=1 [s]", "n_jobs=2 [s]", "speed-up"], rows,
-                       [False, True, True, True]))
+    print(format_table(["estimator", "n_jobs", "median [s]", "speed-up", "efficiency",
+                        "serial share"], rows, [False, True, True, True, True, True]))
 
 
 if __name__ == "__main__":

@@ -181,7 +181,10 @@ def test_transform_and_predict_return_dask_arrays_equal_to_in_memory(client):
     y = (X[:, 0] > X[:, 1]).astype(int)
     lr = SVILogisticRegression(random_state=0, max_iter=5).fit(X, y)
     np.testing.assert_array_equal(lr.predict(Xd).compute(), lr.predict(X))
-    np.testing.assert_allclose(lr.predict_proba(Xd).compute(), lr.predict_proba(X), rtol=1e-15)
+    # The worker recomputes the posterior's moments from the pickled natural
+    # parameters (a Cholesky factorisation by LAPACK, whose rounding may
+    # differ in another process by a few units in the last place).
+    np.testing.assert_allclose(lr.predict_proba(Xd).compute(), lr.predict_proba(X), rtol=1e-12)
 
 
 def test_a_bad_block_raises_the_in_memory_error(client):
