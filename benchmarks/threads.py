@@ -132,7 +132,7 @@ CASES = [
 def _serial_share(result, seconds):
     """``history_``'s serial seconds over the fit's wall time (None for a transform)."""
     history = getattr(result, "history_", None)
-    if history is None or not seconds > 0:
+    if history is None or "serial_time" not in history.dtype.names or not seconds > 0:
         return None
     return float(np.sum(history["serial_time"])) / seconds
 

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import digamma, polygamma
+from scipy.special import digamma, gammaln, polygamma
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
@@ -696,9 +696,26 @@ class SVILatentDirichletAllocation(
         return -float(np.dot(weight, q.kl(prior)))
 
     def _global_bound(self, params):
-        lam = params["topics"][0].astype(np.float64) + 1.0
-        prior = Dirichlet(np.full(lam.shape[1], float(self.topic_word_prior_)))
-        return -float(np.sum(Dirichlet(lam).kl(prior)))
+        # Minus the topics' KL to Dirichlet(eta): per topic
+        # gammaln(sum lam) - sum gammaln(lam) - gammaln(V eta) + V gammaln(eta)
+        # + sum (lam - eta) E[log beta], the sums over words in column blocks
+        # on the fit's executor.
+        natural = params["topics"][0]
+        K, V = natural.shape
+        eta = float(self.topic_word_prior_)
+        totals = self._lambda_totals(params["topics"])
+        digamma_total = digamma(totals)
+
+        def part(words):
+            lam = natural[:, words].astype(np.float64) + 1.0
+            e_log = digamma(lam) - digamma_total[:, None]
+            return np.sum(gammaln(lam), axis=1), np.sum((lam - eta) * e_log, axis=1)
+
+        parts = self._map_columns(part, V)
+        sum_gammaln = np.sum([p[0] for p in parts], axis=0)
+        cross = np.sum([p[1] for p in parts], axis=0)
+        kl = (gammaln(totals) - sum_gammaln - gammaln(V * eta) + V * gammaln(eta) + cross)
+        return -float(np.sum(np.maximum(kl, 0.0)))
 
     def _perplexity_converged(self, previous, bound):
         n_words = max(self._n_words, np.finfo(float).tiny)
@@ -737,12 +754,23 @@ class SVILatentDirichletAllocation(
         return True
 
     def _exp_elog_beta_t_of(self, topics):
-        """``exp(E[log beta])`` of every word, shape (n_features, K), cached by the factor."""
+        """``exp(E[log beta])`` of every word, shape (n_features, K), cached by the factor.
+
+        In column blocks of words on the fit's executor (scipy's digamma, as
+        scikit-learn's ``exp_dirichlet_component_``).
+        """
         def compute(factor):
-            lam = factor[0] + 1.0
-            total = lam.sum(axis=1, dtype=np.float64, keepdims=True)
-            return np.ascontiguousarray(
-                np.exp(digamma(lam) - digamma(total)).astype(self._dtype, copy=False).T)
+            natural = factor[0]
+            total = digamma(natural.sum(axis=1, dtype=np.float64) + natural.shape[1])
+            out = np.empty((natural.shape[1], natural.shape[0]), dtype=self._dtype)
+
+            def part(words):
+                lam = natural[:, words] + 1.0
+                out[words] = np.exp(digamma(lam) - total[:, None]).astype(
+                    self._dtype, copy=False).T
+
+            self._map_columns(part, natural.shape[1])
+            return out
         return topics.cached("exp_elog_beta_t", compute)
 
     def _on_params_updated(self):
