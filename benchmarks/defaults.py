@@ -88,14 +88,15 @@ def mixture_data():
 
 
 def a9a(data):
-    from skvi.datasets import DataNotFoundError, fetch_libsvm
+    # The files themselves (also for a checkout of skvi without fetchers).
+    from sklearn.datasets import load_svmlight_file
 
-    try:
-        train = fetch_libsvm("a9a", data_home=data, download_if_missing=False, subset="train")
-        test = fetch_libsvm("a9a", data_home=data, download_if_missing=False, subset="test")
-    except DataNotFoundError as exc:
-        raise Skipped(str(exc))
-    return train.data, train.target, test.data, test.target
+    folder = os.path.join(data, "a9a-adult-libsvm")
+    if not os.path.isfile(os.path.join(folder, "a9a")):
+        raise Skipped("%s not found (pass --data)" % folder)
+    X, y = load_svmlight_file(os.path.join(folder, "a9a"), n_features=123)
+    X_test, y_test = load_svmlight_file(os.path.join(folder, "a9a.t"), n_features=123)
+    return X.tocsr(), y, X_test.tocsr(), y_test
 
 
 def digits():
@@ -333,15 +334,14 @@ def case_ctm(args):
 
 def case_mf(args):
     from skvi import SVIMatrixFactorization
-    from skvi.datasets import DataNotFoundError, fetch_movielens
 
-    try:
-        ml = fetch_movielens("100k", data_home=args.data, download_if_missing=False)
-    except DataNotFoundError as exc:
-        raise Skipped(str(exc))
-    train_rows, test_rows = ml.cv[0]
-    X, y = ml.data[train_rows], ml.target[train_rows]
-    X_test, y_test = ml.data[test_rows], ml.target[test_rows]
+    folder = os.path.join(args.data, "movielens-100k")
+    if not os.path.isfile(os.path.join(folder, "u1.base")):
+        raise Skipped("%s not found (pass --data)" % folder)
+    train = np.loadtxt(os.path.join(folder, "u1.base"), dtype=np.int64)
+    test = np.loadtxt(os.path.join(folder, "u1.test"), dtype=np.int64)
+    X, y = train[:, :2], train[:, 2].astype(np.float64)
+    X_test, y_test = test[:, :2], test[:, 2].astype(np.float64)
 
     def rmse(m):
         return float(np.sqrt(np.mean((np.clip(m.predict(X_test), 1, 5) - y_test) ** 2)))

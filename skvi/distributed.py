@@ -18,8 +18,16 @@ variational inference", on parallelisation):
   accepts the step (:meth:`DaskBlocks.row_step`); the client holds their
   summed summary (:class:`skvi.engine.rows.ResidentRows`).
 
-Batch fits (``learning_method='batch'``) use every block at every step, and
-equal the in-memory fit step for step.  An online pass cuts every block
+Batch fits (``learning_method='batch'``) use every block at every step.  What
+is equal to an in-memory fit: the steps of a model whose local step draws no
+random numbers (Gaussian-Gamma, linear regression, the mixture, the GLMs and
+sparse GPs with quadrature expectations, matrix factorization's Gaussian
+model, the correlated topic model with quadrature), to rounding.  What is
+not: a local step's random draws (LDA's initial ``gamma`` of each E-step,
+Monte Carlo expectations) come from a generator seeded per block and step,
+so those fits agree with the in-memory one within their own noise (LDA's
+``components_`` after one pass differ by a few percent, as two in-memory
+fits of different seeds do).  An online pass cuts every block
 into the same number of pieces and takes one step per piece index, on the
 union of the pieces of every block (so that every worker works at every
 step), with ``N / |S|`` for that union.  The first block initialises the

@@ -600,3 +600,48 @@ def test_sample_weight_validation():
     R = sp.csr_matrix((y, (X[:, 0], X[:, 1])))
     with pytest.raises(ValueError, match="shape"):
         SVIMatrixFactorization(2).fit(R, sample_weight=np.ones(R.shape[0]))
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "bernoulli", "poisson", "ordinal"])
+def test_partial_fit_after_fit_adds_a_new_user(small, likelihood):
+    # A fitted model continues on a stream that names a new user: its node
+    # is added and takes its first step (partial_fit after fit raised
+    # AttributeError as soon as an id was new).  For the Gaussian model, a
+    # unit step of the joint order is the new user's Bayesian linear
+    # regression posterior given the items and the global mean before it.
+    from skvi.schedules import Constant
+
+    X, y, _, _ = small
+    if likelihood == "bernoulli":
+        y = (y > np.median(y)).astype(float)
+    elif likelihood in ("poisson", "ordinal"):
+        y = np.clip(np.round(y), 1, 5)
+    alpha, tau, k = 2.0, 4.0, 2
+    kw = dict(noise_precision=tau) if likelihood == "gaussian" else {}
+    # (A batch fit takes unit steps; the schedule is the stream's.)
+    mf = quiet_fit(SVIMatrixFactorization(k, likelihood=likelihood, factor_precision=alpha,
+                                          update_order="joint", max_iter=5,
+                                          learning_rate=Constant(1.0),
+                                          total_samples=float(X.shape[0]), random_state=0, **kw),
+                   X, y)
+    items = np.arange(6)
+    new_user = np.max(X[:, 0]) + 1
+    pairs = np.column_stack([np.full(items.shape[0], new_user), items])
+    ratings = y[:6]
+    m, S, mu = mf.item_mean_[items].copy(), mf.item_covariance_[items].copy(), mf.global_mean_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mf.partial_fit(pairs, ratings)
+    assert mf.user_mean_.shape[0] == mf.user_ids_.shape[0] and mf.user_ids_[-1] == new_user
+    got = mf.user_mean_[-1]
+    assert np.all(np.isfinite(got)) and np.any(got != 0.0)
+    if likelihood != "gaussian":
+        return
+    design = np.hstack([m[:, :k], np.ones((items.shape[0], 1))])
+    extra = np.zeros((k + 1, k + 1))
+    extra[:k, :k] = S[:, :k, :k].sum(axis=0)
+    cross = np.zeros(k + 1)
+    cross[:k] = S[:, :k, k].sum(axis=0)
+    precision = alpha * np.eye(k + 1) + tau * (design.T @ design + extra)
+    mean = np.linalg.solve(precision, tau * (design.T @ (ratings - mu - m[:, k]) - cross))
+    np.testing.assert_allclose(got, mean, rtol=1e-8, atol=1e-10)
