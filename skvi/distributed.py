@@ -392,9 +392,12 @@ class DaskBlocks:
 
     def count(self, estimator):
         if self._count is None:
-            view = self.channel.view(estimator)
-            counts = self._map(block_count, self._repeat(view), self.blocks)
-            self._count = float(self.channel.tree_sum(counts))
+            def attempt():
+                view = self.channel.view(estimator)
+                counts = self._map(block_count, self._repeat(view), self.blocks)
+                return float(self.channel.tree_sum(counts))
+
+            self._count = self._retrying(attempt, estimator)
         return self._count
 
     def initialize(self, estimator, random_state, summary):
@@ -450,19 +453,23 @@ class DaskBlocks:
                            in_pass=ctx.in_pass)
         for _ in self.blocks:  # sent with each block's task
             _count("bytes_out", (sent, schedule))
-        results = self._map(
-            _fn.row_step, self._repeat(self.channel.view(estimator)), self.blocks,
-            locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
-            self._repeat(name), self._repeat(sent), self._repeat(schedule),
-        )
-        # The blocks' new rows and reports replace their parents'; the rows
-        # of blocks this minibatch does not touch stay as they were.
-        states, reports = list(handle.states), list(handle.reports)
-        new_states = self._map(operator.getitem, results, self._repeat(0))
-        new_reports = self._map(operator.getitem, results, self._repeat(1))
-        for parent, state, report in zip(self.parents, new_states, new_reports):
-            states[parent], reports[parent] = state, report
-        total = self.channel.tree_sum(reports)
+
+        def attempt():
+            results = self._map(
+                _fn.row_step, self._repeat(self.channel.view(estimator)), self.blocks,
+                locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
+                self._repeat(name), self._repeat(sent), self._repeat(schedule),
+            )
+            # The blocks' new rows and reports replace their parents'; the rows
+            # of blocks this minibatch does not touch stay as they were.
+            states, reports = list(handle.states), list(handle.reports)
+            new_states = self._map(operator.getitem, results, self._repeat(0))
+            new_reports = self._map(operator.getitem, results, self._repeat(1))
+            for parent, state, report in zip(self.parents, new_states, new_reports):
+                states[parent], reports[parent] = state, report
+            return states, reports, self.channel.tree_sum(reports)
+
+        states, reports, total = self._retrying(attempt, estimator, locals_, params)
         rows = ResidentRows(states, reports, total["summary"], finite=total["nonfinite"] == 0,
                             backend=handle.backend)
         return rows, bool(total["invalid"] == 0)
@@ -510,21 +517,62 @@ class DaskBlocks:
                                   self.blocks, futures, rows, *columns)
             return self.channel.tree_sum(parts)
 
+        return self._retrying(attempt, estimator, locals_, *args)
+
+    def _retrying(self, attempt, estimator, locals_=None, *params):
+        """``attempt()``, redone after a lost worker while what it needs can be rebuilt.
+
+        A lost worker takes with it what the scheduler cannot recompute:
+        the scattered model and globals, which are sent again, and the
+        local steps, which are redone (same globals, same seeds: the same
+        results); the blocks themselves are rebuilt from their graph.  Rows
+        of a resident group that lived only there are lost for good: the
+        error names them.
+        """
         for retry in range(RETRIES + 1):
             try:
                 return attempt()
-            except WorkerLostError:
+            except WorkerLostError as exc:
+                lost = self._lost_rows(params + ((locals_.params,) if locals_ else ()))
+                if lost:
+                    raise WorkerLostError(
+                        f"A dask worker was lost during the fit and with it the {lost} "
+                        f"({type(estimator).__name__} keeps them only on the workers); no "
+                        "model was fitted. Fit again once the cluster has its workers back."
+                    ) from exc
                 if retry == RETRIES:
                     raise
-                # A lost worker took with it what the scheduler does not
-                # recompute (scattered globals, forgotten partial sums):
-                # send the globals again, redo the local steps (same
-                # globals, same seeds: the same results) and the sum.
                 self.channel.forget()
                 if locals_ is not None:
                     locals_.futures = self._local_futures(
                         estimator, locals_.params, locals_.seeds
                     )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lost_rows(self, params):
+        """Which resident rows in ``params`` (dicts) are gone with a worker, in words, or ''."""
+        from distributed import wait  # noqa: PLC0415
+
+        lost = []
+        for p in params:
+            if not isinstance(p, dict):
+                continue
+            for name, handle in p.items():
+                if not isinstance(handle, ResidentRows):
+                    continue
+                # What can be recomputed finishes; what cannot is cancelled.
+                try:
+                    wait(handle.states, timeout=RECOMPUTE_SECONDS)
+                except (TimeoutError, *_lost_results()):
+                    pass  # the status of each says what
+                gone = [b for b, f in enumerate(handle.states) if f.status != "finished"]
+                if gone:
+                    # Numbered in the fit's rows (the handle's blocks are the fit's).
+                    fit = handle.backend if isinstance(handle.backend, DaskBlocks) else self
+                    starts = np.concatenate([[0], np.cumsum(fit.sizes)])
+                    spans = ", ".join(f"{starts[b]}-{starts[b + 1] - 1}" for b in gone)
+                    lost.append(f"'{name}' factors of rows {spans}")
+        return " and ".join(dict.fromkeys(lost))
 
     def _pieces(self, rows):
         """Split global row numbers (increasing) into each block's local rows."""
@@ -549,16 +597,18 @@ class DaskBlocks:
                           parents=[None])
 
     def probe_loss(self, estimator, params):
-        future = self.channel.client.submit(
-            block_probe_loss, self.channel.view(estimator), self.blocks[0],
-            self.channel.params(params), pure=False,
-        )
-        return self.channel.gather(future)
+        def attempt():
+            future = self.channel.client.submit(
+                block_probe_loss, self.channel.view(estimator), self.blocks[0],
+                self.channel.params(params), pure=False,
+            )
+            return self.channel.gather(future)
+
+        return self._retrying(attempt, estimator, None, params)
 
     def minibatches(self, estimator, random_state, batch_size):
         n_batches = max(1, -(-self.shape[0] // int(batch_size)))
         client = self.channel.client
-        view = self.channel.view(estimator)
         # Each block's rows shuffled and cut into n_batches near-equal pieces;
         # step j takes piece j of every block.
         pieces = [
@@ -574,9 +624,13 @@ class DaskBlocks:
                     parents.append(self.parents[b])
             steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1], parents))
         # Every piece's count (its weights' sum) in one round trip per pass.
-        counts = client.map(block_count, [view] * sum(s.n_blocks for s in steps),
-                            [p for s in steps for p in s.blocks], pure=False)
-        counts = self.channel.gather(client.submit(_stack, *counts, pure=False))
+        def attempt():
+            view = self.channel.view(estimator)
+            counts = client.map(block_count, [view] * sum(s.n_blocks for s in steps),
+                                [p for s in steps for p in s.blocks], pure=False)
+            return self.channel.gather(client.submit(_stack, *counts, pure=False))
+
+        counts = self._retrying(attempt, estimator)
         total = self.count(estimator)
         first = 0
         for step in steps:
@@ -662,8 +716,11 @@ class DaskExecutor(Executor):
         return data.row_step(est, name, locals_, params, ctx, schedule)
 
 
-#: How often a sum over the blocks is redone after a worker was lost.
+#: How often an operation on the blocks is redone after a worker was lost.
 RETRIES = 3
+
+#: How long a lost worker's resident rows are waited for (recomputed if they can be).
+RECOMPUTE_SECONDS = 30
 
 
 class WorkerLostError(RuntimeError):
@@ -878,7 +935,9 @@ def prepare_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     # The blocks' local steps draw from generators seeded from this one,
     # and the fit's initialisation and minibatches from random_state as in memory.
     channel = _Channel(client, check_random_state(estimator.random_state).randint(0, 2**31 - 1))
-    view = channel._scatter(worker_view(estimator))
+    # The model goes with each task, not scattered: a block whose worker dies
+    # is rebuilt from its graph, which a scattered value lost with it would break.
+    view = worker_view(estimator)
     n = len(x_f)
     # What every block must agree on before it is validated (a classifier's
     # labels, matrix factorization's ids): the union over the blocks.

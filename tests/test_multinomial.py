@@ -325,6 +325,26 @@ def test_posterior_moments_and_kl_equal_the_gaussian_family():
     assert clf._global_bound(clf.natural_params_) == pytest.approx(-float(q.kl(prior)), rel=1e-10)
 
 
+@pytest.mark.parametrize("dim", [11, 100])
+def test_posterior_moments_by_either_inverse_equal_numpy(dim):
+    # Small precisions are inverted by solves of the identity, large ones by potri.
+    from skvi.engine import Factor
+    from skvi.expfam import MultivariateGaussian
+    from skvi.models.glm import _SMALL_INVERSE, _gaussian_moments
+
+    assert 11 <= _SMALL_INVERSE < 100  # one dimension for each route
+    rng = np.random.RandomState(dim)
+    A = rng.normal(size=(dim, dim))
+    precision = A @ A.T + dim * np.eye(dim)
+    eta1 = rng.normal(size=dim)
+    loc, cov, logdet = _gaussian_moments(Factor((eta1, -0.5 * precision), MultivariateGaussian))
+    inverse = np.linalg.inv(precision)
+    np.testing.assert_allclose(cov, inverse, rtol=0, atol=1e-12 * np.abs(inverse).max())
+    assert np.array_equal(cov, cov.T)
+    np.testing.assert_allclose(loc, inverse @ eta1, rtol=0, atol=1e-12 * np.abs(loc).max())
+    assert logdet == pytest.approx(np.linalg.slogdet(precision)[1], rel=1e-12)
+
+
 def test_default_prior_variance_and_held_out_nll_on_digits():
     # Defaults: a softmax's prior variance is 5, one predictor's 1 (a fit
     # equal to the explicit values').  On digits with pixels in [0, 1], the
