@@ -115,6 +115,36 @@ def test_total_samples_fixed_scales_statistics():
     assert est.n_samples_seen_ == 2
 
 
+class StreamingBayesGamma(OneGamma):
+    """OneGamma whose 'auto' streams take streaming variational Bayes' steps."""
+
+    _settings = ModelSettings({"g": Gamma}, stream_steps="bayes")
+    initial = (0.0, 0.0)  # what the initial globals add to the prior
+
+    def _initialize_globals(self, X, random_state, summary):
+        return {"g": tuple(p + i for p, i in zip(self._prior_natural()["g"], self.initial))}
+
+
+@pytest.mark.parametrize("initial", [(0.0, 0.0), (-3.0, 4.0)])
+def test_streaming_bayes_adds_each_minibatch_to_the_posterior(initial):
+    # Streaming variational Bayes (Broderick et al.): the posterior after a
+    # stream is prior + every row's statistics, each minibatch weighing the
+    # same, plus what remains of an initial part that is not data: it
+    # counts as n0 = |S_1| (1 / rho_1 - 1) rows and fades as n0 / (n0 + n).
+    rng = np.random.RandomState(0)
+    X = np.column_stack([-rng.uniform(0, 1, 70), rng.uniform(0, 1, 70)])
+    est = StreamingBayesGamma(batch_size=4, learning_offset=3.0, learning_decay=0.8)
+    est.initial = initial
+    for chunk in np.array_split(X, 5):  # chunks of 14: steps of 4, 4, 3, 3 rows
+        est.partial_fit(chunk)
+    n0 = 4 * (1.0 / (3.0 + 1.0) ** -0.8 - 1.0) if any(initial) else 0.0
+    remains = n0 / (n0 + 70)
+    expected = (-1.0 + X[:, 0].sum() + remains * initial[0], X[:, 1].sum() + remains * initial[1])
+    np.testing.assert_allclose(est.natural_params_["g"][0], [expected[0]], rtol=1e-12)
+    np.testing.assert_allclose(est.natural_params_["g"][1], [expected[1]], rtol=1e-12)
+    assert est.n_batch_iter_ == 20
+
+
 def test_default_schedule_is_robbins_monro_from_offset_and_decay():
     est = OneGamma(learning_offset=3.0, learning_decay=0.8)
     est.partial_fit(np.array([[0.0, 2.0]]))

@@ -122,25 +122,27 @@ def test_partial_fit_steps_equal_scikit_learn_partial_fit():
     assert ours.n_batch_iter_ == 8
 
 
-def test_total_samples_auto_scales_by_the_running_count():
+def test_total_samples_auto_is_streaming_bayes_with_the_initial_topics_as_n0_rows():
+    # A stream of unknown length takes streaming variational Bayes' steps:
+    # rho_t = |S| / (n0 + n_seen), N_t = n0 + n_seen, the random initial
+    # topics counting as n0 = |S_1| (1 / rho_1 - 1) rows, rho_1 the
+    # schedule's first step.  Done by hand on scikit-learn's partial_fit.
     X, _, _ = lda_corpus(n_docs=90, seed=8)
     ours = SVILatentDirichletAllocation(n_components=K, total_samples="auto", random_state=1)
-    ref = LatentDirichletAllocation(n_components=K, random_state=1)
-    seen, previous = 0, None
+    ref = LatentDirichletAllocation(n_components=K, random_state=1, learning_decay=1.0)
     eta = 1.0 / K
-    init, weight = None, 1.0
-    for t, batch in enumerate(np.array_split(np.arange(90), 3), start=1):
+    n0 = 30 * (1.0 / (10.0 + 1) ** -0.7 - 1.0)
+    seen, previous, init, weight = 0, None, None, 1.0
+    for batch in np.array_split(np.arange(90), 3):
         seen += batch.size
-        # N_t = seen / (1 - W_t), W_t = (1 - rho_1) ... (1 - rho_t) what
-        # remains of the random initial topics after this step: the data
-        # part of the topics then carries exactly the rows seen.
-        rho = (10.0 + t) ** -0.7
+        rho = batch.size / (n0 + seen)
+        # What remains of the initial topics after the step, W_t, makes the
+        # data part exactly the rows seen: N_t = seen / (1 - W_t) = n0 + seen.
         total = seen / (1.0 - weight * (1.0 - rho))
+        assert total == pytest.approx(n0 + seen, rel=1e-12)
         if previous is not None:
-            # N grows: the data part of the topics grows with it before the
-            # step (skvi.engine's _rescale_data_parts), done here by hand on
-            # scikit-learn's.  The data part is lambda - eta less what
-            # remains of the initial topics, W_{t-1} (lambda_0 - eta).
+            # N grows: the data part of the topics (lambda - eta less what
+            # remains of the initial topics) grows with it before the step.
             data = ref.components_ - eta - weight * init
             ref.components_ = ref.components_ + (total / previous - 1.0) * data
             ref.exp_dirichlet_component_ = np.exp(
@@ -151,7 +153,10 @@ def test_total_samples_auto_scales_by_the_running_count():
             # scikit-learn's initial topics: the same draw as ours.
             lam0 = np.random.RandomState(1).gamma(100.0, 0.01, (K, X.shape[1]))
             init = lam0 - eta
-        ref.set_params(total_samples=total).partial_fit(X[batch])
+        # scikit-learn's step size is (offset + n_batch_iter_) ** -1 here.
+        step = getattr(ref, "n_batch_iter_", 1)
+        ref.set_params(total_samples=total, learning_offset=1.0 / rho - step)
+        ref.partial_fit(X[batch])
         weight *= 1.0 - rho
         previous = total
     np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)

@@ -713,14 +713,16 @@ class SVIEstimator(BaseEstimator):
         seen_before = self.n_samples_seen_
         self.n_samples_seen_ += n_batch
         st.samples += n_batch
+        rho = None  # the schedule's
         if self.total_samples == "auto":
-            total = st.stream.step_total(self, self.n_samples_seen_, seen_before)
+            rho = st.stream.step_size(self, n_batch, self.n_samples_seen_)
+            total = st.stream.step_total(self, self.n_samples_seen_, seen_before, rho)
         else:
             total = float(self.total_samples)
         scale = total / n_batch
         if self.step_safety:
             st.safety.stream_probe(self, X)
-        local = take_step(self, X, scale, online=True)
+        local = take_step(self, X, scale, online=True, rho=rho)
         # The minibatch's data part at the new globals, with its local steps.
         params = self.natural_params_
         with st.clock.phase("bound"):

@@ -103,6 +103,11 @@ class ModelSettings:
     transient : tuple of str, default=()
         Attributes kept for the duration of a fit only (buffers, the data):
         never shipped to a worker.
+    stream_steps : {'schedule', 'bayes'}, default='schedule'
+        The step sizes of a ``partial_fit`` stream with
+        ``total_samples='auto'``: the schedule's, or streaming variational
+        Bayes' ``|S| / (n0 + n_seen)`` (every minibatch weighs the same; see
+        :mod:`skvi.engine.stream` for when each is better).
 
     Examples
     --------
@@ -120,12 +125,14 @@ class ModelSettings:
                  probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
                  convergence=None,
                  evaluate_every=None, final_bound=False, warn_not_converged=True,
-                 start_sample_size=None, transient=()):
+                 start_sample_size=None, transient=(), stream_steps="schedule"):
         if batch_steps not in ("blend", "no_decrease", "line_search"):
             raise ValueError(f"batch_steps must be 'blend', 'no_decrease' or 'line_search', "
                              f"got {batch_steps!r}.")
         if batches not in ("even", "remainder"):
             raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
+        if stream_steps not in ("schedule", "bayes"):
+            raise ValueError(f"stream_steps must be 'schedule' or 'bayes', got {stream_steps!r}.")
         self.factors = dict(factors)
         self.row_groups = tuple(row_groups)
         self.resident_row_groups = tuple(resident_row_groups)
@@ -148,6 +155,7 @@ class ModelSettings:
         self.warn_not_converged = bool(warn_not_converged)
         self.start_sample_size = start_sample_size
         self.transient = tuple(transient)
+        self.stream_steps = stream_steps
 
     @property
     def names(self):

@@ -269,15 +269,19 @@ def _global_update(est, st, X, local, ctx, stats):
     return params, pending, True, None
 
 
-def take_step(est, X, scale, online, local=None, stats=None):
-    """Take one step on X (or from summed ``stats``); return the local step."""
+def take_step(est, X, scale, online, local=None, stats=None, rho=None):
+    """Take one step on X (or from summed ``stats``); return the local step.
+
+    ``rho`` is the step size of an online step before step safety's
+    backoff; None takes the schedule's (a stream of unknown length has its own).
+    """
     st = est._svi
     safety = st.safety
     if local is None and stats is None:
         with st.clock.phase("local"):
             local = st.local_steps(est, X, est.natural_params_)
     t = est.n_batch_iter_ + 1
-    base_rho = st.schedule(t) if online else 1.0
+    base_rho = (st.schedule(t) if rho is None else rho) if online else 1.0
     line_search = not online and st.settings.batch_steps == "line_search"
     backoff_before = safety.begin_step(line_search)
     rejected_before = est.n_rejected_steps_

@@ -279,6 +279,7 @@ class SVILatentDirichletAllocation(
             {"topics": Dirichlet}, parallel=True, batches="remainder",
             evaluate_every=self.evaluate_every, convergence=self._perplexity_converged,
             final_bound=True, warn_not_converged=False, transient=("_buffers",),
+            stream_steps="bayes",
         )
 
     def transform(self, X, *, normalize=True):
