@@ -373,12 +373,14 @@ n_samples_seen_, n_rejected_steps_
         """
         elsewhere = backend_for(X) is not None
         warm = self.warm_start and hasattr(self, "natural_params_")
-        start_rows = _init_rows(self.n_components, X.shape[1] if len(X.shape) > 1 else 1)
+        # Any array-like; a dask array's shape without computing it.
+        shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
+        start_rows = _init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
         if elsewhere and warm:
             # A warm start's globals travel to the worker that starts the fit.
             self._warm_globals = {name: tuple(np.asarray(a) for a in f)
                                   for name, f in self.natural_params_.items()}
-        elif elsewhere and sample_weight is not None and X.shape[0] > start_rows:
+        elif elsewhere and sample_weight is not None and shape[0] > start_rows:
             self._warn(
                 f"{type(self).__name__}: on a cluster the start's {start_rows} rows are drawn "
                 "uniformly over the rows (each with its weight), not in proportion to the "
