@@ -18,9 +18,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
+DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 HAS_DASK = all(importlib.util.find_spec(m) is not None for m in ("dask", "distributed"))
 # Pages of measurements: no code to run.
 BENCHMARK_PAGES = {p.stem for p in DOCS.glob("*.md")
@@ -59,6 +57,7 @@ def run_page(name):
         if name in OPTIONAL_DASK_PAGES:
             blocks = [b for b in blocks if not needs_dask(b)]
         else:
+            pytest.importorskip("dask")
             pytest.importorskip("distributed")
     # "__main__", as in an interpreter: joblib's worker processes then
     # receive the page's functions by value.
