@@ -36,7 +36,7 @@ are what the client scattered (the globals, the model) and gathered (summed
 statistics, counts, bounds), measured by :func:`skvi.distributed.traffic`.
 
 From the measured compute and overhead per step the script projects the
-speed-up on P workers with the cost model of ``docs/scaling.md``:
+speed-up on P workers with the cost model of ``docs/scaling_benchmark.md``:
 ``T(P) = C / P + a + r * ceil(log2 P)``, ``a`` the fixed overhead of a step
 (one worker), ``r`` the cost of one level of the statistics' tree reduction
 (two workers minus one).
