@@ -13,6 +13,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import Pipeline
 
 from skvi import SVILatentDirichletAllocation
+from skvi.engine import executor as executor_module
 from skvi.models.lda import estep
 from skvi.schedules import Constant, RobbinsMonro
 
@@ -218,16 +219,20 @@ def test_learned_priors_recover_the_generating_ones():
 # ---------------------------------------------------------------- input
 @pytest.mark.parametrize("inference", ["vb", "cvb0"])
 def test_sparse_formats_dense_and_n_jobs_agree(inference, monkeypatch):
-    # Threads take blocks of any size here (MIN_BLOCK_NNZ keeps small
-    # minibatches on one thread otherwise).
-    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
+    # Threads take blocks of any size here (the executor's MIN_BLOCK_NNZ
+    # keeps small minibatches on one thread otherwise).
+    monkeypatch.setattr(executor_module, "MIN_BLOCK_NNZ", 1)
     X, _, _ = lda_corpus(seed=12)
     kw = dict(n_components=K, max_iter=5, random_state=0, inference=inference)
     ref = SVILatentDirichletAllocation(**kw).fit(X).components_
     for data in (X.tocsc(), X.toarray()):
         np.testing.assert_allclose(SVILatentDirichletAllocation(**kw).fit(data).components_, ref,
                                    rtol=1e-12)
+    cut, blocks = executor_module.cut, []
+    monkeypatch.setattr(executor_module, "cut",
+                        lambda *a, **k: blocks.append(len(cut(*a, **k))) or cut(*a, **k))
     threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X).components_
+    assert max(blocks) == 2  # the minibatches were split over both threads
     np.testing.assert_allclose(threaded, ref, rtol=1e-10)
 
 
@@ -453,7 +458,7 @@ def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_prio
     np.testing.assert_allclose(weighted.doc_topic_prior_, repeated.doc_topic_prior_, rtol=1e-6)
     assert weighted.n_samples_seen_ == repeated.n_samples_seen_ == w.sum()
     # The E-step's threads split the weighted documents too.
-    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
+    monkeypatch.setattr(executor_module, "MIN_BLOCK_NNZ", 1)
     threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X, sample_weight=w)
     np.testing.assert_allclose(threaded.components_, weighted.components_, rtol=1e-10)
 

@@ -193,9 +193,9 @@ def test_concurrent_predictions_on_one_fitted_estimator(monkeypatch):
     # transform with n_jobs=2 from several threads at once: each call has
     # its own thread pool (a shared one was shut down under the others);
     # blocks of any size go to the threads.
-    from skvi.models.lda import estep
+    from skvi.engine import executor as executor_module
 
-    monkeypatch.setattr(estep, "MIN_BLOCK_NNZ", 1)
+    monkeypatch.setattr(executor_module, "MIN_BLOCK_NNZ", 1)
     X = _counts(200, 30)
     lda = SVILatentDirichletAllocation(n_components=3, max_iter=2, n_jobs=2,
                                        random_state=0).fit(X)

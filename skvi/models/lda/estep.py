@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-__all__ = ["add_rows", "blend", "e_step", "e_step_blocks", "e_step_numpy", "exp_digamma_diff",
+__all__ = ["add_rows", "blend", "e_step", "e_step_numpy", "exp_digamma_diff",
            "exp_dirichlet_expectation", "heldout_probabilities", "mixture_probabilities"]
 
 try:  # pragma: no cover - depends on the build
@@ -279,61 +279,3 @@ def add_rows(dest, rows, values, scale, totals=None, lower=-np.inf):
         totals += added.sum(axis=0, dtype=np.float64)
     touched = dest[rows]
     return bool(np.all(np.isfinite(touched)) and np.all(touched > lower))
-
-
-def _split_rows(indptr, n_blocks):
-    """Boundaries of ``n_blocks`` contiguous row blocks of about equal nnz."""
-    n_rows = indptr.size - 1
-    targets = np.linspace(0, indptr[-1], n_blocks + 1)[1:-1]
-    cuts = np.searchsorted(indptr, targets)
-    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 0, n_rows), [n_rows]]))
-    return list(zip(bounds[:-1], bounds[1:]))
-
-
-#: Fewest non-zero counts per thread of :func:`e_step_blocks`: below it the
-#: threads' overhead (waking one, clearing and adding its statistics, about
-#: 0.3 ms a step) exceeds what it saves.  Online on 20 Newsgroups in
-#: minibatches of 128 documents (about 11,500 counts), two threads took
-#: 1.13x the time of one with every minibatch split.
-MIN_BLOCK_NNZ = 20000
-
-
-def e_step_blocks(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None, executor=None,
-                  n_blocks=1, expected_theta=False):
-    """Run :func:`e_step` on row blocks of X, in threads when ``executor`` is given.
-
-    The compiled kernel releases the GIL, so blocks run in parallel; each
-    block accumulates its own sufficient statistics, summed at the end.
-
-    Returns
-    -------
-    n_updates : int
-        Document updates made.
-    loglik : float
-        As in :func:`e_step_numpy`, summed over blocks.
-    """
-    n_blocks = min(n_blocks, X.nnz // MIN_BLOCK_NNZ)
-    if executor is None or n_blocks <= 1 or X.shape[0] < 2 * n_blocks:
-        return e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t, expected_theta)
-
-    def run(block, into=None):
-        start, stop = block
-        part = X[start:stop]
-        local = into if into is not None or sstats_t is None else np.zeros_like(sstats_t)
-        out = e_step(part, exp_elog_beta_t, alpha, gamma[start:stop], max_iter, tol, local,
-                     expected_theta)
-        return out, local
-
-    blocks = _split_rows(X.indptr, n_blocks)
-    # The calling thread takes the first block itself, into sstats_t: one
-    # thread fewer to wake and one array fewer to clear and add, which
-    # matters for minibatches of a few hundred documents.
-    futures = [executor.submit(run, block) for block in blocks[1:]]
-    first = run(blocks[0], into=sstats_t)
-    results = [first] + [f.result() for f in futures]
-    n_updates = sum(r[0][0] for r in results)
-    loglik = sum(r[0][1] for r in results)
-    if sstats_t is not None:
-        for _, local in results[1:]:
-            sstats_t += local
-    return n_updates, loglik
