@@ -76,7 +76,7 @@ class GaussianRatings:
         if hit is not None and hit[0] is params[other]:
             return hit[1]
         side = prep[name]
-        agg = aggregate(side, mf._node_moments(other, params, side.other_nodes))
+        agg = aggregate(side, *mf._partner_moments(other, params, side.other_nodes))
         cache[name] = (params[other], agg)
         return agg
 
