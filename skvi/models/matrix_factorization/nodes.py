@@ -352,6 +352,25 @@ def aggregate(side, other, partner_rows=None):
     return agg
 
 
+def inner_rows(S, rows, A):
+    """``sum_i <S[rows[i]], A[i]>`` (compiled when built: no gathered copy of ``S``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import inner_rows
+    >>> S = np.stack([np.eye(2), 2.0 * np.eye(2)])
+    >>> float(inner_rows(S, np.array([1, 1]), np.ones((2, 2, 2))))
+    8.0
+    """
+    if _gaussian_fast is None:
+        return float(np.einsum("nij,nij->", S[rows], A))
+    return _gaussian_fast.inner_rows(
+        np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(A, dtype=np.float64),
+    )
+
+
 def aggregate_numpy(side, other):
     """numpy reference of :func:`aggregate` (``other``: the moments of ``side.other_nodes``).
 
