@@ -31,9 +31,15 @@ from libc.string cimport memset
 cdef int _moments_one(const double *eta1, const double *eta2, Py_ssize_t d,
                       double *L, double *Li, double *mean, double *second,
                       double *var, double *logdet) noexcept nogil:
-    """Moments of one Gaussian from ``(P m, -P / 2)``; returns 1 if P is not PD (NaN out)."""
+    """Moments of one Gaussian from ``(P m, -P / 2)``; returns 1 if P is not PD (NaN out).
+
+    ``L`` holds the Cholesky factor, ``Li`` its inverse (lower, row-major)
+    and the reciprocals of the diagonal of ``L`` in its upper triangle's
+    first row, so that the loops multiply instead of dividing.
+    """
     cdef Py_ssize_t j, k, r
     cdef double s, acc
+    cdef double *inv = Li + d * d  # d reciprocals, after the d x d inverse
     for j in range(d):
         for k in range(j + 1):
             s = -2.0 * eta2[j * d + k]
@@ -49,22 +55,21 @@ cdef int _moments_one(const double *eta1, const double *eta2, Py_ssize_t d,
                         second[r] = NAN
                     return 1
                 L[j * d + j] = sqrt(s)
+                inv[j] = 1.0 / L[j * d + j]
             else:
-                L[j * d + k] = s / L[k * d + k]
+                L[j * d + k] = s * inv[k]
     acc = 0.0
     for j in range(d):
         acc = acc + log(L[j * d + j])
     logdet[0] = 2.0 * acc
-    # Li = L^{-1} (lower triangular), column by column.
-    for k in range(d):
-        for j in range(d):
-            Li[j * d + k] = 0.0
-        Li[k * d + k] = 1.0 / L[k * d + k]
-        for j in range(k + 1, d):
+    # Li = L^{-1} (lower triangular), row by row: Li[j, k] for k <= j.
+    for j in range(d):
+        for k in range(j):
             s = 0.0
             for r in range(k, j):
                 s = s + L[j * d + r] * Li[r * d + k]
-            Li[j * d + k] = -s / L[j * d + j]
+            Li[j * d + k] = -s * inv[j]
+        Li[j * d + j] = inv[j]
     # Sigma = Li^T Li: Sigma[j, k] = sum_{r >= max(j, k)} Li[r, j] Li[r, k].
     for j in range(d):
         for k in range(j + 1):
@@ -123,7 +128,7 @@ def moments_from_natural(const double[:, ::1] eta1, const double[:, :, ::1] eta2
     cdef Py_ssize_t i
     cdef int failed = 0
     cdef double *L = <double *> malloc(d * d * sizeof(double))
-    cdef double *Li = <double *> malloc(d * d * sizeof(double))
+    cdef double *Li = <double *> malloc((d * d + d) * sizeof(double))
     if L == NULL or Li == NULL:
         free(L)
         free(Li)
@@ -308,7 +313,7 @@ def natural_step(const double[:, ::1] old1, const double[:, :, ::1] old2,
     cdef int failed = 0
     cdef double s, r, t
     cdef double *L = <double *> malloc(d * d * sizeof(double))
-    cdef double *Li = <double *> malloc(d * d * sizeof(double))
+    cdef double *Li = <double *> malloc((d * d + d) * sizeof(double))
     if L == NULL or Li == NULL:
         free(L)
         free(Li)
