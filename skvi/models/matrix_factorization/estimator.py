@@ -77,6 +77,12 @@ _CHUNK = 8192
 _ALG1_MIN_PASSES = 5.0
 
 
+def _all_rows(rows, n):
+    """Whether ``rows`` is ``0, 1, ..., n - 1`` (every node, in order)."""
+    return rows.shape[0] == n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1
+                                               and np.array_equal(rows, np.arange(n))))
+
+
 class SVIMatrixFactorization(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, SVIEstimator
 ):
@@ -1293,7 +1299,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         nodes = stats.rows
         h, P = stats.values
         rho_i = ctx.row_rho
-        old1, old2 = current[0][nodes], current[1][nodes]
+        if _all_rows(nodes, current[0].shape[0]):
+            old1, old2 = current[0], current[1]  # read only: no gathered copy
+        else:
+            old1, old2 = current[0][nodes], current[1][nodes]
         rule = self._node_rule
         if (
             _gaussian_fast is not None and rule is None and self.covariance == "full"
@@ -1353,6 +1362,11 @@ n_samples_seen_, converged_, n_rejected_steps_
 
     def _with_nodes(self, name, current, nodes, new1, new2, sub):
         """The side's factor with ``nodes`` replaced, carrying its moments; and validity."""
+        if _all_rows(nodes, current[0].shape[0]):
+            # Every node moved (a batch step): the new arrays are the factor.
+            if sub is None:
+                return (new1, new2), False
+            return Factor((new1, new2), current.family, {"moments": sub}), True
         eta1, eta2 = current[0].copy(), current[1].copy()
         eta1[nodes] = new1
         eta2[nodes] = new2
