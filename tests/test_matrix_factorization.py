@@ -413,16 +413,23 @@ def test_compiled_aggregates_match_the_sparse_products(weighted):
          weighted=True),
     dict(likelihood="bernoulli", algorithm="mc-ssvi", learning_method="online", batch_size=200,
          max_iter=2, n_mc_samples=2),
+    dict(likelihood="bernoulli", max_iter=3, n_mc_samples=3, weighted=True),
+    dict(likelihood="ordinal", max_iter=2, n_mc_samples=2),
+    dict(likelihood="poisson", expectation="quadrature", learning_method="online",
+         batch_size=300, max_iter=2, n_mc_samples=2),
 ])
 def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
-    # The compiled statistics and natural step give the fit of the numpy
-    # path (forced by hiding the kernel) to rounding.
+    # The compiled statistics, natural step and partner draws give the fit
+    # of the numpy path (forced by hiding the kernel) to rounding: the same
+    # random numbers, summed in another order.
     _require_kernel()
     X, y, _, _ = small
     kw = dict(kw)
     weights = np.random.RandomState(2).uniform(0.5, 2.0, y.shape[0]) if kw.pop("weighted", False) else None
     if kw.get("likelihood") == "bernoulli":
         y = (y > np.median(y)).astype(float)
+    elif kw.get("likelihood") in ("ordinal", "poisson"):
+        y = np.digitize(y, np.percentile(y, [20, 40, 60, 80])).astype(float)
 
     def fit():
         with warnings.catch_warnings():
@@ -430,9 +437,9 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
             return SVIMatrixFactorization(3, random_state=0, **kw).fit(X, y, sample_weight=weights)
 
     fast = fit()
-    from skvi.models.matrix_factorization import estimator
-    monkeypatch.setattr(nodes, "_gaussian_fast", None)
-    monkeypatch.setattr(estimator, "_gaussian_fast", None)
+    from skvi.models.matrix_factorization import estimator, nonconjugate
+    for module in (nodes, estimator, nonconjugate):
+        monkeypatch.setattr(module, "_gaussian_fast", None)
     slow = fit()
     assert fast.n_iter_ == slow.n_iter_ and fast.n_batch_iter_ == slow.n_batch_iter_
     for name in ("user_mean_", "user_covariance_", "item_mean_", "item_covariance_"):

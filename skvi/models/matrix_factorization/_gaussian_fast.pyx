@@ -369,3 +369,152 @@ def inner_rows(const double[:, :, ::1] S, const long long[::1] rows,
                 for b in range(d):
                     total += S[rows[i], a, b] * A[i, a, b]
     return total
+
+
+def partner_draws(const double[:, :, ::1] eps, const long long[::1] col,
+                  const double[:, ::1] pmean, const double[:, :, ::1] proot,
+                  double[:, :, ::1] x, double[:, ::1] offset):
+    """Draws of each rating's partner node, as designs ``x = (v, 1)`` and offsets ``c``.
+
+    Draw ``s`` of rating ``n`` is ``pmean[col[n]] + proot[col[n]] @ eps[n, s]``
+    (``proot`` lower triangular); its last coordinate (the partner's bias)
+    goes to ``offset[n, s]`` and is replaced by 1 in ``x``.
+
+    Parameters
+    ----------
+    eps : ndarray of shape (n, s, d)
+        Standard normal numbers.
+    col : ndarray of shape (n,), int64
+        Each rating's partner (row of ``pmean`` and ``proot``).
+    pmean, proot : ndarray of shapes (p, d) and (p, d, d)
+        The partners' means and lower Cholesky factors of their covariances.
+    x, offset : ndarray of shapes (n, s, d) and (n, s)
+        Outputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization import _gaussian_fast
+    >>> x, off = np.empty((1, 1, 2)), np.empty((1, 1))
+    >>> _gaussian_fast.partner_draws(np.array([[[1.0, 2.0]]]), np.array([0]),
+    ...     np.array([[0.5, 3.0]]), np.array([[[2.0, 0.0], [1.0, 1.0]]]), x, off)
+    >>> x.tolist(), off.tolist()
+    ([[[2.5, 1.0]]], [[6.0]])
+    """
+    cdef Py_ssize_t n = eps.shape[0], ns = eps.shape[1], d = eps.shape[2], k = d - 1
+    cdef Py_ssize_t i, s, a, b, p
+    cdef double acc
+    with nogil:
+        for i in range(n):
+            p = col[i]
+            for s in range(ns):
+                for a in range(d):
+                    acc = pmean[p, a]
+                    for b in range(a + 1):
+                        acc = acc + proot[p, a, b] * eps[i, s, b]
+                    x[i, s, a] = acc
+                offset[i, s] = x[i, s, k]
+                x[i, s, k] = 1.0
+
+
+def predictor_moments(const double[:, :, ::1] x, const long long[::1] row,
+                      const double[:, ::1] nmean, const double[:, :, ::1] ncov,
+                      double var_mu, double[:, ::1] m_f, double[:, ::1] var_f):
+    """Mean and variance of ``w . x`` under each rating's node ``w ~ N(m, C)``, per draw of ``x``.
+
+    ``m_f[n, s] = x[n, s] . nmean[row[n]]`` and
+    ``var_f[n, s] = x[n, s]^T ncov[row[n]] x[n, s] + var_mu``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, s, d)
+        The designs.
+    row : ndarray of shape (n,), int64
+        Each rating's node.
+    nmean, ncov : ndarray of shapes (m, d) and (m, d, d)
+        The nodes' means and (symmetric) covariances.
+    var_mu : float
+        Variance of the global mean, added to every variance.
+    m_f, var_f : ndarray of shape (n, s)
+        Outputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization import _gaussian_fast
+    >>> m_f, var_f = np.empty((1, 1)), np.empty((1, 1))
+    >>> _gaussian_fast.predictor_moments(np.array([[[2.0, 1.0]]]), np.array([0]),
+    ...     np.array([[1.0, 0.5]]), np.array([[[1.0, 0.0], [0.0, 4.0]]]), 0.5, m_f, var_f)
+    >>> float(m_f[0, 0]), float(var_f[0, 0])
+    (2.5, 8.5)
+    """
+    cdef Py_ssize_t n = x.shape[0], ns = x.shape[1], d = x.shape[2]
+    cdef Py_ssize_t i, s, a, b, p
+    cdef double mf, vf, t
+    with nogil:
+        for i in range(n):
+            p = row[i]
+            for s in range(ns):
+                mf = 0.0
+                vf = 0.0
+                for a in range(d):
+                    mf = mf + x[i, s, a] * nmean[p, a]
+                    # The symmetric quadratic form from the upper triangle.
+                    t = 0.5 * ncov[p, a, a] * x[i, s, a]
+                    for b in range(a + 1, d):
+                        t = t + ncov[p, a, b] * x[i, s, b]
+                    vf = vf + x[i, s, a] * t
+                vf = 2.0 * vf
+                m_f[i, s] = mf
+                var_f[i, s] = vf + var_mu
+
+
+def accumulate_node_stats(const long long[::1] row, const double[:, :, ::1] x,
+                          const double[:, ::1] w_h, const double[:, ::1] w_p,
+                          const double[::1] weights, double[:, ::1] h, double[:, ::1] P):
+    """Add each rating's draws to its node's statistics.
+
+    ``h[row[n]] += c_n sum_s w_h[n, s] x[n, s]`` and
+    ``P[row[n]] += c_n sum_s w_p[n, s] x[n, s] x[n, s]^T`` (``P`` flattened
+    to ``d * d`` columns; its upper triangle only, the lower one is left as
+    it was), with ``c_n`` the rating's weight (1 when ``weights`` is empty).
+
+    Parameters
+    ----------
+    row : ndarray of shape (n,), int64
+        Each rating's node.
+    x : ndarray of shape (n, s, d)
+        The designs of the partner draws.
+    w_h, w_p : ndarray of shape (n, s)
+        The coefficients of each draw.
+    weights : ndarray of shape (n,) or (0,)
+        The ratings' weights; empty for ones.
+    h, P : ndarray of shapes (m, d) and (m, d * d)
+        Accumulated in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization import _gaussian_fast
+    >>> h, P = np.zeros((1, 2)), np.zeros((1, 4))
+    >>> _gaussian_fast.accumulate_node_stats(np.array([0]), np.array([[[2.0, 1.0]]]),
+    ...     np.array([[3.0]]), np.array([[0.5]]), np.empty(0), h, P)
+    >>> h.tolist(), P.tolist()
+    ([[6.0, 3.0]], [[2.0, 1.0, 0.0, 0.5]])
+    """
+    cdef Py_ssize_t n = x.shape[0], ns = x.shape[1], d = x.shape[2]
+    cdef Py_ssize_t i, s, a, b, p
+    cdef bint weighted = weights.shape[0] > 0
+    cdef double c, wh, wp, t
+    with nogil:
+        for i in range(n):
+            p = row[i]
+            c = weights[i] if weighted else 1.0
+            for s in range(ns):
+                wh = c * w_h[i, s]
+                wp = c * w_p[i, s]
+                for a in range(d):
+                    h[p, a] += wh * x[i, s, a]
+                    t = wp * x[i, s, a]
+                    for b in range(a, d):
+                        P[p, a * d + b] += t * x[i, s, b]
