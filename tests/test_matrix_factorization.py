@@ -445,6 +445,37 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
     for name in ("user_mean_", "user_covariance_", "item_mean_", "item_covariance_"):
         np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(fast.lower_bound_, slow.lower_bound_, rtol=1e-10)
+    if kw.get("likelihood") == "ordinal":  # the learned thresholds too
+        np.testing.assert_allclose(fast.likelihood_.thresholds, slow.likelihood_.thresholds,
+                                   rtol=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_threshold_objective_matches_the_likelihood(weighted):
+    # The compiled ordinal objective against Ordinal.threshold_objective (and
+    # its weighted form), every category and far tails included.
+    _require_kernel()
+    from skvi.likelihoods import Ordinal
+    from skvi.likelihoods.base import _hermite
+    from skvi.models.matrix_factorization import _gaussian_fast, nonconjugate
+    rng = np.random.RandomState(4)
+    lik = Ordinal(thresholds=[-1.0, 0.3, 0.9, 2.5], slope=1.7)
+    y = rng.randint(0, 5, size=300)
+    z, w = _hermite(10)
+    f = rng.normal(scale=3.0, size=300)[:, None] + rng.uniform(0.1, 2.0, 300)[:, None] * z
+    f[:3] = [[40.0], [-40.0], [0.0]] + 0.0 * z
+    weights = rng.uniform(0.5, 3.0, size=300) if weighted else None
+    if weighted:
+        ref, ref_grad = nonconjugate._weighted_threshold_objective(lik, y, f, w, weights)
+    else:
+        ref, ref_grad = lik.threshold_objective(y.astype(float), f, w)
+    grad = np.empty(4)
+    edges = np.concatenate(([-np.inf], lik.thresholds, [np.inf]))
+    value = _gaussian_fast.ordinal_threshold_objective(
+        y.astype(np.int64), np.ascontiguousarray(f), w, np.empty(0) if weights is None else weights,
+        edges, lik.slope, grad)
+    np.testing.assert_allclose(value, ref, rtol=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
 
 
 def test_ids_of_any_kind_fit_as_their_integer_codes(small):

@@ -23,7 +23,7 @@ numpy branch of ``SVIMatrixFactorization._update_factor``.
 
 import numpy as np
 
-from libc.math cimport NAN, log, sqrt
+from libc.math cimport NAN, exp, expm1, fabs, isfinite, log, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
@@ -518,3 +518,107 @@ def accumulate_node_stats(const long long[::1] row, const double[:, :, ::1] x,
                     t = wp * x[i, s, a]
                     for b in range(a, d):
                         P[p, a * d + b] += t * x[i, s, b]
+
+
+def ordinal_threshold_objective(const long long[::1] y, const double[:, ::1] f,
+                                const double[::1] node_weights, const double[::1] weights,
+                                const double[::1] edges, double slope, double[::1] grad):
+    """``sum_n c_n sum_s w_s log p(y_n | f_ns)`` of the cumulative logit and its threshold gradient.
+
+    ``p(y = k | f) = sigmoid(s (b_k - f)) - sigmoid(s (b_{k-1} - f))`` with
+    ``edges = (-inf, b_0, ..., b_{K-2}, +inf)``; the numbers of
+    :meth:`skvi.likelihoods.Ordinal.threshold_objective` (with rating
+    weights ``c_n``; ones when ``weights`` is empty).
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,), int64
+        Category indices.
+    f : ndarray of shape (n, s)
+        Points of each linear predictor.
+    node_weights : ndarray of shape (s,)
+        Weights of the points.
+    weights : ndarray of shape (n,) or (0,)
+        Weights of the ratings.
+    edges : ndarray of shape (K + 1,)
+        The thresholds between an infinite first and last edge.
+    slope : float
+    grad : ndarray of shape (K - 1,)
+        Output: the gradient in the thresholds.
+
+    Returns
+    -------
+    value : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.likelihoods import Ordinal
+    >>> from skvi.models.matrix_factorization import _gaussian_fast
+    >>> lik = Ordinal(thresholds=[0.0, 1.0])
+    >>> y, f, w = np.array([0, 1, 2]), np.array([[0.2], [0.4], [1.5]]), np.ones(1)
+    >>> grad = np.empty(2)
+    >>> edges = np.array([-np.inf, 0.0, 1.0, np.inf])
+    >>> value = _gaussian_fast.ordinal_threshold_objective(y, f, w, np.empty(0), edges, 1.0, grad)
+    >>> ref, ref_grad = lik.threshold_objective(y.astype(float), f, w)
+    >>> bool(np.isclose(value, ref)) and bool(np.allclose(grad, ref_grad))
+    True
+    """
+    cdef Py_ssize_t n = f.shape[0], ns = f.shape[1], kk = edges.shape[0] - 1
+    cdef Py_ssize_t i, j, cat
+    cdef bint weighted = weights.shape[0] > 0
+    cdef double total = 0.0, row_value, row_up, row_lo, a, c, gap, lg, up, lo, wt
+    cdef double ea, ec, sa, sna, sc, snc, lsa, lsnc
+    cdef double *up_sum = <double *> malloc(kk * sizeof(double))
+    cdef double *lo_sum = <double *> malloc(kk * sizeof(double))
+    if up_sum == NULL or lo_sum == NULL:
+        free(up_sum)
+        free(lo_sum)
+        raise MemoryError()
+    with nogil:
+        for j in range(kk):
+            up_sum[j] = 0.0
+            lo_sum[j] = 0.0
+        for i in range(n):
+            cat = y[i]
+            row_value = 0.0
+            row_up = 0.0
+            row_lo = 0.0
+            for j in range(ns):
+                a = slope * (edges[cat + 1] - f[i, j])
+                c = slope * (edges[cat] - f[i, j])
+                gap = -expm1(c - a)
+                lg = log(gap) if (isfinite(a) and isfinite(c)) else 0.0
+                # One exponential per cut serves its sigmoids and log-sigmoid:
+                # with e = exp(-|x|), sigmoid(x) = 1 / (1 + e) for x >= 0, e / (1 + e)
+                # otherwise, and log sigmoid(x) = -(max(0, -x) + log1p(e)).
+                ea = exp(-fabs(a))
+                ec = exp(-fabs(c))
+                if a >= 0.0:
+                    sa, sna = 1.0 / (1.0 + ea), ea / (1.0 + ea)
+                    lsa = -log1p(ea)
+                else:
+                    sa, sna = ea / (1.0 + ea), 1.0 / (1.0 + ea)
+                    lsa = a - log1p(ea)
+                if c >= 0.0:
+                    sc, snc = 1.0 / (1.0 + ec), ec / (1.0 + ec)
+                    lsnc = -c - log1p(ec)
+                else:
+                    sc, snc = ec / (1.0 + ec), 1.0 / (1.0 + ec)
+                    lsnc = -log1p(ec)
+                row_value += node_weights[j] * (lsa + lsnc + lg)
+                up = slope * sna / (snc * gap)
+                lo = -slope * sc / (sa * gap)
+                if isfinite(up):
+                    row_up += up * node_weights[j]
+                if isfinite(lo):
+                    row_lo += lo * node_weights[j]
+            wt = weights[i] if weighted else 1.0
+            total += wt * row_value
+            up_sum[cat] += wt * row_up
+            lo_sum[cat] += wt * row_lo
+        for j in range(kk - 1):
+            grad[j] = up_sum[j] + lo_sum[j + 1]
+    free(up_sum)
+    free(lo_sum)
+    return total

@@ -380,6 +380,16 @@ def aggregate_numpy(side, other):
     ``E[o]`` and ones by the ratings.  The rest of ``E[x x^T]`` is one of
     these (``x = (f, 1)``), so the (d x d) products are never formed.
     With rating weights (:func:`index_side`) every sum is weighted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import Moments, aggregate_numpy, index_side
+    >>> side = index_side(np.array([0, 0]), np.array([0, 1]), np.array([4.0, 2.0]))
+    >>> m = np.array([[1.0, 0.5], [2.0, -0.5]])
+    >>> other = Moments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
+    >>> aggregate_numpy(side, other).A[0].tolist()
+    [[5.0, 3.0], [3.0, 2.0]]
     """
     m = other.mean
     S = other.second

@@ -408,10 +408,22 @@ class GLMRatings:
         if n_gaps < 1:
             return
 
+        if _gaussian_fast is not None:  # the compiled objective: same numbers
+            y64, f = np.ascontiguousarray(y, dtype=np.int64), np.ascontiguousarray(f)
+            w64 = np.ascontiguousarray(w, dtype=np.float64)
+            c64 = np.empty(0) if weights is None else np.ascontiguousarray(weights, np.float64)
+            n_fast = max(y.shape[0], 1) if weights is None else max(float(np.sum(weights)), 1e-300)
+
         def objective(theta):
             gaps = np.exp(theta)
             trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
-            if weights is None:
+            if _gaussian_fast is not None:
+                edges = np.concatenate(([-np.inf], trial.thresholds, [np.inf]))
+                grad_b = np.empty(trial.thresholds.size)
+                value = _gaussian_fast.ordinal_threshold_objective(
+                    y64, f, w64, c64, edges, trial.slope, grad_b)
+                n = n_fast
+            elif weights is None:
                 value, grad_b = trial.threshold_objective(y, f, w)
                 n = max(y.shape[0], 1)
             else:
