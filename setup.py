@@ -1,8 +1,8 @@
 """Build the optional compiled kernels; metadata lives in pyproject.toml.
 
 ``skvi.models.lda._lda_fast`` (the LDA E-step) and
-``skvi.models.matrix_factorization._gaussian_fast`` (moments of many small
-Gaussians) are ``optional``: where they
+``skvi.models.matrix_factorization._gaussian_fast`` (the user and item node steps
+of matrix factorization) are ``optional``: where they
 cannot be compiled (no C compiler), the pure-Python package still installs
 and falls back to numpy.
 """

@@ -378,6 +378,106 @@ def test_compiled_moments_match_numpy():
     assert np.isnan(out.logdet[3]) and np.all(np.isfinite(np.delete(out.logdet, 3)))
 
 
+def _require_kernel():
+    if nodes._gaussian_fast is None:
+        if os.environ.get("CI"):
+            pytest.fail("the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built")
+        pytest.skip("compiled kernel not built")
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_aggregates_match_the_sparse_products(weighted):
+    # Each node's sums over its partners from the kernel (ratings grouped by
+    # node, partners looked up among all nodes) against the numpy reference
+    # (two sparse products over the gathered partners), duplicates included.
+    _require_kernel()
+    rng = np.random.RandomState(3)
+    users = rng.randint(0, 12, size=200)
+    items = rng.randint(0, 9, size=200)
+    r = rng.normal(size=200)
+    w = rng.uniform(0.2, 3.0, size=200) if weighted else None
+    side = nodes.index_side(users, items, r, w)
+    A = rng.normal(size=(9, 4, 4))
+    mom = nodes.moments_full(rng.normal(size=(9, 4)), -0.5 * (A @ np.swapaxes(A, 1, 2) + np.eye(4)))
+    fast = nodes.aggregate(side, mom, side.other_nodes)
+    ref = nodes.aggregate_numpy(side, mom.take(side.other_nodes))
+    for key in ("A", "B", "sx", "rx", "so", "ro", "soo"):
+        np.testing.assert_allclose(getattr(fast, key), getattr(ref, key), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(factor_prior="wishart", max_iter=5),
+    dict(learning_method="online", batch_size=150, max_iter=3, tol=0),
+    dict(learning_method="online", batch_size=150, max_iter=2, factor_prior="wishart",
+         weighted=True),
+    dict(likelihood="bernoulli", algorithm="mc-ssvi", learning_method="online", batch_size=200,
+         max_iter=2, n_mc_samples=2),
+    dict(likelihood="bernoulli", max_iter=3, n_mc_samples=3, weighted=True),
+    dict(likelihood="ordinal", max_iter=2, n_mc_samples=2),
+    dict(likelihood="poisson", expectation="quadrature", learning_method="online",
+         batch_size=300, max_iter=2, n_mc_samples=2),
+])
+def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
+    # The compiled statistics, natural step and partner draws give the fit
+    # of the numpy path (forced by hiding the kernel) to rounding: the same
+    # random numbers, summed in another order.
+    _require_kernel()
+    X, y, _, _ = small
+    kw = dict(kw)
+    weights = np.random.RandomState(2).uniform(0.5, 2.0, y.shape[0]) if kw.pop("weighted", False) else None
+    if kw.get("likelihood") == "bernoulli":
+        y = (y > np.median(y)).astype(float)
+    elif kw.get("likelihood") in ("ordinal", "poisson"):
+        y = np.digitize(y, np.percentile(y, [20, 40, 60, 80])).astype(float)
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return SVIMatrixFactorization(3, random_state=0, **kw).fit(X, y, sample_weight=weights)
+
+    fast = fit()
+    from skvi.models.matrix_factorization import estimator, nonconjugate
+    for module in (nodes, estimator, nonconjugate):
+        monkeypatch.setattr(module, "_gaussian_fast", None)
+    slow = fit()
+    assert fast.n_iter_ == slow.n_iter_ and fast.n_batch_iter_ == slow.n_batch_iter_
+    for name in ("user_mean_", "user_covariance_", "item_mean_", "item_covariance_"):
+        np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(fast.lower_bound_, slow.lower_bound_, rtol=1e-10)
+    if kw.get("likelihood") == "ordinal":  # the learned thresholds too
+        np.testing.assert_allclose(fast.likelihood_.thresholds, slow.likelihood_.thresholds,
+                                   rtol=1e-10)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_compiled_threshold_objective_matches_the_likelihood(weighted):
+    # The compiled ordinal objective against Ordinal.threshold_objective (and
+    # its weighted form), every category and far tails included.
+    _require_kernel()
+    from skvi.likelihoods import Ordinal
+    from skvi.likelihoods.base import _hermite
+    from skvi.models.matrix_factorization import _gaussian_fast, nonconjugate
+    rng = np.random.RandomState(4)
+    lik = Ordinal(thresholds=[-1.0, 0.3, 0.9, 2.5], slope=1.7)
+    y = rng.randint(0, 5, size=300)
+    z, w = _hermite(10)
+    f = rng.normal(scale=3.0, size=300)[:, None] + rng.uniform(0.1, 2.0, 300)[:, None] * z
+    f[:3] = [[40.0], [-40.0], [0.0]] + 0.0 * z
+    weights = rng.uniform(0.5, 3.0, size=300) if weighted else None
+    if weighted:
+        ref, ref_grad = nonconjugate._weighted_threshold_objective(lik, y, f, w, weights)
+    else:
+        ref, ref_grad = lik.threshold_objective(y.astype(float), f, w)
+    grad = np.empty(4)
+    edges = np.concatenate(([-np.inf], lik.thresholds, [np.inf]))
+    value = _gaussian_fast.ordinal_threshold_objective(
+        y.astype(np.int64), np.ascontiguousarray(f), w, np.empty(0) if weights is None else weights,
+        edges, lik.slope, grad)
+    np.testing.assert_allclose(value, ref, rtol=1e-12)
+    np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
+
+
 def test_ids_of_any_kind_fit_as_their_integer_codes(small):
     # Strings, large sparse integers and floats as ids: the same fit as the
     # dense integer codes they encode to (in the same order), with memory

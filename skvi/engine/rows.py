@@ -99,9 +99,8 @@ class RowGroup:
         else:
             ctx.row_scale = self.totals[rows] / np.maximum(counts, 1e-300)
         if ctx.online or scheduled:
-            steps, inverse = np.unique(self.steps[rows] + 1.0, return_inverse=True)
-            values = np.array([schedule(int(t)) for t in steps])
-            ctx.row_rho = values[inverse] * ctx.backoff
+            # One schedule call for every row's own counter.
+            ctx.row_rho = schedule.at(self.steps[rows] + 1.0) * ctx.backoff
         else:
             ctx.row_rho = np.full(rows.shape[0], ctx.backoff)
         ctx.rule_state = (

@@ -68,6 +68,35 @@ class Schedule(BaseEstimator):
         """
         raise NotImplementedError
 
+    def at(self, t):
+        """Return the step sizes for many step counters at once.
+
+        The engine calls it with every row's counter of a per-row factor
+        group (one call per step).  This default evaluates :meth:`__call__`
+        once per distinct counter; schedules with a closed form override it
+        with one vectorised expression.
+
+        Parameters
+        ----------
+        t : array-like of int
+            Step counters, each at least 1.
+
+        Returns
+        -------
+        rho : ndarray of float
+            ``rho[i] = self(t[i])``.
+
+        Examples
+        --------
+        >>> from skvi.schedules import Constant
+        >>> Constant(0.25).at([1, 5, 5]).tolist()
+        [0.25, 0.25, 0.25]
+        """
+        t = np.asarray(t)
+        steps, inverse = np.unique(t, return_inverse=True)
+        values = np.array([self(int(s)) for s in steps], dtype=np.float64)
+        return values[inverse].reshape(t.shape)
+
     def observe(self, gradient_sq_norm, gradient_parts):
         """Record the natural gradient of the step just taken.
 

@@ -1,5 +1,7 @@
 """The Robbins-Monro schedule ``rho_t = scale * (t + offset) ** -decay``."""
 
+import numpy as np
+
 from .base import Schedule, _check_real
 
 
@@ -45,3 +47,25 @@ class RobbinsMonro(Schedule):
 
     def __call__(self, t):
         return float(min(1.0, self.scale * (t + self.offset) ** (-self.decay)))
+
+    def at(self, t):
+        """Return ``min(1, scale * (t + offset) ** -decay)`` for an array of counters.
+
+        Parameters
+        ----------
+        t : array-like of int
+            Step counters, each at least 1.
+
+        Returns
+        -------
+        rho : ndarray of float
+            The step size of each counter, as :meth:`__call__` gives it.
+
+        Examples
+        --------
+        >>> from skvi.schedules import RobbinsMonro
+        >>> RobbinsMonro(offset=0.0, decay=1.0).at([1, 2, 4]).tolist()
+        [1.0, 0.5, 0.25]
+        """
+        t = np.asarray(t, dtype=np.float64)
+        return np.minimum(1.0, self.scale * (t + self.offset) ** (-self.decay))

@@ -11,7 +11,7 @@ sum over the ratings of a minibatch, gathered per node by sparse products
 
 import numpy as np
 
-from .nodes import SIDES, aggregate
+from .nodes import SIDES, aggregate, inner_rows
 
 __all__ = ["GaussianRatings"]
 
@@ -76,7 +76,7 @@ class GaussianRatings:
         if hit is not None and hit[0] is params[other]:
             return hit[1]
         side = prep[name]
-        agg = aggregate(side, mf._node_moments(other, params, side.other_nodes))
+        agg = aggregate(side, *mf._partner_moments(other, params, side.other_nodes))
         cache[name] = (params[other], agg)
         return agg
 
@@ -92,13 +92,16 @@ class GaussianRatings:
             name = prep["global_side"]
         agg = self.side_aggregates(mf, prep, name, params)
         side = prep[name]
-        mom = mf._node_moments(name, params, side.nodes)
-        m = mom.mean
+        mom, rows = mf._partner_moments(name, params, side.nodes)
+        if rows is None:
+            m = mom.mean
+            quad = np.einsum("nij,nij->", mom.second, agg.A)
+        else:  # the side's moments of every node: no gathered copy of the d x d ones
+            m = mom.mean[rows]
+            quad = inner_rows(mom.second, rows, agg.A)
         s_g = float(np.sum(m * agg.sx) + np.sum(agg.so))
         s_rg = float(np.sum(m * agg.rx) + np.sum(agg.ro))
-        s_gg = float(
-            np.einsum("nij,nij->", mom.second, agg.A) + 2.0 * np.sum(m * agg.B) + np.sum(agg.soo)
-        )
+        s_gg = float(quad + 2.0 * np.sum(m * agg.B) + np.sum(agg.soo))
         return s_g, s_rg, s_gg
 
     def sum_sq_residual(self, mf, prep, params):

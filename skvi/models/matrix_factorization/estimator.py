@@ -77,6 +77,12 @@ _CHUNK = 8192
 _ALG1_MIN_PASSES = 5.0
 
 
+def _all_rows(rows, n):
+    """Whether ``rows`` is ``0, 1, ..., n - 1`` (every node, in order)."""
+    return rows.shape[0] == n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1
+                                               and np.array_equal(rows, np.arange(n))))
+
+
 class SVIMatrixFactorization(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, SVIEstimator
 ):
@@ -1118,6 +1124,23 @@ n_samples_seen_, converged_, n_rejected_steps_
         out.second[unknown] = cov
         return out
 
+    def _partner_moments(self, name, params, nodes):
+        """Moments holding the given nodes of side ``name``, and each node's row in them.
+
+        When every node is fitted and rated: the side's moments of all its
+        nodes (cached by the factor, no copy) and ``nodes``; otherwise
+        :meth:`_node_moments` of the nodes (unknown and unrated ones at the
+        prior) and None.
+        """
+        n_fitted = params[name][0].shape[0]
+        counts = self._row_totals(name)
+        if (
+            nodes.size and nodes[0] >= 0 and nodes[-1] < min(n_fitted, counts.shape[0])
+            and np.all(counts[nodes] > 0)
+        ):
+            return self._moments(name, params), nodes
+        return self._node_moments(name, params, nodes), None
+
     def _global_mean(self, params):
         """E[mu] and Var[mu]."""
         q = params["mean"].distribution
@@ -1276,9 +1299,19 @@ n_samples_seen_, converged_, n_rejected_steps_
         nodes = stats.rows
         h, P = stats.values
         rho_i = ctx.row_rho
-        old1, old2 = current[0][nodes], current[1][nodes]
-        tgt1, tgt2 = self._node_target(name, h, P, 1.0, ctx.params, ctx.row_scale)
+        if _all_rows(nodes, current[0].shape[0]):
+            old1, old2 = current[0], current[1]  # read only: no gathered copy
+        else:
+            old1, old2 = current[0][nodes], current[1][nodes]
         rule = self._node_rule
+        if (
+            _gaussian_fast is not None and rule is None and self.covariance == "full"
+            and ctx.grads is None
+        ):
+            # The compiled step: target, blend and moments in one loop.
+            new1, new2, sub = self._natural_step(name, old1, old2, h, P, ctx)
+            return self._with_nodes(name, current, nodes, new1, new2, sub)
+        tgt1, tgt2 = self._node_target(name, h, P, 1.0, ctx.params, ctx.row_scale)
         if rule is not None:
             if self.covariance == "diagonal":
                 tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
@@ -1295,10 +1328,48 @@ n_samples_seen_, converged_, n_rejected_steps_
             new1, new2 = self._diagonal_update(old1, old2, tgt1, tgt2, rho_i)
         if ctx.grads is not None:
             ctx.grads.extend([tgt1 - old1, tgt2 - old2])
+        return self._with_nodes(name, current, nodes, new1, new2,
+                                self._safe_moments(new1, new2))
+
+    def _natural_step(self, name, old1, old2, h, P, ctx):
+        """Compiled natural-gradient step of full-covariance nodes.
+
+        The same numbers as the numpy branch of :meth:`_update_factor`
+        (:meth:`_node_target`, the blend with each node's ``rho_i``,
+        :meth:`_safe_moments`); returns the new natural parameters and
+        their moments, or None for the moments when a node is not a valid
+        Gaussian.
+        """
+        alpha = self._prior_precision(name, ctx.params)
+        if alpha.ndim == 1:
+            alpha = np.diag(alpha)
+        n, d = old1.shape
+        new1, new2 = np.empty((n, d)), np.empty((n, d, d))
+        sub = Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
+        c = np.ascontiguousarray
+        failed = _gaussian_fast.natural_step(
+            c(old1, dtype=np.float64), c(old2, dtype=np.float64),
+            c(h, dtype=np.float64), c(P, dtype=np.float64),
+            c(np.broadcast_to(ctx.row_scale, (n,)), dtype=np.float64),
+            c(alpha, dtype=np.float64), c(np.broadcast_to(ctx.row_rho, (n,)), dtype=np.float64),
+            new1, new2, sub.mean, sub.second, sub.var, sub.logdet,
+        )
+        valid = (
+            failed == 0 and np.all(np.isfinite(sub.logdet))
+            and np.all(np.isfinite(new1)) and np.all(np.isfinite(new2))
+        )
+        return new1, new2, sub if valid else None
+
+    def _with_nodes(self, name, current, nodes, new1, new2, sub):
+        """The side's factor with ``nodes`` replaced, carrying its moments; and validity."""
+        if _all_rows(nodes, current[0].shape[0]):
+            # Every node moved (a batch step): the new arrays are the factor.
+            if sub is None:
+                return (new1, new2), False
+            return Factor((new1, new2), current.family, {"moments": sub}), True
         eta1, eta2 = current[0].copy(), current[1].copy()
         eta1[nodes] = new1
         eta2[nodes] = new2
-        sub = self._safe_moments(new1, new2)
         if sub is None:
             return (eta1, eta2), False
         # The new value carries its moments: those of the updated nodes were

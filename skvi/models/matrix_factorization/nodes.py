@@ -111,19 +111,37 @@ class Ratings:
 
 
 class BatchSide:
-    """One side (users or items) of a prepared minibatch."""
+    """One side (users or items) of a prepared minibatch.
+
+    ``nodes`` are the distinct node ids of this side in the batch and
+    ``counts`` their ratings (``C_i``); per rating, ``row`` is its node's
+    position in ``nodes``, ``col`` its partner's in ``other_nodes``, with
+    the rating and its weight (or None).  The CSR matrices of the numpy
+    aggregation (:attr:`ones`, :attr:`values`) and the ratings grouped by
+    node of the compiled one (:attr:`order`, :attr:`indptr`) are built on
+    first use.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import index_side
+    >>> side = index_side(np.array([5, 3, 5]), np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]))
+    >>> side.nodes.tolist(), side.counts.tolist(), side.indptr.tolist()
+    ([3, 5], [1.0, 2.0], [0, 1, 3])
+    >>> side.values.toarray().tolist()
+    [[0.0, 2.0], [1.0, 3.0]]
+    """
 
     __slots__ = (
-        "nodes", "counts", "ones", "values", "other_nodes", "row", "col", "ratings", "weights",
+        "nodes", "counts", "other_nodes", "row", "col", "ratings", "weights",
+        "_ones", "_values", "_order", "_indptr",
     )
 
-    def __init__(self, nodes, counts, ones, values, other_nodes, row, col, ratings, weights=None):
+    def __init__(self, nodes, counts, other_nodes, row, col, ratings, weights=None):
         self.nodes = nodes  # distinct node ids of this side in the batch
         # Ratings per node in the batch (C_i), not weighted: the engine's
         # N_i are counts of ratings, and N_i / C_i scales weighted sums.
         self.counts = counts
-        self.ones = ones  # CSR indicator (weights), nodes x other_nodes
-        self.values = values  # CSR ratings (times their weights), nodes x other_nodes
         self.other_nodes = other_nodes
         # Per rating: its node's position in ``nodes``, its partner's in
         # ``other_nodes``, the rating and its weight or None (the
@@ -132,27 +150,63 @@ class BatchSide:
         self.col = col
         self.ratings = ratings
         self.weights = weights
+        self._ones = self._values = self._order = self._indptr = None
+
+    def _csr(self, data):
+        shape = (self.nodes.shape[0], self.other_nodes.shape[0])
+        return sp.csr_matrix((data, (self.row, self.col)), shape=shape)
+
+    @property
+    def ones(self):
+        """CSR indicator (the weights), nodes x other_nodes."""
+        if self._ones is None:
+            w = self.weights
+            self._ones = self._csr(np.ones(self.ratings.shape[0]) if w is None else w)
+        return self._ones
+
+    @property
+    def values(self):
+        """CSR ratings (times their weights), nodes x other_nodes."""
+        if self._values is None:
+            w = self.weights
+            self._values = self._csr(self.ratings if w is None else w * self.ratings)
+        return self._values
+
+    @property
+    def order(self):
+        """Positions of the ratings grouped by node (stable: in data order within a node)."""
+        if self._order is None:
+            self._order = np.argsort(self.row, kind="stable")
+        return self._order
+
+    @property
+    def indptr(self):
+        """Node ``i``'s ratings are ``order[indptr[i]:indptr[i + 1]]``."""
+        if self._indptr is None:
+            sizes = np.bincount(self.row, minlength=self.nodes.shape[0])
+            self._indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return self._indptr
 
 
 def index_side(nodes_of, partners_of, ratings, weights=None):
-    """CSR indicator and rating matrices of one side of a minibatch.
+    """One side of a minibatch: its nodes, their partners and ratings.
 
-    With ``weights`` the indicator holds each rating's weight and the rating
-    matrix the weighted ratings, so every sum over them (:func:`aggregate`)
+    With ``weights`` every sum over the side's ratings (:func:`aggregate`)
     counts a rating of weight 2 twice, and so does ``counts``, the
     ratings per node (``C_i`` of the engine's ``N_i / C_i``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import index_side
+    >>> side = index_side(np.array([5, 3, 5]), np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]))
+    >>> side.other_nodes.tolist(), side.row.tolist(), side.col.tolist()
+    ([0, 1], [1, 0, 1], [0, 1, 1])
     """
     nodes, inv = np.unique(nodes_of, return_inverse=True)
     partners, inv_p = np.unique(partners_of, return_inverse=True)
-    shape = (nodes.shape[0], partners.shape[0])
-    if weights is None:
-        ind = sp.csr_matrix((np.ones(ratings.shape[0]), (inv, inv_p)), shape=shape)
-        val = sp.csr_matrix((ratings, (inv, inv_p)), shape=shape)
-    else:
-        ind = sp.csr_matrix((weights, (inv, inv_p)), shape=shape)
-        val = sp.csr_matrix((weights * ratings, (inv, inv_p)), shape=shape)
-    counts = np.bincount(inv, weights=weights, minlength=shape[0]).astype(float)
-    return BatchSide(nodes, counts, ind, val, partners, inv, inv_p, ratings, weights)
+    counts = np.bincount(inv, weights=weights, minlength=nodes.shape[0]).astype(float)
+    return BatchSide(nodes, counts, partners, inv, inv_p, ratings, weights)
 
 
 def prepare(data):
@@ -253,8 +307,72 @@ class Aggregates:
     __slots__ = ("A", "B", "sx", "rx", "so", "ro", "soo")
 
 
-def aggregate(side, other):
+def aggregate(side, other, partner_rows=None):
     """Aggregates of ``side``'s nodes from the partners' moments ``other``.
+
+    ``other`` holds the moments of ``side.other_nodes`` in order or, with
+    ``partner_rows`` (the row of ``other`` of each partner in
+    ``side.other_nodes``), of any superset of them (every node of the
+    partner side: no gathered copy).  The compiled kernel does it when it
+    is built, :func:`aggregate_numpy` otherwise, with the same numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import Moments, aggregate, index_side
+    >>> side = index_side(np.array([0, 0]), np.array([0, 1]), np.array([4.0, 2.0]))
+    >>> m = np.array([[1.0, 0.5], [2.0, -0.5]])
+    >>> other = Moments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
+    >>> agg = aggregate(side, other)
+    >>> agg.A[0].tolist(), agg.rx[0].tolist()
+    ([[5.0, 3.0], [3.0, 2.0]], [8.0, 6.0])
+    """
+    if _gaussian_fast is None:
+        if partner_rows is not None:
+            other = other.take(partner_rows)
+        return aggregate_numpy(side, other)
+    order = side.order
+    partner = side.col[order]
+    if partner_rows is not None:
+        partner = partner_rows[partner]
+    w = side.weights
+    n, d = side.nodes.shape[0], other.mean.shape[1]
+    agg = Aggregates()
+    agg.A, agg.B = np.empty((n, d, d)), np.empty((n, d))
+    agg.sx, agg.rx = np.empty((n, d)), np.empty((n, d))
+    agg.so, agg.ro, agg.soo = np.empty(n), np.empty(n), np.empty(n)
+    _gaussian_fast.aggregate_sorted(
+        side.indptr, np.ascontiguousarray(partner, dtype=np.int64),
+        np.ascontiguousarray(side.ratings[order], dtype=np.float64),
+        np.empty(0) if w is None else np.ascontiguousarray(w[order], dtype=np.float64),
+        np.ascontiguousarray(other.mean, dtype=np.float64),
+        np.ascontiguousarray(other.second, dtype=np.float64),
+        agg.A, agg.B, agg.sx, agg.rx, agg.so, agg.ro, agg.soo,
+    )
+    return agg
+
+
+def inner_rows(S, rows, A):
+    """``sum_i <S[rows[i]], A[i]>`` (compiled when built: no gathered copy of ``S``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import inner_rows
+    >>> S = np.stack([np.eye(2), 2.0 * np.eye(2)])
+    >>> float(inner_rows(S, np.array([1, 1]), np.ones((2, 2, 2))))
+    8.0
+    """
+    if _gaussian_fast is None:
+        return float(np.einsum("nij,nij->", S[rows], A))
+    return _gaussian_fast.inner_rows(
+        np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(A, dtype=np.float64),
+    )
+
+
+def aggregate_numpy(side, other):
+    """numpy reference of :func:`aggregate` (``other``: the moments of ``side.other_nodes``).
 
     One sparse product gathers every partner quantity at once: the upper
     triangle of ``E[f f^T]``, ``E[f o]``, ``E[f]``, ``E[o]``, ``E[o^2]`` and
@@ -262,6 +380,16 @@ def aggregate(side, other):
     ``E[o]`` and ones by the ratings.  The rest of ``E[x x^T]`` is one of
     these (``x = (f, 1)``), so the (d x d) products are never formed.
     With rating weights (:func:`index_side`) every sum is weighted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.nodes import Moments, aggregate_numpy, index_side
+    >>> side = index_side(np.array([0, 0]), np.array([0, 1]), np.array([4.0, 2.0]))
+    >>> m = np.array([[1.0, 0.5], [2.0, -0.5]])
+    >>> other = Moments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
+    >>> aggregate_numpy(side, other).A[0].tolist()
+    [[5.0, 3.0], [3.0, 2.0]]
     """
     m = other.mean
     S = other.second

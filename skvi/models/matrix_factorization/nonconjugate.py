@@ -31,6 +31,11 @@ from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
 from .nodes import SIDES
 
+try:  # the compiled kernel is optional (built when a C compiler exists)
+    from . import _gaussian_fast
+except ImportError:  # pragma: no cover - exercised where it is not built
+    _gaussian_fast = None
+
 __all__ = ["GLMRatings", "partner_factors", "side_statistics"]
 
 #: Gauss-Hermite nodes of the predictive integrals.
@@ -138,26 +143,42 @@ def side_statistics(
     e_d2 = np.empty(n_r)
     h = np.zeros((n_nodes, d)) if want_node_stats else None
     P = np.zeros((n_nodes, d * d)) if want_node_stats else None
+    # The compiled draws, predictor moments and sums (full covariances): the
+    # same numbers as the numpy lines below, without their temporaries.
+    fast = _gaussian_fast is not None and not diagonal and partner_root.ndim == 3
+    if fast:
+        c64 = np.ascontiguousarray
+        partner_mean, partner_root = c64(partner_mean, np.float64), c64(partner_root, np.float64)
+        node_mean, node_cov = c64(node_mean, np.float64), c64(node_cov, np.float64)
+        row, col = c64(row, np.int64), c64(col, np.int64)
+        no_weights = np.empty(0)
     chunk = max(1, _CHUNK // s1)
     for start in range(0, n_r, chunk):
         sl = slice(start, min(start + chunk, n_r))
         r, c = row[sl], col[sl]
         n_c = r.shape[0]
         eps = rng.standard_normal((n_c, s1, d))
-        if partner_root.ndim == 2:
-            draws = partner_mean[c][:, None, :] + partner_root[c][:, None, :] * eps
+        if fast:
+            x, offset = np.empty((n_c, s1, d)), np.empty((n_c, s1))
+            _gaussian_fast.partner_draws(eps, c, partner_mean, partner_root, x, offset)
+            m_f, var_f = np.empty((n_c, s1)), np.empty((n_c, s1))
+            _gaussian_fast.predictor_moments(x, r, node_mean, node_cov, float(var_mu), m_f, var_f)
         else:
-            draws = partner_mean[c][:, None, :] + np.matmul(eps, np.swapaxes(partner_root[c], 1, 2))
-        offset = draws[..., k].copy()
-        x = draws
-        x[..., k] = 1.0
-        m_w = node_mean[r]
-        if diagonal:
-            sx = node_cov[r][:, None, :] * x
-        else:
-            sx = np.matmul(x, node_cov[r])  # node covariances are symmetric
-        var_f = np.sum(x * sx, axis=2) + var_mu
-        m_f = np.matmul(x, m_w[:, :, None])[..., 0]
+            if partner_root.ndim == 2:
+                draws = partner_mean[c][:, None, :] + partner_root[c][:, None, :] * eps
+            else:
+                draws = partner_mean[c][:, None, :] + np.matmul(
+                    eps, np.swapaxes(partner_root[c], 1, 2))
+            offset = draws[..., k].copy()
+            x = draws
+            x[..., k] = 1.0
+            m_w = node_mean[r]
+            if diagonal:
+                sx = node_cov[r][:, None, :] * x
+            else:
+                sx = np.matmul(x, node_cov[r])  # node covariances are symmetric
+            var_f = np.sum(x * sx, axis=2) + var_mu
+            m_f = np.matmul(x, m_w[:, :, None])[..., 0]
         yy = np.broadcast_to(y[sl][:, None], (n_c, s1))
         lg, d1, d2 = likelihood.expectations(
             yy, m_f + mu + offset, var_f, method=method, n_samples=n_f, random_state=rng
@@ -169,6 +190,13 @@ def side_statistics(
             continue
         w_h = (d1 - d2 * m_f) / s1
         w_p = -d2 / s1
+        if fast:
+            _gaussian_fast.accumulate_node_stats(
+                r, x, np.ascontiguousarray(w_h, dtype=np.float64),
+                np.ascontiguousarray(w_p, dtype=np.float64),
+                no_weights if weights is None else np.ascontiguousarray(weights[sl], np.float64),
+                h, P)
+            continue
         h_rows = np.matmul(w_h[:, None, :], x)[:, 0, :]
         p_rows = np.matmul(np.swapaxes(x * w_p[..., None], 1, 2), x).reshape(n_c, d * d)
         ind = sp.csr_matrix(
@@ -179,6 +207,9 @@ def side_statistics(
         P += ind @ p_rows
     if want_node_stats:
         P = P.reshape(n_nodes, d, d)
+        if fast:  # the kernel sums the upper triangle
+            lower = np.tril_indices(d, -1)
+            P[:, lower[0], lower[1]] = P[:, lower[1], lower[0]]
         P = 0.5 * (P + np.swapaxes(P, 1, 2))
     return h, P, e_log, e_d1, e_d2
 
@@ -377,10 +408,22 @@ class GLMRatings:
         if n_gaps < 1:
             return
 
+        if _gaussian_fast is not None:  # the compiled objective: same numbers
+            y64, f = np.ascontiguousarray(y, dtype=np.int64), np.ascontiguousarray(f)
+            w64 = np.ascontiguousarray(w, dtype=np.float64)
+            c64 = np.empty(0) if weights is None else np.ascontiguousarray(weights, np.float64)
+            n_fast = max(y.shape[0], 1) if weights is None else max(float(np.sum(weights)), 1e-300)
+
         def objective(theta):
             gaps = np.exp(theta)
             trial = Ordinal(np.concatenate(([b0], b0 + np.cumsum(gaps))), slope=lik.slope)
-            if weights is None:
+            if _gaussian_fast is not None:
+                edges = np.concatenate(([-np.inf], trial.thresholds, [np.inf]))
+                grad_b = np.empty(trial.thresholds.size)
+                value = _gaussian_fast.ordinal_threshold_objective(
+                    y64, f, w64, c64, edges, trial.slope, grad_b)
+                n = n_fast
+            elif weights is None:
                 value, grad_b = trial.threshold_objective(y, f, w)
                 n = max(y.shape[0], 1)
             else:
