@@ -69,6 +69,8 @@ def parse_args(argv=None):
     p.add_argument("--data", default=str(get_data_home()), help="folder of the data sets")
     p.add_argument("--json", default=None, help="save the rows to this file")
     p.add_argument("--compare", default=None, help="an earlier --json run to print beside")
+    p.add_argument("--show", default=None,
+                   help="print the table of a saved --json run instead of running")
     return p.parse_args(argv)
 
 
@@ -422,8 +424,11 @@ def run_case(name, case, repeats):
 def main(argv=None):
     args = parse_args(argv)
     rows = []
+    if args.show:
+        with open(args.show) as f:
+            rows = json.load(f)
     with one_blas_thread():
-        for name, make in CASES:
+        for name, make in ([] if args.show else CASES):
             if args.only not in name:
                 continue
             try:
@@ -434,7 +439,7 @@ def main(argv=None):
             row = run_case(name, case, args.repeats)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    if args.json:
+    if args.json and not args.show:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
     old = {}

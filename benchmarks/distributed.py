@@ -26,8 +26,9 @@ dask's own default for its workers, ``MALLOC_TRIM_THRESHOLD_=65536``
 which made the correlated topic model's steps 1.5 to 1.7 times slower.
 
 Each configuration runs once untimed (warm-up), then ``--repeats`` times, the
-configurations taking turns (1 worker, 2 workers, in-process), and the table
-gives medians.  Every
+configurations taking turns (the worker counts of ``--workers``, 1 and 2 by
+default, then in-process), and the table gives medians, the speed-up over one
+worker and the efficiency (speed-up / workers).  Every
 worker is one process with one thread (BLAS held to one thread), on this
 machine's loopback.  The per-step overhead is the wall time per step minus
 the in-process compute per step divided by the workers; the bytes per step
@@ -35,7 +36,7 @@ are what the client scattered (the globals, the model) and gathered (summed
 statistics, counts, bounds), measured by :func:`skvi.distributed.traffic`.
 
 From the measured compute and overhead per step the script projects the
-speed-up on P workers with the cost model of ``docs/scaling.md``:
+speed-up on P workers with the cost model of ``docs/scaling_benchmark.md``:
 ``T(P) = C / P + a + r * ceil(log2 P)``, ``a`` the fixed overhead of a step
 (one worker), ``r`` the cost of one level of the statistics' tree reduction
 (two workers minus one).
@@ -88,6 +89,8 @@ def parse_args(argv=None):
     parser.add_argument("--gg-inprocess-rows", type=float, default=1e7)
     parser.add_argument("--gg-block-rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
+                        help="worker counts to compare (each a cluster of one-thread workers)")
     return parser.parse_args(argv)
 
 
@@ -234,14 +237,16 @@ def overhead_rows(results, inprocess, step_times):
         steps = max(est.n_batch_iter_, 1)
         rows.append([
             name, f"{median:.2f}", f"{base_time / median:.2f}", f"{one / median:.2f}",
+            "" if name == inprocess else f"{one / median / workers:.2f}",
             str(steps), f"{1000 * step:.1f}", f"{1000 * compute:.1f}",
             "" if name == inprocess else f"{1000 * over:.1f} ({100 * over / compute:.0f}%)",
             "" if name == inprocess else
             f"{t.bytes_out / steps / 1e3:.0f} / {t.bytes_in / steps / 1e3:.0f}",
         ])
-    header = ["fit", "fit s", "speed-up vs in-process", "speed-up vs 1 worker", "steps",
-              "ms / step", "compute ms / step", "overhead ms / step", "kB out / in per step"]
-    return format_table(header, rows, [False] + [True] * 8), per_step
+    header = ["fit", "fit s", "speed-up vs in-process", "speed-up vs 1 worker", "efficiency",
+              "steps", "ms / step", "compute ms / step", "overhead ms / step",
+              "kB out / in per step"]
+    return format_table(header, rows, [False] + [True] * 9), per_step
 
 
 def projection(idle_of):
@@ -270,7 +275,7 @@ def corpus_comparison(args, path, X_big, modes, measure):
     ``modes`` is a list of ``(title, make)``; ``measure(est)`` describes a
     fitted estimator (after each configuration's times).
     """
-    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in (1, 2)}
+    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in args.workers}
     try:
         for title, make in modes:
             configs = {}
@@ -346,7 +351,7 @@ def gg_part(args):
     def make():
         return GaussianGammaVB(learning_method="batch", random_state=0)
 
-    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in (1, 2)}
+    clusters = {n: _cluster(n, args.dask_malloc_trim) for n in args.workers}
     try:
         small = int(args.gg_inprocess_rows)
         configs = {}
@@ -375,7 +380,7 @@ def gg_part(args):
                      f"{t.bytes_out / est.n_batch_iter_ / 1e3:.0f} / "
                      f"{t.bytes_in / est.n_batch_iter_ / 1e3:.0f}"]
                     for name, (m, _, est, t) in results.items()]
-            one = results["1 worker"][0]
+            one = results["1 worker"][0] if "1 worker" in results else float("nan")
             rows = [r + [f"{one / results[r[0]][0]:.2f}"] for r in rows]
             print(format_table(["fit", "s", "steps", "kB out / in per step", "speed-up vs 1"],
                                rows, [False, True, True, True, True]))

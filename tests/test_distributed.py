@@ -240,7 +240,7 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
     # Beyond the start's sample size the rows of the k-means start are drawn
     # over all the blocks, by the in-memory draw: the fit equals an
     # in-memory fit that starts from a subsample of as many rows.
-    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
     X = _blobs(seed=10)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=15, tol=0)
     ref = SVIBayesianGaussianMixture(**kw)
@@ -259,7 +259,7 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
 
 def test_a_weighted_mixture_beyond_the_start_sample_warns(client, monkeypatch):
     # Its start's rows are drawn uniformly on a cluster, by weight in memory.
-    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
     X = _blobs(n=600, seed=16)
     w = np.random.RandomState(0).uniform(0.5, 2.0, 600)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=2, tol=0)

@@ -672,7 +672,7 @@ def test_weighted_online_start_draws_its_subsample_by_weight(monkeypatch):
     rng = np.random.RandomState(24)
     X = np.concatenate([rng.normal(-5.0, 1.0, (1000, 1)), rng.normal(5.0, 1.0, (1000, 1))])
     w = np.repeat([9.0, 1.0], 1000)
-    monkeypatch.setattr(mixture_module, "_INIT_ROWS", 200)
+    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
     est = SVIBayesianGaussianMixture(n_components=1)
     est.n_features_in_ = 1
     data = Rows(X, None, w)

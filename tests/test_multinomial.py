@@ -199,7 +199,7 @@ def test_held_out_nll_on_digits_against_scikit_learn():
     # predictive (prior variance = C = 1) against the MAP.  Measured: skvi
     # 0.1381, scikit-learn 0.1204; accuracy 0.963 and 0.961.  The Bayesian
     # average is less confident on the many rows both classify correctly;
-    # see docs/glm.md, "More than two classes".
+    # see docs/glm_benchmark.md, "More than two classes".
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, log_loss

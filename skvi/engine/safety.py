@@ -12,8 +12,8 @@ away.  :class:`StepSafety` judges every attempt of a step:
   or ``'line_search'``: it must not lower the full-data ELBO (the value is
   then the pass's ELBO, so the test costs nothing extra);
 * an online step of a model with ``_probe_loss``: the expected loss per row
-  of a fixed probe sample must not grow by more than ``probe_growth`` of its
-  best value.  The probe is tested at every step until
+  of a fixed probe sample (:data:`PROBE_SIZE` rows) must not grow by more
+  than ``probe_growth`` of its best value.  The probe is tested at every step until
   :data:`PROBE_CALM` steps in a row pass, then at every second, fourth, ...
   step, at most :data:`PROBE_EVERY` apart; any failure makes it test every
   step again.  So at most ``PROBE_EVERY - 1`` steps in a row go without a
@@ -34,10 +34,16 @@ __all__ = ["PROBE_SIZE", "StepSafety"]
 
 #: Accepted steps in a row after which a reduced step size is doubled back.
 RECOVERY_STEPS = 20
-#: Rows of the probe sample of online ``fit``.
-PROBE_SIZE = 1000
+#: Rows of the probe sample of online ``fit``.  A probe costs about half a
+#: local step per row; with fits of a few dozen steps of 2,000 rows (a9a's
+#: logistic regression: 34) a probe of 1,000 rows tested at the first 8
+#: steps took 10-20% of the fit.  Fewer rows miss rare features: with 100
+#: rows, logistic regression with features set in 1% of the rows and
+#: minibatches of 50 ended its first pass 4% below the optimum, with 500
+#: as close as with 1,000.
+PROBE_SIZE = 500
 #: Accepted probed steps in a row after which the probe is tested less often.
-PROBE_CALM = 8
+PROBE_CALM = 4
 #: Most steps between two probe tests once the steps are calm.
 PROBE_EVERY = 16
 

@@ -591,7 +591,7 @@ _GLM_PARAMS_DOC = """
         softmax (more than two classes), whose posterior predictive is
         under-confident at 1: on digits with pixels in [0, 1] its held-out
         NLL is 0.171 at 1 and 0.114 at 5, where scikit-learn's
-        cross-validated ``LogisticRegressionCV`` has 0.115 (``docs/glm.md``,
+        cross-validated ``LogisticRegressionCV`` has 0.115 (``docs/glm_benchmark.md``,
         "More than two classes").  ``'auto'`` learns it by empirical Bayes:
         after every step it moves (with the step size) towards the mean of
         ``E_q[w_j^2]``, the ELBO's maximiser.
@@ -609,7 +609,7 @@ _GLM_PARAMS_DOC = """
         features (a9a's one-hot columns) where AdaGrad's diagonal steps
         stall short of it, and the engine's online step safety (a probe
         test) stops the initial instability for which the Monte Carlo structured SVI paper prefers the
-        hybrid.  See ``docs/glm.md``, "Choosing the algorithm".
+        hybrid.  See ``docs/glm_benchmark.md``, "Choosing the algorithm".
     gradient_learning_rate : float, default=0.5
         AdaGrad's global learning rate for the ordinary-gradient parts
         (``'h-mc-ssvi'`` and ``'s-dsvi'``; unused by ``'mc-ssvi'``).  The

@@ -19,10 +19,21 @@ from ._rows import Rows, check_row_weights
 __all__ = ["SVIBayesianGaussianMixture"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
-#: Rows an online fit (or the first ``partial_fit`` call) initialises from:
-#: a random subsample, so that the k-means start does not cost a pass of
-#: k-means over data that SVI reads in minibatches.
-_INIT_ROWS = 20_000
+#: Rows an online fit (or the first ``partial_fit`` call) initialises from,
+#: at least: a random subsample, so that the k-means start does not cost a
+#: pass of k-means over data that SVI reads in minibatches.  With
+#: ``_INIT_ROWS_PER_PARAMETER`` rows per component and feature when that is
+#: more.  On 200,000 rows of 10 Gaussians in 10 dimensions, 5,000 rows
+#: (5 k-means restarts) start as well as 20,000 (held-out log-likelihood of
+#: five seeds' one-pass fits: -15.7613 against -15.7615, the worst -15.7645
+#: against -15.7901) in 0.06 s instead of 0.17 s, a third of the fit.
+_INIT_ROWS = 5_000
+_INIT_ROWS_PER_PARAMETER = 50
+
+
+def _init_rows(n_components, n_features):
+    """Rows of the subsample an SVI fit starts from (k-means on them)."""
+    return max(_INIT_ROWS, _INIT_ROWS_PER_PARAMETER * n_components * int(n_features))
 #: Values (rows x components x features) of the temporaries of one block of
 #: the E-step: 2**20 doubles, 8 MiB.
 _BLOCK_VALUES = 1 << 20
@@ -122,11 +133,12 @@ class SVIBayesianGaussianMixture(DensityMixin, SVIEstimator):
 default='kmeans'
         How the first responsibilities are drawn (as in scikit-learn).  An
         online fit, and the first ``partial_fit`` call, initialise from a
-        random subsample of at most 20,000 rows ('kmeans': the best of 5
-        k-means runs on it, which made online fits of 10^5 rows land
-        closer to the batch optimum).  With ``sample_weight`` the
-        subsample is 20,000 draws with replacement, each with probability
-        proportional to weight, a row's draws counted as its weight.
+        random subsample of at most ``max(5000, 50 * n_components *
+        n_features)`` rows ('kmeans': the best of 5 k-means runs on it,
+        which made online fits of 10^5 rows land closer to the batch
+        optimum).  With ``sample_weight`` the subsample is as many draws
+        with replacement, each with probability proportional to weight, a
+        row's draws counted as its weight.
     weight_concentration_prior_type : {'dirichlet_process', \
 'dirichlet_distribution'}, default='dirichlet_process'
         Stick-breaking (a truncated Dirichlet process) or a finite
@@ -361,21 +373,24 @@ n_samples_seen_, n_rejected_steps_
         """
         elsewhere = backend_for(X) is not None
         warm = self.warm_start and hasattr(self, "natural_params_")
+        # Any array-like; a dask array's shape without computing it.
+        shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
+        start_rows = _init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
         if elsewhere and warm:
             # A warm start's globals travel to the worker that starts the fit.
             self._warm_globals = {name: tuple(np.asarray(a) for a in f)
                                   for name, f in self.natural_params_.items()}
-        elif elsewhere and sample_weight is not None and X.shape[0] > _INIT_ROWS:
+        elif elsewhere and sample_weight is not None and shape[0] > start_rows:
             self._warn(
-                f"{type(self).__name__}: on a cluster the start's {_INIT_ROWS} rows are drawn "
+                f"{type(self).__name__}: on a cluster the start's {start_rows} rows are drawn "
                 "uniformly over the rows (each with its weight), not in proportion to the "
                 "weights as in memory; with a few rows holding much of the weight the start "
                 "may miss them. A warm_start from a fit on a weighted sample avoids it.",
                 UserWarning,
             )
         # Batch EM starts from all rows, as scikit-learn's; SVI (and a fit
-        # on a cluster) from a subsample of at most _INIT_ROWS rows.
-        self._init_rows = None if self.learning_method == "batch" and not elsewhere else _INIT_ROWS
+        # on a cluster) from a subsample of at most start_rows rows.
+        self._init_rows = None if self.learning_method == "batch" and not elsewhere else start_rows
         try:
             return super().fit(X, y, sample_weight)
         finally:
@@ -621,7 +636,8 @@ n_samples_seen_, n_rejected_steps_
         # tolerance is per sample, as scikit-learn's.
         return ModelSettings(
             {"weights": Dirichlet, "components": comp}, initial_globals_are_data=True,
-            convergence=self._per_sample_converged, start_sample_size=_INIT_ROWS,
+            convergence=self._per_sample_converged,
+            start_sample_size=_init_rows(self.n_components, getattr(self, "n_features_in_", 0)),
         )
 
     def _data_summary(self, X):
@@ -777,7 +793,7 @@ n_samples_seen_, n_rejected_steps_
         count = X.count()
         X, weight = X.X, X.weight
         n = X.shape[0]
-        limit = self.__dict__.get("_init_rows", _INIT_ROWS)
+        limit = self.__dict__.get("_init_rows", _init_rows(self.n_components, X.shape[1]))
         if weight is None:
             sub, sub_weight = X, None
             if limit is not None and n > limit:

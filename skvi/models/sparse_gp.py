@@ -734,7 +734,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         # V2's projected fixed point can overshoot: a batch step must not
         # lower the objective, tested to finite-difference stationarity
         # (tests/test_sparse_gp.py); its rejected steps come in runs, so a
-        # halving persists (docs/sparse_gp.md).  The other objectives reach
+        # halving persists (docs/sparse_gp_benchmark.md).  The other objectives reach
         # their optimum in one step.
         if self.objective == "predictive":
             return self._settings_for(batch_steps="no_decrease", elbo_tolerance=1e-12)
