@@ -334,7 +334,15 @@ def test_every_guide_page_has_a_check():
     assert set(GUIDE_PAGES) == set(CHECKS)
 
 
-@pytest.mark.parametrize("page", GUIDE_PAGES)
+# Pages whose code takes over ten seconds on two cores: run by CI and by
+# `pytest -m "slow or not slow"`, left out of plain `pytest`.
+SLOW_PAGES = {"scaling", "sparse_gp"}
+
+
+@pytest.mark.parametrize("page", [
+    pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+    for page in GUIDE_PAGES
+])
 def test_page_code_runs_and_gives_its_numbers(page):
     namespace = run_page(page)
     CHECKS[page](namespace)
