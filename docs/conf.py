@@ -67,6 +67,10 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_attributes_as_param_list = True
+# The page's table of contents (the right-hand panel) lists a class's
+# methods as ``fit()``, ``transform()``: with their parents' names they all
+# began with the class's name and, cut to the panel's width, looked alike.
+toc_object_entries_show_parents = "hide"
 
 
 def _skip_foreign_members(app, what, name, obj, skip, options):
@@ -108,10 +112,61 @@ def _escape_type_underscores(app, what, name, obj, options, lines):
             lines[i] = head + _TRAILING_UNDERSCORE.sub(r"\\_", kind)
 
 
+_SECTION_RULE = re.compile(r"^-{3,}\s*$")
+
+
+def _section_starts(lines):
+    """``{title: index}`` of the numpydoc sections of ``lines`` (a title over dashes)."""
+    return {lines[i].strip(): i for i in range(len(lines) - 1)
+            if lines[i].strip() and _SECTION_RULE.match(lines[i + 1])
+            and len(lines[i + 1].strip()) >= len(lines[i].strip())}
+
+
+def _description_after_parameters(app, what, name, obj, options, lines):
+    """Put a class's longer description after its parameters, at the head of its Notes.
+
+    numpydoc renders the extended summary (every paragraph between the
+    one-line summary and the first section) before the Parameters, so an
+    estimator page opened with several screens of prose before its
+    parameters.  In the reference, a class with a Parameters section shows
+    the summary, then the Parameters and Attributes, and its description
+    opens the Notes section (created when the docstring has none).
+    ``help()`` shows the docstring as written.
+    """
+    if what != "class":
+        return
+    sections = _section_starts(lines)
+    if "Parameters" not in sections:
+        return
+    first = min(sections.values())
+    start = 0
+    while start < first and not lines[start].strip():
+        start += 1
+    while start < first and lines[start].strip():  # the summary paragraph
+        start += 1
+    description = lines[start:first]
+    if not any(line.strip() for line in description):
+        return
+    while description and not description[0].strip():
+        description.pop(0)
+    while description and not description[-1].strip():
+        description.pop()
+    rest = lines[:start] + [""] + lines[first:]
+    notes = _section_starts(rest).get("Notes")
+    if notes is None:
+        while rest and not rest[-1].strip():
+            rest.pop()
+        rest += ["", "Notes", "-----"] + description + [""]
+    else:
+        rest[notes + 2:notes + 2] = description + [""]
+    lines[:] = rest
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
     # Before numpydoc's own handler (priority 500) reads the docstring.
     app.connect("autodoc-process-docstring", _escape_type_underscores, priority=400)
+    app.connect("autodoc-process-docstring", _description_after_parameters, priority=450)
 
 
 # -- Gallery ---------------------------------------------------------------
@@ -150,7 +205,9 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"skvi {release}"
-html_static_path = []
+html_static_path = ["_static"]
+# Page titles wrap rather than being clipped (a class's name is one long word).
+html_css_files = ["skvi.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,

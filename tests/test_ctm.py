@@ -190,6 +190,7 @@ def test_recovers_the_topics_and_the_signs_of_their_correlations(covariance, bou
                                   np.sign(sigma[upper]))
 
 
+@pytest.mark.slow
 def test_the_bounds_end_in_the_papers_order():
     # "Monte Carlo structured SVI for two-level non-conjugate models", Fig. 7:
     # the optimal bound ends above the mean-field one, and that above the
@@ -297,6 +298,7 @@ def test_partial_fit_updating_the_model_per_call_beats_lda():
     assert ctm.perplexity(test) < lda.perplexity(test)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bound, covariance, method", [
     ("optimal", "diagonal", "batch"), ("simple", "diagonal", "batch"),
     ("optimal", "full", "online"),

@@ -143,6 +143,7 @@ def test_classes_are_found_over_every_block(client):
     _assert_same_globals(est, ref)
 
 
+@pytest.mark.slow
 def test_gaussian_gamma_online_agrees_within_its_noise(client):
     rng = np.random.RandomState(4)
     X = rng.normal(-1.0, 0.5, (4000, 2))
@@ -158,6 +159,7 @@ def test_gaussian_gamma_online_agrees_within_its_noise(client):
     assert est.n_samples_seen_ == 4000
 
 
+@pytest.mark.slow
 def test_lda_online_reaches_the_in_memory_perplexity(client):
     X = _lda_corpus(n_docs=1200)
     kw = dict(n_components=4, learning_method="online", batch_size=100, random_state=0,
@@ -218,6 +220,7 @@ def test_moments_merge_over_blocks_as_two_passes_over_all_rows():
         Moments.of(X[600:], full=False)).covariance(ddof=1, diagonal=True), np.var(X, axis=0, ddof=1), rtol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("covariance_type", ["full", "diag"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_mixture_batch_equals_the_in_memory_fit(client, covariance_type, weighted):
@@ -236,6 +239,7 @@ def test_mixture_batch_equals_the_in_memory_fit(client, covariance_type, weighte
     _assert_same_globals(est, ref)
 
 
+@pytest.mark.slow
 def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkeypatch):
     # Beyond the start's sample size the rows of the k-means start are drawn
     # over all the blocks, by the in-memory draw: the fit equals an
@@ -272,6 +276,7 @@ def test_a_weighted_mixture_beyond_the_start_sample_warns(client, monkeypatch):
         SVIBayesianGaussianMixture(**kw).fit(Xd)  # unweighted: the in-memory draw
 
 
+@pytest.mark.slow
 def test_mixture_online_reaches_the_batch_optimum(client):
     X = _blobs(n=3000, seed=11)
     kw = dict(n_components=3, random_state=0, max_iter=6, batch_size=500, tol=0)
@@ -315,6 +320,7 @@ def test_sparse_gp_regressor_batch_equals_the_in_memory_fit(client, objective):
     np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_sparse_gp_regressor_online_learns_the_kernel_on_a_cluster(client):
     # Hyperparameter steps from the gradient summed over the blocks, against
     # the batch fit's L-BFGS kernel (noise standard deviation 0.1016, R^2
@@ -395,6 +401,7 @@ def test_matrix_factorization_takes_rows_of_user_item_rating(client):
     np.testing.assert_allclose(prediction.compute(), ref.predict(pairs), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_matrix_factorization_online_agrees_within_its_noise(client):
     X, y = _mf_ratings()
     X_test, y_test = _mf_ratings(n=6000)
@@ -414,6 +421,7 @@ def test_matrix_factorization_online_agrees_within_its_noise(client):
         assert rmse(fit) == pytest.approx(rmse(batch), abs=0.03)
 
 
+@pytest.mark.slow
 def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
     # Monte Carlo steps draw from each block's own generator, so the fits
     # differ by their noise; the held-out log density agrees.
@@ -494,6 +502,7 @@ def test_ctm_batch_equals_the_in_memory_fit(client, monkeypatch, kw):
         est.partial_fit(X[:10])
 
 
+@pytest.mark.slow
 def test_ctm_monte_carlo_fits_agree_within_their_noise(client):
     # Each block draws from its own generator: other draws, the same optimum.
     # In memory, random_state 0 to 3 end batch fits at training perplexity
@@ -514,6 +523,7 @@ def test_ctm_monte_carlo_fits_agree_within_their_noise(client):
         assert est.perplexity(X) == pytest.approx(optimum.perplexity(X), abs=0.1)
 
 
+@pytest.mark.slow
 def test_ctm_bytes_per_step_do_not_grow_with_the_documents(client):
     sizes = {}
     for n in (800, 6400):
@@ -623,6 +633,7 @@ def test_bytes_per_step_do_not_grow_with_the_data(client):
     del rng
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,method", [("lda", "online"), ("lda", "batch"),
                                           ("ctm", "online"), ("ctm", "batch")])
 def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(

@@ -20,10 +20,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 HAS_DASK = all(importlib.util.find_spec(m) is not None for m in ("dask", "distributed"))
-# Pages of measurements: no code to run.
+# Pages of measurements, and the changelog: no code to run.
 BENCHMARK_PAGES = {p.stem for p in DOCS.glob("*.md")
                    if p.stem == "benchmarks" or p.stem.endswith("_benchmark")}
-GUIDE_PAGES = sorted(p.stem for p in DOCS.glob("*.md") if p.stem not in BENCHMARK_PAGES)
+NO_CODE_PAGES = BENCHMARK_PAGES | {"changelog"}
+GUIDE_PAGES = sorted(p.stem for p in DOCS.glob("*.md") if p.stem not in NO_CODE_PAGES)
 # The README runs without dask too: its dask block is left out then.
 OPTIONAL_DASK_PAGES = {"overview"}
 
@@ -123,6 +124,14 @@ def check_index(ns):
     np.testing.assert_allclose(ns["vb"].mean_, X.mean(axis=0), atol=1e-4)
     for name in ("svi", "stream"):
         np.testing.assert_allclose(ns[name].mean_, X.mean(axis=0), atol=0.03)
+
+
+def check_install(ns):
+    # The kernels the page describes, as the installation reports them.
+    kernels = ns["skvi"].kernels()
+    assert set(kernels) == {"lda", "gaussian"}
+    assert kernels["lda"] in (None, "avx512", "avx2", "baseline")
+    assert isinstance(kernels["gaussian"], bool)
 
 
 def check_lda(ns):
@@ -325,7 +334,15 @@ def test_every_guide_page_has_a_check():
     assert set(GUIDE_PAGES) == set(CHECKS)
 
 
-@pytest.mark.parametrize("page", GUIDE_PAGES)
+# Pages whose code takes over ten seconds on two cores: run by CI and by
+# `pytest -m "slow or not slow"`, left out of plain `pytest`.
+SLOW_PAGES = {"scaling", "sparse_gp"}
+
+
+@pytest.mark.parametrize("page", [
+    pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+    for page in GUIDE_PAGES
+])
 def test_page_code_runs_and_gives_its_numbers(page):
     namespace = run_page(page)
     CHECKS[page](namespace)

@@ -134,6 +134,7 @@ def test_gaussian_gamma_schedules(tmp_path):
 GLM_ARGS = ("--max-rows", 2000, "--passes", 2, "--batch-size", 500, "--output", "fig.png")
 
 
+@pytest.mark.slow
 def test_glm_convergence(tmp_path, shared_data):
     """Shape from the file; every ELBO below the maximised log-likelihood.
 

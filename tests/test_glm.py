@@ -516,6 +516,7 @@ def test_poisson_fits_unscaled_features_as_well_as_scikit_learn(scale, n):
     np.testing.assert_allclose(est.coef_.ravel() * scale, ref.coef_ * scale, atol=0.02)
 
 
+@pytest.mark.slow
 def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a(shared_data):
     # A stream of partial_fit calls over raw a9a (one minibatch of 2000 rows
     # a call, N known): with its default gradient_learning_rate S-DSVI ran

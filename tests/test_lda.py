@@ -394,7 +394,7 @@ def test_grid_search_matches_cross_val_score():
     est = SVILatentDirichletAllocation(n_components=K, learning_method="online",
                                        max_iter=3, random_state=0)
     grid = {
-        "learning_decay": [0.5, 0.9],
+        "learning_decay": [0.55, 0.9],
         "learning_offset": [1.0, 20.0],
         "batch_size": [16, 64],
         "learning_rate": [None, RobbinsMonro(offset=5, decay=0.8)],

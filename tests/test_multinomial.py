@@ -194,6 +194,7 @@ def test_online_and_partial_fit_reach_the_batch_posterior():
         )
 
 
+@pytest.mark.slow
 def test_held_out_nll_on_digits_against_scikit_learn():
     # scikit-learn's digits, standardised, 70/30 split: the posterior
     # predictive (prior variance = C = 1) against the MAP.  Measured: skvi
@@ -345,6 +346,7 @@ def test_posterior_moments_by_either_inverse_equal_numpy(dim):
     assert logdet == pytest.approx(np.linalg.slogdet(precision)[1], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_default_prior_variance_and_held_out_nll_on_digits():
     # Defaults: a softmax's prior variance is 5, one predictor's 1 (a fit
     # equal to the explicit values').  On digits with pixels in [0, 1], the

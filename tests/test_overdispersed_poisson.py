@@ -89,6 +89,7 @@ def test_without_noise_it_is_the_poisson_glm():
     assert_allclose(gme.posterior_covariance_, glm.posterior_covariance_, rtol=1e-3, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_elbo_data_term_against_scipy_quadrature():
     # E_{q(w) q(sigma)}[log Z_i(x_i . w, sigma)] for one row: the inner Z by
     # scipy's adaptive quadrature, the integrals over a = x . w and sigma by

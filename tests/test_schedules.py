@@ -144,3 +144,94 @@ def test_grid_search_over_schedule_objects():
     best = schedules[int(np.argmax(scores))]
     assert type(grid.best_estimator_.learning_rate) is type(best)
     assert grid.best_estimator_.learning_rate.get_params() == best.get_params()
+
+
+def _decay_data():
+    return np.random.RandomState(1).normal([1.0, -2.0], [1.0, 0.5], size=(120, 2))
+
+
+@pytest.mark.parametrize("decay", [0.5, 0.3, 0.0])
+def test_learning_decay_at_most_one_half_warns_at_the_callers_line(decay):
+    X = _decay_data()
+    est = GaussianGammaVB(learning_method="online", batch_size=30, max_iter=2, tol=0.0,
+                          learning_offset=4.0, learning_decay=decay, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"learning_decay=.* is outside \(0\.5, 1\]") as rec:
+        est.fit(X)
+    assert len(rec) == 1 and rec[0].filename == __file__
+    assert "Set learning_decay in (0.5, 1]" in str(rec[0].message)
+    # The fit still takes the steps asked for: (t + tau) ** -kappa, t = 1..8.
+    t = np.arange(1, 9)
+    np.testing.assert_allclose(est.step_trace_["rho"], (t + 4.0) ** -decay, rtol=1e-15)
+    # partial_fit uses the schedule whatever learning_method says.
+    with pytest.warns(ConvergenceWarning, match="learning_decay"):
+        GaussianGammaVB(learning_decay=decay, total_samples=120).partial_fit(X[:30])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"learning_decay": 0.7},
+        {"learning_decay": 1.0},
+        {"learning_decay": 0.51},
+        # A schedule given explicitly is the user's choice.
+        {"learning_decay": 0.3, "learning_rate": 0.2},
+        {"learning_decay": 0.3, "learning_rate": RobbinsMonro(decay=0.5)},
+        {"learning_decay": 0.3, "learning_rate": Constant(0.1)},
+    ],
+)
+def test_learning_decay_in_range_or_unused_does_not_warn(params):
+    X = _decay_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GaussianGammaVB(learning_method="online", batch_size=30, max_iter=2, tol=0.0,
+                        random_state=0, **params).fit(X)
+        GaussianGammaVB(total_samples=120, **params).partial_fit(X[:30])
+
+
+def test_learning_decay_unused_by_batch_steps_does_not_warn():
+    X = _decay_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # Batch coordinate ascent takes rho = 1, and an online fit whose rows
+        # fit in one minibatch takes batch steps.
+        batch = GaussianGammaVB(learning_decay=0.2, tol=0.0, max_iter=3).fit(X)
+        GaussianGammaVB(learning_method="online", batch_size=500, learning_decay=0.2,
+                        tol=0.0, max_iter=3).fit(X)
+    assert np.all(batch.step_trace_["rho"] == 1.0)
+
+
+def test_learning_decay_above_one_is_rejected():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match=r"learning_decay.*\[0\.0, 1\.0\]"):
+        GaussianGammaVB(learning_method="online", batch_size=30,
+                        learning_decay=1.2).fit(_decay_data())
+
+
+def test_learning_decay_warning_covers_every_estimator_once():
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from skvi import SVIBayesianGaussianMixture, SVILatentDirichletAllocation
+    from skvi.datasets import load_topics_sample
+
+    counts = CountVectorizer(min_df=3).fit_transform(load_topics_sample().data[:60])
+    X = _decay_data()
+    fits = [
+        (SVILatentDirichletAllocation(n_components=3, learning_method="online", batch_size=20,
+                                      max_iter=1, learning_decay=0.5, random_state=0), counts),
+        (SVIBayesianGaussianMixture(n_components=2, learning_method="online", batch_size=30,
+                                    max_iter=2, tol=0.0, learning_decay=0.5, random_state=0), X),
+    ]
+    for est, data in fits:
+        with pytest.warns(ConvergenceWarning, match="learning_decay=0.5") as rec:
+            est.fit(data)
+        assert sum("learning_decay" in str(w.message) for w in rec) == 1
+    # LDA's stream of unknown length takes streaming Bayes' steps,
+    # |S| / (n0 + n_seen), not the schedule: no warning there.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SVILatentDirichletAllocation(n_components=3, total_samples="auto", learning_decay=0.5,
+                                     random_state=0).partial_fit(counts)
+    with pytest.warns(ConvergenceWarning, match="learning_decay=0.5"):
+        SVILatentDirichletAllocation(n_components=3, total_samples=1000, learning_decay=0.5,
+                                     random_state=0).partial_fit(counts)

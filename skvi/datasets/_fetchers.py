@@ -319,13 +319,13 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
     their ratings, ready for :class:`skvi.SVIMatrixFactorization`; for
     ``'100k'`` also the five official 80/20 splits ``u1`` .. ``u5``.
 
-    =================  ===========  ======  ======  ==================
-    variant            ratings      users   movies  rating scale
-    =================  ===========  ======  ======  ==================
-    ``'100k'``         100,000      943     1,682   1 .. 5
-    ``'1m'``           1,000,209    6,040   3,706   1 .. 5
-    ``'latest-small'`` ~100,000     ~600    ~9,700  0.5 .. 5 (halves)
-    =================  ===========  ======  ======  ==================
+    ==================  ===========  ======  ======  ==================
+    variant             ratings      users   movies  rating scale
+    ==================  ===========  ======  ======  ==================
+    ``'100k'``          100,000      943     1,682   1 .. 5
+    ``'1m'``            1,000,209    6,040   3,706   1 .. 5
+    ``'latest-small'``  ~100,000     ~600    ~9,700  0.5 .. 5 (halves)
+    ==================  ===========  ======  ======  ==================
 
     The files are looked for in ``data_home`` (see
     :func:`skvi.datasets.get_data_home`), in the folder ``movielens-100k``,
@@ -563,17 +563,17 @@ def fetch_libsvm(name, *, subset="train", data_home=None, download_if_missing=Tr
     int32 indices) with the published number of features, so that the
     training and test files have the same columns:
 
-    ==================  =========  ========  ==========  ==========
-    name                train      test      features    labels
-    ==================  =========  ========  ==========  ==========
-    ``'a9a'``           32,561     16,281    123         -1, +1
-    ``'w8a'``           49,749     14,951    300         -1, +1
-    ``'covtype.binary'`` 581,012   --        54          1, 2
-    ``'rcv1.binary'``   20,242     677,399   47,236      -1, +1
-    ``'real-sim'``      72,309     --        20,958      -1, +1
-    ``'news20.binary'`` 19,996     --        1,355,191   -1, +1
-    ``'ijcnn1'``        49,990     91,701    22          -1, +1
-    ==================  =========  ========  ==========  ==========
+    ====================  =========  ========  ==========  ==========
+    name                  train      test      features    labels
+    ====================  =========  ========  ==========  ==========
+    ``'a9a'``             32,561     16,281    123         -1, +1
+    ``'w8a'``             49,749     14,951    300         -1, +1
+    ``'covtype.binary'``  581,012    --        54          1, 2
+    ``'rcv1.binary'``     20,242     677,399   47,236      -1, +1
+    ``'real-sim'``        72,309     --        20,958      -1, +1
+    ``'news20.binary'``   19,996     --        1,355,191   -1, +1
+    ``'ijcnn1'``          49,990     91,701    22          -1, +1
+    ====================  =========  ========  ==========  ==========
 
     The files are looked for in ``data_home`` (see
     :func:`skvi.datasets.get_data_home`), in the set's folder there

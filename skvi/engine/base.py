@@ -493,8 +493,14 @@ class SVIEstimator(BaseEstimator):
                 executor.close()
         return self
 
-    def _start_fit(self, data, executor, settings, random_state):
-        """A fresh engine state, the data summary, the initial globals and the rows' counts."""
+    def _start_fit(self, data, executor, settings, random_state, scheduled):
+        """A fresh engine state, the data summary, the initial globals and the rows' counts.
+
+        ``scheduled``: whether the steps to come follow the schedule (an
+        online ``fit``, or ``partial_fit``), so that its parameters matter.
+        """
+        if scheduled:
+            self._check_learning_decay()
         self._svi = st = _State(self, settings, executor, random_state)
         summary = executor.summary(self, data)
         natural = executor.initialize(self, data, random_state, summary)
@@ -511,7 +517,11 @@ class SVIEstimator(BaseEstimator):
 
     def _fit_once(self, data, executor, settings, random_state, previous=None):
         start = time.perf_counter()  # the clock of fit: its start counts
-        st = self._start_fit(data, executor, settings, random_state)
+        n_samples = data.shape[0]
+        child = settings.children_per_row
+        online = self.learning_method == "online" and (
+            child is not None or n_samples > self.batch_size)
+        st = self._start_fit(data, executor, settings, random_state, scheduled=online)
         run = _Run(self, "fit", start)
         conv = None
         try:
@@ -519,10 +529,6 @@ class SVIEstimator(BaseEstimator):
             st.view_version += 1  # the workers' copies carry N_i
             n_count = executor.count(self, data)
             self.n_samples_seen_ = n_count
-            n_samples = data.shape[0]
-            child = settings.children_per_row
-            online = self.learning_method == "online" and (
-                child is not None or n_samples > self.batch_size)
             if self.step_safety and (online or settings.probe_batch_steps):
                 st.safety.set_probe(self, data, random_state)
             n_batches = (1 if child is not None else len(even_batches(n_samples, self.batch_size))
@@ -654,7 +660,11 @@ class SVIEstimator(BaseEstimator):
             settings = self._settings
             rng = check_random_state(self.random_state)
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
-            st = self._start_fit(data, executor, settings, rng)
+            # A stream of unknown length whose model takes streaming Bayes'
+            # steps uses the schedule for its first step's weight only.
+            bayes = (self.total_samples == "auto" and settings.stream_steps == "bayes"
+                     and not settings.pass_step)
+            st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
             st.stream.remember(self, settings.initial_globals_are_data)
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
@@ -818,6 +828,31 @@ class SVIEstimator(BaseEstimator):
         self.converged_ = False
         self.n_samples_seen_ = n_samples_seen
         self._on_params_updated()
+
+    def _check_learning_decay(self):
+        """Warn when the steps will follow a ``learning_decay`` of 0.5 or less.
+
+        With ``learning_rate=None`` the step sizes are ``rho_t = (t +
+        learning_offset) ** -learning_decay``: a sum that diverges while the
+        sum of their squares converges (the Robbins-Monro conditions, which
+        make the stochastic steps converge) needs ``learning_decay`` in
+        ``(0.5, 1]``.  Values down to 0 are accepted, as scikit-learn's LDA
+        accepts them, with a :class:`~sklearn.exceptions.ConvergenceWarning`
+        (the warning of a fit that may not converge, so that the filters
+        that silence those silence this one); above 1 the parameter's
+        constraint rejects them.  A schedule given as ``learning_rate`` is
+        the user's explicit choice and is not checked.
+        """
+        decay = self.learning_decay
+        if self.learning_rate is None and decay <= 0.5:
+            self._warn(
+                f"{type(self).__name__}: learning_decay={decay!r} is outside (0.5, 1]: the "
+                "step sizes rho_t = (t + learning_offset) ** -learning_decay shrink too slowly "
+                "for the Robbins-Monro conditions, and the stochastic steps need not converge. "
+                "Set learning_decay in (0.5, 1] (0.7, say), or pass learning_rate "
+                "(a constant or a skvi.schedules object) to choose the step sizes explicitly.",
+                ConvergenceWarning,
+            )
 
     def _warn(self, message, category=UserWarning):
         """Warn at the user's line (the first frame outside skvi and scikit-learn)."""

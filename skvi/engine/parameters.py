@@ -62,7 +62,9 @@ ENGINE_PARAMETER_DOCS = {
         al.'s ``tau0``, gensim's ``offset``)."""),
     "learning_decay": ("float", """
         ``kappa`` of that schedule, in ``(0.5, 1]`` for Robbins-Monro
-        convergence (Hoffman et al.'s ``kappa``, gensim's ``decay``)."""),
+        convergence (Hoffman et al.'s ``kappa``, gensim's ``decay``).  A
+        value of 0.5 or less is accepted with a ``ConvergenceWarning`` when
+        the steps follow it (an online ``fit``, ``partial_fit``)."""),
     "learning_rate": ("None, float or Schedule", """
         A :mod:`skvi.schedules` object, or a float for a constant step, that
         replaces ``learning_offset`` and ``learning_decay``."""),

@@ -98,7 +98,9 @@ class SVILatentDirichletAllocation(
         ``'online'``: natural-gradient steps on minibatches.
     learning_decay : float, default=0.7
         ``kappa`` of the default schedule; values in ``(0.5, 1]`` satisfy
-        the Robbins-Monro conditions.
+        the Robbins-Monro conditions.  A value of 0.5 or less, which
+        scikit-learn accepts silently, is accepted with a
+        ``ConvergenceWarning`` when the steps follow it.
     learning_offset : float, default=10.0
         ``tau`` of the default schedule.
     max_iter : int, default=10
