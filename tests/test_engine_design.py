@@ -66,6 +66,17 @@ def test_models_override_few_engine_methods_and_no_fit_loop():
     assert not any(pools.search(text) for text in sources)
 
 
+def test_the_engine_stays_lean():
+    # The loop's own classes stay small (collaborators hold the rest), and
+    # no engine module grows past what a reader takes in at once.
+    import inspect
+
+    engine = [c for c in SVIEstimator.__mro__ if c.__module__.startswith("skvi.engine")]
+    assert sum(len(inspect.getsource(c).splitlines()) for c in engine) <= 800
+    for path in (ROOT / "skvi" / "engine").glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 900, path.name
+
+
 @pytest.mark.parametrize("hook", REQUIRED_HOOKS)
 def test_missing_required_hook_raises_naming_it(hook):
     class Empty(SVIEstimator):

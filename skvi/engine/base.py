@@ -35,7 +35,7 @@ from . import blocks as _fn
 from .convergence import Convergence
 from .executor import SerialExecutor, backend_for, cut, even_batches, local_executor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, PhaseClock, _Run, _Table, warn_user
-from .parameters import document_engine_parameters
+from .parameters import document_engine_parameters, learning_decay_warning
 from .rows import ChildSample, ResidentRows, RowGroup, RowGroups, sample_children
 from .safety import StepSafety
 from .step import end_of_pass, factor_target, take_step, update_factor
@@ -499,8 +499,8 @@ class SVIEstimator(BaseEstimator):
         ``scheduled``: whether the steps to come follow the schedule (an
         online ``fit``, or ``partial_fit``), so that its parameters matter.
         """
-        if scheduled:
-            self._check_learning_decay()
+        if scheduled and (message := learning_decay_warning(self)):
+            self._warn(message, ConvergenceWarning)
         self._svi = st = _State(self, settings, executor, random_state)
         summary = executor.summary(self, data)
         natural = executor.initialize(self, data, random_state, summary)
@@ -828,31 +828,6 @@ class SVIEstimator(BaseEstimator):
         self.converged_ = False
         self.n_samples_seen_ = n_samples_seen
         self._on_params_updated()
-
-    def _check_learning_decay(self):
-        """Warn when the steps will follow a ``learning_decay`` of 0.5 or less.
-
-        With ``learning_rate=None`` the step sizes are ``rho_t = (t +
-        learning_offset) ** -learning_decay``: a sum that diverges while the
-        sum of their squares converges (the Robbins-Monro conditions, which
-        make the stochastic steps converge) needs ``learning_decay`` in
-        ``(0.5, 1]``.  Values down to 0 are accepted, as scikit-learn's LDA
-        accepts them, with a :class:`~sklearn.exceptions.ConvergenceWarning`
-        (the warning of a fit that may not converge, so that the filters
-        that silence those silence this one); above 1 the parameter's
-        constraint rejects them.  A schedule given as ``learning_rate`` is
-        the user's explicit choice and is not checked.
-        """
-        decay = self.learning_decay
-        if self.learning_rate is None and decay <= 0.5:
-            self._warn(
-                f"{type(self).__name__}: learning_decay={decay!r} is outside (0.5, 1]: the "
-                "step sizes rho_t = (t + learning_offset) ** -learning_decay shrink too slowly "
-                "for the Robbins-Monro conditions, and the stochastic steps need not converge. "
-                "Set learning_decay in (0.5, 1] (0.7, say), or pass learning_rate "
-                "(a constant or a skvi.schedules object) to choose the step sizes explicitly.",
-                ConvergenceWarning,
-            )
 
     def _warn(self, message, category=UserWarning):
         """Warn at the user's line (the first frame outside skvi and scikit-learn)."""

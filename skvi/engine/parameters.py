@@ -14,7 +14,8 @@ import re
 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-__all__ = ["ENGINE_PARAMETER_CONSTRAINTS", "ENGINE_PARAMETER_DOCS", "document_engine_parameters"]
+__all__ = ["ENGINE_PARAMETER_CONSTRAINTS", "ENGINE_PARAMETER_DOCS", "document_engine_parameters",
+           "learning_decay_warning"]
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
@@ -155,3 +156,37 @@ def document_engine_parameters(cls):
     added = "\n".join(lines)
     cls.__doc__ = doc[:end].rstrip("\n") + "\n" + added + "\n" + doc[end:]
     return cls
+
+
+def learning_decay_warning(estimator):
+    """The warning for a ``learning_decay`` of 0.5 or less that the steps follow, or None.
+
+    With ``learning_rate=None`` the step sizes are ``rho_t = (t +
+    learning_offset) ** -learning_decay``: a sum that diverges while the
+    sum of their squares converges (the Robbins-Monro conditions, which
+    make the stochastic steps converge) needs ``learning_decay`` in
+    ``(0.5, 1]``.  Values down to 0 are accepted, as scikit-learn's LDA
+    accepts them, with a :class:`~sklearn.exceptions.ConvergenceWarning`
+    (the warning of a fit that may not converge, so that the filters that
+    silence those silence this one); above 1 the parameter's constraint
+    rejects them.  A schedule given as ``learning_rate`` is the user's
+    explicit choice and is not checked.
+
+    Examples
+    --------
+    >>> from skvi import GaussianGammaVB
+    >>> learning_decay_warning(GaussianGammaVB(learning_decay=0.7)) is None
+    True
+    >>> learning_decay_warning(GaussianGammaVB(learning_decay=0.5))[:40]
+    'GaussianGammaVB: learning_decay=0.5 is o'
+    """
+    decay = estimator.learning_decay
+    if estimator.learning_rate is not None or decay > 0.5:
+        return None
+    return (
+        f"{type(estimator).__name__}: learning_decay={decay!r} is outside (0.5, 1]: the "
+        "step sizes rho_t = (t + learning_offset) ** -learning_decay shrink too slowly "
+        "for the Robbins-Monro conditions, and the stochastic steps need not converge. "
+        "Set learning_decay in (0.5, 1] (0.7, say), or pass learning_rate "
+        "(a constant or a skvi.schedules object) to choose the step sizes explicitly."
+    )
