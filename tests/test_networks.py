@@ -1,0 +1,160 @@
+"""skvi.networks: user-declared conjugate-exponential networks.
+
+Every bound and posterior is checked against an independent reference:
+BayesPy's own VB on the same network and start (when installed), the
+hand-written estimators of skvi, closed forms and Monte Carlo.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import digamma, gammaln
+
+from skvi import GaussianGammaVB
+from skvi.networks import (
+    VB,
+    Bernoulli,
+    Beta,
+    Categorical,
+    Dirichlet,
+    Gamma,
+    Gaussian,
+    GaussianARD,
+    Mixture,
+    Multinomial,
+    NetworkError,
+    Poisson,
+    Wishart,
+)
+
+
+def quickstart(lib):
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+    mu = lib.GaussianARD(0, 1e-6)
+    tau = lib.Gamma(1e-6, 1e-6)
+    y = lib.GaussianARD(mu, tau, plates=(10,))
+    y.observe(data)
+    Q = lib.VB(y, mu, tau)
+    kwargs = {"verbose": False} if lib.__name__.startswith("bayespy") else {}
+    Q.update(repeat=100, **kwargs)
+    return data, mu, tau, Q
+
+
+class _Ours:
+    __name__ = "skvi"
+    GaussianARD, Gamma, VB = GaussianARD, Gamma, VB
+
+
+class _BayesPy:
+    __name__ = "bayespy"
+
+    def __init__(self):
+        nodes = pytest.importorskip("bayespy.nodes")
+        inference = pytest.importorskip("bayespy.inference")
+        self.GaussianARD, self.Gamma, self.VB = nodes.GaussianARD, nodes.Gamma, inference.VB
+
+
+def test_quickstart_matches_bayespy():
+    theirs = _BayesPy()
+    _, mu_b, tau_b, Q_b = quickstart(theirs)
+    _, mu, tau, Q = quickstart(_Ours)
+    assert Q.compute_lowerbound() == pytest.approx(Q_b.compute_lowerbound(), abs=1e-4)
+    for ours, bp in ((mu, mu_b), (tau, tau_b)):
+        for a, b in zip(ours.get_moments(), bp.get_moments()):
+            np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_quickstart_equals_gaussian_gamma_estimator():
+    """The network built by hand is GaussianGammaVB's model: same posterior, same bound."""
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+    mu = GaussianARD(0, 1e-6)
+    tau = Gamma(1e-6, 1e-6)
+    y = GaussianARD(mu, tau, plates=(10,))
+    y.observe(data)
+    Q = VB(y, mu, tau)
+    Q.update(repeat=1000, tol=1e-15)
+    est = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
+                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
+                          max_iter=1000, tol=1e-15).fit(data[:, None])
+    m, mm = mu.get_moments()
+    np.testing.assert_allclose(m, est.mean_[0], rtol=1e-8)
+    np.testing.assert_allclose(mm - m**2, 1.0 / est.mean_precision_[0], rtol=1e-6)
+    t, logt = tau.get_moments()
+    np.testing.assert_allclose(t, est.precision_shape_[0] / est.precision_rate_[0], rtol=1e-8)
+    np.testing.assert_allclose(
+        logt, digamma(est.precision_shape_[0]) - np.log(est.precision_rate_[0]), rtol=1e-8)
+    assert Q.compute_lowerbound() == pytest.approx(est.lower_bound_, rel=1e-9)
+
+
+def test_bound_terms_closed_form():
+    """One Gaussian with known mean and a Gamma precision: the bound by hand."""
+    rng = np.random.RandomState(0)
+    x = rng.normal(1.0, 2.0, size=7)
+    tau = Gamma(2.0, 3.0)
+    y = GaussianARD(1.0, tau, plates=(7,))
+    y.observe(x)
+    Q = VB(y, tau)
+    Q.update(repeat=1)
+    a, b = 2.0 + 3.5, 3.0 + 0.5 * np.sum((x - 1.0) ** 2)
+    assert tau.get_moments()[0] == pytest.approx(a / b)
+    # Exact log evidence of the conjugate model: the bound is tight here.
+    log_evidence = (2.0 * np.log(3.0) - gammaln(2.0) + gammaln(a) - a * np.log(b)
+                    - 3.5 * np.log(2 * np.pi))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def blobs(N, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = np.array([[0, 0], [6, 0], [0, 6], [6, 6.0]])
+    return centers[rng.randint(4, size=N)] + rng.randn(N, 2)
+
+
+def gmm(lib, y, seed, K=4, repeat=1000, tol=1e-7):
+    N, D = y.shape
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(1e-5 * np.ones(K))
+    Z = lib.Categorical(alpha, plates=(N,))
+    mu = lib.Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
+    Lambda = lib.Wishart(D, 1e-5 * np.identity(D), plates=(K,))
+    Y = lib.Mixture(Z, lib.Gaussian, mu, Lambda)
+    Y.observe(y)
+    Z.initialize_from_random()
+    Q = lib.VB(Y, mu, Lambda, Z, alpha)
+    kwargs = {"verbose": False} if lib is not _mod_ours else {}
+    Q.update(repeat=repeat, tol=tol, **kwargs)
+    return Q, (alpha, Z, mu, Lambda)
+
+
+class _mod_ours:
+    Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB = (
+        Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB)
+
+
+def test_gaussian_mixture_matches_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+
+    class theirs:
+        Dirichlet, Categorical, Gaussian, Wishart, Mixture = (
+            nodes.Dirichlet, nodes.Categorical, nodes.Gaussian, nodes.Wishart, nodes.Mixture)
+        VB = inference.VB
+
+    y = blobs(600)
+    ours = max(gmm(_mod_ours, y, s)[0].compute_lowerbound() for s in range(3))
+    bp = max(gmm(theirs, y, s)[0].compute_lowerbound() for s in range(3))
+    assert ours == pytest.approx(bp, rel=1e-3)
+
+
+def test_gaussian_mixture_recovers_clusters_and_bound_rises():
+    y = blobs(400, seed=0)
+    fits = [gmm(_mod_ours, y, s) for s in range(3)]
+    Q, (alpha, Z, mu, Lambda) = max(fits, key=lambda f: f[0].compute_lowerbound())
+    assert np.all(np.diff(Q.L) > -1e-8)
+    means = mu.get_moments()[0]
+    means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
+    np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.4)
+    # E[Lambda] of each cluster close to the identity (unit-variance blobs).
+    np.testing.assert_allclose(Lambda.get_moments()[0], np.broadcast_to(np.eye(2), (4, 2, 2)),
+                               atol=0.35)
