@@ -158,3 +158,62 @@ def test_gaussian_mixture_recovers_clusters_and_bound_rises():
     # E[Lambda] of each cluster close to the identity (unit-variance blobs).
     np.testing.assert_allclose(Lambda.get_moments()[0], np.broadcast_to(np.eye(2), (4, 2, 2)),
                                atol=0.35)
+
+
+# ----------------------------------------------------------------- declaration errors
+def test_non_conjugate_parent_names_node_and_reason():
+    tau = Gamma(1.0, 1.0, name="tau")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'x': parent 'mu' is Gamma 'tau'.*"
+                                           r"conjugate only"):
+        GaussianARD(tau, 1.0, name="x")
+    m = GaussianARD(0.0, 1.0, name="m")
+    with pytest.raises(NetworkError, match=r"Gamma 'g'.*shape parameter a is GaussianARD 'm'.*"
+                                           r"no conjugate prior"):
+        Gamma(m, 1.0, name="g")
+    with pytest.raises(NetworkError, match=r"Dirichlet 'd'.*concentration.*no conjugate"):
+        Dirichlet(Gamma(1.0, 1.0, plates=(3,)), name="d")
+    with pytest.raises(NetworkError, match=r"Poisson 'c': parent 'lambda' is GaussianARD 'm'"):
+        Poisson(m, name="c")
+
+
+def test_unsupported_combinations():
+    z = Categorical([0.5, 0.5], plates=(4,), name="z")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*mixed family"):
+        Mixture(z, Mixture, 0.0, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*assignment z is Gamma"):
+        Mixture(Gamma(1.0, 1.0), GaussianARD, 0.0, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*3 categories.*cluster plate.*2"):
+        Mixture(Categorical([0.2, 0.3, 0.5], plates=(4,)), GaussianARD, [0.0, 1.0], 1.0,
+                name="y")
+
+
+def test_plate_and_shape_mismatches():
+    mu = GaussianARD(0.0, 1.0, plates=(3,), name="mu")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates .*\(5,\).*\(3,\)"):
+        GaussianARD(mu, 1.0, plates=(5,), name="y")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates \(3,\), \(4,\) do not "
+                                           r"broadcast"):
+        GaussianARD(mu, Gamma(1.0, 1.0, plates=(4,)), name="y")
+    v = GaussianARD(0.0, 1.0, shape=(2,), name="v")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'w': parent 'mu' is GaussianARD 'v'.*"
+                                           r"shapes do not match"):
+        GaussianARD(v, 1.0, shape=(3,), name="w")
+    with pytest.raises(NetworkError, match=r"Gaussian 'x': parent 'mu'.*\(3,\).*Gaussian of "
+                                           r"shape \(2,\)"):
+        Gaussian(np.zeros(3), Wishart(2, np.eye(2)), name="x")
+    with pytest.raises(NetworkError, match=r"Wishart 'L'.*degrees of freedom"):
+        Wishart(0.5, np.eye(2), name="L")
+    y = GaussianARD(mu, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': observed data of shape \(4,\)"):
+        y.observe(np.zeros(4))
+
+
+def test_cycles_and_observing_fixed_nodes():
+    a = GaussianARD(0.0, 1.0, name="a")
+    b = GaussianARD(a, 1.0, name="b")
+    # Constructors take existing parents, so a cycle can only be made by editing them.
+    a.parents.append(b)
+    with pytest.raises(NetworkError, match=r"cycle.*GaussianARD 'a'.*GaussianARD 'b'"):
+        VB(a, b)
+    with pytest.raises(NetworkError, match=r"only a stochastic node can be observed"):
+        b.parents[0].parents[0].observe(0.0)  # the constant mean of a

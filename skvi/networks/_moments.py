@@ -143,9 +143,13 @@ class MomentsKind:
             shape = self.dims[0]
             nd = len(shape)
             if x.ndim < nd or x.shape[x.ndim - nd:] != shape:
-                x = np.broadcast_to(x, np.broadcast_shapes(x.shape, shape)).copy()
-                if x.shape[x.ndim - nd:] != shape:
+                try:
+                    full = np.broadcast_shapes(x.shape, shape)
+                except ValueError:
+                    full = None
+                if full is None or full[len(full) - nd:] != shape:
                     raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
+                x = np.broadcast_to(x, full).copy()
             return [x, _outer(x, nd)]
         if name in ("gamma", "gamma_shape", "wishart_dof", "poisson"):
             if name != "poisson" and np.any(x <= 0):

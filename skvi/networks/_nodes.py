@@ -105,6 +105,17 @@ class Node:
         label = f"'{self.name}'" if self.name else "(unnamed)"
         return f"{type(self).__name__} {label}"
 
+    def observe(self, x):
+        """Observing is for stochastic nodes: a fixed or deterministic node raises.
+
+        Parameters
+        ----------
+        x : array-like
+            The data.
+        """
+        raise NetworkError(f"{self.describe()}: only a stochastic node can be observed; this "
+                           "one is fixed or computed from its parents")
+
     def get_moments(self):
         """The node's current moments ``E_q[u(x)]``, BayesPy's convention (a list of arrays).
 
@@ -157,6 +168,10 @@ class Constant(Node):
 def _as_parent(child, slot, value, kind):
     """A node for the parent ``slot`` of ``child``: the node itself, or a Constant of the value."""
     if isinstance(value, Node):
+        if value._kind.name == kind.name and value._kind != kind:
+            raise NetworkError(
+                f"{child}: parent '{slot}' is {value.describe()} of {value._kind.describe}, "
+                f"but the node needs a {kind.describe}: shapes do not match")
         if value._kind != kind:
             raise NetworkError(
                 f"{child}: parent '{slot}' is {value.describe()} with "
