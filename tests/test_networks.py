@@ -217,3 +217,104 @@ def test_cycles_and_observing_fixed_nodes():
         VB(a, b)
     with pytest.raises(NetworkError, match=r"only a stochastic node can be observed"):
         b.parents[0].parents[0].observe(0.0)  # the constant mean of a
+
+
+# ----------------------------------------------------------------- the estimator
+from skvi.networks import SVIBayesianNetwork  # noqa: E402
+
+
+def mixture_builder(n_rows, K=4, D=2):
+    alpha = Dirichlet(1e-3 * np.ones(K), name="alpha")
+    z = Categorical(alpha, plates=(n_rows,), name="z")
+    mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,), name="mu")
+    Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,), name="Lambda")
+    return Mixture(z, Gaussian, mu, Lambda, name="y")
+
+
+def vb_like_estimator(y, seed, passes):
+    """The estimator's batch fit done by hand with VB: BayesPy's random start, then sweeps."""
+    Y = mixture_builder(len(y))
+    Y.observe(y)
+    z = Y.parents[0]
+    alpha, mu, Lambda = z.parents[0], Y.parents[1], Y.parents[2]
+    z.initialize_from_random(np.random.RandomState(seed))
+    Q = VB(Y, z, alpha, mu, Lambda)
+    Q.update(alpha, mu, Lambda, repeat=1, tol=-np.inf)   # the globals from the random start
+    Q.update(z, alpha, mu, Lambda, repeat=passes, tol=-np.inf)
+    return Q
+
+
+def test_batch_fit_is_vmp():
+    y = blobs(500)
+    est = SVIBayesianNetwork(model=mixture_builder, max_iter=6, tol=0, init_max_iter=0,
+                             random_state=3).fit(y)
+    assert est.global_nodes_ == ["alpha", "mu", "Lambda"] and est.local_nodes_ == ["z"]
+    Q = vb_like_estimator(y, 3, 6)
+    np.testing.assert_allclose(est.lower_bounds_, Q.L[1:], rtol=1e-10)
+    for name in ("alpha", "mu", "Lambda"):
+        for a, b in zip(est.nodes_[name].get_moments(), Q[name].get_moments()):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    # score: the data part of the bound per row at the fitted globals.
+    Q.update(Q["z"], repeat=1, tol=-np.inf)
+    data_part = Q["y"].lower_bound_contribution() + Q["z"].lower_bound_contribution()
+    assert est.score(y) == pytest.approx(data_part / len(y), rel=1e-10)
+    np.testing.assert_allclose(est.transform(y), Q["z"].get_moments()[0], rtol=1e-9, atol=1e-12)
+
+
+def test_online_fit_reaches_batch_score():
+    y = blobs(6000, seed=1)
+    batch = SVIBayesianNetwork(model=mixture_builder, random_state=1).fit(y)
+    # The online fit starts from 300 rows only; the rest is SVI's work.
+    online = SVIBayesianNetwork(model=mixture_builder, learning_method="online", init_rows=300,
+                                batch_size=300, max_iter=5, tol=0, random_state=1).fit(y)
+    assert online.n_iter_ == 5 and online.n_batch_iter_ == 100
+    assert online.score(y) == pytest.approx(batch.score(y), rel=0.01)
+    # The batch fit found the four generating clusters.
+    means = batch.nodes_["mu"].get_moments()[0]
+    means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
+    np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.1)
+    stream = SVIBayesianNetwork(model=mixture_builder, batch_size=300, random_state=1)
+    for chunk in np.array_split(y, 10):
+        stream.partial_fit(chunk)
+    assert stream.score(y) == pytest.approx(batch.score(y), rel=0.02)
+
+
+def test_quickstart_as_estimator_equals_gaussian_gamma():
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+
+    def builder(n_rows):
+        mu = GaussianARD(0, 1e-6, name="mu")
+        tau = Gamma(1e-6, 1e-6, name="tau")
+        return GaussianARD(mu, tau, plates=(n_rows,), name="y")
+
+    est = SVIBayesianNetwork(model=builder, max_iter=1000, tol=1e-14).fit(data[:, None])
+    ref = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
+                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
+                          max_iter=1000, tol=1e-14).fit(data[:, None])
+    assert est.nodes_["mu"].get_moments()[0] == pytest.approx(ref.mean_[0], rel=1e-8)
+    assert est.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-9)
+
+
+def test_estimator_pickles_and_clones():
+    import pickle
+
+    from sklearn.base import clone
+
+    y = blobs(300)
+    est = SVIBayesianNetwork(model=mixture_builder, random_state=0, max_iter=20, tol=0).fit(y)
+    again = pickle.loads(pickle.dumps(est))
+    assert again.score(y) == pytest.approx(est.score(y), rel=1e-12)
+    assert clone(est).get_params()["model"] is mixture_builder
+
+
+def test_estimator_rejects_bad_models_and_data():
+    def not_rows(n_rows):
+        return GaussianARD(0.0, 1.0, plates=(3,), name="y")
+
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': the observed node's leading "
+                                           r"plate must be the rows"):
+        SVIBayesianNetwork(model=not_rows).fit(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match=r"X has 3 columns, but the observed node Mixture 'y' "
+                                         r"takes 2"):
+        SVIBayesianNetwork(model=mixture_builder).fit(np.zeros((5, 3)))

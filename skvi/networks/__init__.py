@@ -25,6 +25,7 @@ from ._nodes import (
     Stochastic,
     Wishart,
 )
+from ._estimator import SVIBayesianNetwork
 from ._plates import NetworkError
 from ._vb import VB
 
@@ -42,6 +43,7 @@ __all__ = [
     "NetworkError",
     "Node",
     "Poisson",
+    "SVIBayesianNetwork",
     "Stochastic",
     "VB",
     "Wishart",

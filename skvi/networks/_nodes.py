@@ -213,6 +213,7 @@ class Stochastic(Node):
     """
 
     _detached = False
+    _discrete = False
 
     def __init__(self, parents, kind, plates, name, detached=False):
         self.name = name
@@ -266,6 +267,10 @@ class Stochastic(Node):
 
     def _random(self, phi, rng):
         raise NotImplementedError(f"{self.describe()}: random draws are not implemented")
+
+    def _valid_natural(self, phi):
+        """Whether natural parameters define a distribution of the family (every element)."""
+        return all(np.all(np.isfinite(a)) for a in phi)
 
     # ---------------------------------------------------------- messages
     def _parent_moments(self):
@@ -340,7 +345,7 @@ class Stochastic(Node):
         x : array-like
             A value of shape ``plates + shape``.
         """
-        u, _ = self._fixed_moments_and_f(np.asarray(x))
+        u, self._point_f = self._fixed_moments_and_f(np.asarray(x))
         self.u = [np.broadcast_to(a, self.plates + d).astype(np.float64)
                   for a, d in zip(u, self.dims)]
         self.phi = None
@@ -373,8 +378,11 @@ class Stochastic(Node):
         if self.observed:
             return L + plate_total(self.f, self.plates)
         if self.phi is None:
-            raise NetworkError(f"{self.describe()}: q is a point mass (initialised from a "
-                               "value); update it before computing the bound")
+            # A point mass (initialised from a value): E log q is 0 for a
+            # discrete variable, -inf for a continuous one.
+            if not self._discrete:
+                return -np.inf
+            return L + plate_total(self._point_f, self.plates)
         L -= plate_total(self.g, self.plates)
         for phi, u, d in zip(self.phi, self.u, self.dims):
             L -= float(np.sum(phi * u))
@@ -461,6 +469,9 @@ class GaussianARD(Stochastic):
         ones = np.ones(self.shape)
         return a * ones, log_a * ones
 
+    def _valid_natural(self, phi):
+        return _gaussian_valid(phi, self._nd)
+
     def _phi_from_parents(self, up):
         m = up[0][0]
         a, _ = self._alpha(up)
@@ -500,6 +511,21 @@ class GaussianARD(Stochastic):
         if self._nd == 0:
             return u[0] + np.sqrt(u[1] - u[0] ** 2) * rng.standard_normal(u[0].shape)
         return _gaussian_random(u, self.shape, rng)
+
+
+def _gaussian_valid(phi, nd):
+    """Finite natural parameters with a positive definite precision ``-2 phi[1]``."""
+    if not all(np.all(np.isfinite(a)) for a in phi):
+        return False
+    if nd == 0:
+        return bool(np.all(phi[1] < 0))
+    P = -2.0 * phi[1]
+    D = int(np.prod(P.shape[P.ndim - nd:]))
+    try:
+        np.linalg.cholesky(P.reshape(P.shape[:P.ndim - 2 * nd] + (D, D)))
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def _gaussian_moments(phi, shape):
@@ -564,6 +590,9 @@ class Gaussian(Stochastic):
         super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
                           ("Lambda", Lambda, MomentsKind.wishart(D))],
                          MomentsKind.gaussian((D,)), plates, name, _detached)
+
+    def _valid_natural(self, phi):
+        return _gaussian_valid(phi, 1)
 
     def _phi_from_parents(self, up):
         m = up[0][0]
@@ -650,6 +679,9 @@ class Gamma(Stochastic):
         super().__init__([("a", a, MomentsKind.gamma_shape()), ("b", b, MomentsKind.gamma())],
                          MomentsKind.gamma(), plates, name, _detached)
 
+    def _valid_natural(self, phi):
+        return bool(super()._valid_natural(phi) and np.all(phi[0] < 0) and np.all(phi[1] > 0))
+
     def _phi_from_parents(self, up):
         return [-up[1][0], up[0][0]]
 
@@ -718,6 +750,15 @@ class Wishart(Stochastic):
         self.D = D
         super().__init__([("n", n, MomentsKind.wishart_dof(D)), ("V", V, MomentsKind.wishart(D))],
                          MomentsKind.wishart(D), plates, name, _detached)
+
+    def _valid_natural(self, phi):
+        if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
+            return False
+        try:
+            np.linalg.cholesky(-phi[0])
+        except np.linalg.LinAlgError:
+            return False
+        return True
 
     def _phi_from_parents(self, up):
         return [-0.5 * up[1][0], 0.5 * up[0][0]]
@@ -798,6 +839,9 @@ class Dirichlet(Stochastic):
         super().__init__([("alpha", alpha, MomentsKind.concentration(K))], kind, plates, name,
                          _detached)
 
+    def _valid_natural(self, phi):
+        return bool(super()._valid_natural(phi) and np.all(phi[0] > 0))
+
     def _phi_from_parents(self, up):
         return [up[0][0]]
 
@@ -876,6 +920,8 @@ class Categorical(Stochastic):
            [0.25, 0.75]])
     """
 
+    _discrete = True
+
     def __init__(self, p, plates=None, name="", _detached=False):
         K = p.K if isinstance(p, Dirichlet) else (np.shape(p)[-1] if np.ndim(p) else 0)
         if isinstance(p, Node) and not isinstance(p, Dirichlet):
@@ -930,6 +976,8 @@ class Multinomial(Stochastic):
     array([1., 3.])
     """
 
+    _discrete = True
+
     def __init__(self, n, p, plates=None, name="", _detached=False):
         K = p.K if isinstance(p, Dirichlet) else np.shape(p)[-1]
         self.K = K
@@ -980,6 +1028,8 @@ class Bernoulli(Stochastic):
     array(0.25)
     """
 
+    _discrete = True
+
     def __init__(self, p, plates=None, name="", _detached=False):
         super().__init__([("p", p, MomentsKind.beta())], MomentsKind.bernoulli(), plates, name,
                          _detached)
@@ -1022,6 +1072,8 @@ class Poisson(Stochastic):
     >>> Poisson(2.5).get_moments()[0]
     array(2.5)
     """
+
+    _discrete = True
 
     def __init__(self, l, plates=None, name="", _detached=False):
         super().__init__([("lambda", l, MomentsKind.gamma())], MomentsKind.poisson(), plates,
