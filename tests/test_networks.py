@@ -318,3 +318,33 @@ def test_estimator_rejects_bad_models_and_data():
     with pytest.raises(ValueError, match=r"X has 3 columns, but the observed node Mixture 'y' "
                                          r"takes 2"):
         SVIBayesianNetwork(model=mixture_builder).fit(np.zeros((5, 3)))
+
+
+def school_builder(n_rows, G=8):
+    mu = GaussianARD(0.0, 1e-4, name="mu")
+    tau_b = Gamma(1e-3, 1e-3, name="tau_between")
+    theta = GaussianARD(mu, tau_b, plates=(G,), name="theta")
+    tau_w = Gamma(1e-3, 1e-3, name="tau_within")
+    return GaussianARD(theta, tau_w, plates=(n_rows, G), name="y")
+
+
+def test_hierarchical_globals_match_vb():
+    """Globals whose children are globals: their messages enter unscaled, as in VMP."""
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(50, 8))
+    y = school_builder(50)
+    y.observe(Y)
+    theta, tau_w = y.parents
+    mu, tau_b = theta.parents
+    Q = VB(y, theta, mu, tau_b, tau_w)
+    Q.update(repeat=2000, tol=1e-13)
+    est = SVIBayesianNetwork(model=school_builder, max_iter=2000, tol=1e-13).fit(Y)
+    assert est.local_nodes_ == []
+    assert est.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-10)
+    for name, node in (("theta", theta), ("mu", mu), ("tau_between", tau_b)):
+        # Both at the fixed point, reached in different orders.
+        np.testing.assert_allclose(est.nodes_[name].get_moments()[0], node.get_moments()[0],
+                                   rtol=1e-6)
+    online = SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=10,
+                                max_iter=20, tol=0, random_state=0).fit(Y)
+    assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)
