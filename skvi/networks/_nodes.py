@@ -101,7 +101,13 @@ class Node:
         return self._kind.dims
 
     def describe(self):
-        """How the node is named in messages: its class and name."""
+        """How the node is named in messages.
+
+        Returns
+        -------
+        str
+            Its class and its name.
+        """
         label = f"'{self.name}'" if self.name else "(unnamed)"
         return f"{type(self).__name__} {label}"
 
@@ -215,7 +221,8 @@ class Stochastic(Node):
     _detached = False
     _discrete = False
 
-    def __init__(self, parents, kind, plates, name, detached=False):
+    def __init__(self, parents, kind, plates, name):
+        detached = self.__dict__.pop("_detach", False)
         self.name = name
         self._kind = kind
         label = self.describe()
@@ -442,12 +449,12 @@ class GaussianARD(Stochastic):
     -58.2029
     """
 
-    def __init__(self, mu, alpha, shape=(), plates=None, name="", _detached=False):
+    def __init__(self, mu, alpha, shape=(), plates=None, name=""):
         self.shape = tuple(int(s) for s in shape)
         self._nd = len(self.shape)
         super().__init__([("mu", mu, MomentsKind.gaussian(self.shape)),
                           ("alpha", alpha, MomentsKind.gamma())],
-                         MomentsKind.gaussian(self.shape), plates, name, _detached)
+                         MomentsKind.gaussian(self.shape), plates, name)
 
     def _plates_from_parent(self, index, plates):
         if index == 1 and self._nd:
@@ -583,13 +590,13 @@ class Gaussian(Stochastic):
            [0.  , 0.25]]))
     """
 
-    def __init__(self, mu, Lambda, plates=None, name="", _detached=False):
+    def __init__(self, mu, Lambda, plates=None, name=""):
         D = _last_dim(mu, Lambda)
         self.D = D
         self.shape = (D,)
         super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
                           ("Lambda", Lambda, MomentsKind.wishart(D))],
-                         MomentsKind.gaussian((D,)), plates, name, _detached)
+                         MomentsKind.gaussian((D,)), plates, name)
 
     def _valid_natural(self, phi):
         return _gaussian_valid(phi, 1)
@@ -671,13 +678,13 @@ class Gamma(Stochastic):
     array(1.5)
     """
 
-    def __init__(self, a, b, plates=None, name="", _detached=False):
+    def __init__(self, a, b, plates=None, name=""):
         if isinstance(a, Node):
             label = f"Gamma '{name}'" if name else "Gamma (unnamed)"
             raise NetworkError(f"{label}: the shape parameter a is {a.describe()}, but a "
                                "Gamma's shape has no conjugate prior: give it as an array")
         super().__init__([("a", a, MomentsKind.gamma_shape()), ("b", b, MomentsKind.gamma())],
-                         MomentsKind.gamma(), plates, name, _detached)
+                         MomentsKind.gamma(), plates, name)
 
     def _valid_natural(self, phi):
         return bool(super()._valid_natural(phi) and np.all(phi[0] < 0) and np.all(phi[1] > 0))
@@ -731,7 +738,7 @@ class Wishart(Stochastic):
            [0., 3.]])
     """
 
-    def __init__(self, n, V, plates=None, name="", _detached=False):
+    def __init__(self, n, V, plates=None, name=""):
         if isinstance(V, Node):
             if V._kind.name != "wishart":
                 raise NetworkError(f"Wishart '{name}': parent 'V' is {V.describe()}, but a "
@@ -749,7 +756,7 @@ class Wishart(Stochastic):
                                "them as an array")
         self.D = D
         super().__init__([("n", n, MomentsKind.wishart_dof(D)), ("V", V, MomentsKind.wishart(D))],
-                         MomentsKind.wishart(D), plates, name, _detached)
+                         MomentsKind.wishart(D), plates, name)
 
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
@@ -825,7 +832,7 @@ class Dirichlet(Stochastic):
 
     _kind_name = "dirichlet"
 
-    def __init__(self, alpha, plates=None, name="", _detached=False):
+    def __init__(self, alpha, plates=None, name=""):
         if isinstance(alpha, Node):
             raise NetworkError(f"{type(self).__name__} '{name}': the concentration alpha is "
                                f"{alpha.describe()}, but it has no conjugate prior: give it "
@@ -836,8 +843,7 @@ class Dirichlet(Stochastic):
                                f"of at least 2 categories, got shape {np.shape(alpha)}")
         self.K = K
         kind = MomentsKind.beta() if self._kind_name == "beta" else MomentsKind.dirichlet(K)
-        super().__init__([("alpha", alpha, MomentsKind.concentration(K))], kind, plates, name,
-                         _detached)
+        super().__init__([("alpha", alpha, MomentsKind.concentration(K))], kind, plates, name)
 
     def _valid_natural(self, phi):
         return bool(super()._valid_natural(phi) and np.all(phi[0] > 0))
@@ -886,11 +892,11 @@ class Beta(Dirichlet):
 
     _kind_name = "beta"
 
-    def __init__(self, alpha, plates=None, name="", _detached=False):
+    def __init__(self, alpha, plates=None, name=""):
         if not isinstance(alpha, Node) and np.shape(alpha)[-1:] != (2,):
             raise NetworkError(f"Beta '{name}': alpha must have a last axis of size 2, "
                                f"got shape {np.shape(alpha)}")
-        super().__init__(alpha, plates, name, _detached)
+        super().__init__(alpha, plates, name)
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -922,7 +928,7 @@ class Categorical(Stochastic):
 
     _discrete = True
 
-    def __init__(self, p, plates=None, name="", _detached=False):
+    def __init__(self, p, plates=None, name=""):
         K = p.K if isinstance(p, Dirichlet) else (np.shape(p)[-1] if np.ndim(p) else 0)
         if isinstance(p, Node) and not isinstance(p, Dirichlet):
             K = p._kind.dims[0][0] if p._kind.dims[0] else 0
@@ -930,7 +936,7 @@ class Categorical(Stochastic):
             raise NetworkError(f"Categorical '{name}': p must have a last axis of categories")
         self.K = K
         super().__init__([("p", p, MomentsKind.dirichlet(K))], MomentsKind.categorical(K),
-                         plates, name, _detached)
+                         plates, name)
 
     def _phi_from_parents(self, up):
         return [up[0][0]]
@@ -978,7 +984,7 @@ class Multinomial(Stochastic):
 
     _discrete = True
 
-    def __init__(self, n, p, plates=None, name="", _detached=False):
+    def __init__(self, n, p, plates=None, name=""):
         K = p.K if isinstance(p, Dirichlet) else np.shape(p)[-1]
         self.K = K
         if isinstance(n, Node):
@@ -987,7 +993,7 @@ class Multinomial(Stochastic):
         n_plates = self.n.shape
         super().__init__([("p", p, MomentsKind.dirichlet(K))], MomentsKind.multinomial(K),
                          broadcast_plates(f"Multinomial '{name}'", n_plates, plates or ())
-                         if plates is not None or n_plates else None, name, _detached)
+                         if plates is not None or n_plates else None, name)
 
     def _phi_from_parents(self, up):
         return [up[0][0]]
@@ -1030,9 +1036,8 @@ class Bernoulli(Stochastic):
 
     _discrete = True
 
-    def __init__(self, p, plates=None, name="", _detached=False):
-        super().__init__([("p", p, MomentsKind.beta())], MomentsKind.bernoulli(), plates, name,
-                         _detached)
+    def __init__(self, p, plates=None, name=""):
+        super().__init__([("p", p, MomentsKind.beta())], MomentsKind.bernoulli(), plates, name)
 
     def _phi_from_parents(self, up):
         return [up[0][0][..., 0] - up[0][0][..., 1]]
@@ -1075,9 +1080,9 @@ class Poisson(Stochastic):
 
     _discrete = True
 
-    def __init__(self, l, plates=None, name="", _detached=False):
+    def __init__(self, l, plates=None, name=""):
         super().__init__([("lambda", l, MomentsKind.gamma())], MomentsKind.poisson(), plates,
-                         name, _detached)
+                         name)
 
     def _phi_from_parents(self, up):
         return [up[0][1]]
@@ -1151,7 +1156,11 @@ class Mixture(Stochastic):
             raise NetworkError(f"{label}: the assignment z is {z.describe()}, but a mixture's "
                                "assignment must be a Categorical node (or categories)")
         try:
-            proto = family(*params, name=f"{name}[cluster]", _detached=True, **kwargs)
+            # The family's formulas with the clusters' parameters, not a node
+            # of the network: its parents do not count it as a child.
+            proto = family.__new__(family)
+            proto._detach = True
+            proto.__init__(*params, name=f"{name}[cluster]", **kwargs)
         except NetworkError as err:
             raise NetworkError(f"{label}: {err}") from None
         except TypeError as err:
