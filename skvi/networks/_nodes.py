@@ -26,7 +26,8 @@ from ._moments import MomentsKind, _logdet_pd, _outer, multigammaln_vec
 from ._plates import NetworkError, broadcast_plates, plate_total, sum_to_plates
 
 __all__ = [
-    "Node", "Constant", "Stochastic", "GaussianARD", "Gaussian", "Gamma", "Wishart",
+    "Node", "Constant", "Stochastic", "GaussianARD", "Gaussian", "GaussianWishart", "Gamma",
+    "Wishart",
     "Dirichlet", "Categorical", "Beta", "Bernoulli", "Poisson", "Multinomial", "Mixture",
 ]
 
@@ -591,25 +592,43 @@ class Gaussian(Stochastic):
     """
 
     def __init__(self, mu, Lambda, plates=None, name=""):
-        D = _last_dim(mu, Lambda)
+        # A GaussianWishart mu is the joint (mean, precision) parent; Lambda
+        # then scales its precision (a Gamma node or a positive array).
+        self._joint = isinstance(mu, Node) and mu._kind.name == "gaussian_wishart"
+        D = mu._kind.dims[0][0] if self._joint else _last_dim(mu, Lambda)
         self.D = D
         self.shape = (D,)
-        super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
-                          ("Lambda", Lambda, MomentsKind.wishart(D))],
-                         MomentsKind.gaussian((D,)), plates, name)
+        if self._joint:
+            slots = [("mu", mu, MomentsKind.gaussian_wishart(D)),
+                     ("Lambda", Lambda, MomentsKind.gamma())]
+        else:
+            slots = [("mu", mu, MomentsKind.gaussian((D,))),
+                     ("Lambda", Lambda, MomentsKind.wishart(D))]
+        super().__init__(slots, MomentsKind.gaussian((D,)), plates, name)
+
+    def _joint_parent(self, up):
+        """``[Lambda mu, mu' Lambda mu, Lambda, log|Lambda|]`` of the (scaled) precision and mean."""
+        if self._joint:
+            s, log_s = up[1]
+            Lmu, muLmu, Lam, logdet = up[0]
+            s = np.asarray(s)
+            return [s[..., None] * Lmu, s * muLmu, s[..., None, None] * Lam,
+                    logdet + self.D * log_s]
+        m, mm = up[0]
+        Lam, logdet = up[1]
+        return [np.einsum("...ij,...j->...i", Lam, m), np.einsum("...ij,...ij->...", Lam, mm),
+                Lam, logdet]
 
     def _valid_natural(self, phi):
         return _gaussian_valid(phi, 1)
 
     def _phi_from_parents(self, up):
-        m = up[0][0]
-        Lam = up[1][0]
-        return [np.einsum("...ij,...j->...i", Lam, m), -0.5 * Lam]
+        Lmu, _, Lam, _ = self._joint_parent(up)
+        return [Lmu, -0.5 * Lam]
 
     def _cgf_from_parents(self, up):
-        mm = up[0][1]
-        Lam, logdet = up[1]
-        return -0.5 * np.einsum("...ij,...ij->...", Lam, mm) + 0.5 * logdet
+        _, muLmu, _, logdet = self._joint_parent(up)
+        return -0.5 * muLmu + 0.5 * logdet
 
     def _moments_and_cgf(self, phi):
         return _gaussian_moments(phi, self.shape)
@@ -620,6 +639,15 @@ class Gaussian(Stochastic):
 
     def _message(self, index, u, up, n):
         nn = _expand_n(n, 2)
+        if self._joint:
+            s = np.asarray(up[1][0])
+            if index == 0:  # to the joint node: [s x, -s n / 2, -s x x' / 2, n / 2]
+                return [s[..., None] * u[0], -0.5 * s * n, -0.5 * s[..., None, None] * u[1],
+                        0.5 * n * np.ones(np.shape(s))]
+            Lmu, muLmu, Lam, _ = up[0]
+            quad = (np.einsum("...ij,...ij->...", Lam, u[1])
+                    - 2.0 * np.einsum("...i,...i->...", Lmu, u[0]) + n * muLmu)
+            return [-0.5 * quad, 0.5 * self.D * n * np.ones(np.shape(quad))]
         if index == 0:
             Lam = up[1][0]
             return [np.einsum("...ij,...j->...i", Lam, u[0]), -0.5 * Lam * nn]
@@ -651,6 +679,112 @@ def _last_dim(mu, Lambda):
             return m.shape[-1]
     raise NetworkError("Gaussian: cannot tell the dimension D from mu and Lambda "
                        "(give Lambda as a D x D matrix or a Wishart node)")
+
+
+class GaussianWishart(Stochastic):
+    """A joint Normal-Wishart mean and precision: BayesPy's ``GaussianWishart(mu, alpha, n, V)``.
+
+    ``Lambda ~ Wishart(n, V)`` (``E[Lambda] = n V^-1``) and
+    ``x | Lambda ~ N(mu, (alpha Lambda)^-1)``, one factor ``q(x, Lambda)``
+    that keeps their dependence.  Moments ``[E Lambda x, E x' Lambda x,
+    E Lambda, E log|Lambda|]``.  As ``mu`` of a :class:`Gaussian` (whose
+    ``Lambda`` then scales the precision, 1 for none) it is the conjugate
+    prior of a Gaussian's mean and precision together: a mixture's
+    components as in scikit-learn's ``BayesianGaussianMixture``.  Its
+    parameters are fixed arrays.
+
+    Parameters
+    ----------
+    mu : array-like of shape (..., D)
+        Prior mean.
+    alpha : array-like
+        Prior precision scale of the mean (scikit-learn's ``mean_precision_prior``).
+    n : array-like
+        Degrees of freedom, above ``D - 1``.
+    V : array-like of shape (..., D, D)
+        Inverse scale (scikit-learn's ``covariance_prior`` times ``n``...
+        precisely: ``E[Lambda] = n V^-1``).
+    plates : tuple of int or None, default=None
+        The plates.
+    name : str, default=''
+        The node's name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.networks import GaussianWishart
+    >>> gw = GaussianWishart(np.zeros(2), 1.0, 3, np.eye(2), plates=(4,))
+    >>> gw.plates, gw.get_moments()[2][0]
+    ((4,), array([[3., 0.],
+           [0., 3.]]))
+    """
+
+    def __init__(self, mu, alpha, n, V, plates=None, name=""):
+        label = f"GaussianWishart '{name}'" if name else "GaussianWishart (unnamed)"
+        for slot, value in (("mu", mu), ("alpha", alpha), ("n", n), ("V", V)):
+            if isinstance(value, Node):
+                raise NetworkError(f"{label}: parameter '{slot}' is {value.describe()}; in "
+                                   "this version a GaussianWishart's parameters must be arrays")
+        D = np.shape(V)[-1] if np.ndim(V) >= 2 else 0
+        if D < 1 or np.shape(mu)[-1:] != (D,):
+            raise NetworkError(f"{label}: mu of shape {np.shape(mu)} and V of shape "
+                               f"{np.shape(V)} do not make a D-dimensional mean and matrix")
+        self.D = D
+        super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
+                          ("alpha", alpha, MomentsKind.gamma()),
+                          ("n", n, MomentsKind.wishart_dof(D)),
+                          ("V", V, MomentsKind.wishart(D))],
+                         MomentsKind.gaussian_wishart(D), plates, name)
+
+    def _valid_natural(self, phi):
+        if not super()._valid_natural(phi) or np.any(phi[1] >= 0):
+            return False
+        if np.any(phi[3] <= 0.5 * (self.D - 1)):
+            return False
+        try:
+            np.linalg.cholesky(self._V(phi))
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+    def _phi_from_parents(self, up):
+        m, mm = up[0]
+        a = np.asarray(up[1][0])
+        n = up[2][0]
+        V = up[3][0]
+        return [a[..., None] * m, -0.5 * a, -0.5 * (V + a[..., None, None] * mm), 0.5 * n]
+
+    def _cgf_from_parents(self, up):
+        log_a = up[1][1]
+        n, gammaln_n = up[2]
+        logdet_V = up[3][1]
+        D = self.D
+        return 0.5 * D * log_a + 0.5 * n * logdet_V - 0.5 * n * D * np.log(2.0) - gammaln_n
+
+    @staticmethod
+    def _V(phi):
+        a = -2.0 * phi[1]
+        m = phi[0] / a[..., None]
+        return -2.0 * phi[2] - a[..., None, None] * m[..., :, None] * m[..., None, :]
+
+    def _moments_and_cgf(self, phi):
+        D = self.D
+        a = -2.0 * phi[1]
+        m = phi[0] / a[..., None]
+        n = 2.0 * phi[3]
+        V = self._V(phi)
+        ld = _logdet_pd(V)
+        EL = n[..., None, None] * np.linalg.inv(V)
+        ELm = np.einsum("...ij,...j->...i", EL, m)
+        u = [ELm, np.einsum("...i,...i->...", m, ELm) + D / a, EL,
+             digamma(0.5 * n[..., None] - 0.5 * np.arange(D)).sum(axis=-1)
+             + D * np.log(2.0) - ld]
+        g = (0.5 * D * np.log(a) + 0.5 * n * ld - 0.5 * n * D * np.log(2.0)
+             - multigammaln_vec(0.5 * n, D))
+        return u, g
+
+    def _fixed_moments_and_f(self, x):
+        raise ValueError("a GaussianWishart node cannot be observed in this version")
 
 
 # ====================================================================== Gamma, Wishart
