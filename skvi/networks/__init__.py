@@ -24,6 +24,7 @@ from ._nodes import (
     Node,
     Poisson,
     Stochastic,
+    SumMultiply,
     Wishart,
 )
 from ._estimator import SVIBayesianNetwork
@@ -47,6 +48,7 @@ __all__ = [
     "Poisson",
     "SVIBayesianNetwork",
     "Stochastic",
+    "SumMultiply",
     "VB",
     "Wishart",
 ]

@@ -26,7 +26,7 @@ from ._moments import MomentsKind, _logdet_pd, _outer, multigammaln_vec
 from ._plates import NetworkError, broadcast_plates, plate_total, sum_to_plates
 
 __all__ = [
-    "Node", "Constant", "Stochastic", "GaussianARD", "Gaussian", "GaussianWishart", "Gamma",
+    "Node", "Constant", "Stochastic", "SumMultiply", "GaussianARD", "Gaussian", "GaussianWishart", "Gamma",
     "Wishart",
     "Dirichlet", "Categorical", "Beta", "Bernoulli", "Poisson", "Multinomial", "Mixture",
 ]
@@ -785,6 +785,99 @@ class GaussianWishart(Stochastic):
 
     def _fixed_moments_and_f(self, x):
         raise ValueError("a GaussianWishart node cannot be observed in this version")
+
+
+class SumMultiply(Node):
+    """The inner product of Gaussian vectors: BayesPy's ``SumMultiply('d,d->', X, C)``.
+
+    ``f = sum_d prod_i x_i[d]`` of independent Gaussian nodes (or arrays)
+    of the same shape, a deterministic node with Gaussian moments of shape
+    ``()``: ``E f = sum_d prod E x_i[d]`` and ``E f^2 = sum_de prod E[x_i
+    x_i']_de``.  The mean of a :class:`GaussianARD` child: the product of
+    a factor model's scores and loadings (Bayesian PCA), or of a
+    regression's inputs and weights.  Only the full contraction of
+    operands with the same keys is supported (``'d,d->'``, ``'ij,ij->'``).
+
+    Parameters
+    ----------
+    keys : str
+        ``'d,d->'``: every operand's keys, the same, and an empty output.
+    *operands : node or array-like
+        Gaussian nodes (``GaussianARD``, ``Gaussian``) or arrays, each
+        ending with the contracted shape.
+    name : str, default=''
+        The node's name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.networks import GaussianARD, SumMultiply
+    >>> w = GaussianARD(1.0, 4.0, shape=(2,))
+    >>> f = SumMultiply("d,d->", np.array([[1.0, 2.0]]), w)
+    >>> f.plates, f.get_moments()[0]
+    ((1,), array([3.]))
+    """
+
+    def __init__(self, keys, *operands, name=""):
+        self.name = name
+        label = self.describe()
+        if not isinstance(keys, str) or "->" not in keys:
+            raise NetworkError(f"{label}: keys must be a string such as 'd,d->', got {keys!r}")
+        ins, out = keys.replace(" ", "").split("->")
+        ins = ins.split(",")
+        if out or len(set(ins)) != 1 or len(ins) != len(operands) or len(operands) < 2:
+            raise NetworkError(f"{label}: only the full contraction of two or more operands "
+                               f"with the same keys is supported ('d,d->'), got {keys!r} with "
+                               f"{len(operands)} operands")
+        nd = len(ins[0])
+        shape = None
+        for op in operands:
+            if isinstance(op, Node):
+                if op._kind.name != "gaussian" or len(op._kind.dims[0]) != nd:
+                    raise NetworkError(f"{label}: operand {op.describe()} is not a Gaussian "
+                                       f"node with {nd} variable axes")
+                shape = op._kind.dims[0]
+        if shape is None:
+            raise NetworkError(f"{label}: at least one operand must be a node")
+        nodes = [_as_parent(label, f"operand {i}", op, MomentsKind.gaussian(shape))
+                 for i, op in enumerate(operands)]
+        plates = broadcast_plates(label, *[p.plates for p in nodes])
+        super().__init__(MomentsKind.gaussian(()), plates, name)
+        self.parents = nodes
+        self._shape = shape
+        for i, p in enumerate(nodes):
+            p.children.append((self, i))
+
+    @property
+    def u(self):
+        """The moments, from the operands' current moments."""
+        nd = len(self._shape)
+        axes = tuple(range(-nd, 0))
+        axes2 = tuple(range(-2 * nd, 0))
+        m = np.prod(np.broadcast_arrays(*[p.u[0] for p in self.parents]), axis=0)
+        mm = np.prod(np.broadcast_arrays(*[p.u[1] for p in self.parents]), axis=0)
+        return [m.sum(axis=axes), mm.sum(axis=axes2)]
+
+    def update(self):
+        """Nothing to update: the moments follow the operands."""
+
+    def _message_to_parent(self, index):
+        # The children's messages to f, then to operand ``index`` through the others.
+        m0 = np.zeros(self.plates)
+        m1 = np.zeros(self.plates)
+        for child, i in self.children:
+            a, b = child._message_to_parent(i)
+            m0 = m0 + a
+            m1 = m1 + b
+        nd = len(self._shape)
+        others = [p for j, p in enumerate(self.parents) if j != index]
+        x = np.prod(np.broadcast_arrays(*[p.u[0] for p in others]), axis=0)
+        xx = np.prod(np.broadcast_arrays(*[p.u[1] for p in others]), axis=0)
+        msg = [m0.reshape(m0.shape + (1,) * nd) * x,
+               m1.reshape(m1.shape + (1,) * (2 * nd)) * xx]
+        parent = self.parents[index]
+        return [sum_to_plates(mi, parent.plates, len(d), self.plates)
+                for mi, d in zip(msg, parent.dims)]
 
 
 # ====================================================================== Gamma, Wishart
