@@ -439,3 +439,65 @@ def test_bayesian_pca_matches_bayespy():
     best = max(pca(ours, data, s).compute_lowerbound() for s in range(3))
     best_bp = max(pca(theirs, data, s).compute_lowerbound() for s in range(3))
     assert best == pytest.approx(best_bp, rel=1e-3)
+
+
+# ----------------------------------------------------------------- discrete families
+def test_beta_bernoulli_exact_posterior_and_evidence():
+    x = np.array([1, 0, 1, 1, 0, 1, 1, 1])
+    p = Beta([2.0, 3.0])
+    y = Bernoulli(p, plates=(8,))
+    y.observe(x)
+    Q = VB(y, p)
+    Q.update(repeat=1)
+    a, b = 2.0 + x.sum(), 3.0 + (1 - x).sum()
+    np.testing.assert_allclose(p.get_moments()[0], [digamma(a) - digamma(a + b),
+                                                    digamma(b) - digamma(a + b)], rtol=1e-12)
+    log_evidence = (gammaln(a) + gammaln(b) - gammaln(a + b)
+                    - (gammaln(2.0) + gammaln(3.0) - gammaln(5.0)))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_gamma_poisson_exact_posterior_and_evidence():
+    x = np.array([3, 0, 2, 5, 1])
+    rate = Gamma(2.0, 0.5)
+    y = Poisson(rate, plates=(5,))
+    y.observe(x)
+    Q = VB(y, rate)
+    Q.update(repeat=1)
+    a, b = 2.0 + x.sum(), 0.5 + 5
+    assert rate.get_moments()[0] == pytest.approx(a / b)
+    # Negative binomial marginal: the conjugate model's exact evidence.
+    log_evidence = (2.0 * np.log(0.5) - gammaln(2.0) + gammaln(a) - a * np.log(b)
+                    - gammaln(x + 1.0).sum())
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_dirichlet_multinomial_exact_evidence():
+    counts = np.array([[3, 1, 0], [2, 2, 1]])
+    p = Dirichlet([1.0, 2.0, 0.5])
+    y = Multinomial(counts.sum(axis=1), p)
+    y.observe(counts)
+    Q = VB(y, p)
+    Q.update(repeat=1)
+    alpha = np.array([1.0, 2.0, 0.5])
+    post = alpha + counts.sum(axis=0)
+    log_evidence = (gammaln(alpha.sum()) - gammaln(alpha).sum() + gammaln(post).sum()
+                    - gammaln(post.sum())
+                    + np.sum(gammaln(counts.sum(axis=1) + 1.0) - gammaln(counts + 1.0).sum(1)))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_poisson_mixture_responsibilities_are_bayes_rule():
+    """A mixture over another family: the responsibilities are Bayes' rule at fixed rates."""
+    x = np.array([0, 1, 9, 11, 2, 10])
+    z = Categorical([0.3, 0.7], plates=(6,))
+    y = Mixture(z, Poisson, [1.0, 10.0])
+    y.observe(x)
+    z.update()
+    logp = stats.poisson.logpmf(x[:, None], [1.0, 10.0]) + np.log([0.3, 0.7])
+    resp = np.exp(logp - logp.max(axis=1, keepdims=True))
+    resp /= resp.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(z.get_moments()[0], resp, rtol=1e-12)
+    Q = VB(y, z)
+    log_marginal = np.sum(np.log(np.exp(logp).sum(axis=1)))
+    assert Q.compute_lowerbound() == pytest.approx(log_marginal, rel=1e-12)
