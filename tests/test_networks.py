@@ -501,3 +501,36 @@ def test_poisson_mixture_responsibilities_are_bayes_rule():
     Q = VB(y, z)
     log_marginal = np.sum(np.log(np.exp(logp).sum(axis=1)))
     assert Q.compute_lowerbound() == pytest.approx(log_marginal, rel=1e-12)
+
+
+def pca_builder(n_rows, M=6, D=3):
+    X = GaussianARD(0, 1, plates=(n_rows, 1), shape=(D,), name="X")
+    alpha = Gamma(1e-5, 1e-5, plates=(D,), name="alpha")
+    C = GaussianARD(0, alpha, plates=(1, M), shape=(D,), name="C")
+    F = SumMultiply("d,d->", X, C, name="F")
+    tau = Gamma(1e-5, 1e-5, name="tau")
+    return GaussianARD(F, tau, name="Y")
+
+
+def test_pca_estimator_reaches_vb_and_threads_agree():
+    rng = np.random.RandomState(1)
+    data = rng.randn(400, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(400, 6)
+
+    class ours:
+        __name__ = "skvi"
+
+    ours.GaussianARD, ours.Gamma, ours.SumMultiply, ours.VB = GaussianARD, Gamma, SumMultiply, VB
+    vb = max(pca(ours, data.T, s).compute_lowerbound() for s in range(3))
+    est = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7)
+    est.fit(data)
+    assert est.local_nodes_ == ["X"] and est.global_nodes_ == ["alpha", "C", "tau"]
+    assert est.lower_bound_ == pytest.approx(vb, rel=1e-3)
+    # The noise precision is the generating one (0.5 ** -2), within sampling error.
+    assert est.nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    threads = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7,
+                                 n_jobs=2).fit(data)
+    assert threads.lower_bound_ == pytest.approx(est.lower_bound_, rel=1e-12)
+    online = SVIBayesianNetwork(model=pca_builder, learning_method="online", batch_size=50,
+                                max_iter=5, tol=0, random_state=0).fit(data)
+    assert online.score(data) == pytest.approx(est.score(data), rel=0.01)
+    assert est.transform(data[:5]).shape == (5, 3)

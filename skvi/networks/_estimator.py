@@ -234,7 +234,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if observed.children:
             raise NetworkError(f"{observed.describe()}: the observed node must be a leaf; it has "
                                f"children {[c.describe() for c, _ in observed.children]}")
-        latent_local = [n for n in local if n != y_name]
+        latent_local = [n for n in local if n != y_name and isinstance(a[n], Stochastic)]
         glob = [n for n in a if n not in local]
         for n in glob:
             if not isinstance(a[n], Stochastic) or a[n].observed:

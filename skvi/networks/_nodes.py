@@ -18,6 +18,8 @@ Arrays carry plates first and the variable's own axes last; plates
 broadcast right-aligned, as in BayesPy.
 """
 
+import functools
+
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, expit
 from sklearn.utils import check_random_state
@@ -850,13 +852,25 @@ class SumMultiply(Node):
 
     @property
     def u(self):
-        """The moments, from the operands' current moments."""
+        """The moments, from the operands' current moments (cached until one changes)."""
+        key = [p.u for p in self.parents]
+        cached = self.__dict__.get("_u_cache")
+        if cached is not None and all(a is b for a, b in zip(cached[0], key)):
+            return cached[1]
         nd = len(self._shape)
-        axes = tuple(range(-nd, 0))
-        axes2 = tuple(range(-2 * nd, 0))
-        m = np.prod(np.broadcast_arrays(*[p.u[0] for p in self.parents]), axis=0)
-        mm = np.prod(np.broadcast_arrays(*[p.u[1] for p in self.parents]), axis=0)
-        return [m.sum(axis=axes), mm.sum(axis=axes2)]
+        letters = "abcdefgh"[:nd]
+        first = ",".join(["..." + letters] * len(key)) + "->..."
+        pairs = "abcdefghijklmnop"[:2 * nd]
+        second = ",".join(["..." + pairs] * len(key)) + "->..."
+        u = [np.einsum(first, *[k[0] for k in key], optimize=True),
+             np.einsum(second, *[k[1] for k in key], optimize=True)]
+        self._u_cache = (key, u)
+        return u
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_u_cache", None)
+        return state
 
     def update(self):
         """Nothing to update: the moments follow the operands."""
@@ -871,8 +885,8 @@ class SumMultiply(Node):
             m1 = m1 + b
         nd = len(self._shape)
         others = [p for j, p in enumerate(self.parents) if j != index]
-        x = np.prod(np.broadcast_arrays(*[p.u[0] for p in others]), axis=0)
-        xx = np.prod(np.broadcast_arrays(*[p.u[1] for p in others]), axis=0)
+        x = functools.reduce(np.multiply, [p.u[0] for p in others])
+        xx = functools.reduce(np.multiply, [p.u[1] for p in others])
         msg = [m0.reshape(m0.shape + (1,) * nd) * x,
                m1.reshape(m1.shape + (1,) * (2 * nd)) * xx]
         parent = self.parents[index]
