@@ -332,6 +332,12 @@ def check_networks(ns):
     # The estimator's batch fit of the hierarchical model is VB's fixed point.
     assert ns["hier"].lower_bound_ == pytest.approx(ns["Q"].compute_lowerbound(), rel=1e-8)
     np.testing.assert_allclose(ns["theta"].get_moments()[0], ns["scores"].mean(axis=0), atol=0.1)
+    # PCA: two of three columns kept, the noise precision the generating 1 / 0.5^2.
+    alpha = ns["factors"].nodes_["alpha"].get_moments()[0]
+    assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
+    assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    # The Normal-Wishart mixture is scikit-learn's model: the same bound.
+    assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
 
 
 CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
