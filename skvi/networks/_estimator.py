@@ -457,21 +457,6 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         u = np.asarray(nodes[name].get_moments()[0])
         return u.reshape(rows.shape[0], -1)
 
-    def score_samples(self, X):
-        """Not per row: the bound does not split by rows for every network; use :meth:`score`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            The mean local bound per row, repeated.
-        """
-        return np.full(np.shape(X)[0], self.score(X))
-
     def score(self, X, y=None):
         """The data part of the ELBO per row: globals fixed, the rows' local nodes optimised.
 
