@@ -14,6 +14,7 @@ children, unscaled.  A batch fit with ``update_order='sequential'`` is the
 VMP sweep of :class:`~skvi.networks.VB` (locals first, then the globals).
 """
 
+import inspect
 import numbers
 
 import numpy as np
@@ -53,6 +54,17 @@ def discover(observed):
     return dict(zip(names, order))
 
 
+def _takes_features(builder):
+    """Whether ``builder`` takes ``(n_rows, n_features)`` rather than ``(n_rows)``."""
+    try:
+        params = list(inspect.signature(builder).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
 class _NodeFamily:
     """The engine's view of a global node's family: its step-safety test."""
 
@@ -81,7 +93,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     Parameters
     ----------
     model : callable
-        ``builder(n_rows) -> observed node``.  It must build a fresh
+        ``builder(n_rows) -> observed node``, or ``builder(n_rows,
+        n_features)`` when it takes two arguments (a network that adapts
+        to the width of X).  It must build a fresh
         network on every call (the estimator calls it for every block of
         rows) and be picklable for pickling and cluster fits (a function
         defined at module level).
@@ -209,7 +223,10 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if self.model is None:
             raise ValueError("SVIBayesianNetwork needs model=builder, a function of n_rows "
                              "that returns the observed node.")
-        observed = self.model(n_rows)
+        if _takes_features(self.model):
+            observed = self.model(n_rows, self.n_features_in_)
+        else:
+            observed = self.model(n_rows)
         if not isinstance(observed, Stochastic):
             raise NetworkError(f"the model must return the observed node (a stochastic node), "
                                f"got {observed!r}")
