@@ -534,3 +534,28 @@ def test_pca_estimator_reaches_vb_and_threads_agree():
                                 max_iter=5, tol=0, random_state=0).fit(data)
     assert online.score(data) == pytest.approx(est.score(data), rel=0.01)
     assert est.transform(data[:5]).shape == (5, 3)
+
+
+def test_row_weights_are_repeated_rows():
+    """A row of weight 2 is the row twice: in the bound and in every step of the globals."""
+    import copy
+
+    y = blobs(300, seed=2)
+    w = np.random.RandomState(0).randint(0, 3, size=len(y))
+    base = SVIBayesianNetwork(model=mixture_builder, random_state=0, max_iter=30, tol=0,
+                              total_samples=1000.0, batch_size=1000, step_safety=False)
+    base.fit(y)
+    weighted, repeated = copy.deepcopy(base), copy.deepcopy(base)
+    weighted.partial_fit(y, sample_weight=w)
+    repeated.partial_fit(np.repeat(y, w, axis=0))
+    for name in base.global_nodes_:
+        for a, b in zip(weighted.natural_params_[name], repeated.natural_params_[name]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-10)
+    # Without local nodes the start is the prior: whole weighted fits are repeated fits.
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(60, 8))
+    v = rng.randint(0, 3, size=60)
+    a = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(Y, sample_weight=v)
+    b = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(np.repeat(Y, v, 0))
+    assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)

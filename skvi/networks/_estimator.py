@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, SVIEstimator
-from ..models._rows import Rows
+from ..models._rows import Rows, check_row_weights
 from ._nodes import Constant, Node, Stochastic
 from ._plates import NetworkError
 
@@ -299,6 +299,17 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
         observed.observe(self._shape_rows(np.asarray(X.X, dtype=np.float64), observed))
+        if X.weight is not None:
+            # Row i's terms count w_i times: in the local bound and in every
+            # message that sums rows into a global node.
+            rows = len(observed.plates)
+            local = set(self._template()[0]) - set(self._template()[3])
+            for n in local:
+                node = nodes[n]
+                tail = len(node.plates) - (len(node.plates) - rows) - 1
+                node._row_weight = np.broadcast_to(
+                    X.weight.reshape((-1,) + (1,) * tail),
+                    node.plates[len(node.plates) - rows:]).copy()
         for n in latent_local:
             if init_random is not None:
                 nodes[n].initialize_from_random(init_random)
@@ -354,14 +365,13 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ engine hooks
     def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
                       partial=False):
-        if sample_weight is not None:
-            raise ValueError("SVIBayesianNetwork does not take sample_weight yet.")
         X = validate_data(self, X, reset=reset, dtype=np.float64)
+        weight = check_row_weights(sample_weight, X)
         if reset:
             self.__dict__.pop("_structure", None)
         nodes, y_name, _, _ = self._template()
         self._shape_rows(X[:0], nodes[y_name])
-        return Rows(X, None, None)
+        return Rows(X, None, weight)
 
     def _prior_natural(self):
         nodes, _, _, glob = self._template()
@@ -400,7 +410,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                 if best is None or bound > best[0]:
                     best = (bound, net, params)
             _, net, params = best
-            self._globals_from(net, params, n_all / rows.shape[0])
+            self._globals_from(net, params, X.count() / rows.count())
         return {n: tuple(v) for n, v in params.items()}
 
     def _globals_from(self, net, params, scale):

@@ -114,6 +114,21 @@ class Node:
         label = f"'{self.name}'" if self.name else "(unnamed)"
         return f"{type(self).__name__} {label}"
 
+    _row_weight = None
+
+    def _weights_to(self, parent):
+        """The row weights (plates-shaped) when a message to ``parent`` sums over weighted rows."""
+        w = self._row_weight
+        if w is None or parent._row_weight is not None:
+            return None
+        return w
+
+    def _total(self, a):
+        """``a`` (broadcastable to the plates) summed over the plates, rows weighted."""
+        if self._row_weight is None:
+            return plate_total(a, self.plates)
+        return float(np.sum(np.broadcast_to(a, self.plates) * self._row_weight))
+
     def observe(self, x):
         """Observing is for stochastic nodes: a fixed or deterministic node raises.
 
@@ -289,7 +304,12 @@ class Stochastic(Node):
     def _message_to_parent(self, index):
         """This node's message to parent ``index``, summed to the parent's plates."""
         parent = self.parents[index]
-        m = self._message(index, self.u, self._parent_moments(), np.ones(()))
+        w = self._weights_to(parent)
+        if w is None:
+            m = self._message(index, self.u, self._parent_moments(), np.ones(()))
+        else:
+            u = [ui * w.reshape(w.shape + (1,) * len(d)) for ui, d in zip(self.u, self.dims)]
+            m = self._message(index, u, self._parent_moments(), w)
         full = self._plates_to_parent(index)
         return [sum_to_plates(mi, parent.plates, len(d), full)
                 for mi, d in zip(m, parent.dims)]
@@ -386,28 +406,29 @@ class Stochastic(Node):
         up = self._parent_moments()
         L = self._expected_log_prior(up)
         if self.observed:
-            return L + plate_total(self.f, self.plates)
+            return L + self._total(self.f)
         if self.phi is None:
             # A point mass (initialised from a value): E log q is 0 for a
             # discrete variable, -inf for a continuous one.
             if not self._discrete:
                 return -np.inf
-            return L + plate_total(self._point_f, self.plates)
-        L -= plate_total(self.g, self.plates)
+            return L + self._total(self._point_f)
+        L -= self._total(self.g)
         for phi, u, d in zip(self.phi, self.u, self.dims):
-            L -= float(np.sum(phi * u))
+            axes = tuple(range(-len(d), 0))
+            L -= self._total(np.sum(phi * u, axis=axes) if axes else phi * u)
         return L
 
     def _expected_log_prior(self, up):
         """``E[phi(parents) . u(x) + g(parents)]`` summed over the plates."""
         phi_p = self._phi_from_parents(up)
-        L = plate_total(self._cgf_from_parents(up), self.plates)
+        L = self._total(self._cgf_from_parents(up))
         for phi, u, d in zip(phi_p, self.u, self.dims):
             axes = tuple(range(-len(d), 0))
             with np.errstate(invalid="ignore"):
                 term = phi * u
             term = np.where(u != 0, term, 0.0)  # 0 * -inf: a category of zero probability
-            L += plate_total(np.sum(term, axis=axes) if axes else term, self.plates)
+            L += self._total(np.sum(term, axis=axes) if axes else term)
         return L
 
 
@@ -887,9 +908,13 @@ class SumMultiply(Node):
         others = [p for j, p in enumerate(self.parents) if j != index]
         x = functools.reduce(np.multiply, [p.u[0] for p in others])
         xx = functools.reduce(np.multiply, [p.u[1] for p in others])
+        parent = self.parents[index]
+        w = self._weights_to(parent)
+        if w is not None:
+            m0 = m0 * w
+            m1 = m1 * w
         msg = [m0.reshape(m0.shape + (1,) * nd) * x,
                m1.reshape(m1.shape + (1,) * (2 * nd)) * xx]
-        parent = self.parents[index]
         return [sum_to_plates(mi, parent.plates, len(d), self.plates)
                 for mi, d in zip(msg, parent.dims)]
 
@@ -1193,7 +1218,7 @@ class Categorical(Stochastic):
         return MomentsKind.categorical(self.K).fixed(x), np.zeros(np.shape(x))
 
     def _message(self, index, u, up, n):
-        return [u[0] * _expand_n(n, 1)] if np.ndim(n) else [u[0] * n]
+        return [u[0]]  # the counts are in the moments
 
     def _random(self, phi, rng):
         u, _ = self._moments_and_cgf(phi)
@@ -1253,7 +1278,7 @@ class Multinomial(Stochastic):
         return [x], gammaln(self.n + 1.0) - gammaln(x + 1.0).sum(axis=-1)
 
     def _message(self, index, u, up, n):
-        return [u[0] * _expand_n(n, 1)] if np.ndim(n) else [u[0] * n]
+        return [u[0]]  # the counts are in the moments
 
 
 class Bernoulli(Stochastic):
@@ -1479,8 +1504,7 @@ class Mixture(Stochastic):
     def _expected_log_prior(self, up):
         z = up[0][0]
         lp = self._log_pdf_k(self.u, up)
-        return float(np.sum(np.broadcast_to(z, lp.shape) * lp)) * (
-            np.prod(self.plates) / max(np.prod(lp.shape[:-1]), 1))
+        return self._total(np.sum(np.broadcast_to(z, lp.shape) * lp, axis=-1))
 
     def _message_to_parent(self, index):
         up = self._parent_moments()
@@ -1490,6 +1514,9 @@ class Mixture(Stochastic):
             return [sum_to_plates(m, parent.plates, 1, self.plates)]
         # Weighted statistics of each cluster: sum_n z_nk u_n, and the weights.
         z = np.broadcast_to(up[0][0], self.plates + (self.K,))
+        w = self._weights_to(parent)
+        if w is not None:
+            z = z * np.broadcast_to(w, self.plates)[..., None]
         stats, counts = _cluster_stats(z, self.u, self.dims, self.plates)
         m = self._proto._message(index - 1, stats, up[1:], counts)
         full = stats[0].shape[:stats[0].ndim - len(self.dims[0])]
