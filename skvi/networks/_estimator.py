@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, SVIEstimator
+from ..engine.executor import backend_for
 from ..models._rows import Rows, check_row_weights
 from ._nodes import Constant, Node, Stochastic
 from ._plates import NetworkError
@@ -342,8 +343,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         total = [np.zeros(node.plates + d) for d in node.dims]
         names = {id(v): k for k, v in nodes.items()}
         for child, index in node.children:
-            if names.get(id(child)) in glob:
-                continue
+            key = names.get(id(child))
+            if key is None or key in glob:
+                continue  # global, or a node of another network
             for i, m in enumerate(child._message_to_parent(index)):
                 total[i] = total[i] + m
         return tuple(total)
@@ -452,6 +454,31 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.local_nodes_ = list(latent_local)
 
     # ------------------------------------------------------------ public API
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the network's global posteriors to the rows of X (the engine's ``fit``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The observed node's data, one row per row of its leading plate.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights: a row of weight 2 counts as the row twice.
+
+        Returns
+        -------
+        self : SVIBayesianNetwork
+            The fitted estimator.
+        """
+        if backend_for(X) is not None:
+            # On a cluster the statistics of the global nodes come back wrong
+            # (the networks' messages cross blocks); refuse rather than
+            # return a wrong posterior.
+            raise NotImplementedError("SVIBayesianNetwork does not fit on a dask cluster yet; "
+                                      "fit in memory or stream chunks to partial_fit.")
+        return super().fit(X, y, sample_weight=sample_weight)
+
     def _fitted_rows(self, X):
         check_is_fitted(self, "natural_params_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
