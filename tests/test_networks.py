@@ -559,3 +559,20 @@ def test_row_weights_are_repeated_rows():
     a = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(Y, sample_weight=v)
     b = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(np.repeat(Y, v, 0))
     assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)
+
+
+def test_fit_on_a_dask_cluster_takes_the_in_memory_steps(client):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(400, 8))
+    ref = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=100).fit(Y)
+    est = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=100)
+    est.fit(da.from_array(Y, chunks=(100, 8)))
+    assert est.n_iter_ == ref.n_iter_
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-10)
+    y = blobs(2000, seed=1)
+    batch = SVIBayesianNetwork(model=mixture_builder, random_state=1).fit(y)
+    dist = SVIBayesianNetwork(model=mixture_builder, random_state=1)
+    dist.fit(da.from_array(y, chunks=(500, 2)))
+    # The cluster's start is fitted to its first block: the same optimum, a different path.
+    assert dist.score(y) == pytest.approx(batch.score(y), rel=1e-6)

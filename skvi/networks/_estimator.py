@@ -23,7 +23,6 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, SVIEstimator
-from ..engine.executor import backend_for
 from ..models._rows import Rows, check_row_weights
 from ._nodes import Constant, Node, Stochastic
 from ._plates import NetworkError
@@ -64,6 +63,14 @@ def _takes_features(builder):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class _Network(dict):
+    """A block's network, nodes by name: one object, so that it pickles whole.
+
+    (dask's serialisation takes a plain dict apart and pickles its values
+    one by one, which would give each node its own copy of its neighbours.)
+    """
 
 
 class _NodeFamily:
@@ -231,7 +238,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if not isinstance(observed, Stochastic):
             raise NetworkError(f"the model must return the observed node (a stochastic node), "
                                f"got {observed!r}")
-        nodes = discover(observed)
+        nodes = _Network(discover(observed))
         y_name = next(n for n, node in nodes.items() if node is observed)
         return nodes, y_name
 
@@ -454,31 +461,6 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.local_nodes_ = list(latent_local)
 
     # ------------------------------------------------------------ public API
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the network's global posteriors to the rows of X (the engine's ``fit``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The observed node's data, one row per row of its leading plate.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Row weights: a row of weight 2 counts as the row twice.
-
-        Returns
-        -------
-        self : SVIBayesianNetwork
-            The fitted estimator.
-        """
-        if backend_for(X) is not None:
-            # On a cluster the statistics of the global nodes come back wrong
-            # (the networks' messages cross blocks); refuse rather than
-            # return a wrong posterior.
-            raise NotImplementedError("SVIBayesianNetwork does not fit on a dask cluster yet; "
-                                      "fit in memory or stream chunks to partial_fit.")
-        return super().fit(X, y, sample_weight=sample_weight)
-
     def _fitted_rows(self, X):
         check_is_fitted(self, "natural_params_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
