@@ -263,7 +263,42 @@ class Stochastic(Node):
         if not detached:
             for i, p in enumerate(nodes):
                 p.children.append((self, i))
+            # q starts at the prior, computed when first asked for (a node
+            # observed first never computes it).
+            self._u = None
+
+    @property
+    def u(self):
+        """The current moments (a list of arrays; the prior's until an update)."""
+        if self.__dict__.get("_u") is None:
             self.initialize_from_prior()
+        return self._u
+
+    @u.setter
+    def u(self, value):
+        self._u = value
+
+    @property
+    def phi(self):
+        """The natural parameters of q (None for a point mass or an observed node)."""
+        if self.__dict__.get("_u") is None:
+            self.initialize_from_prior()
+        return self._phi
+
+    @phi.setter
+    def phi(self, value):
+        self._phi = value
+
+    @property
+    def g(self):
+        """The log normaliser of q, per plate element."""
+        if self.__dict__.get("_u") is None:
+            self.initialize_from_prior()
+        return self._g
+
+    @g.setter
+    def g(self, value):
+        self._g = value
 
     # ---------------------------------------------------------- formulas
     def _plates_from_parent(self, index, plates):
@@ -360,6 +395,8 @@ class Stochastic(Node):
             self.u, self.f = self._fixed_moments_and_f(x)
         except ValueError as err:
             raise NetworkError(f"{self.describe()}: {err}") from None
+        self.phi = None
+        self.g = None
         self.observed = True
         return self
 
