@@ -576,3 +576,22 @@ def test_fit_on_a_dask_cluster_takes_the_in_memory_steps(client):
     dist.fit(da.from_array(y, chunks=(500, 2)))
     # The cluster's start is fitted to its first block: the same optimum, a different path.
     assert dist.score(y) == pytest.approx(batch.score(y), rel=1e-6)
+
+
+def test_joint_order_reaches_the_sequential_fixed_point_and_schedules_grid_search():
+    """Paquet's option (b), every global from one snapshot, reaches option (a)'s fixed point."""
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(100, 8))
+    seq = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500).fit(Y)
+    joint = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500,
+                               update_order="joint").fit(Y)
+    assert joint.lower_bound_ == pytest.approx(seq.lower_bound_, rel=1e-10)
+    # The schedule is an ordinary hyperparameter.
+    search = GridSearchCV(
+        SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=20,
+                           max_iter=3, tol=0, random_state=0),
+        {"learning_decay": [0.6, 0.9]}, cv=2).fit(Y)
+    assert search.best_params_["learning_decay"] in (0.6, 0.9)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
