@@ -595,3 +595,54 @@ def test_joint_order_reaches_the_sequential_fixed_point_and_schedules_grid_searc
         {"learning_decay": [0.6, 0.9]}, cv=2).fit(Y)
     assert search.best_params_["learning_decay"] in (0.6, 0.9)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def count_mixtures(lib, seed):
+    """A Poisson mixture and a latent class (Bernoulli mixture) model, BayesPy's way."""
+    rng = np.random.RandomState(0)
+    x = rng.poisson(np.where(rng.rand(500) < 0.4, 2.0, 12.0))
+    b = (rng.rand(500, 5) < np.where(rng.rand(500, 1) < 0.5, 0.2, 0.8)).astype(int)
+    kwargs = {"verbose": False} if lib.__name__ == "bayespy" else {}
+    bounds = []
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(np.ones(2))
+    z = lib.Categorical(alpha, plates=(500,))
+    rate = lib.Gamma(1.0, 0.1, plates=(2,))
+    y = lib.Mixture(z, lib.Poisson, rate)
+    y.observe(x)
+    z.initialize_from_random()
+    Q = lib.VB(y, rate, z, alpha)
+    Q.update(repeat=300, tol=1e-10, **kwargs)
+    bounds.append(Q.compute_lowerbound())
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(np.ones(2))
+    z = lib.Categorical(alpha, plates=(500, 1))
+    p = lib.Beta([1.0, 1.0], plates=(5, 2))    # a probability per feature and cluster
+    y = lib.Mixture(z, lib.Bernoulli, p)
+    y.observe(b)
+    z.initialize_from_random()
+    Q = lib.VB(y, p, z, alpha)
+    Q.update(repeat=300, tol=1e-10, **kwargs)
+    bounds.append(Q.compute_lowerbound())
+    return bounds
+
+
+def test_poisson_and_bernoulli_mixtures_match_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+
+    class theirs:
+        __name__ = "bayespy"
+        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture = (
+            nodes.Dirichlet, nodes.Categorical, nodes.Gamma, nodes.Poisson, nodes.Beta,
+            nodes.Bernoulli, nodes.Mixture)
+        VB = inference.VB
+
+    class ours:
+        __name__ = "skvi"
+        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB = (
+            Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB)
+
+    for seed in range(2):
+        np.testing.assert_allclose(count_mixtures(ours, seed), count_mixtures(theirs, seed),
+                                   rtol=1e-9)

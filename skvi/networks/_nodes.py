@@ -1480,13 +1480,6 @@ class Mixture(Stochastic):
             raise NetworkError(f"{label}: z has {Kz} categories but the parameters' cluster "
                                f"plate (their last plate) has {K}")
         self.K = Kz
-        for slot, p in zip(proto._slots, proto.parents):
-            mapped = proto._plates_from_parent(proto._slots.index(slot), p.plates)
-            if any(q != 1 for q in mapped[:-1]):
-                raise NetworkError(
-                    f"{label}: parameter '{slot}' has plates {p.plates} besides the cluster "
-                    "plate; a mixture's parameters may have only the cluster plate (their "
-                    "last) in this version")
         self._n_params = len(params)
         parents = [("z", z, MomentsKind.categorical(Kz))]
         parents += [(slot, p, p._kind) for slot, p in zip(proto._slots, proto.parents)]
@@ -1554,7 +1547,7 @@ class Mixture(Stochastic):
         w = self._weights_to(parent)
         if w is not None:
             z = z * np.broadcast_to(w, self.plates)[..., None]
-        stats, counts = _cluster_stats(z, self.u, self.dims, self.plates)
+        stats, counts = _cluster_stats(z, self.u, self.dims, self.plates, self._proto.plates)
         m = self._proto._message(index - 1, stats, up[1:], counts)
         full = stats[0].shape[:stats[0].ndim - len(self.dims[0])]
         if index - 1 < len(self._proto.parents):
@@ -1597,13 +1590,27 @@ def _weighted_k(z, phik, nd):
     return np.sum(ze * phik, axis=-1 - nd)
 
 
-def _cluster_stats(z, u, dims, plates):
-    """``sum over the plates of z_k u``: per cluster, shape ``(K,) + dims``; and ``sum z_k``."""
+def _cluster_stats(z, u, dims, plates, param_plates):
+    """``sum_n z_nk u_n`` over the plates the parameters lack, and ``sum_n z_nk``.
+
+    ``param_plates`` are the parameters' plates, the clusters last.  When
+    they have no other plate, one matrix product per moment (shape
+    ``(K,) + dims``); otherwise a broadcast product summed to them.
+    """
     K = z.shape[-1]
-    zf = z.reshape((-1, K))
+    if all(p == 1 for p in param_plates[:-1]):
+        zf = z.reshape((-1, K))
+        stats = []
+        for ui, d in zip(u, dims):
+            D = int(np.prod(d)) if d else 1
+            uf = np.broadcast_to(ui, plates + tuple(d)).reshape((-1, D))
+            stats.append((zf.T @ uf).reshape((K,) + tuple(d)))
+        return stats, zf.sum(axis=0)
+    target = tuple(param_plates)
     stats = []
     for ui, d in zip(u, dims):
-        D = int(np.prod(d)) if d else 1
-        uf = np.broadcast_to(ui, plates + tuple(d)).reshape((-1, D))
-        stats.append((zf.T @ uf).reshape((K,) + tuple(d)))
-    return stats, zf.sum(axis=0)
+        nd = len(d)
+        ub = np.broadcast_to(ui, plates + tuple(d))
+        prod = z.reshape(z.shape + (1,) * nd) * np.expand_dims(ub, ub.ndim - nd)
+        stats.append(sum_to_plates(prod, target, nd))
+    return stats, sum_to_plates(z, target, 0)
