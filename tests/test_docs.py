@@ -327,6 +327,28 @@ def check_engine(ns):
     np.testing.assert_allclose(est.precision_shape_, stacked.precision_shape_, rtol=1e-10)
 
 
+def check_networks(ns):
+    # The quickstart's posterior mean is the sample mean (vague prior).
+    assert ns["vb"].mean_[0] == pytest.approx(ns["data"].mean(), abs=1e-4)
+    # The estimator finds the four generating clusters; VB from the page's seed did not.
+    means = ns["batch"].nodes_["mu"].get_moments()[0]
+    means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
+    np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.15)
+    assert ns["batch"].lower_bound_ > ns["mixture_bound"]
+    batch = ns["batch"].score(ns["X"])
+    assert ns["online"].score(ns["X"]) == pytest.approx(batch, rel=0.01)
+    assert ns["stream"].score(ns["X"]) == pytest.approx(batch, rel=0.02)
+    # The estimator's batch fit of the hierarchical model is VB's fixed point.
+    assert ns["hier"].lower_bound_ == pytest.approx(ns["Q"].compute_lowerbound(), rel=1e-8)
+    np.testing.assert_allclose(ns["theta"].get_moments()[0], ns["scores"].mean(axis=0), atol=0.1)
+    # PCA: two of three columns kept, the noise precision the generating 1 / 0.5^2.
+    alpha = ns["factors"].nodes_["alpha"].get_moments()[0]
+    assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
+    assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    # The Normal-Wishart mixture is scikit-learn's model: the same bound.
+    assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
+
+
 CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
 
 

@@ -22,6 +22,7 @@ MODULES = [
     "skvi.models.ctm.kernels",
     "skvi.metrics",
     "skvi.plotting",
+    "skvi.networks",
 ]
 OBJECT_CODES = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01", "RT03", "EX01"}
 METHOD_CODES = OBJECT_CODES - {"EX01"}

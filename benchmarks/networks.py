@@ -1,0 +1,180 @@
+"""Benchmark skvi.networks against BayesPy on a Gaussian mixture declared node by node.
+
+What it measures
+----------------
+Both libraries fit the same network, declared with the same node names and
+arguments (BayesPy's Gaussian mixture example)::
+
+    alpha  = Dirichlet(1e-5 * ones(K))
+    Z      = Categorical(alpha, plates=(N,))
+    mu     = Gaussian(zeros(D), 1e-5 * I, plates=(K,))
+    Lambda = Wishart(D, 1e-5 * I, plates=(K,))
+    Y      = Mixture(Z, Gaussian, mu, Lambda);  Y.observe(data)
+    Z.initialize_from_random();  Q = VB(Y, mu, Lambda, Z, alpha);  Q.update(repeat=...)
+
+on ``--n-samples`` rows of ``K`` well-separated 2-D Gaussian clusters, from
+the same random start (``np.random.seed(seed)`` before the declaration: both
+libraries draw Z's start the same way), to each library's default
+convergence tolerance (1e-5 relative change of the bound, both) or to
+``--tol``.  From BayesPy's start (random assignments, equal means) the
+default tolerance stops near the symmetric saddle after a few
+iterations on many rows, in both libraries alike (each cluster starts at
+the mean of a random quarter of the data); ``--start forgy`` starts both
+from the same labels, each row's nearest of K random rows, and runs on to
+the clusters.
+
+The script reports, per start, the wall time of ``Q.update`` (the
+declaration and start are not timed: they are the same few operations in
+both), the iterations, the final lower bound of each (BayesPy's
+``compute_lowerbound`` and skvi's, which include every constant), their
+relative difference, and the speed-up ``bayespy_time / skvi_time``.
+Timings are medians over ``--repeats`` interleaved runs (skvi, BayesPy,
+skvi, ...), with BLAS held to one thread.  It also times
+``SVIBayesianNetwork(...).fit`` (batch) on the same data: the estimator's
+start (VMP on a 1,000-row subsample from five random draws) plus its
+passes.
+
+How to run
+----------
+BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
+
+    python benchmarks/networks.py
+    python benchmarks/networks.py --n-samples 200000 --repeats 3 --starts 3
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from _common import format_table, one_blas_thread, version
+
+
+def make_data(n, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0], [8.0, 8.0]])
+    return centers[rng.randint(4, size=n)] + rng.randn(n, 2)
+
+
+def forgy_labels(y, K, seed):
+    """Each row's nearest of K rows drawn at random: a start both libraries take as a value."""
+    rng = np.random.RandomState(seed)
+    centers = y[rng.choice(len(y), K, replace=False)]
+    d2 = ((y[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2)
+    return d2.argmin(axis=1)
+
+
+def declare(lib, y, K, seed, start):
+    N, D = y.shape
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(1e-5 * np.ones(K))
+    Z = lib.Categorical(alpha, plates=(N,))
+    mu = lib.Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
+    Lambda = lib.Wishart(D, 1e-5 * np.identity(D), plates=(K,))
+    Y = lib.Mixture(Z, lib.Gaussian, mu, Lambda)
+    Y.observe(y)
+    if start == "random":
+        Z.initialize_from_random()
+    else:
+        Z.initialize_from_value(forgy_labels(y, K, seed))
+    return lib.VB(Y, mu, Lambda, Z, alpha)
+
+
+def run(lib, y, K, seed, repeat, tol=None, start="random"):
+    Q = declare(lib, y, K, seed, start)
+    kwargs = {"verbose": False} if lib.name == "bayespy" else {}
+    if tol is not None:
+        kwargs["tol"] = tol
+    start = time.perf_counter()
+    Q.update(repeat=repeat, **kwargs)
+    elapsed = time.perf_counter() - start
+    bound = float(Q.compute_lowerbound())
+    iters = int(np.sum(np.isfinite(Q.L))) if lib.name == "bayespy" else Q.iter
+    return elapsed, bound, iters
+
+
+class Lib:
+    def __init__(self, name, module_nodes, module_vb):
+        self.name = name
+        for attr in ("Dirichlet", "Categorical", "Gaussian", "Wishart", "Mixture"):
+            setattr(self, attr, getattr(module_nodes, attr))
+        self.VB = module_vb.VB
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n-samples", type=int, default=200_000)
+    parser.add_argument("--components", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--max-iter", type=int, default=1000)
+    parser.add_argument("--tol", type=float, default=None,
+                        help="relative tolerance of both (default: each library's, 1e-5)")
+    parser.add_argument("--start", choices=("random", "forgy"), default="random",
+                        help="Z from a random draw (BayesPy's example) or each row's "
+                             "nearest of K random rows (the same labels in both)")
+    args = parser.parse_args(argv)
+
+    import skvi.networks as ours
+
+    libs = [Lib("skvi", ours, ours)]
+    try:
+        import bayespy.inference
+        import bayespy.nodes
+
+        libs.append(Lib("bayespy", bayespy.nodes, bayespy.inference))
+    except ImportError as exc:
+        print(f"bayespy not available ({exc}): timing skvi only")
+
+    y = make_data(args.n_samples)
+    K = args.components
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi "
+          f"{version('skvi')}, bayespy {version('bayespy')}")
+    print(f"tolerance: {args.tol or 'each library default (1e-5)'}; start: {args.start}")
+    print(f"{args.n_samples} rows, D=2, K={K}; medians of {args.repeats} interleaved runs; "
+          "BLAS on one thread\n")
+    body = []
+    with one_blas_thread():
+        for seed in range(args.starts):
+            times = {lib.name: [] for lib in libs}
+            result = {}
+            for _ in range(args.repeats):
+                for lib in libs:
+                    t, bound, iters = run(lib, y, K, seed, args.max_iter, args.tol, args.start)
+                    times[lib.name].append(t)
+                    result[lib.name] = (bound, iters)
+            sk = statistics.median(times["skvi"])
+            row = [str(seed), f"{sk:.3f}", str(result["skvi"][1]), f"{result['skvi'][0]:.6f}"]
+            if "bayespy" in result:
+                bp = statistics.median(times["bayespy"])
+                rel = (result["skvi"][0] - result["bayespy"][0]) / abs(result["bayespy"][0])
+                row += [f"{bp:.3f}", str(result["bayespy"][1]), f"{result['bayespy'][0]:.6f}",
+                        f"{rel:.1e}", f"{bp / sk:.1f}x"]
+            body.append(row)
+        header = ["start", "skvi s", "iters", "skvi bound"]
+        if len(libs) > 1:
+            header += ["bayespy s", "iters", "bayespy bound", "rel diff", "speed-up"]
+        print(format_table(header, body, [True] * len(header)))
+
+        from skvi.networks import SVIBayesianNetwork
+
+        def builder(n_rows):
+            alpha = ours.Dirichlet(1e-5 * np.ones(K), name="alpha")
+            Z = ours.Categorical(alpha, plates=(n_rows,), name="z")
+            mu = ours.Gaussian(np.zeros(2), 1e-5 * np.identity(2), plates=(K,), name="mu")
+            Lambda = ours.Wishart(2, 1e-5 * np.identity(2), plates=(K,), name="Lambda")
+            return ours.Mixture(Z, ours.Gaussian, mu, Lambda, name="y")
+
+        fits = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            est = SVIBayesianNetwork(model=builder, tol=1e-5, random_state=0).fit(y)
+            fits.append(time.perf_counter() - start)
+        print(f"\nSVIBayesianNetwork(tol=1e-5).fit: {statistics.median(fits):.3f} s, "
+              f"{est.n_iter_} passes, lower bound {est.lower_bound_:.6f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Bayesian networks of your own: nodes with plates, variational message passing, SVI.
+
+Declare a conjugate-exponential network with BayesPy's node names and
+signatures, fit it by variational message passing (:class:`VB`), or as a
+scikit-learn estimator on the shared engine (:class:`SVIBayesianNetwork`)
+with batch, online and streaming fits.  The algorithms are those of
+Langseth and Nielsen, "Variational inference: scalable solutions", and
+Paquet, "On the convergence of stochastic variational inference in Bayesian
+networks".
+"""
+
+from ._nodes import (
+    Bernoulli,
+    Beta,
+    Categorical,
+    Constant,
+    Dirichlet,
+    Gamma,
+    Gaussian,
+    GaussianARD,
+    GaussianWishart,
+    Mixture,
+    Multinomial,
+    Node,
+    Poisson,
+    Stochastic,
+    SumMultiply,
+    Wishart,
+)
+from ._estimator import SVIBayesianNetwork
+from ._plates import NetworkError
+from ._vb import VB
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Categorical",
+    "Constant",
+    "Dirichlet",
+    "Gamma",
+    "Gaussian",
+    "GaussianARD",
+    "GaussianWishart",
+    "Mixture",
+    "Multinomial",
+    "NetworkError",
+    "Node",
+    "Poisson",
+    "SVIBayesianNetwork",
+    "Stochastic",
+    "SumMultiply",
+    "VB",
+    "Wishart",
+]

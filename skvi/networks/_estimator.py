@@ -1,0 +1,512 @@
+"""``SVIBayesianNetwork``: a user-declared network as a scikit-learn estimator on the engine.
+
+The user's ``builder(n_rows)`` returns the observed node; its leading plate
+is the rows of X.  Nodes whose plates change with ``n_rows`` are local
+(re-optimised on every minibatch with the globals fixed); the other latent
+nodes are the engine's global factors, their natural parameters the
+engine's parameters.  A step of the engine is then Paquet's Alg. 1 ("On the
+convergence of stochastic variational inference in Bayesian networks") on
+the network: the local step is variational message passing over the local
+nodes; a global node's statistics are the messages of its local children,
+summed over the minibatch and scaled by ``N / |S|``; its target adds its
+prior (from its parents' current moments) and the messages of its global
+children, unscaled.  A batch fit with ``update_order='sequential'`` is the
+VMP sweep of :class:`~skvi.networks.VB` (locals first, then the globals).
+"""
+
+import inspect
+import numbers
+
+import numpy as np
+from sklearn.base import TransformerMixin
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..engine import Factor, ModelSettings, SVIEstimator
+from ..models._rows import Rows, check_row_weights
+from ._nodes import Constant, Node, Stochastic
+from ._plates import NetworkError
+
+__all__ = ["SVIBayesianNetwork"]
+
+
+def discover(observed):
+    """The stochastic nodes above ``observed``, parents before children, and their names."""
+    order, seen = [], set()
+
+    def visit(node):
+        if id(node) in seen or isinstance(node, Constant):
+            return
+        seen.add(id(node))
+        for p in node.parents:
+            visit(p)
+        order.append(node)
+
+    visit(observed)
+    names, counts = [], {}
+    for node in order:
+        base = node.name or type(node).__name__
+        counts[base] = counts.get(base, 0) + 1
+        names.append(base if node.name else f"{base}_{counts[base]}")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise NetworkError(f"nodes named {dup} more than once: give every node its own name")
+    return dict(zip(names, order))
+
+
+def _takes_features(builder):
+    """Whether ``builder`` takes ``(n_rows, n_features)`` rather than ``(n_rows)``."""
+    try:
+        params = list(inspect.signature(builder).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class _Network(dict):
+    """A block's network, nodes by name: one object, so that it pickles whole.
+
+    (dask's serialisation takes a plain dict apart and pickles its values
+    one by one, which would give each node its own copy of its neighbours.)
+    """
+
+
+class _NodeFamily:
+    """The engine's view of a global node's family: its step-safety test."""
+
+    def __init__(self, owner, name):
+        self.owner = owner
+        self.name = name
+
+    def valid_natural(self, *phi):
+        node = self.owner._template()[0][self.name]
+        return node._valid_natural([np.asarray(a) for a in phi])
+
+    def __reduce__(self):
+        return (_NodeFamily, (self.owner, self.name))
+
+
+class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
+    """A Bayesian network of your own, fitted by VMP (batch) or SVI (online, streams).
+
+    ``model`` is a function ``builder(n_rows)`` that declares the network
+    with :mod:`skvi.networks`' nodes and returns the observed node, whose
+    leading plate is the rows of X (its other plates and its shape take X's
+    columns, row-major).  Nodes whose plates depend on ``n_rows`` are
+    local: a mixture's assignments, a factor model's scores.  The others
+    are global: their posteriors are the estimator's parameters.
+
+    Parameters
+    ----------
+    model : callable
+        ``builder(n_rows) -> observed node``, or ``builder(n_rows,
+        n_features)`` when it takes two arguments (a network that adapts
+        to the width of X).  It must build a fresh
+        network on every call (the estimator calls it for every block of
+        rows) and be picklable for pickling and cluster fits (a function
+        defined at module level).
+    local_max_iter : int, default=50
+        Most sweeps of the local step when there are several local latent
+        nodes (one sweep is exact for one).
+    local_tol : float, default=1e-8
+        The local step stops when the relative change of the local bound
+        falls below it.
+    transform_node : str or None, default=None
+        The local node whose first moment :meth:`transform` returns (None:
+        the first local latent node).
+    init_rows : int, default=1000
+        The start fits VMP to a random subsample of this many rows (all of
+        them when there are fewer), from a random draw of the local nodes
+        (BayesPy's ``initialize_from_random``).
+    init_max_iter : int, default=100
+        Most VMP sweeps of that start (0: the globals are one update from
+        the random draw, as BayesPy's first sweep).
+    init_draws : int, default=5
+        Random draws the start fits on the subsample; the one with the
+        highest bound there is kept.
+    n_init : int, default=1
+        Starts; the fit with the highest bound is kept.
+
+    Attributes
+    ----------
+    nodes_ : dict
+        The global nodes by name, their ``q`` the fitted posterior
+        (``nodes_[name].get_moments()``).
+    local_nodes_ : list of str
+        The local latent nodes.
+    global_nodes_ : list of str
+        The global latent nodes, in their update order.
+    n_features_in_ : int
+        Columns of X.
+
+    See Also
+    --------
+    skvi.networks.VB : the same network fitted by plain VMP.
+
+    Examples
+    --------
+    A Gaussian mixture declared in BayesPy's vocabulary:
+
+    >>> import numpy as np
+    >>> from skvi.networks import (Categorical, Dirichlet, Gaussian, Mixture,
+    ...                            SVIBayesianNetwork, Wishart)
+    >>> def mixture(n_rows, K=3, D=2):
+    ...     alpha = Dirichlet(np.ones(K), name="alpha")
+    ...     z = Categorical(alpha, plates=(n_rows,), name="z")
+    ...     mu = Gaussian(np.zeros(D), 0.01 * np.eye(D), plates=(K,), name="mu")
+    ...     Lambda = Wishart(D, np.eye(D), plates=(K,), name="Lambda")
+    ...     return Mixture(z, Gaussian, mu, Lambda, name="y")
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.vstack([rng.normal(c, 0.5, size=(100, 2)) for c in (-4, 0, 4)])
+    >>> net = SVIBayesianNetwork(model=mixture, random_state=0).fit(X)
+    >>> np.sort(np.round(net.nodes_["mu"].get_moments()[0][:, 0]))
+    array([-4., -0.,  4.])
+    >>> net.transform(X[:2]).max(axis=1).round(3)      # responsibilities
+    array([1., 1.])
+    """
+
+    _parameter_constraints = {
+        "model": [callable],
+        "local_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "local_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "transform_node": [None, str],
+        "init_rows": [Interval(numbers.Integral, 1, None, closed="left")],
+        "init_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "init_draws": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        model=None,
+        *,
+        local_max_iter=50,
+        local_tol=1e-8,
+        transform_node=None,
+        init_rows=1000,
+        init_max_iter=100,
+        init_draws=5,
+        n_init=1,
+        learning_method="batch",
+        batch_size=256,
+        max_iter=200,
+        tol=1e-7,
+        learning_offset=10.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        update_order="sequential",
+        step_safety=True,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.model = model
+        self.local_max_iter = local_max_iter
+        self.local_tol = local_tol
+        self.transform_node = transform_node
+        self.init_rows = init_rows
+        self.init_max_iter = init_max_iter
+        self.init_draws = init_draws
+        self.n_init = n_init
+        self.learning_method = learning_method
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_offset = learning_offset
+        self.learning_decay = learning_decay
+        self.learning_rate = learning_rate
+        self.total_samples = total_samples
+        self.update_order = update_order
+        self.step_safety = step_safety
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ structure
+    def _build(self, n_rows):
+        """A fresh network for ``n_rows`` rows: (nodes by name, observed node's name)."""
+        if self.model is None:
+            raise ValueError("SVIBayesianNetwork needs model=builder, a function of n_rows "
+                             "that returns the observed node.")
+        if _takes_features(self.model):
+            observed = self.model(n_rows, self.n_features_in_)
+        else:
+            observed = self.model(n_rows)
+        if not isinstance(observed, Stochastic):
+            raise NetworkError(f"the model must return the observed node (a stochastic node), "
+                               f"got {observed!r}")
+        nodes = _Network(discover(observed))
+        y_name = next(n for n, node in nodes.items() if node is observed)
+        return nodes, y_name
+
+    def _template(self):
+        """The network's structure, from two builds: (nodes, y, locals, globals)."""
+        cached = self.__dict__.get("_structure")
+        if cached is not None:
+            return cached
+        a, y_name = self._build(2)
+        b, _ = self._build(3)
+        if list(a) != list(b):
+            raise NetworkError("the model builds different nodes for different n_rows")
+        local = [n for n in a if a[n].plates != b[n].plates]
+        observed = a[y_name]
+        if y_name not in local or not observed.plates or observed.plates[0] != 2:
+            raise NetworkError(f"{observed.describe()}: the observed node's leading plate must "
+                               f"be the rows (n_rows), got plates {observed.plates}")
+        if observed.children:
+            raise NetworkError(f"{observed.describe()}: the observed node must be a leaf; it has "
+                               f"children {[c.describe() for c, _ in observed.children]}")
+        latent_local = [n for n in local if n != y_name and isinstance(a[n], Stochastic)]
+        glob = [n for n in a if n not in local]
+        for n in glob:
+            if not isinstance(a[n], Stochastic) or a[n].observed:
+                raise NetworkError(f"{a[n].describe()}: a global node must be latent")
+        structure = (a, y_name, latent_local, glob)
+        self._structure = structure
+        return structure
+
+    @property
+    def _settings(self):
+        _, _, _, glob = self._template()
+        return ModelSettings({n: _NodeFamily(self, n) for n in glob},
+                             local_depends_on_globals=True, parallel=True)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_structure", None)
+        return state
+
+    # ------------------------------------------------------------ helpers
+    @staticmethod
+    def _set_globals(nodes, glob, params):
+        for n in glob:
+            factor = params[n]
+            node = nodes[n]
+            u, g = factor.cached("network_moments", lambda f: node._moments_and_cgf(
+                [np.asarray(a) for a in f]))
+            node.phi = [np.asarray(a) for a in factor]
+            node.u, node.g = u, g
+
+    def _shape_rows(self, X, observed):
+        want = observed.plates[1:] + observed._kind.value_shape()
+        if observed._kind.name in ("categorical", "poisson", "bernoulli", "beta"):
+            want = observed.plates[1:]
+        if int(np.prod(want)) != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} columns, but the observed node "
+                             f"{observed.describe()} takes {int(np.prod(want))} per row "
+                             f"(plates and shape {want}).")
+        return X.reshape((X.shape[0],) + want)
+
+    def _local_network(self, X, params, init_random=None):
+        """A network of X's rows with the globals at ``params``, its local step done."""
+        _, y_name, latent_local, glob = self._template()
+        nodes, _ = self._build(X.shape[0])
+        self._set_globals(nodes, glob, params)
+        observed = nodes[y_name]
+        observed.observe(self._shape_rows(np.asarray(X.X, dtype=np.float64), observed))
+        if X.weight is not None:
+            # Row i's terms count w_i times: in the local bound and in every
+            # message that sums rows into a global node.
+            rows = len(observed.plates)
+            local = set(self._template()[0]) - set(self._template()[3])
+            for n in local:
+                node = nodes[n]
+                tail = len(node.plates) - (len(node.plates) - rows) - 1
+                node._row_weight = np.broadcast_to(
+                    X.weight.reshape((-1,) + (1,) * tail),
+                    node.plates[len(node.plates) - rows:]).copy()
+        for n in latent_local:
+            if init_random is not None:
+                nodes[n].initialize_from_random(init_random)
+            else:
+                nodes[n].initialize_from_prior()
+        if init_random is None:
+            self._local_sweeps(nodes, latent_local)
+        return nodes
+
+    def _local_sweeps(self, nodes, latent_local):
+        if not latent_local:
+            return
+        if len(latent_local) == 1:
+            nodes[latent_local[0]].update()
+            return
+        last = None
+        local = [n for n in nodes if n in latent_local]
+        for _ in range(self.local_max_iter):
+            for n in local:
+                nodes[n].update()
+            bound = sum(nodes[n].lower_bound_contribution() for n in nodes if n in local)
+            if last is not None and abs(bound - last) <= self.local_tol * abs(bound):
+                break
+            last = bound
+
+    def _local_children_messages(self, nodes, name):
+        """The messages of ``name``'s local children, summed, at the node's full shape."""
+        node = nodes[name]
+        glob = set(self._template()[3])
+        total = [np.zeros(node.plates + d) for d in node.dims]
+        names = {id(v): k for k, v in nodes.items()}
+        for child, index in node.children:
+            key = names.get(id(child))
+            if key is None or key in glob:
+                continue  # global, or a node of another network
+            for i, m in enumerate(child._message_to_parent(index)):
+                total[i] = total[i] + m
+        return tuple(total)
+
+    def _global_target(self, name, params, stats, scale):
+        """Prior from the parents at ``params`` + global children's messages + scale * stats."""
+        nodes, _, _, glob = self._template()
+        self._set_globals(nodes, glob, params)
+        node = nodes[name]
+        phi = node._full(node._phi_from_parents(node._parent_moments()))
+        gset = set(glob)
+        names = {id(v): k for k, v in nodes.items()}
+        for child, index in node.children:
+            if names.get(id(child)) in gset:
+                for i, m in enumerate(child._message_to_parent(index)):
+                    phi[i] = phi[i] + m
+        return tuple(p + scale * np.asarray(s) for p, s in zip(phi, stats))
+
+    # ------------------------------------------------------------ engine hooks
+    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
+                      partial=False):
+        X = validate_data(self, X, reset=reset, dtype=np.float64)
+        weight = check_row_weights(sample_weight, X)
+        if reset:
+            self.__dict__.pop("_structure", None)
+        nodes, y_name, _, _ = self._template()
+        self._shape_rows(X[:0], nodes[y_name])
+        return Rows(X, None, weight)
+
+    def _prior_natural(self):
+        nodes, _, _, glob = self._template()
+        return {n: tuple(nodes[n]._full(nodes[n]._phi_from_parents(nodes[n]._parent_moments())))
+                for n in glob}
+
+    def _initialize_globals(self, X, random_state, summary):
+        nodes, _, latent_local, glob = self._template()
+        params = {}
+        for n in glob:  # q from the prior, parents first
+            node = nodes[n]
+            node.initialize_from_prior()
+            params[n] = tuple(node.phi)
+        params = {n: Factor(v) for n, v in params.items()}
+        n_all = X.shape[0]
+        rows = X
+        if n_all > self.init_rows:
+            rows = X[np.sort(random_state.choice(n_all, self.init_rows, replace=False))]
+        if latent_local:
+            # BayesPy's start: the local nodes from a random draw, then sweeps
+            # of VMP on a subsample (where random assignments break symmetry
+            # fast), then the globals from its locals, scaled to all the rows.
+            start = dict(params)
+            best = None
+            for _ in range(self.init_draws if self.init_max_iter else 1):
+                params = dict(start)
+                net = self._local_network(rows, params, init_random=random_state)
+                bound = last = None
+                for _ in range(self.init_max_iter):
+                    self._globals_from(net, params, 1.0)
+                    self._local_sweeps(net, latent_local)
+                    bound = self._local_bound(rows, net, params) + self._global_bound(params)
+                    if last is not None and abs(bound - last) <= 1e-6 * abs(bound):
+                        break
+                    last = bound
+                if best is None or bound > best[0]:
+                    best = (bound, net, params)
+            _, net, params = best
+            self._globals_from(net, params, X.count() / rows.count())
+        return {n: tuple(v) for n, v in params.items()}
+
+    def _globals_from(self, net, params, scale):
+        """One sequential update of every global from the locals of ``net`` (in place)."""
+        _, _, _, glob = self._template()
+        for n in glob:
+            self._set_globals(net, glob, params)
+            stats = self._local_children_messages(net, n)
+            params[n] = Factor(self._global_target(n, params, stats, scale))
+
+    def _local_step(self, X, params):
+        return self._local_network(X, params)
+
+    def _expected_stats(self, name, X, local, params):
+        _, _, _, glob = self._template()
+        self._set_globals(local, glob, params)
+        return self._local_children_messages(local, name)
+
+    def _factor_target(self, name, current, stats, ctx):
+        return self._global_target(name, ctx.params, stats, ctx.scale)
+
+    def _local_bound(self, X, local, params):
+        if local is None:
+            local = self._local_network(X, params)
+        _, y_name, latent_local, glob = self._template()
+        self._set_globals(local, glob, params)
+        return float(sum(local[n].lower_bound_contribution() for n in latent_local + [y_name]))
+
+    def _global_bound(self, params):
+        nodes, _, _, glob = self._template()
+        self._set_globals(nodes, glob, params)
+        return float(sum(nodes[n].lower_bound_contribution() for n in glob))
+
+    def _on_params_updated(self):
+        nodes, _, latent_local, glob = self._template()
+        self._set_globals(nodes, glob, self.natural_params_)
+        self.nodes_ = {n: nodes[n] for n in glob}
+        self.global_nodes_ = list(glob)
+        self.local_nodes_ = list(latent_local)
+
+    # ------------------------------------------------------------ public API
+    def _fitted_rows(self, X):
+        check_is_fitted(self, "natural_params_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return Rows(X, None, None)
+
+    def transform(self, X):
+        """The posterior mean of a local node for each row of X (globals fixed).
+
+        For a mixture's assignments, the responsibilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_values)
+            ``E_q`` of ``transform_node``'s variable, one row per row of X.
+        """
+        rows = self._fitted_rows(X)
+        nodes = self._local_network(rows, self.natural_params_)
+        _, _, latent_local, _ = self._template()
+        if not latent_local:
+            raise NetworkError("the network has no local latent node to transform to")
+        name = self.transform_node or latent_local[0]
+        if name not in latent_local:
+            raise ValueError(f"transform_node={name!r} is not a local latent node; "
+                             f"they are {latent_local}")
+        u = np.asarray(nodes[name].get_moments()[0])
+        return u.reshape(rows.shape[0], -1)
+
+    def score(self, X, y=None):
+        """The data part of the ELBO per row: globals fixed, the rows' local nodes optimised.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+            ``(E_q[log p(X, locals | globals)] - E_q[log q(locals)]) / n_samples``.
+        """
+        rows = self._fitted_rows(X)
+        return self._local_bound(rows, None, self.natural_params_) / rows.shape[0]

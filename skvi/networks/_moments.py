@@ -1,0 +1,216 @@
+"""The kinds of moments a node hands its children, and the moments of fixed values.
+
+A parent and a child are conjugate when the child's density, as a function
+of the parent, is an exponential family in the parent's sufficient
+statistics.  Each parent slot of a node therefore names the kind of moments
+it needs (:class:`MomentsKind`); a stochastic parent must hand over exactly
+that kind, and an array is converted to it (its "fixed moments").  The
+conventions follow BayesPy's, so that the lower bounds agree term by term.
+"""
+
+import numpy as np
+from scipy.special import gammaln, multigammaln
+
+__all__ = ["MomentsKind"]
+
+
+def _logdet_pd(A):
+    """log|A| of a stack of positive definite matrices (raises when one is not)."""
+    L = np.linalg.cholesky(A)
+    return 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+
+
+def _outer(x, ndim):
+    """``x x^T`` over the last ``ndim`` axes of x: shape ``plates + shape + shape``."""
+    if ndim == 0:
+        return x * x
+    shape = x.shape[x.ndim - ndim:]
+    plates = x.shape[:x.ndim - ndim]
+    flat = x.reshape(plates + (-1,))
+    return (flat[..., :, None] * flat[..., None, :]).reshape(plates + shape + shape)
+
+
+class MomentsKind:
+    """What a node's moments are: a family name and the shape of each moment array.
+
+    Parameters
+    ----------
+    name : str
+        The family of moments ('gaussian', 'gamma', 'wishart', ...).
+    dims : tuple of tuple of int
+        The variable shape of each moment array (the plates come before).
+    describe : str
+        What a node of this kind is, for error messages.
+
+    Examples
+    --------
+    >>> from skvi.networks._moments import MomentsKind
+    >>> g = MomentsKind.gaussian((2,))
+    >>> g.dims
+    ((2,), (2, 2))
+    >>> [u.shape for u in g.fixed(np.zeros((5, 2)))]
+    [(5, 2), (5, 2, 2)]
+    """
+
+    def __init__(self, name, dims, describe, size=None):
+        self.name = name
+        self.size = size
+        self.dims = tuple(tuple(d) for d in dims)
+        self.describe = describe
+
+    def __eq__(self, other):
+        return isinstance(other, MomentsKind) and (self.name, self.dims) == (other.name,
+                                                                               other.dims)
+
+    def __hash__(self):
+        return hash((self.name, self.dims))
+
+    def __repr__(self):
+        return f"MomentsKind({self.name!r}, {self.dims})"
+
+    # ------------------------------------------------------------- kinds
+    @classmethod
+    def gaussian(cls, shape):
+        shape = tuple(shape)
+        return cls("gaussian", (shape, shape + shape), f"Gaussian of shape {shape}")
+
+    @classmethod
+    def gamma(cls):
+        return cls("gamma", ((), ()), "Gamma (positive scalar)")
+
+    @classmethod
+    def gamma_shape(cls):
+        return cls("gamma_shape", ((), ()), "fixed positive Gamma shape")
+
+    @classmethod
+    def wishart(cls, D):
+        return cls("wishart", ((D, D), ()), f"Wishart ({D}x{D} positive definite)")
+
+    @classmethod
+    def wishart_dof(cls, D):
+        return cls("wishart_dof", ((), ()), f"fixed Wishart degrees of freedom (> {D - 1})",
+                   size=D)
+
+    @classmethod
+    def dirichlet(cls, K):
+        return cls("dirichlet", ((K,),), f"Dirichlet over {K} categories")
+
+    @classmethod
+    def concentration(cls, K):
+        return cls("concentration", ((K,), ()), f"fixed positive concentration of size {K}")
+
+    @classmethod
+    def categorical(cls, K):
+        return cls("categorical", ((K,),), f"Categorical over {K} categories")
+
+    @classmethod
+    def multinomial(cls, K):
+        return cls("multinomial", ((K,),), f"Multinomial over {K} categories")
+
+    @classmethod
+    def beta(cls):
+        return cls("beta", ((2,),), "Beta (probability)")
+
+    @classmethod
+    def bernoulli(cls):
+        return cls("bernoulli", ((),), "Bernoulli (0 or 1)")
+
+    @classmethod
+    def poisson(cls):
+        return cls("poisson", ((),), "Poisson (count)")
+
+    @classmethod
+    def gaussian_wishart(cls, D):
+        return cls("gaussian_wishart", ((D,), (), (D, D), ()),
+                   f"Gaussian-Wishart of dimension {D}")
+
+    # ------------------------------------------------------ fixed values
+    def value_shape(self):
+        """The variable shape of a fixed value of this kind."""
+        if self.name in ("gaussian",):
+            return self.dims[0]
+        if self.name in ("wishart",):
+            return self.dims[0]
+        if self.name in ("dirichlet", "concentration", "multinomial"):
+            return self.dims[0]
+        return ()
+
+    def fixed(self, x):
+        """The moments of the fixed value x (a list of arrays), BayesPy's conventions."""
+        x = np.asarray(x, dtype=np.float64)
+        name = self.name
+        if name == "gaussian":
+            shape = self.dims[0]
+            nd = len(shape)
+            if x.ndim < nd or x.shape[x.ndim - nd:] != shape:
+                try:
+                    full = np.broadcast_shapes(x.shape, shape)
+                except ValueError:
+                    full = None
+                if full is None or full[len(full) - nd:] != shape:
+                    raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
+                x = np.broadcast_to(x, full).copy()
+            return [x, _outer(x, nd)]
+        if name in ("gamma", "gamma_shape", "wishart_dof", "poisson"):
+            if name != "poisson" and np.any(x <= 0):
+                raise ValueError(f"a {self.describe} must be positive")
+            if name == "gamma":
+                return [x, np.log(x)]
+            if name == "gamma_shape":
+                return [x, gammaln(x)]
+            if name == "wishart_dof":
+                D = self.size
+                if np.any(x <= D - 1):
+                    raise ValueError(f"a {self.describe} is required")
+                return [x, multigammaln_vec(0.5 * x, D)]
+            return [x]
+        if name == "wishart":
+            D = self.dims[0][0]
+            if x.ndim < 2 or x.shape[-2:] != (D, D):
+                raise ValueError(f"a value of shape {x.shape} is not a {self.describe} matrix")
+            try:
+                return [x, _logdet_pd(x)]
+            except np.linalg.LinAlgError:
+                raise ValueError(f"a {self.describe} matrix must be positive definite") from None
+        if name == "dirichlet":
+            K = self.dims[0][0]
+            if x.ndim < 1 or x.shape[-1] != K or np.any(x < 0):
+                raise ValueError(f"a value of shape {x.shape} is not a probability vector "
+                                 f"of {K} categories")
+            with np.errstate(divide="ignore"):
+                return [np.log(x)]
+        if name == "beta":
+            if np.any((x < 0) | (x > 1)):
+                raise ValueError("a Beta value must lie in [0, 1]")
+            with np.errstate(divide="ignore"):
+                return [np.stack([np.log(x), np.log1p(-x)], axis=-1)]
+        if name == "concentration":
+            K = self.dims[0][0]
+            if x.ndim < 1 or x.shape[-1] != K or np.any(x <= 0):
+                raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
+            return [x, gammaln(x.sum(axis=-1)) - gammaln(x).sum(axis=-1)]
+        if name == "categorical":
+            K = self.dims[0][0]
+            if np.any(x != np.round(x)) or np.any((x < 0) | (x >= K)):
+                raise ValueError(f"categories must be integers in [0, {K})")
+            return [np.eye(K)[x.astype(np.intp)]]
+        if name == "multinomial":
+            K = self.dims[0][0]
+            if x.ndim < 1 or x.shape[-1] != K or np.any(x < 0):
+                raise ValueError(f"a value of shape {x.shape} is not counts of {K} categories")
+            return [x]
+        if name == "bernoulli":
+            if np.any((x != 0) & (x != 1)):
+                raise ValueError("Bernoulli values must be 0 or 1")
+            return [x]
+        raise ValueError(f"no fixed value can stand for a {self.describe}")
+
+
+def multigammaln_vec(a, D):
+    """``log Gamma_D(a)`` elementwise (scipy's ``multigammaln`` takes scalars only)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 0:
+        return np.asarray(multigammaln(float(a), D))
+    j = np.arange(D)
+    return (0.25 * D * (D - 1) * np.log(np.pi)
+            + gammaln(a[..., None] - 0.5 * j).sum(axis=-1))

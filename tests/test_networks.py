@@ -1,0 +1,648 @@
+"""skvi.networks: user-declared conjugate-exponential networks.
+
+Every bound and posterior is checked against an independent reference:
+BayesPy's own VB on the same network and start (when installed), the
+hand-written estimators of skvi, closed forms and Monte Carlo.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import digamma, gammaln
+
+from skvi import GaussianGammaVB
+from skvi.networks import (
+    VB,
+    Bernoulli,
+    Beta,
+    Categorical,
+    Dirichlet,
+    Gamma,
+    Gaussian,
+    GaussianARD,
+    Mixture,
+    Multinomial,
+    NetworkError,
+    Poisson,
+    Wishart,
+)
+
+
+def quickstart(lib):
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+    mu = lib.GaussianARD(0, 1e-6)
+    tau = lib.Gamma(1e-6, 1e-6)
+    y = lib.GaussianARD(mu, tau, plates=(10,))
+    y.observe(data)
+    Q = lib.VB(y, mu, tau)
+    kwargs = {"verbose": False} if lib.__name__.startswith("bayespy") else {}
+    Q.update(repeat=100, **kwargs)
+    return data, mu, tau, Q
+
+
+class _Ours:
+    __name__ = "skvi"
+    GaussianARD, Gamma, VB = GaussianARD, Gamma, VB
+
+
+class _BayesPy:
+    __name__ = "bayespy"
+
+    def __init__(self):
+        nodes = pytest.importorskip("bayespy.nodes")
+        inference = pytest.importorskip("bayespy.inference")
+        self.GaussianARD, self.Gamma, self.VB = nodes.GaussianARD, nodes.Gamma, inference.VB
+
+
+def test_quickstart_matches_bayespy():
+    theirs = _BayesPy()
+    _, mu_b, tau_b, Q_b = quickstart(theirs)
+    _, mu, tau, Q = quickstart(_Ours)
+    assert Q.compute_lowerbound() == pytest.approx(Q_b.compute_lowerbound(), abs=1e-4)
+    for ours, bp in ((mu, mu_b), (tau, tau_b)):
+        for a, b in zip(ours.get_moments(), bp.get_moments()):
+            np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_quickstart_equals_gaussian_gamma_estimator():
+    """The network built by hand is GaussianGammaVB's model: same posterior, same bound."""
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+    mu = GaussianARD(0, 1e-6)
+    tau = Gamma(1e-6, 1e-6)
+    y = GaussianARD(mu, tau, plates=(10,))
+    y.observe(data)
+    Q = VB(y, mu, tau)
+    Q.update(repeat=1000, tol=1e-15)
+    est = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
+                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
+                          max_iter=1000, tol=1e-15).fit(data[:, None])
+    m, mm = mu.get_moments()
+    np.testing.assert_allclose(m, est.mean_[0], rtol=1e-8)
+    np.testing.assert_allclose(mm - m**2, 1.0 / est.mean_precision_[0], rtol=1e-6)
+    t, logt = tau.get_moments()
+    np.testing.assert_allclose(t, est.precision_shape_[0] / est.precision_rate_[0], rtol=1e-8)
+    np.testing.assert_allclose(
+        logt, digamma(est.precision_shape_[0]) - np.log(est.precision_rate_[0]), rtol=1e-8)
+    assert Q.compute_lowerbound() == pytest.approx(est.lower_bound_, rel=1e-9)
+
+
+def test_bound_terms_closed_form():
+    """One Gaussian with known mean and a Gamma precision: the bound by hand."""
+    rng = np.random.RandomState(0)
+    x = rng.normal(1.0, 2.0, size=7)
+    tau = Gamma(2.0, 3.0)
+    y = GaussianARD(1.0, tau, plates=(7,))
+    y.observe(x)
+    Q = VB(y, tau)
+    Q.update(repeat=1)
+    a, b = 2.0 + 3.5, 3.0 + 0.5 * np.sum((x - 1.0) ** 2)
+    assert tau.get_moments()[0] == pytest.approx(a / b)
+    # Exact log evidence of the conjugate model: the bound is tight here.
+    log_evidence = (2.0 * np.log(3.0) - gammaln(2.0) + gammaln(a) - a * np.log(b)
+                    - 3.5 * np.log(2 * np.pi))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def blobs(N, seed=0):
+    rng = np.random.RandomState(seed)
+    centers = np.array([[0, 0], [6, 0], [0, 6], [6, 6.0]])
+    return centers[rng.randint(4, size=N)] + rng.randn(N, 2)
+
+
+def gmm(lib, y, seed, K=4, repeat=1000, tol=1e-7):
+    N, D = y.shape
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(1e-5 * np.ones(K))
+    Z = lib.Categorical(alpha, plates=(N,))
+    mu = lib.Gaussian(np.zeros(D), 1e-5 * np.identity(D), plates=(K,))
+    Lambda = lib.Wishart(D, 1e-5 * np.identity(D), plates=(K,))
+    Y = lib.Mixture(Z, lib.Gaussian, mu, Lambda)
+    Y.observe(y)
+    Z.initialize_from_random()
+    Q = lib.VB(Y, mu, Lambda, Z, alpha)
+    kwargs = {"verbose": False} if lib is not _mod_ours else {}
+    Q.update(repeat=repeat, tol=tol, **kwargs)
+    return Q, (alpha, Z, mu, Lambda)
+
+
+class _mod_ours:
+    Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB = (
+        Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB)
+
+
+def test_gaussian_mixture_matches_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+
+    class theirs:
+        Dirichlet, Categorical, Gaussian, Wishart, Mixture = (
+            nodes.Dirichlet, nodes.Categorical, nodes.Gaussian, nodes.Wishart, nodes.Mixture)
+        VB = inference.VB
+
+    y = blobs(600)
+    ours = max(gmm(_mod_ours, y, s)[0].compute_lowerbound() for s in range(3))
+    bp = max(gmm(theirs, y, s)[0].compute_lowerbound() for s in range(3))
+    assert ours == pytest.approx(bp, rel=1e-3)
+
+
+def test_gaussian_mixture_recovers_clusters_and_bound_rises():
+    y = blobs(400, seed=0)
+    fits = [gmm(_mod_ours, y, s) for s in range(3)]
+    Q, (alpha, Z, mu, Lambda) = max(fits, key=lambda f: f[0].compute_lowerbound())
+    assert np.all(np.diff(Q.L) > -1e-8)
+    means = mu.get_moments()[0]
+    means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
+    np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.4)
+    # E[Lambda] of each cluster close to the identity (unit-variance blobs).
+    np.testing.assert_allclose(Lambda.get_moments()[0], np.broadcast_to(np.eye(2), (4, 2, 2)),
+                               atol=0.35)
+
+
+# ----------------------------------------------------------------- declaration errors
+def test_non_conjugate_parent_names_node_and_reason():
+    tau = Gamma(1.0, 1.0, name="tau")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'x': parent 'mu' is Gamma 'tau'.*"
+                                           r"conjugate only"):
+        GaussianARD(tau, 1.0, name="x")
+    m = GaussianARD(0.0, 1.0, name="m")
+    with pytest.raises(NetworkError, match=r"Gamma 'g'.*shape parameter a is GaussianARD 'm'.*"
+                                           r"no conjugate prior"):
+        Gamma(m, 1.0, name="g")
+    with pytest.raises(NetworkError, match=r"Dirichlet 'd'.*concentration.*no conjugate"):
+        Dirichlet(Gamma(1.0, 1.0, plates=(3,)), name="d")
+    with pytest.raises(NetworkError, match=r"Poisson 'c': parent 'lambda' is GaussianARD 'm'"):
+        Poisson(m, name="c")
+
+
+def test_unsupported_combinations():
+    z = Categorical([0.5, 0.5], plates=(4,), name="z")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*mixed family"):
+        Mixture(z, Mixture, 0.0, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*assignment z is Gamma"):
+        Mixture(Gamma(1.0, 1.0), GaussianARD, 0.0, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"Mixture 'y'.*3 categories.*cluster plate.*2"):
+        Mixture(Categorical([0.2, 0.3, 0.5], plates=(4,)), GaussianARD, [0.0, 1.0], 1.0,
+                name="y")
+
+
+def test_plate_and_shape_mismatches():
+    mu = GaussianARD(0.0, 1.0, plates=(3,), name="mu")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates .*\(5,\).*\(3,\)"):
+        GaussianARD(mu, 1.0, plates=(5,), name="y")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates \(3,\), \(4,\) do not "
+                                           r"broadcast"):
+        GaussianARD(mu, Gamma(1.0, 1.0, plates=(4,)), name="y")
+    v = GaussianARD(0.0, 1.0, shape=(2,), name="v")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'w': parent 'mu' is GaussianARD 'v'.*"
+                                           r"shapes do not match"):
+        GaussianARD(v, 1.0, shape=(3,), name="w")
+    with pytest.raises(NetworkError, match=r"Gaussian 'x': parent 'mu'.*\(3,\).*Gaussian of "
+                                           r"shape \(2,\)"):
+        Gaussian(np.zeros(3), Wishart(2, np.eye(2)), name="x")
+    with pytest.raises(NetworkError, match=r"Wishart 'L'.*degrees of freedom"):
+        Wishart(0.5, np.eye(2), name="L")
+    y = GaussianARD(mu, 1.0, name="y")
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': observed data of shape \(4,\)"):
+        y.observe(np.zeros(4))
+
+
+def test_cycles_and_observing_fixed_nodes():
+    a = GaussianARD(0.0, 1.0, name="a")
+    b = GaussianARD(a, 1.0, name="b")
+    # Constructors take existing parents, so a cycle can only be made by editing them.
+    a.parents.append(b)
+    with pytest.raises(NetworkError, match=r"cycle.*GaussianARD 'a'.*GaussianARD 'b'"):
+        VB(a, b)
+    with pytest.raises(NetworkError, match=r"only a stochastic node can be observed"):
+        b.parents[0].parents[0].observe(0.0)  # the constant mean of a
+
+
+# ----------------------------------------------------------------- the estimator
+from skvi.networks import SVIBayesianNetwork  # noqa: E402
+
+
+def mixture_builder(n_rows, K=4, D=2):
+    alpha = Dirichlet(1e-3 * np.ones(K), name="alpha")
+    z = Categorical(alpha, plates=(n_rows,), name="z")
+    mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,), name="mu")
+    Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,), name="Lambda")
+    return Mixture(z, Gaussian, mu, Lambda, name="y")
+
+
+def vb_like_estimator(y, seed, passes):
+    """The estimator's batch fit done by hand with VB: BayesPy's random start, then sweeps."""
+    Y = mixture_builder(len(y))
+    Y.observe(y)
+    z = Y.parents[0]
+    alpha, mu, Lambda = z.parents[0], Y.parents[1], Y.parents[2]
+    z.initialize_from_random(np.random.RandomState(seed))
+    Q = VB(Y, z, alpha, mu, Lambda)
+    Q.update(alpha, mu, Lambda, repeat=1, tol=-np.inf)   # the globals from the random start
+    Q.update(z, alpha, mu, Lambda, repeat=passes, tol=-np.inf)
+    return Q
+
+
+def test_batch_fit_is_vmp():
+    y = blobs(500)
+    est = SVIBayesianNetwork(model=mixture_builder, max_iter=6, tol=0, init_max_iter=0,
+                             random_state=3).fit(y)
+    assert est.global_nodes_ == ["alpha", "mu", "Lambda"] and est.local_nodes_ == ["z"]
+    Q = vb_like_estimator(y, 3, 6)
+    np.testing.assert_allclose(est.lower_bounds_, Q.L[1:], rtol=1e-10)
+    for name in ("alpha", "mu", "Lambda"):
+        for a, b in zip(est.nodes_[name].get_moments(), Q[name].get_moments()):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    # score: the data part of the bound per row at the fitted globals.
+    Q.update(Q["z"], repeat=1, tol=-np.inf)
+    data_part = Q["y"].lower_bound_contribution() + Q["z"].lower_bound_contribution()
+    assert est.score(y) == pytest.approx(data_part / len(y), rel=1e-10)
+    np.testing.assert_allclose(est.transform(y), Q["z"].get_moments()[0], rtol=1e-9, atol=1e-12)
+
+
+def test_online_fit_reaches_batch_score():
+    y = blobs(6000, seed=1)
+    batch = SVIBayesianNetwork(model=mixture_builder, random_state=1).fit(y)
+    # The online fit starts from 300 rows only; the rest is SVI's work.
+    online = SVIBayesianNetwork(model=mixture_builder, learning_method="online", init_rows=300,
+                                batch_size=300, max_iter=5, tol=0, random_state=1).fit(y)
+    assert online.n_iter_ == 5 and online.n_batch_iter_ == 100
+    assert online.score(y) == pytest.approx(batch.score(y), rel=0.01)
+    # The batch fit found the four generating clusters.
+    means = batch.nodes_["mu"].get_moments()[0]
+    means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
+    np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.1)
+    stream = SVIBayesianNetwork(model=mixture_builder, batch_size=300, random_state=1)
+    for chunk in np.array_split(y, 10):
+        stream.partial_fit(chunk)
+    assert stream.score(y) == pytest.approx(batch.score(y), rel=0.02)
+
+
+def test_quickstart_as_estimator_equals_gaussian_gamma():
+    np.random.seed(1)
+    data = np.random.normal(5, 10, 10)
+
+    def builder(n_rows):
+        mu = GaussianARD(0, 1e-6, name="mu")
+        tau = Gamma(1e-6, 1e-6, name="tau")
+        return GaussianARD(mu, tau, plates=(n_rows,), name="y")
+
+    est = SVIBayesianNetwork(model=builder, max_iter=1000, tol=1e-14).fit(data[:, None])
+    ref = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
+                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
+                          max_iter=1000, tol=1e-14).fit(data[:, None])
+    assert est.nodes_["mu"].get_moments()[0] == pytest.approx(ref.mean_[0], rel=1e-8)
+    assert est.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-9)
+
+
+def test_estimator_pickles_and_clones():
+    import pickle
+
+    from sklearn.base import clone
+
+    y = blobs(300)
+    est = SVIBayesianNetwork(model=mixture_builder, random_state=0, max_iter=20, tol=0).fit(y)
+    again = pickle.loads(pickle.dumps(est))
+    assert again.score(y) == pytest.approx(est.score(y), rel=1e-12)
+    assert clone(est).get_params()["model"] is mixture_builder
+
+
+def test_estimator_rejects_bad_models_and_data():
+    def not_rows(n_rows):
+        return GaussianARD(0.0, 1.0, plates=(3,), name="y")
+
+    with pytest.raises(NetworkError, match=r"GaussianARD 'y': the observed node's leading "
+                                           r"plate must be the rows"):
+        SVIBayesianNetwork(model=not_rows).fit(np.zeros((3, 1)))
+    with pytest.raises(ValueError, match=r"X has 3 columns, but the observed node Mixture 'y' "
+                                         r"takes 2"):
+        SVIBayesianNetwork(model=mixture_builder).fit(np.zeros((5, 3)))
+
+
+def school_builder(n_rows, G=8):
+    mu = GaussianARD(0.0, 1e-4, name="mu")
+    tau_b = Gamma(1e-3, 1e-3, name="tau_between")
+    theta = GaussianARD(mu, tau_b, plates=(G,), name="theta")
+    tau_w = Gamma(1e-3, 1e-3, name="tau_within")
+    return GaussianARD(theta, tau_w, plates=(n_rows, G), name="y")
+
+
+def test_hierarchical_globals_match_vb():
+    """Globals whose children are globals: their messages enter unscaled, as in VMP."""
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(50, 8))
+    y = school_builder(50)
+    y.observe(Y)
+    theta, tau_w = y.parents
+    mu, tau_b = theta.parents
+    Q = VB(y, theta, mu, tau_b, tau_w)
+    Q.update(repeat=2000, tol=1e-13)
+    est = SVIBayesianNetwork(model=school_builder, max_iter=2000, tol=1e-13).fit(Y)
+    assert est.local_nodes_ == []
+    assert est.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-10)
+    for name, node in (("theta", theta), ("mu", mu), ("tau_between", tau_b)):
+        # Both at the fixed point, reached in different orders.
+        np.testing.assert_allclose(est.nodes_[name].get_moments()[0], node.get_moments()[0],
+                                   rtol=1e-6)
+    online = SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=10,
+                                max_iter=20, tol=0, random_state=0).fit(Y)
+    assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)
+
+
+def test_gaussian_wishart_mixture_equals_bayesian_gaussian_mixture():
+    """Normal-Wishart components: scikit-learn's BayesianGaussianMixture model, same bound."""
+    from skvi import SVIBayesianGaussianMixture
+    from skvi.networks import GaussianWishart
+
+    y = blobs(2000, seed=1)
+    K = 4
+    a0, b0, nu0, W, m0 = 0.5, 0.1, 3.0, np.cov(y.T), y.mean(axis=0)
+
+    def builder(n_rows):
+        alpha = Dirichlet(a0 * np.ones(K), name="alpha")
+        z = Categorical(alpha, plates=(n_rows,), name="z")
+        # E[Lambda] = nu0 W^-1: scikit-learn's covariance_prior is BayesPy's V.
+        mu_Lambda = GaussianWishart(m0, b0, nu0, W, plates=(K,), name="mu_Lambda")
+        return Mixture(z, Gaussian, mu_Lambda, 1.0, name="y")
+
+    net = SVIBayesianNetwork(model=builder, random_state=0, tol=1e-10, max_iter=2000).fit(y)
+    ref = SVIBayesianGaussianMixture(
+        n_components=K, weight_concentration_prior_type="dirichlet_distribution",
+        weight_concentration_prior=a0, mean_precision_prior=b0, mean_prior=m0,
+        degrees_of_freedom_prior=nu0, covariance_prior=W, tol=1e-12, max_iter=2000,
+        random_state=0).fit(y)
+    # Both at the same optimum (the four clusters): the same full ELBO.
+    assert net.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-6)
+    u = net.nodes_["mu_Lambda"].get_moments()
+    means = np.linalg.solve(u[2], u[0][..., None])[..., 0]
+    order = np.lexsort((means[:, 1], means[:, 0]))
+    ref_order = np.lexsort((ref.means_[:, 1], ref.means_[:, 0]))
+    np.testing.assert_allclose(means[order], ref.means_[ref_order], atol=1e-4)
+
+
+# ----------------------------------------------------------------- SumMultiply
+from skvi.networks import SumMultiply  # noqa: E402
+
+
+def test_sum_multiply_regression_is_exact():
+    """Known noise: q(w) is the exact posterior and the bound the exact log evidence."""
+    rng = np.random.RandomState(0)
+    Xd = rng.randn(40, 3)
+    y_obs = Xd @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.randn(40)
+    a, t = 2.0, 10.0
+    w = GaussianARD(0.0, a, shape=(3,))
+    f = SumMultiply("d,d->", Xd, w)
+    y = GaussianARD(f, t)
+    y.observe(y_obs)
+    Q = VB(y, w)
+    Q.update(repeat=1)
+    S = np.linalg.inv(t * Xd.T @ Xd + a * np.eye(3))
+    np.testing.assert_allclose(w.get_moments()[0], t * S @ Xd.T @ y_obs, rtol=1e-10)
+    cov = np.eye(40) / t + Xd @ Xd.T / a
+    evidence = stats.multivariate_normal(np.zeros(40), cov).logpdf(y_obs)
+    assert Q.compute_lowerbound() == pytest.approx(evidence, rel=1e-10)
+
+
+def pca(lib, data, seed, D=3):
+    M, N = data.shape
+    np.random.seed(seed)
+    X = lib.GaussianARD(0, 1, plates=(1, N), shape=(D,))
+    alpha = lib.Gamma(1e-5, 1e-5, plates=(D,))
+    C = lib.GaussianARD(0, alpha, plates=(M, 1), shape=(D,))
+    F = lib.SumMultiply("d,d->", X, C)
+    tau = lib.Gamma(1e-5, 1e-5)
+    Y = lib.GaussianARD(F, tau)
+    Y.observe(data)
+    C.initialize_from_random()
+    Q = lib.VB(Y, X, C, alpha, tau)
+    kwargs = {"verbose": False} if lib.__name__ == "bayespy" else {}
+    Q.update(repeat=200, tol=1e-8, **kwargs)
+    return Q
+
+
+def test_bayesian_pca_matches_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+
+    class theirs:
+        __name__ = "bayespy"
+        GaussianARD, Gamma, SumMultiply, VB = (nodes.GaussianARD, nodes.Gamma,
+                                               nodes.SumMultiply, inference.VB)
+
+    class ours:
+        __name__ = "skvi"
+
+    ours.GaussianARD, ours.Gamma, ours.SumMultiply, ours.VB = GaussianARD, Gamma, SumMultiply, VB
+    rng = np.random.RandomState(0)
+    data = rng.randn(10, 2) @ rng.randn(2, 100) + 0.5 * rng.randn(10, 100)
+    best = max(pca(ours, data, s).compute_lowerbound() for s in range(3))
+    best_bp = max(pca(theirs, data, s).compute_lowerbound() for s in range(3))
+    assert best == pytest.approx(best_bp, rel=1e-3)
+
+
+# ----------------------------------------------------------------- discrete families
+def test_beta_bernoulli_exact_posterior_and_evidence():
+    x = np.array([1, 0, 1, 1, 0, 1, 1, 1])
+    p = Beta([2.0, 3.0])
+    y = Bernoulli(p, plates=(8,))
+    y.observe(x)
+    Q = VB(y, p)
+    Q.update(repeat=1)
+    a, b = 2.0 + x.sum(), 3.0 + (1 - x).sum()
+    np.testing.assert_allclose(p.get_moments()[0], [digamma(a) - digamma(a + b),
+                                                    digamma(b) - digamma(a + b)], rtol=1e-12)
+    log_evidence = (gammaln(a) + gammaln(b) - gammaln(a + b)
+                    - (gammaln(2.0) + gammaln(3.0) - gammaln(5.0)))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_gamma_poisson_exact_posterior_and_evidence():
+    x = np.array([3, 0, 2, 5, 1])
+    rate = Gamma(2.0, 0.5)
+    y = Poisson(rate, plates=(5,))
+    y.observe(x)
+    Q = VB(y, rate)
+    Q.update(repeat=1)
+    a, b = 2.0 + x.sum(), 0.5 + 5
+    assert rate.get_moments()[0] == pytest.approx(a / b)
+    # Negative binomial marginal: the conjugate model's exact evidence.
+    log_evidence = (2.0 * np.log(0.5) - gammaln(2.0) + gammaln(a) - a * np.log(b)
+                    - gammaln(x + 1.0).sum())
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_dirichlet_multinomial_exact_evidence():
+    counts = np.array([[3, 1, 0], [2, 2, 1]])
+    p = Dirichlet([1.0, 2.0, 0.5])
+    y = Multinomial(counts.sum(axis=1), p)
+    y.observe(counts)
+    Q = VB(y, p)
+    Q.update(repeat=1)
+    alpha = np.array([1.0, 2.0, 0.5])
+    post = alpha + counts.sum(axis=0)
+    log_evidence = (gammaln(alpha.sum()) - gammaln(alpha).sum() + gammaln(post).sum()
+                    - gammaln(post.sum())
+                    + np.sum(gammaln(counts.sum(axis=1) + 1.0) - gammaln(counts + 1.0).sum(1)))
+    assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
+
+
+def test_poisson_mixture_responsibilities_are_bayes_rule():
+    """A mixture over another family: the responsibilities are Bayes' rule at fixed rates."""
+    x = np.array([0, 1, 9, 11, 2, 10])
+    z = Categorical([0.3, 0.7], plates=(6,))
+    y = Mixture(z, Poisson, [1.0, 10.0])
+    y.observe(x)
+    z.update()
+    logp = stats.poisson.logpmf(x[:, None], [1.0, 10.0]) + np.log([0.3, 0.7])
+    resp = np.exp(logp - logp.max(axis=1, keepdims=True))
+    resp /= resp.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(z.get_moments()[0], resp, rtol=1e-12)
+    Q = VB(y, z)
+    log_marginal = np.sum(np.log(np.exp(logp).sum(axis=1)))
+    assert Q.compute_lowerbound() == pytest.approx(log_marginal, rel=1e-12)
+
+
+def pca_builder(n_rows, M=6, D=3):
+    X = GaussianARD(0, 1, plates=(n_rows, 1), shape=(D,), name="X")
+    alpha = Gamma(1e-5, 1e-5, plates=(D,), name="alpha")
+    C = GaussianARD(0, alpha, plates=(1, M), shape=(D,), name="C")
+    F = SumMultiply("d,d->", X, C, name="F")
+    tau = Gamma(1e-5, 1e-5, name="tau")
+    return GaussianARD(F, tau, name="Y")
+
+
+def test_pca_estimator_reaches_vb_and_threads_agree():
+    rng = np.random.RandomState(1)
+    data = rng.randn(400, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(400, 6)
+
+    class ours:
+        __name__ = "skvi"
+
+    ours.GaussianARD, ours.Gamma, ours.SumMultiply, ours.VB = GaussianARD, Gamma, SumMultiply, VB
+    vb = max(pca(ours, data.T, s).compute_lowerbound() for s in range(3))
+    est = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7)
+    est.fit(data)
+    assert est.local_nodes_ == ["X"] and est.global_nodes_ == ["alpha", "C", "tau"]
+    assert est.lower_bound_ == pytest.approx(vb, rel=1e-3)
+    # The noise precision is the generating one (0.5 ** -2), within sampling error.
+    assert est.nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    threads = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7,
+                                 n_jobs=2).fit(data)
+    assert threads.lower_bound_ == pytest.approx(est.lower_bound_, rel=1e-12)
+    online = SVIBayesianNetwork(model=pca_builder, learning_method="online", batch_size=50,
+                                max_iter=5, tol=0, random_state=0).fit(data)
+    assert online.score(data) == pytest.approx(est.score(data), rel=0.01)
+    assert est.transform(data[:5]).shape == (5, 3)
+
+
+def test_row_weights_are_repeated_rows():
+    """A row of weight 2 is the row twice: in the bound and in every step of the globals."""
+    import copy
+
+    y = blobs(300, seed=2)
+    w = np.random.RandomState(0).randint(0, 3, size=len(y))
+    base = SVIBayesianNetwork(model=mixture_builder, random_state=0, max_iter=30, tol=0,
+                              total_samples=1000.0, batch_size=1000, step_safety=False)
+    base.fit(y)
+    weighted, repeated = copy.deepcopy(base), copy.deepcopy(base)
+    weighted.partial_fit(y, sample_weight=w)
+    repeated.partial_fit(np.repeat(y, w, axis=0))
+    for name in base.global_nodes_:
+        for a, b in zip(weighted.natural_params_[name], repeated.natural_params_[name]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-10)
+    # Without local nodes the start is the prior: whole weighted fits are repeated fits.
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(60, 8))
+    v = rng.randint(0, 3, size=60)
+    a = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(Y, sample_weight=v)
+    b = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=300).fit(np.repeat(Y, v, 0))
+    assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)
+
+
+def test_fit_on_a_dask_cluster_takes_the_in_memory_steps(client):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(400, 8))
+    ref = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=100).fit(Y)
+    est = SVIBayesianNetwork(model=school_builder, tol=1e-12, max_iter=100)
+    est.fit(da.from_array(Y, chunks=(100, 8)))
+    assert est.n_iter_ == ref.n_iter_
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-10)
+    y = blobs(2000, seed=1)
+    batch = SVIBayesianNetwork(model=mixture_builder, random_state=1).fit(y)
+    dist = SVIBayesianNetwork(model=mixture_builder, random_state=1)
+    dist.fit(da.from_array(y, chunks=(500, 2)))
+    # The cluster's start is fitted to its first block: the same optimum, a different path.
+    assert dist.score(y) == pytest.approx(batch.score(y), rel=1e-6)
+
+
+def test_joint_order_reaches_the_sequential_fixed_point_and_schedules_grid_search():
+    """Paquet's option (b), every global from one snapshot, reaches option (a)'s fixed point."""
+    from sklearn.model_selection import GridSearchCV
+
+    rng = np.random.RandomState(0)
+    Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(100, 8))
+    seq = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500).fit(Y)
+    joint = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500,
+                               update_order="joint").fit(Y)
+    assert joint.lower_bound_ == pytest.approx(seq.lower_bound_, rel=1e-10)
+    # The schedule is an ordinary hyperparameter.
+    search = GridSearchCV(
+        SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=20,
+                           max_iter=3, tol=0, random_state=0),
+        {"learning_decay": [0.6, 0.9]}, cv=2).fit(Y)
+    assert search.best_params_["learning_decay"] in (0.6, 0.9)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def count_mixtures(lib, seed):
+    """A Poisson mixture and a latent class (Bernoulli mixture) model, BayesPy's way."""
+    rng = np.random.RandomState(0)
+    x = rng.poisson(np.where(rng.rand(500) < 0.4, 2.0, 12.0))
+    b = (rng.rand(500, 5) < np.where(rng.rand(500, 1) < 0.5, 0.2, 0.8)).astype(int)
+    kwargs = {"verbose": False} if lib.__name__ == "bayespy" else {}
+    bounds = []
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(np.ones(2))
+    z = lib.Categorical(alpha, plates=(500,))
+    rate = lib.Gamma(1.0, 0.1, plates=(2,))
+    y = lib.Mixture(z, lib.Poisson, rate)
+    y.observe(x)
+    z.initialize_from_random()
+    Q = lib.VB(y, rate, z, alpha)
+    Q.update(repeat=300, tol=1e-10, **kwargs)
+    bounds.append(Q.compute_lowerbound())
+    np.random.seed(seed)
+    alpha = lib.Dirichlet(np.ones(2))
+    z = lib.Categorical(alpha, plates=(500, 1))
+    p = lib.Beta([1.0, 1.0], plates=(5, 2))    # a probability per feature and cluster
+    y = lib.Mixture(z, lib.Bernoulli, p)
+    y.observe(b)
+    z.initialize_from_random()
+    Q = lib.VB(y, p, z, alpha)
+    Q.update(repeat=300, tol=1e-10, **kwargs)
+    bounds.append(Q.compute_lowerbound())
+    return bounds
+
+
+def test_poisson_and_bernoulli_mixtures_match_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+
+    class theirs:
+        __name__ = "bayespy"
+        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture = (
+            nodes.Dirichlet, nodes.Categorical, nodes.Gamma, nodes.Poisson, nodes.Beta,
+            nodes.Bernoulli, nodes.Mixture)
+        VB = inference.VB
+
+    class ours:
+        __name__ = "skvi"
+        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB = (
+            Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB)
+
+    for seed in range(2):
+        np.testing.assert_allclose(count_mixtures(ours, seed), count_mixtures(theirs, seed),
+                                   rtol=1e-9)
