@@ -39,12 +39,12 @@ print(
 # Fit both models
 # ---------------
 # 398 training rows fit in one minibatch of the default ``batch_size=2000``,
-# so ``fit`` takes batch steps.  ``expectation='quadrature'`` computes the
-# expectations of the updates by Gauss-Hermite quadrature instead of Monte
-# Carlo draws, which makes the fit deterministic.
+# so ``fit`` takes batch steps.  The default expectations of the updates are
+# Gauss-Hermite quadrature, not Monte Carlo draws, so the fit is
+# deterministic.
 
 svi = SVILogisticRegression(
-    prior_variance=1.0, expectation="quadrature", random_state=0
+    prior_variance=1.0, random_state=0
 )
 svi.fit(X_train, y_train)
 sk = LogisticRegression(C=1.0, max_iter=1000).fit(X_train, y_train)

@@ -333,15 +333,19 @@ class _BayesianGLM(SVIEstimator):
     def _expectation_rule(self):
         """The (method, points) of the step's expectations.
 
-        ``'auto'`` is Monte Carlo for one linear predictor (the paper's) and
-        the deterministic rule for a softmax, whose K-dimensional Monte-Carlo
-        noise keeps batch fits from converging.  A softmax's rule has at least
-        the ELBO's points, so that a batch step is judged by the rule that
-        made it; so has a one-predictor quadrature rule.
+        ``'auto'`` is the deterministic rule: Gauss-Hermite quadrature for
+        one linear predictor, the fixed quasi-Monte-Carlo rule for a softmax.
+        Monte Carlo noise made the batch steps of small data sets (breast
+        cancer, standardised: 2 to 6 of about 12 steps on every seed) lower
+        the ELBO near the fixed point and be rejected, and keeps a softmax's
+        batch fits from converging; the rule costs no more on a9a's online
+        fit (0.165 s against 0.181 s, test NLL 0.3242 against 0.3240).  A
+        rule has at least the ELBO's points, so that a batch step is judged
+        by the rule that made it.
         """
         method = self.expectation
         if method == "auto":
-            method = "mc" if self._n_outputs == 1 else "quadrature"
+            method = "quadrature"
         points = self.n_mc_samples
         if method == "quadrature":
             # A deterministic step is judged by the ELBO's rule: with fewer
@@ -635,9 +639,9 @@ _EXPECTATION_DOC = """    expectation : {'auto', 'mc', 'quadrature'}, default='a
         ELBO's 20 (so that a batch step and the test of it agree).  With more
         than two classes the predictors form a K-vector: ``'quadrature'`` is
         then a fixed quasi-Monte-Carlo rule of at least 512 points, the
-        ELBO's (:class:`skvi.likelihoods.Softmax`).  ``'auto'`` is ``'mc'``
-        for one predictor and ``'quadrature'`` for a softmax, whose batch
-        fits Monte-Carlo noise would keep from converging.
+        ELBO's (:class:`skvi.likelihoods.Softmax`).  ``'auto'`` is
+        ``'quadrature'``: deterministic steps, which Monte-Carlo noise would
+        keep from settling at the fixed point.
     n_mc_samples : int, default=10
         Draws (or quadrature nodes) per expectation.
 """
