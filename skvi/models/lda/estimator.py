@@ -131,7 +131,7 @@ class SVILatentDirichletAllocation(
     n_jobs : int or None, default=None
         Threads for the E-step (the documents of a minibatch are split
         into ``n_jobs`` blocks of about equal size, each of at least
-        20,000 word counts); None means 1 and -1 all cores.
+        6,000 stored word counts); None means 1 and -1 all cores.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial topics, the E-step's random initial ``gamma`` and
         the document order of online ``fit``.
