@@ -418,6 +418,31 @@ def test_online_step_safety_stops_the_fixed_point_mean_oscillation():
     assert np.max(gaps[False]) > 0.5, gaps[False]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "a known defect: a step accepted untested can leave the parameters beyond the "
+    "probe's bound, after which no step passes; re-anchoring the bound let another "
+    "test's runaway through (test_online_step_safety_stops_the_fixed_point_mean_oscillation)"))
+def test_a_step_accepted_untested_does_not_lock_the_probe():
+    # Once calm, the probe tests every second step; an untested step can
+    # leave the parameters beyond the probe's bound.  Then every later step,
+    # however small, fails the test against the old best: this one-row
+    # Poisson stream with exact (quadrature) expectations stops after 5 steps
+    # and rejects the other 495 each 31 times.
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(2000, 10))
+    y = rng.poisson(np.exp(0.5 + X @ rng.normal(0.0, 0.3, 10) + rng.normal(0.0, 0.5, 2000)))
+    X, y = X[:500], y[:500]
+    best = SVIPoissonRegression(learning_method="batch").fit(X, y).elbo(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = SVIPoissonRegression(batch_size=1, max_iter=1, tol=0, expectation="quadrature",
+                                   random_state=0).fit(X, y)
+    assert est.n_rejected_steps_ < 60
+    assert np.sum(~est.step_trace_["accepted"]) <= 1
+    # One pass of one-row steps ends within 5% of the batch optimum's ELBO.
+    assert est.elbo(X, y) == pytest.approx(best, rel=0.05)
+
+
 def _one_hot_logistic_data(n, rng):
     """Three categorical features, one-hot coded: each group of columns sums
     to one, so the groups are collinear with the intercept (as a9a's)."""
