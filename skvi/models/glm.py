@@ -709,7 +709,7 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
     >>> y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-X @ [2.0, -1.0, 0.0]))).astype(int)
     >>> clf = SVILogisticRegression(batch_size=500, random_state=0).fit(X, y)
     >>> np.round(clf.coef_, 2)
-    array([[ 1.89, -0.95, -0.04]])
+    array([[ 1.89, -0.94, -0.03]])
 
     With 2000 rows the posterior mean is close to scikit-learn's MAP under
     the same prior (``C = prior_variance``):
