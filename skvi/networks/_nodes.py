@@ -209,6 +209,24 @@ def _as_parent(child, slot, value, kind):
         raise NetworkError(f"{child}: parent '{slot}': {str(err).split(': ', 1)[1]}") from None
 
 
+def _from_prior(name, doc):
+    """A property of q's ``name``, which starts at the prior when first read.
+
+    ``q`` is computed from the prior on the first read of any of its parts
+    (a node observed first never computes it).
+    """
+
+    def get(self):
+        if self.__dict__.get("_u") is None:
+            self.initialize_from_prior()
+        return getattr(self, name)
+
+    def set(self, value):
+        setattr(self, name, value)
+
+    return property(get, set, doc=doc)
+
+
 class Stochastic(Node):
     """A random variable of an exponential family; a family fills in its formulas.
 
@@ -267,38 +285,10 @@ class Stochastic(Node):
             # observed first never computes it).
             self._u = None
 
-    @property
-    def u(self):
-        """The current moments (a list of arrays; the prior's until an update)."""
-        if self.__dict__.get("_u") is None:
-            self.initialize_from_prior()
-        return self._u
-
-    @u.setter
-    def u(self, value):
-        self._u = value
-
-    @property
-    def phi(self):
-        """The natural parameters of q (None for a point mass or an observed node)."""
-        if self.__dict__.get("_u") is None:
-            self.initialize_from_prior()
-        return self._phi
-
-    @phi.setter
-    def phi(self, value):
-        self._phi = value
-
-    @property
-    def g(self):
-        """The log normaliser of q, per plate element."""
-        if self.__dict__.get("_u") is None:
-            self.initialize_from_prior()
-        return self._g
-
-    @g.setter
-    def g(self, value):
-        self._g = value
+    u = _from_prior("_u", "The current moments (a list of arrays; the prior's until an update).")
+    phi = _from_prior("_phi", "The natural parameters of q (None for a point mass or an "
+                              "observed node).")
+    g = _from_prior("_g", "The log normaliser of q, per plate element.")
 
     # ---------------------------------------------------------- formulas
     def _plates_from_parent(self, index, plates):
@@ -1311,7 +1301,7 @@ class Multinomial(Stochastic):
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
         if np.any(x < 0) or np.any(x != np.round(x)) or np.any(x.sum(axis=-1) != self.n):
-            raise ValueError(f"counts must be non-negative integers summing to n")
+            raise ValueError("counts must be non-negative integers summing to n")
         return [x], gammaln(self.n + 1.0) - gammaln(x + 1.0).sum(axis=-1)
 
     def _message(self, index, u, up, n):

@@ -166,7 +166,7 @@ def laplace_posterior(X, prior_mean, prior_covariance, topic_word, *, max_iter=1
     X = sp.csr_matrix(X, dtype=np.float64)
     mu = np.asarray(prior_mean, dtype=np.float64)
     precision = np.linalg.inv(np.asarray(prior_covariance, dtype=np.float64))
-    n_docs, d = X.shape[0], mu.shape[0]
+    n_docs = X.shape[0]
 
     def objective(rows, eta):
         diff = eta - mu
