@@ -716,3 +716,46 @@ def test_bad_sample_weight_is_rejected():
         est.fit(X, sample_weight=np.full(20, 0.04))
     est.set_params(covariance_prior=np.eye(2)).fit(X, sample_weight=np.full(20, 0.04))
     assert est.n_samples_seen_ == pytest.approx(0.8)
+
+
+def test_online_fit_of_many_rows_stops_within_its_first_pass_at_the_batch_answer():
+    # 150,000 rows: the online rule's checks come every 8,533 rows (256 / 0.03),
+    # eight of them before the pass ends, and the globals stop moving well
+    # before; the held-out score is scikit-learn's converged batch fit's.
+    rng = np.random.RandomState(3)
+    centres = np.array([[-4.0, 0.0], [0.0, 4.0], [4.0, 0.0]])
+
+    def draw(n):
+        labels = rng.choice(3, size=n, p=[0.5, 0.3, 0.2])
+        return centres[labels] + rng.normal(size=(n, 2))
+
+    X, X_test = draw(150_000), draw(20_000)
+    est = SVIBayesianGaussianMixture(n_components=3, learning_method="online",
+                                     random_state=0).fit(X)
+    ref = BayesianGaussianMixture(n_components=3, max_iter=500, random_state=0).fit(X)
+    assert est.converged_ and est.n_iter_ == 1
+    assert est.history_["samples"][-1] < X.shape[0]
+    assert est.score(X_test) == pytest.approx(ref.score(X_test), rel=1e-3)
+
+
+def test_only_a_model_of_global_factors_stops_before_its_first_pass_ends(monkeypatch):
+    # As if every check found no improvement: the mixture stops at the first
+    # check within its first pass; matrix factorization, whose users and items
+    # have their own factors, sees every row first.
+    from skvi import SVIMatrixFactorization
+    from skvi.engine import convergence
+
+    def no_improvement(self):
+        self.stale = convergence.WINDOW
+        return True
+
+    monkeypatch.setattr(convergence.Convergence, "check", no_improvement)
+    rng = np.random.RandomState(4)
+    n = 40_000
+    mixture = SVIBayesianGaussianMixture(n_components=2, learning_method="online",
+                                         random_state=0).fit(rng.normal(size=(n, 2)))
+    assert mixture.history_["samples"][-1] < n
+    pairs = np.c_[rng.randint(300, size=n), rng.randint(200, size=n)]
+    mf = SVIMatrixFactorization(n_components=2, learning_method="online", random_state=0)
+    mf.fit(pairs, rng.normal(size=n))
+    assert mf.n_iter_ == 1 and mf.history_["samples"][-1] == n

@@ -633,7 +633,7 @@ class SVIEstimator(BaseEstimator):
         end_of_pass(self, it, 1.0, 1.0)
         if conv.mode == "sample":
             if not converged:
-                conv.check(it == 1)
+                conv.check()
             return conv.last, False
         if conv.evaluate(it):
             return self._pass_bound(data, None), False

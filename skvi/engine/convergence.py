@@ -16,11 +16,16 @@ optimum.  Checks come at the end of every pass and evenly within it, at most
 :data:`CHECK_COST` to the rows of the steps; the rule smooths them over a window of
 :data:`WINDOW` checks and counts a window as an improvement when its mean
 beats the best window mean so far by more than twice its standard error and
-by more than ``tol`` (the model's convergence test).  The fit stops, after
-one whole pass at least, when :data:`WINDOW` checks in a row brought no
-improvement: the ELBO has stopped improving beyond its own noise.  What it
-guarantees: every row was seen once, and the smoothed ELBO on the sample
-has not risen beyond its noise or ``tol`` for a window; a fit that still
+by more than ``tol`` (the model's convergence test).  The fit stops when :data:`WINDOW` checks in a row brought no
+improvement: the ELBO has stopped improving beyond its own noise.  A
+model whose rows have their own factors (row groups: matrix
+factorization's users and items) stops after one whole pass at least, so
+that every row's factor took a step; a model of global factors only may
+stop within its first pass, since a long pass (at least eight checks,
+``8 / CHECK_COST`` sample sizes of rows) has then shown that more rows no
+longer move it.  What it guarantees: the smoothed ELBO on the sample has
+not risen beyond its noise or ``tol`` for a window, and every row was seen
+where rows have their own factors; a fit that still
 improves runs to ``max_iter``; ``tol=0`` keeps the estimates and never stops
 the fit.  The sample is dropped when ``fit`` returns.
 
@@ -102,6 +107,8 @@ class Convergence:
         self.values = []
         self.checked = None
         self.spacing = None
+        # Rows with their own factors must each take a step before a stop.
+        self.whole_pass = bool(settings.row_groups)
 
     # ------------------------------------------------------------ batch
     def evaluate(self, it):
@@ -153,9 +160,9 @@ class Convergence:
         """After minibatch ``batch`` of a pass: check within long passes; True when converged."""
         if self.sample is None or self.spacing is None or batch % self.spacing:
             return False
-        return self.check(first_pass) and not first_pass
+        return self.check() and not (first_pass and self.whole_pass)
 
-    def check(self, first_pass=False):
+    def check(self):
         """The ELBO on the sample now; True when the fit has stopped improving."""
         if self.sample is None:
             return False
