@@ -496,7 +496,10 @@ class _BayesianGLM(SVIEstimator):
 
     def _local_bound(self, data, local, params, remember=True):
         points = self._bound_points
-        if (local is None and remember and self.learning_method == "batch"
+        # Steps are batch steps in a batch fit and in an online fit of at
+        # most batch_size rows (one minibatch: the engine takes batch steps).
+        batch = self.learning_method == "batch" or data.shape[0] <= self.batch_size
+        if (local is None and remember and batch
                 and self._expectation_rule() == ("quadrature", points)):
             # The bound's quadrature is the local step's: keep it for the
             # next E-step at these globals (``_recall``).
