@@ -17,7 +17,13 @@ away.  :class:`StepSafety` judges every attempt of a step:
   :data:`PROBE_CALM` steps in a row pass, then at every second, fourth, ...
   step, at most :data:`PROBE_EVERY` apart; any failure makes it test every
   step again.  So at most ``PROBE_EVERY - 1`` steps in a row go without a
-  probe, and only after a long run of accepted ones.
+  probe, and only after a long run of accepted ones.  When a test fails
+  after untested steps and the current parameters fail it too, those steps
+  went too far together: the parameters go back to the last ones that
+  passed (the checkpoint; the engine's steps make new factors, so it is
+  kept without a copy), and the step is retried from there.  Without
+  the rollback, every later step, however small, would start beyond the
+  probe's bound and be rejected.
 
 A rejected attempt leaves the parameters as they were, halves the step size
 (for this and later steps) and is retried, up to ``MAX_BACKOFF`` times; after
@@ -87,6 +93,9 @@ class StepSafety:
         self.probe_every = 1
         self.since_probe = 0
         self.calm = 0
+        # The last parameters that passed the probe, and rollbacks to them.
+        self.checkpoint = None
+        self.rollbacks = 0
         # (parameters, their full-data ELBO) from the last batch-step test.
         self.known_bound = None
 
@@ -178,6 +187,7 @@ class StepSafety:
         best = self._loss(est, probe, est.natural_params_)
         self.probe, self.probe_best = (None, None) if best is None else (probe, best)
         self.probe_every, self.since_probe, self.calm = 1, 0, 0
+        self.checkpoint = est.natural_params_
 
     def _loss(self, est, probe, params):
         return est._svi.executor.probe_loss(est, probe, params)
@@ -188,17 +198,34 @@ class StepSafety:
             return True
         self.since_probe = 0
         loss = self._loss(est, self.probe, params)
-        best = self.probe_best
-        too_far = np.isfinite(best) and loss > best + self.settings.probe_growth * abs(best)
-        if not np.isfinite(loss) or too_far:
+        if not self._passes(loss):
             self.probe_every, self.calm = 1, 0
+            self._roll_back_untested(est)
             return False
+        best = self.probe_best
+        self.checkpoint = params
         self.probe_best = min(best, loss) if np.isfinite(best) else loss
         self.calm += 1
         if self.calm >= PROBE_CALM:
             self.probe_every = min(2 * self.probe_every, PROBE_EVERY)
             self.calm = 0
         return True
+
+    def _passes(self, loss):
+        best = self.probe_best
+        too_far = np.isfinite(best) and loss > best + self.settings.probe_growth * abs(best)
+        return bool(np.isfinite(loss)) and not too_far
+
+    def _roll_back_untested(self, est):
+        """Back to the checkpoint when the steps accepted untested since it fail the probe."""
+        current, checkpoint = est.natural_params_, self.checkpoint
+        if checkpoint is None or current is checkpoint:
+            return
+        if self._passes(self._loss(est, self.probe, current)):
+            self.checkpoint = current  # only the step tried now went too far
+            return
+        est.natural_params_ = checkpoint
+        self.rollbacks += 1
 
     def stream_probe(self, est, X):
         """``partial_fit``'s probe: the previous minibatch of the call (the first: itself)."""
@@ -208,7 +235,7 @@ class StepSafety:
 
     def forget(self):
         """Drop the probe rows and any kept local step: a fitted estimator keeps no rows."""
-        self.probe = self.probe_best = self.last_batch = None
+        self.probe = self.probe_best = self.last_batch = self.checkpoint = None
 
     # ------------------------------------------------------ reporting
     def warn(self, est, rejected_before):
