@@ -20,7 +20,7 @@ from skvi import SVIBayesianGaussianMixture
 from skvi.engine import Moments
 from skvi.expfam import NormalWishart
 from skvi.models import mixture as mixture_module
-from skvi.models._rows import Rows
+from skvi.engine.data import Rows
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
 WEIGHT_PRIORS = ["dirichlet_process", "dirichlet_distribution"]

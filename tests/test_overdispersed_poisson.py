@@ -19,7 +19,7 @@ from skvi import SVIOverdispersedPoissonRegression, SVIPoissonRegression
 from skvi.engine import Factor
 from skvi.expfam import Rayleigh
 from skvi.likelihoods import Poisson
-from skvi.models._rows import Rows
+from skvi.engine.data import Rows
 
 
 def _data(n=1500, noise_var=0.5, seed=0, link="exp"):

@@ -303,7 +303,7 @@ def test_hyperparameter_gradients_equal_finite_differences_of_the_dense_closed_f
     # model's K_uu jitter, which moves with the kernel too), differenced;
     # ARD kernels plus a white-noise term, and weighted rows for the
     # fixed-q objective.
-    from skvi.models._rows import Rows
+    from skvi.engine.data import Rows
 
     X, y = _data(60)
     X = np.hstack([X, np.random.RandomState(3).normal(size=(60, 1))])
@@ -357,7 +357,7 @@ def test_classifier_kernel_gradient_equals_finite_differences_of_its_expected_lo
     from scipy.special import log_expit
 
     from skvi import SVISparseGPClassifier
-    from skvi.models._rows import Rows
+    from skvi.engine.data import Rows
 
     X, y = _binary(50, seed=2)
     Z = np.linspace(-2.5, 2.5, 6)[:, None]  # K_uu well conditioned: differences are clean
@@ -495,7 +495,7 @@ def test_classifier_batch_and_online_hyperparameter_objectives_include_the_prior
     # gradient per row.
     from skvi import SVISparseGPClassifier
     from skvi.engine import StepContext
-    from skvi.models._rows import Rows
+    from skvi.engine.data import Rows
 
     X, y = _binary(60, seed=4)
     Z = np.linspace(-2.5, 2.5, 6)[:, None]

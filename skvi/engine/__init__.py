@@ -14,6 +14,8 @@
 :mod:`skvi.engine.safety`, :mod:`skvi.engine.rows`, :mod:`skvi.engine.stream`, :mod:`skvi.engine.convergence`
     The loop's collaborators: step safety, per-row factor groups, the ``N``
     of a stream, and when a fit stops.
+:mod:`skvi.engine.data`
+    :class:`Rows`: the data as the engine sees it (X, y, row weights).
 :mod:`skvi.engine.factor`, :mod:`skvi.engine.statistics`
     A global factor's value with its moments, and summed statistics: the
     map-reduce split's currency.
@@ -23,6 +25,7 @@
 """
 
 from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator
+from .data import Rows, check_row_weights
 from .executor import even_batches
 from .factor import Factor
 from .monitoring import FitRecord, monitor
@@ -44,11 +47,13 @@ __all__ = [
     "PROBE_SIZE",
     "REQUIRED_HOOKS",
     "RowStatistics",
+    "Rows",
     "SVIEstimator",
     "Samples",
     "Statistics",
     "StepContext",
     "add_statistics",
+    "check_row_weights",
     "even_batches",
     "monitor",
 ]

@@ -9,9 +9,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, SVIEstimator
+from ..engine.data import Rows, check_row_weights
 from ..expfam import Gamma, Gaussian
 from ..validation import check_feature_magnitude
-from ._rows import Rows, check_row_weights
 
 __all__ = ["GaussianGammaVB"]
 

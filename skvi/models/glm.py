@@ -40,14 +40,20 @@ from sklearn.utils.validation import (
 )
 
 from ..engine import ModelSettings, SVIEstimator
+from ..engine.data import check_row_weights
 from ..expfam import MultivariateGaussian
-from ..likelihoods import Bernoulli, Poisson
-from ..likelihoods import Softmax
+from ..likelihoods import Bernoulli, Poisson, Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ..validation import check_feature_magnitude, check_sparse_structure
-from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
-                    weighted_gram, with_intercept)
+from ._design import (
+    column_squares,
+    design_of,
+    design_rows,
+    row_quadratic,
+    weighted_gram,
+    with_intercept,
+)
 
 __all__ = ["SVILogisticRegression", "SVIPoissonRegression"]
 

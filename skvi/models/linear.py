@@ -9,10 +9,17 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, Moments, SVIEstimator
+from ..engine.data import check_row_weights
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_feature_magnitude, check_sparse_structure
-from ._rows import (check_row_weights, column_squares, design_of, design_rows, row_quadratic,
-                    weighted_gram, with_intercept)
+from ._design import (
+    column_squares,
+    design_of,
+    design_rows,
+    row_quadratic,
+    weighted_gram,
+    with_intercept,
+)
 
 __all__ = ["SVILinearRegression"]
 

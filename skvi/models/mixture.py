@@ -11,10 +11,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, Moments, SVIEstimator
+from ..engine.data import Rows, check_row_weights
 from ..engine.executor import backend_for
 from ..expfam import Dirichlet, NormalGamma, NormalWishart
 from ..validation import check_feature_magnitude
-from ._rows import Rows, check_row_weights
 
 __all__ = ["SVIBayesianGaussianMixture"]
 

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..expfam import MultivariateGaussian, Rayleigh
 from ..likelihoods.base import _hermite
 from ..update_rules import SecantFixedPoint
-from ._rows import design_of
+from ._design import design_of
 from .glm import _EXPECTATION_DOC, _GLM_ATTRS_DOC, _GLM_PARAMS_DOC, SVIPoissonRegression
 
 __all__ = ["SVIOverdispersedPoissonRegression"]

@@ -29,12 +29,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, SVIEstimator
+from ..engine.data import Rows, check_row_weights
 from ..expfam import MultivariateGaussian
 from ..likelihoods import Bernoulli
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
 from ..validation import check_feature_magnitude
+from ._design import row_quadratic
 from ._kernels import cross_covariance, diagonal_gradient
-from ._rows import Rows, check_row_weights, row_quadratic
 
 __all__ = ["SVISparseGPClassifier", "SVISparseGPRegressor"]
 

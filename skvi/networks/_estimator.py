@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, SVIEstimator
-from ..models._rows import Rows, check_row_weights
+from ..engine.data import Rows, check_row_weights
 from ._nodes import Constant, Stochastic
 from ._plates import NetworkError
 

@@ -10,11 +10,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import Factor, ModelSettings, RowStatistics, SVIEstimator
+from ...engine.data import Rows, check_row_weights
 from ...expfam import Dirichlet
 from ...validation import check_heldout_counts, check_sparse_structure
-from .._rows import Rows, check_row_weights
-from .evidence import lda_log_evidence
 from .estep import add_rows, blend, e_step, exp_digamma_diff, heldout_probabilities
+from .evidence import lda_log_evidence
 
 __all__ = ["SVILatentDirichletAllocation"]
 

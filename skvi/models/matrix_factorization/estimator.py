@@ -39,6 +39,7 @@ from sklearn.utils.validation import _check_feature_names, check_is_fitted
 
 from ...engine import Distinct, Factor, ModelSettings, RowStatistics, SVIEstimator
 from ...engine import Moments as DataMoments
+from ...engine.data import check_row_weights
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from ...likelihoods import Bernoulli, Likelihood, Ordinal, get_likelihood
 from ...update_rules import (
@@ -48,7 +49,6 @@ from ...update_rules import (
     make_update_rule,
 )
 from ...validation import check_sparse_structure
-from .._rows import check_row_weights
 from .conjugate import GaussianRatings
 from .ids import IdEncoder, as_id_array
 from .nodes import (

@@ -1,96 +1,12 @@
-"""Supervised data as the engine sees it: aligned rows of X, y and weights."""
+"""Linear models' designs: X with an intercept column, and the row sums they need."""
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["Rows", "check_row_weights", "column_squares", "design_of", "design_rows",
-           "row_quadratic", "weighted_gram", "with_intercept"]
+from ..engine.data import Rows
 
-
-def check_row_weights(sample_weight, X):
-    """Validated non-negative row weights of X as float64, or None.
-
-    A row of weight 2 is the row twice: models scale its statistics and
-    ELBO term by its weight and count it twice in ``N / |S|``.
-    """
-    from sklearn.utils.validation import _check_sample_weight
-
-    if sample_weight is None:
-        return None
-    weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    if not np.sum(weight) > 0:
-        raise ValueError("sample_weight sums to zero: there are no rows to fit.")
-    return weight
-
-
-class Rows:
-    """Aligned design matrix, targets and row weights, indexable by rows for the engine.
-
-    ``y`` is None for unsupervised models, ``weight`` None for unit weights.
-    ``design`` is the rows' design matrix when a linear model built it once
-    (X with a column of ones, say): sliced with the rows, so that the
-    minibatches, the probe and every pass over the data reuse it.
-    """
-
-    def __init__(self, X, y, weight=None, design=None):
-        self._X = X
-        self._X_rows = None  # (source, rows): X sliced when first asked for
-        self.y = y
-        self.weight = weight
-        self.design = design
-
-    @property
-    def X(self):
-        # _X_rows is never cleared, so that threads reading X at once each
-        # find it (a minibatch lives no longer than its source).
-        if self._X is None:
-            source, rows = self._X_rows
-            self._X = source.X[rows]
-        return self._X
-
-    @property
-    def shape(self):
-        return ((self.X if self.design is None else self.design).shape[0],)
-
-    def __getitem__(self, rows):
-        weight = None if self.weight is None else self.weight[rows]
-        y = None if self.y is None else self.y[rows]
-        if self.design is None:
-            return Rows(self.X[rows], y, weight)
-        # The model's steps read the design: X is sliced only if asked for.
-        out = Rows(None, y, weight, self.design[rows])
-        out._X_rows = (self, rows)
-        return out
-
-    def __getstate__(self):
-        return dict(self.__dict__, _X=self.X, _X_rows=None)  # not the whole source
-
-    @staticmethod
-    def concatenate(parts):
-        """The rows of several ``Rows`` stacked (all with or all without y and weights)."""
-
-        def join(arrays):
-            return None if arrays[0] is None else np.concatenate(arrays)
-
-        def join_matrices(matrices):
-            if matrices[0] is None:
-                return None
-            stack = sp.vstack if sp.issparse(matrices[0]) else np.concatenate
-            out = stack(matrices)
-            return out.asformat(matrices[0].format) if sp.issparse(out) else out
-
-        return Rows(join_matrices([p.X for p in parts]), join([p.y for p in parts]),
-                    join([p.weight for p in parts]), join_matrices([p.design for p in parts]))
-
-    def weighted(self, values):
-        """``values`` times the row weights (unchanged without weights)."""
-        if self.weight is None:
-            return values
-        return values * self.weight.reshape((-1,) + (1,) * (np.ndim(values) - 1))
-
-    def count(self):
-        """The number of rows, or their total weight."""
-        return float(np.sum(self.weight)) if self.weight is not None else self.shape[0]
+__all__ = ["column_squares", "design_of", "design_rows", "row_quadratic", "weighted_gram",
+           "with_intercept"]
 
 
 def row_quadratic(X, V):
