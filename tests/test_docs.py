@@ -345,6 +345,12 @@ def check_networks(ns):
     alpha = ns["factors"].nodes_["alpha"].get_moments()[0]
     assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
     assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    # The two-output regression: each output's exact posterior mean (noise known).
+    inputs, outputs = ns["inputs"], ns["outputs"]
+    t = 1 / 0.3**2
+    S = np.linalg.inv(t * inputs.T @ inputs + np.eye(3))
+    np.testing.assert_allclose(ns["W"].get_moments()[0], t * (S @ inputs.T @ outputs).T,
+                               rtol=1e-10)
     # The Normal-Wishart mixture is scikit-learn's model: the same bound.
     assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
 

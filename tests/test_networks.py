@@ -646,3 +646,181 @@ def test_poisson_and_bernoulli_mixtures_match_bayespy():
     for seed in range(2):
         np.testing.assert_allclose(count_mixtures(ours, seed), count_mixtures(theirs, seed),
                                    rtol=1e-9)
+
+
+# ----------------------------------------------------------------- SumMultiply, every form
+def test_sum_multiply_matrix_times_vector_is_the_exact_multi_output_posterior():
+    """'ij,j->i' with known noise, and the mean's axis as the child's plates
+    (BayesPy's GaussianARD of a vector mean): q(W) is the exact posterior of
+    each output's weights, the bound the exact log evidence."""
+    from skvi.networks import SumMultiply
+
+    rng = np.random.RandomState(2)
+    Xd = rng.randn(30, 3)
+    Y_obs = Xd @ rng.randn(3, 2) + 0.3 * rng.randn(30, 2)
+    a, t = 2.0, 10.0
+    W = GaussianARD(0.0, a, shape=(2, 3))
+    y = GaussianARD(SumMultiply("ij,j->i", W, Xd), t)
+    assert y.plates == (30, 2)
+    y.observe(Y_obs)
+    Q = VB(y, W)
+    Q.update(repeat=1)
+    S = np.linalg.inv(t * Xd.T @ Xd + a * np.eye(3))
+    np.testing.assert_allclose(W.get_moments()[0], t * (S @ Xd.T @ Y_obs).T, rtol=1e-10)
+    second = W.get_moments()[1]
+    np.testing.assert_allclose(second[0, :, 0, :] - np.outer(W.u[0][0], W.u[0][0]), S,
+                               rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(second[0, :, 1, :] - np.outer(W.u[0][0], W.u[0][1]), 0.0,
+                               atol=1e-12)
+    cov = np.eye(30) / t + Xd @ Xd.T / a
+    evidence = sum(stats.multivariate_normal(np.zeros(30), cov).logpdf(Y_obs[:, i])
+                   for i in range(2))
+    assert Q.compute_lowerbound() == pytest.approx(evidence, rel=1e-10)
+
+
+def _sum_multiply_cases(lib):
+    """BayesPy's documented forms: implicit full sums, three operands, an
+    outer product, the list syntax, Dot, a full-covariance operand."""
+    kwargs = {"verbose": False} if lib.__name__ == "bayespy" else {}
+    out = []
+    np.random.seed(1)
+    x = np.arange(10.0)
+    X = np.vstack([x, np.ones(10)]).T
+    B = lib.GaussianARD(0, 1e-6, shape=(2,))
+    tau = lib.Gamma(1e-3, 1e-3)
+    Y = lib.GaussianARD(lib.SumMultiply("i,i", B, X), tau)
+    Y.observe(2 * x + 5 + 2 * np.random.randn(10))
+    Q = lib.VB(Y, B, tau)
+    Q.update(repeat=1000, **kwargs)
+    out.append(Q.compute_lowerbound())
+
+    np.random.seed(3)
+    a = lib.GaussianARD(0, 1, shape=(2,))
+    b = lib.GaussianARD(0, 1, shape=(3,))
+    tau = lib.Gamma(1e-2, 1e-2)
+    Y = lib.GaussianARD(lib.SumMultiply("i,j->ij", a, b), tau, shape=(2, 3), plates=(5,))
+    Y.observe(np.random.randn(5, 2, 3) + np.outer([1, 2], [1, -1, 0.5]))
+    Q = lib.VB(Y, a, b, tau)
+    a.initialize_from_parameters(np.array([1.0, 1.0]), 1.0)
+    Q.update(repeat=200, **kwargs)
+    out.append(Q.compute_lowerbound())
+
+    np.random.seed(1)
+    a = lib.GaussianARD(0, 1, shape=(3,))
+    b = lib.GaussianARD(0, 1, shape=(3,))
+    Xd = np.random.randn(20, 3)
+    Y = lib.GaussianARD(lib.SumMultiply("i,i,i", a, b, Xd), 4.0)
+    Y.observe(np.random.randn(20))
+    Q = lib.VB(Y, a, b)
+    a.initialize_from_parameters(np.array([0.5, -0.5, 1.0]), 1.0)
+    Q.update(repeat=50, **kwargs)
+    out.append(Q.compute_lowerbound())
+
+    np.random.seed(4)
+    A = np.random.randn(10, 3, 2)
+    x = lib.GaussianARD(0, 1, shape=(2,))
+    Y = lib.GaussianARD(lib.SumMultiply(A, [0, 1], x, [1], [0]), 10.0)
+    Y.observe(np.random.randn(10, 3))
+    Q = lib.VB(Y, x)
+    Q.update(repeat=10, **kwargs)
+    out.append(Q.compute_lowerbound())
+
+    np.random.seed(5)
+    Xd = np.random.randn(40, 3)
+    w = lib.Gaussian(np.zeros(3), np.identity(3))
+    tau = lib.Gamma(1, 1)
+    Y = lib.GaussianARD(lib.Dot(w, Xd), tau)
+    Y.observe(Xd @ [1.0, 0.0, -1.0] + 0.2 * np.random.randn(40))
+    Q = lib.VB(Y, w, tau)
+    Q.update(repeat=100, **kwargs)
+    out.append(Q.compute_lowerbound())
+    return np.array(out)
+
+
+def test_sum_multiply_forms_match_bayespy():
+    nodes = pytest.importorskip("bayespy.nodes")
+    inference = pytest.importorskip("bayespy.inference")
+    import skvi.networks as ours
+
+    class theirs:
+        __name__ = "bayespy"
+        GaussianARD, Gaussian, Gamma, SumMultiply, Dot, VB = (
+            nodes.GaussianARD, nodes.Gaussian, nodes.Gamma, nodes.SumMultiply, nodes.Dot,
+            inference.VB)
+
+    ours.__name__ = "skvi"
+    np.testing.assert_allclose(_sum_multiply_cases(ours), _sum_multiply_cases(theirs),
+                               rtol=1e-9)
+
+
+def test_sum_multiply_outer_product_moments_are_products_of_independent_moments():
+    from skvi.networks import SumMultiply
+
+    a = GaussianARD(0.0, 1.0, shape=(2,))
+    b = GaussianARD(0.0, 1.0, shape=(3,))
+    a.initialize_from_parameters(np.array([1.0, -2.0]), np.array([4.0, 1.0]))
+    b.initialize_from_parameters(np.array([0.5, 0.0, 3.0]), 2.0)
+    f = SumMultiply("i,j->ij", a, b)
+    ma, va = np.array([1.0, -2.0]), np.array([0.25, 1.0])
+    mb, vb = np.array([0.5, 0.0, 3.0]), np.full(3, 0.5)
+    np.testing.assert_allclose(f.get_moments()[0], np.outer(ma, mb))
+    # E[f_ij f_kl] = E[a_i a_k] E[b_j b_l], a and b independent.
+    Eaa = np.outer(ma, ma) + np.diag(va)
+    Ebb = np.outer(mb, mb) + np.diag(vb)
+    np.testing.assert_allclose(f.get_moments()[1], np.einsum("ik,jl->ijkl", Eaa, Ebb))
+
+
+def test_sum_multiply_rejects_what_is_not_a_sum_of_products():
+    from skvi.networks import SumMultiply
+
+    x = GaussianARD(0.0, 1.0, shape=(3,))
+    M = GaussianARD(0.0, 1.0, shape=(3, 3))
+    with pytest.raises(NetworkError, match="repeat an axis"):
+        SumMultiply("ii->i", M)
+    with pytest.raises(NetworkError, match="not a key of any operand"):
+        SumMultiply("i,i->j", x, np.ones(3))
+    with pytest.raises(NetworkError, match="do not broadcast"):
+        SumMultiply("i,i", x, np.ones(4))
+    with pytest.raises(NetworkError, match="operand twice"):
+        SumMultiply("i,i", x, x)
+    with pytest.raises(NetworkError, match="2 sets of keys for 1 operands"):
+        SumMultiply("i,i", x)
+    with pytest.raises(NetworkError, match="Gamma"):
+        SumMultiply("i,i", x, Gamma(1.0, 1.0, plates=(3,)))
+
+
+# ----------------------------------------------------------------- BayesPy's node methods
+def test_initialize_from_parameters_sets_q_to_those_parameters():
+    w = GaussianARD(0.0, 1e-6, shape=(2,))
+    w.initialize_from_parameters(np.array([1.0, 2.0]), np.array([4.0, 0.5]))
+    np.testing.assert_allclose(w.get_moments()[0], [1.0, 2.0])
+    np.testing.assert_allclose(w.get_moments()[1],
+                               np.outer([1.0, 2.0], [1.0, 2.0]) + np.diag([0.25, 2.0]))
+    tau = Gamma(1e-3, 1e-3)
+    tau.initialize_from_parameters(3.0, 2.0)
+    assert float(tau.get_moments()[0]) == pytest.approx(1.5)
+    assert float(tau.get_moments()[1]) == pytest.approx(digamma(3.0) - np.log(2.0))
+    p = Dirichlet(np.ones(3))
+    p.initialize_from_parameters(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(p.get_moments()[0], digamma([1.0, 2.0, 3.0]) - digamma(6.0))
+    with pytest.raises(NetworkError, match="1 parameters given"):
+        tau.initialize_from_parameters(3.0)
+
+
+def test_random_draws_from_q_by_numpys_global_state():
+    np.random.seed(0)
+    tau = Gamma(1.0, 1.0, plates=(20000,))
+    tau.initialize_from_parameters(3.0, 2.0)
+    draws = tau.random()
+    assert draws.shape == (20000,)
+    # Monte Carlo against q = Gamma(3, 2): mean 1.5, variance 0.75.
+    assert draws.mean() == pytest.approx(1.5, abs=4 * np.sqrt(0.75 / 20000))
+    np.random.seed(0)
+    again = tau.random()
+    np.testing.assert_array_equal(draws, again)
+    w = GaussianARD(0.0, 1.0, shape=(2,), plates=(20000,))
+    w.initialize_from_parameters(np.array([1.0, -1.0]), np.array([1.0, 4.0]))
+    x = w.random()
+    assert x.shape == (20000, 2)
+    np.testing.assert_allclose(x.mean(axis=0), [1.0, -1.0], atol=4 * np.sqrt(1.0 / 20000))
+    np.testing.assert_allclose(x.var(axis=0), [1.0, 0.25], rtol=0.05)
