@@ -19,6 +19,18 @@ def check_row_weights(sample_weight, X):
     A row of weight 2 is the row twice: models scale its statistics and
     ELBO term by its weight and count it twice in ``N / |S|``.
 
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_rows,) or None
+        The weights as the user gave them.
+    X : array-like or sparse matrix of shape (n_rows, n_features)
+        The rows they weigh.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,) or None
+        The weights as float64, or None for unit weights.
+
     Examples
     --------
     >>> import numpy as np
@@ -41,10 +53,19 @@ def check_row_weights(sample_weight, X):
 class Rows:
     """Aligned design matrix, targets and row weights, indexable by rows for the engine.
 
-    ``y`` is None for unsupervised models, ``weight`` None for unit weights.
-    ``design`` is the rows' design matrix when a linear model built it once
-    (X with a column of ones, say): sliced with the rows, so that the
-    minibatches, the probe and every pass over the data reuse it.
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features; None when ``design`` stands for them (X is
+        then sliced from the source rows when first read).
+    y : ndarray of shape (n_rows,) or None
+        The targets; None for unsupervised models.
+    weight : ndarray of shape (n_rows,) or None, default=None
+        Row weights; None for unit weights.
+    design : ndarray or sparse matrix of shape (n_rows, n_columns) or None, default=None
+        The rows' design matrix when a linear model built it once (X with a
+        column of ones, say): sliced with the rows, so that the minibatches,
+        the probe and every pass over the data reuse it.
 
     Examples
     --------
@@ -95,7 +116,18 @@ class Rows:
 
     @staticmethod
     def concatenate(parts):
-        """The rows of several ``Rows`` stacked (all with or all without y and weights)."""
+        """The rows of several ``Rows`` stacked (all with or all without y and weights).
+
+        Parameters
+        ----------
+        parts : list of Rows
+            The rows to stack, in order.
+
+        Returns
+        -------
+        Rows
+            Their rows, one after the other.
+        """
 
         def join(arrays):
             return None if arrays[0] is None else np.concatenate(arrays)
@@ -111,11 +143,28 @@ class Rows:
                     join([p.weight for p in parts]), join_matrices([p.design for p in parts]))
 
     def weighted(self, values):
-        """``values`` times the row weights (unchanged without weights)."""
+        """``values`` times the row weights (unchanged without weights).
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_rows, ...)
+            One value (or array) per row.
+
+        Returns
+        -------
+        ndarray
+            Each row's values times its weight.
+        """
         if self.weight is None:
             return values
         return values * self.weight.reshape((-1,) + (1,) * (np.ndim(values) - 1))
 
     def count(self):
-        """The number of rows, or their total weight."""
+        """The number of rows, or their total weight.
+
+        Returns
+        -------
+        float
+            The samples the rows count for.
+        """
         return float(np.sum(self.weight)) if self.weight is not None else self.shape[0]
