@@ -66,6 +66,26 @@ def _expand_n(n, ndim):
     return n.reshape(n.shape + (1,) * ndim)
 
 
+def _propagate_masks(node):
+    """Mask the latent elements above ``node`` whose every child element is missing, as BayesPy does.
+
+    An element that no observed element depends on is integrated out
+    exactly: it sends no message and adds nothing to the bound.
+    """
+    for parent in node.parents:
+        if isinstance(parent, Constant) or getattr(parent, "observed", False):
+            continue
+        used = np.zeros(parent.plates, dtype=bool)
+        for child, index in parent.children:
+            m = child._mask_to_parent(index)
+            if m is None:
+                used = None
+                break
+            used = used | m
+        parent._mask = None if used is None or used.all() else used.astype(np.float64)
+        _propagate_masks(parent)
+
+
 class Node:
     """A node of a Bayesian network: plates, the kind of its moments, its parents and children.
 
@@ -114,19 +134,41 @@ class Node:
         return f"{type(self).__name__} {label}"
 
     _row_weight = None
+    #: 1 at the observed elements and 0 elsewhere (plates-shaped) after
+    #: ``observe(x, mask)`` with a mask that leaves some out; None otherwise.
+    _mask = None
 
     def _weights_to(self, parent):
-        """The row weights (plates-shaped) when a message to ``parent`` sums over weighted rows."""
+        """The weights (plates-shaped) of the elements' messages to ``parent``, or None for ones.
+
+        Row weights when the message sums over weighted rows (a parent without
+        them), times the observation mask: an element left out sends nothing.
+        """
         w = self._row_weight
-        if w is None or parent._row_weight is not None:
+        if w is not None and parent._row_weight is not None:
+            w = None
+        m = self._mask
+        if m is None:
+            return w
+        return m if w is None else w * m
+
+    def _mask_to_parent(self, index):
+        """The elements of parent ``index`` that this node's counted elements use (bool), or None for all."""
+        m = self._mask
+        if m is None:
             return None
-        return w
+        parent = self.parents[index]
+        full = (self._plates_to_parent(index) if isinstance(self, Stochastic) else self.plates)
+        m = np.broadcast_to(m.reshape(m.shape + (1,) * (len(full) - m.ndim)), full)
+        return sum_to_plates(m, parent.plates, 0, full) > 0
 
     def _total(self, a):
-        """``a`` (broadcastable to the plates) summed over the plates, rows weighted."""
-        if self._row_weight is None:
+        """``a`` (broadcastable to the plates) summed over the plates, rows weighted, masked."""
+        w, m = self._row_weight, self._mask
+        if w is None and m is None:
             return plate_total(a, self.plates)
-        return float(np.sum(np.broadcast_to(a, self.plates) * self._row_weight))
+        weight = m if w is None else (w if m is None else w * m)
+        return float(np.sum(np.broadcast_to(a, self.plates) * weight))
 
     def observe(self, x):
         """Observing is for stochastic nodes: a fixed or deterministic node raises.
@@ -360,18 +402,34 @@ class Stochastic(Node):
                 phi[i] += m
         self._set_phi(phi)
 
-    def observe(self, x):
-        """Fix the node to data ``x`` (of shape ``plates + shape``).
+    def observe(self, x, mask=True):
+        """Fix the node to data ``x`` (of shape ``plates + shape``), where ``mask`` is True.
 
         Parameters
         ----------
         x : array-like
-            The observed values.
+            The observed values; those the mask leaves out are ignored (NaN
+            is fine there).
+        mask : bool or array-like of bool, default=True
+            Which elements are observed, broadcastable to the plates, as in
+            BayesPy: the others are missing values, integrated out.  Only a
+            node without children may leave elements out.
 
         Returns
         -------
         self : Stochastic
             The node.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.networks import VB, GaussianARD
+        >>> mu = GaussianARD(0.0, 1e-6)
+        >>> y = GaussianARD(mu, 1.0, plates=(3,))
+        >>> _ = y.observe([1.0, np.nan, 3.0], mask=[True, False, True])
+        >>> VB(y, mu).update(repeat=1)
+        >>> round(float(mu.get_moments()[0]), 4)     # the mean of the two observed
+        2.0
         """
         x = np.asarray(x)
         want = self.plates + self._kind.value_shape()
@@ -380,6 +438,23 @@ class Stochastic(Node):
         if x.shape != want:
             raise NetworkError(f"{self.describe()}: observed data of shape {x.shape}, but the "
                                f"node's plates and shape are {want}")
+        try:
+            mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.plates)
+        except ValueError:
+            raise NetworkError(f"{self.describe()}: a mask of shape {np.shape(mask)} does not "
+                               f"broadcast to the plates {self.plates}") from None
+        self._mask = None
+        if not mask.all():
+            if any(isinstance(c, Stochastic) or c.children for c, _ in self.children):
+                raise NetworkError(f"{self.describe()}: only a node without children can be "
+                                   "observed with a mask (its missing elements would be latent)")
+            if not mask.any():
+                raise NetworkError(f"{self.describe()}: the mask observes no element")
+            # A valid value in the missing places: the first observed one.
+            x = np.array(x, copy=True)
+            x[~mask] = x[mask][0]
+            self._mask = mask.astype(np.float64)
+        _propagate_masks(self)
         try:
             self.u, self.f = self._fixed_moments_and_f(x)
         except ValueError as err:
@@ -793,20 +868,22 @@ class GaussianWishart(Stochastic):
     E Lambda, E log|Lambda|]``.  As ``mu`` of a :class:`Gaussian` (whose
     ``Lambda`` then scales the precision, 1 for none) it is the conjugate
     prior of a Gaussian's mean and precision together: a mixture's
-    components as in scikit-learn's ``BayesianGaussianMixture``.  Its
-    parameters are fixed arrays.
+    components as in scikit-learn's ``BayesianGaussianMixture``.  ``mu``
+    may be a Gaussian node, ``alpha`` a Gamma node and ``V`` a Wishart node
+    (hierarchical priors: components around a common mean, say); ``n``
+    must be fixed.
 
     Parameters
     ----------
-    mu : array-like of shape (..., D)
-        Prior mean.
-    alpha : array-like
-        Prior precision scale of the mean (scikit-learn's ``mean_precision_prior``).
+    mu : node or array-like of shape (..., D)
+        Prior mean (a Gaussian node, or an array).
+    alpha : node or array-like
+        Prior precision scale of the mean (scikit-learn's
+        ``mean_precision_prior``; a Gamma node, or an array).
     n : array-like
         Degrees of freedom, above ``D - 1``.
-    V : array-like of shape (..., D, D)
-        Inverse scale (scikit-learn's ``covariance_prior`` times ``n``...
-        precisely: ``E[Lambda] = n V^-1``).
+    V : node or array-like of shape (..., D, D)
+        Inverse scale, ``E[Lambda] = n V^-1`` (a Wishart node, or an array).
     plates : tuple of int or None, default=None
         The plates.
     name : str, default=''
@@ -824,14 +901,19 @@ class GaussianWishart(Stochastic):
 
     def __init__(self, mu, alpha, n, V, plates=None, name=""):
         label = f"GaussianWishart '{name}'" if name else "GaussianWishart (unnamed)"
-        for slot, value in (("mu", mu), ("alpha", alpha), ("n", n), ("V", V)):
+        if isinstance(n, Node):
+            raise NetworkError(f"{label}: the degrees of freedom n is {n.describe()}, but "
+                               "they have no conjugate prior: give them as an array")
+
+        def shape_of(value):
             if isinstance(value, Node):
-                raise NetworkError(f"{label}: parameter '{slot}' is {value.describe()}; in "
-                                   "this version a GaussianWishart's parameters must be arrays")
-        D = np.shape(V)[-1] if np.ndim(V) >= 2 else 0
-        if D < 1 or np.shape(mu)[-1:] != (D,):
-            raise NetworkError(f"{label}: mu of shape {np.shape(mu)} and V of shape "
-                               f"{np.shape(V)} do not make a D-dimensional mean and matrix")
+                return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
+            return np.shape(value)
+
+        D = shape_of(V)[-1] if len(shape_of(V)) >= 2 else 0
+        if D < 1 or tuple(shape_of(mu)[-1:]) != (D,):
+            raise NetworkError(f"{label}: mu of shape {shape_of(mu)} and V of shape "
+                               f"{shape_of(V)} do not make a D-dimensional mean and matrix")
         self.D = D
         super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
                           ("alpha", alpha, MomentsKind.gamma()),
@@ -886,6 +968,23 @@ class GaussianWishart(Stochastic):
              - multigammaln_vec(0.5 * n, D))
         return u, g
 
+    def _message(self, index, u, up, n):
+        # The terms of E[log p(x, Lambda | mu, alpha, n, V)] linear in each
+        # parent's moments: alpha mu' E[Lambda x] - alpha tr(E[Lambda] mu mu') / 2,
+        # D log(alpha) / 2 - alpha E[(x - mu)' Lambda (x - mu)] / 2,
+        # -tr(V E[Lambda]) / 2 + n log|V| / 2.
+        a = np.asarray(up[1][0])
+        if index == 0:
+            return [a[..., None] * u[0], -0.5 * a[..., None, None] * u[2]]
+        if index == 1:
+            m, mm = up[0]
+            quad = (u[1] - 2.0 * np.einsum("...i,...i->...", m, u[0])
+                    + np.einsum("...ij,...ij->...", u[2], mm))
+            return [-0.5 * quad, 0.5 * self.D * n * np.ones(np.shape(quad))]
+        if index == 3:
+            return [-0.5 * u[2], 0.5 * up[2][0] * n]
+        raise NetworkError(f"{self.describe()}: the degrees of freedom take no message")
+
     def _fixed_moments_and_f(self, x):
         raise ValueError("a GaussianWishart node cannot be observed in this version")
 
@@ -917,6 +1016,13 @@ class _AxesAsPlates(Node):
 
     def update(self):
         """Nothing to update: the moments are the node's."""
+
+    def _mask_to_parent(self, index):
+        m = self._mask
+        if m is None:
+            return None
+        k = len(self._sizes)
+        return m.reshape(m.shape[:m.ndim - k] + (-1,)).any(axis=-1)
 
     def _message_to_parent(self, index):
         d0, d1 = self.dims
@@ -955,11 +1061,12 @@ class SumMultiply(Node):
 
     Parameters
     ----------
-    keys : str
-        ``'ij,j->i'``: the operands' keys, and the output's after ``->``.
-    *operands : node or array-like
-        Gaussian nodes (``GaussianARD``, ``Gaussian``) or arrays, whose
-        last axes are the keyed ones; distinct nodes.
+    *args : str, node, array-like or list
+        The keys, then the operands: ``('ij,j->i', X, y)``, the keys the
+        operands' and the output's after ``->``; or operands and key lists
+        in turn, the output's keys last: ``(X, [0, 1], y, [1], [0])``.
+        Operands are Gaussian nodes (``GaussianARD``, ``Gaussian``) or
+        arrays, whose last axes are the keyed ones; distinct nodes.
     name : str, default=''
         The node's name.
 
@@ -1666,6 +1773,12 @@ class Mixture(Stochastic):
         self.shape = getattr(proto, "shape", ())
         super().__init__(parents, proto._kind, plates, name)
 
+    def _mask_to_parent(self, index):
+        if index == 0 or self._mask is None:
+            return super()._mask_to_parent(index)
+        # Any counted element may belong to any cluster.
+        return None if self._mask.any() else np.zeros(self.parents[index].plates, dtype=bool)
+
     def _plates_from_parent(self, index, plates):
         if index == 0:
             return plates
@@ -1721,6 +1834,9 @@ class Mixture(Stochastic):
         parent = self.parents[index]
         if index == 0:
             m = self._log_pdf_k(self.u, up)
+            w = self._weights_to(parent)
+            if w is not None:
+                m = m * np.broadcast_to(w, self.plates)[..., None]
             return [sum_to_plates(m, parent.plates, 1, self.plates)]
         # Weighted statistics of each cluster: sum_n z_nk u_n, and the weights.
         z = np.broadcast_to(up[0][0], self.plates + (self.K,))
