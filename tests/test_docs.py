@@ -353,6 +353,8 @@ def check_networks(ns):
                                rtol=1e-10)
     # The Normal-Wishart mixture is scikit-learn's model: the same bound.
     assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
+    # ... and from the same start, the same bound at every pass.
+    np.testing.assert_allclose(ns["same"].lower_bounds_, ns["ref"].lower_bounds_, rtol=1e-12)
 
 
 CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}

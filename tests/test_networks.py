@@ -989,3 +989,55 @@ def test_gaussian_wishart_with_node_parameters_fits_by_vmp():
     np.testing.assert_allclose(mu0.get_moments()[0], centres.mean(axis=0), atol=0.5)
     with pytest.raises(NetworkError, match="degrees of freedom n is Gamma"):
         GaussianWishart(np.zeros(2), 1.0, Gamma(1.0, 1.0), np.identity(2))
+
+
+def test_normal_wishart_mixture_from_the_same_start_takes_the_mixtures_steps():
+    # The start of SVIBayesianGaussianMixture's fit (its first pass from a
+    # random start) given to the network by init_params='model': every
+    # later pass has the same bound (reg_covar=0: the mixture's covariance
+    # regularisation is not in the network's model).
+    import warnings
+
+    from skvi import SVIBayesianGaussianMixture
+    from skvi.networks import GaussianWishart
+
+    y = blobs(2000, seed=1)
+    K = 4
+    a0, b0, nu0, W, m0 = 0.5, 0.1, 3.0, np.cov(y.T), y.mean(axis=0)
+    ref = SVIBayesianGaussianMixture(
+        n_components=K, weight_concentration_prior_type="dirichlet_distribution",
+        weight_concentration_prior=a0, mean_precision_prior=b0, mean_prior=m0,
+        degrees_of_freedom_prior=nu0, covariance_prior=W, reg_covar=0.0, init_params="random",
+        max_iter=1, warm_start=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref.fit(y)
+    # scikit-learn's covariances_ are E[Lambda]^-1, BayesPy's V is nu E[Lambda]^-1.
+    start = (ref.weight_concentration_.copy(), ref.means_.copy(), ref.mean_precision_.copy(),
+             ref.degrees_of_freedom_.copy(),
+             ref.covariances_ * ref.degrees_of_freedom_[:, None, None])
+
+    def builder(n_rows):
+        alpha = Dirichlet(a0 * np.ones(K), name="alpha")
+        z = Categorical(alpha, plates=(n_rows,), name="z")
+        mu_Lambda = GaussianWishart(m0, b0, nu0, W, plates=(K,), name="mu_Lambda")
+        alpha.initialize_from_parameters(start[0])
+        mu_Lambda.initialize_from_parameters(*start[1:])
+        return Mixture(z, Gaussian, mu_Lambda, 1.0, name="y")
+
+    net = SVIBayesianNetwork(model=builder, init_params="model", tol=1e-10, max_iter=500).fit(y)
+    ref.set_params(max_iter=500, tol=1e-12)
+    ref.fit(y)
+    n = min(len(net.lower_bounds_), len(ref.lower_bounds_))
+    np.testing.assert_allclose(net.lower_bounds_[:n], ref.lower_bounds_[:n], rtol=1e-12)
+    assert net.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-9)
+
+
+def test_init_params_model_needs_a_q_for_every_global_node():
+    def builder(n_rows):
+        mu = GaussianARD(0.0, 1e-3, name="mu")
+        mu.initialize_from_value(1.0)
+        return GaussianARD(mu, 1.0, plates=(n_rows,), name="y")
+
+    with pytest.raises(NetworkError, match="'mu'.*init_params='model'"):
+        SVIBayesianNetwork(model=builder, init_params="model").fit(np.zeros((5, 1)))

@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 from sklearn.base import TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, SVIEstimator
@@ -116,6 +116,13 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     transform_node : str or None, default=None
         The local node whose first moment :meth:`transform` returns (None:
         the first local latent node).
+    init_params : {'random', 'model'}, default='random'
+        The start.  ``'random'``: BayesPy's, below (a random draw of the
+        local nodes, then VMP on a subsample).  ``'model'``: the global
+        nodes' ``q`` as the builder leaves them (set by
+        ``initialize_from_parameters``; a node it does not set starts at
+        its prior), the first pass's local step from them, nothing random:
+        two fits from the same ``q`` take the same steps.
     init_rows : int, default=1000
         The start fits VMP to a random subsample of this many rows (all of
         them when there are fewer), from a random draw of the local nodes
@@ -172,6 +179,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         "local_max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "local_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "transform_node": [None, str],
+        "init_params": [StrOptions({"random", "model"})],
         "init_rows": [Interval(numbers.Integral, 1, None, closed="left")],
         "init_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "init_draws": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -185,6 +193,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         local_max_iter=50,
         local_tol=1e-8,
         transform_node=None,
+        init_params="random",
         init_rows=1000,
         init_max_iter=100,
         init_draws=5,
@@ -207,6 +216,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.local_max_iter = local_max_iter
         self.local_tol = local_tol
         self.transform_node = transform_node
+        self.init_params = init_params
         self.init_rows = init_rows
         self.init_max_iter = init_max_iter
         self.init_draws = init_draws
@@ -389,6 +399,17 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
 
     def _initialize_globals(self, X, random_state, summary):
         nodes, _, latent_local, glob = self._template()
+        if self.init_params == "model":
+            # A fresh build: the q its builder sets, or the prior.
+            fresh, _ = self._build(2)
+            params = {}
+            for n in glob:
+                if fresh[n].phi is None:
+                    raise NetworkError(f"{fresh[n].describe()}: init_params='model' needs a q "
+                                       "for every global node; this one was set to a value "
+                                       "(initialize_from_parameters sets a q)")
+                params[n] = tuple(np.array(a, dtype=np.float64) for a in fresh[n].phi)
+            return params
         params = {}
         for n in glob:  # q from the prior, parents first
             node = nodes[n]
