@@ -1041,3 +1041,52 @@ def test_init_params_model_needs_a_q_for_every_global_node():
 
     with pytest.raises(NetworkError, match="'mu'.*init_params='model'"):
         SVIBayesianNetwork(model=builder, init_params="model").fit(np.zeros((5, 1)))
+
+
+# ----------------------------------------------------------------- Mixture's cluster_plate
+def _mixture_with_clusters_on(axis, family):
+    """The same mixture, its parameters' clusters on plate ``axis`` (-2) or last (-1)."""
+    rng = np.random.RandomState(7)
+    N, D, K = 60, 3, 2
+    labels = rng.randint(K, size=N)
+    if family == "gaussian":
+        data = np.array([[0.0, 0.0, 0.0], [3.0, -3.0, 3.0]])[labels] + rng.randn(N, D)
+    else:
+        data = rng.rand(N, D) < np.array([[0.1, 0.8, 0.5], [0.9, 0.2, 0.5]])[labels]
+    np.random.seed(0)
+    Z = Categorical(Dirichlet(np.ones(K)), plates=(N, 1))
+    if family == "gaussian":
+        mu = GaussianARD(0, 1e-3, plates=(K, D) if axis == -2 else (D, K))
+        tau = Gamma(1, 1, plates=(D,) if axis == -2 else (D, 1))  # shared by the clusters
+        Y = Mixture(Z, GaussianARD, mu, tau, cluster_plate=axis)
+        params = [mu, tau]
+    else:
+        P = Beta([0.5, 0.5], plates=(K, D) if axis == -2 else (D, K))
+        Y = Mixture(Z, Bernoulli, P, cluster_plate=axis)
+        params = [P]
+    Y.observe(data)
+    Z.initialize_from_random()
+    Q = VB(Y, *params, Z)
+    Q.update(repeat=100)
+    return Y, Q, params
+
+
+@pytest.mark.parametrize("family", ["gaussian", "bernoulli"])
+def test_cluster_plate_is_the_mixture_with_its_parameters_transposed(family):
+    # BayesPy's cluster_plate=-2 (BayesPy 0.6.6 itself fails on these), against
+    # the same model declared with the clusters on the last plate.
+    Y, Q, params = _mixture_with_clusters_on(-2, family)
+    Y1, Q1, params1 = _mixture_with_clusters_on(-1, family)
+    assert Y.plates == Y1.plates == (60, 3)
+    assert Q.compute_lowerbound() == pytest.approx(Q1.compute_lowerbound(), rel=1e-12)
+    np.testing.assert_allclose(params[0].get_moments()[0],
+                               np.swapaxes(params1[0].get_moments()[0], 0, 1),
+                               rtol=1e-10)
+
+
+def test_cluster_plate_errors():
+    z = Categorical(Dirichlet(np.ones(2)), plates=(5,))
+    with pytest.raises(NetworkError, match="no axis -3"):
+        Mixture(z, GaussianARD, GaussianARD(0, 1, plates=(2, 3)), 1.0, cluster_plate=-3)
+    with pytest.raises(NetworkError, match="negative axis"):
+        Mixture(z, GaussianARD, GaussianARD(0, 1, plates=(2,)), 1.0, cluster_plate=0)

@@ -1698,12 +1698,59 @@ class Poisson(Stochastic):
 
 
 # ====================================================================== Mixture
+class _ClusterAxisLast(Node):
+    """A node with one plate axis moved last: a mixture's parameter whose clusters are on another.
+
+    The plates are left-padded with ones to have the axis, which then moves
+    to the end; the moments are views, and a message moves the axis back.
+    """
+
+    def __init__(self, node, axis):
+        plates = (1,) * max(0, -axis - len(node.plates)) + node.plates
+        self._full = plates
+        self._axis = len(plates) + axis
+        order = [i for i in range(len(plates)) if i != self._axis] + [self._axis]
+        super().__init__(node._kind, tuple(plates[i] for i in order), node.name)
+        self.parents = [node]
+        node.children.append((self, 0))
+
+    def _move(self, a, ndim, back=False):
+        """``a`` of shape ``plates + dims`` (plates broadcastable) with the axis moved."""
+        a = np.asarray(a, dtype=np.float64)
+        n = len(self._full)
+        lead = a.ndim - ndim
+        a = a.reshape((1,) * (n - lead) + a.shape)
+        return np.moveaxis(a, n - 1, self._axis) if back else np.moveaxis(a, self._axis, n - 1)
+
+    @property
+    def u(self):
+        return [self._move(u, len(d)) for u, d in zip(self.parents[0].u, self.dims)]
+
+    def update(self):
+        """Nothing to update: the moments are the node's."""
+
+    def _mask_to_parent(self, index):
+        if self._mask is None or self._mask.any():
+            return None
+        return np.zeros(self.parents[0].plates, dtype=bool)
+
+    def _message_to_parent(self, index):
+        parent = self.parents[0]
+        total = None
+        for child, i in self.children:
+            m = child._message_to_parent(i)
+            total = m if total is None else [a + b for a, b in zip(total, m)]
+        return [sum_to_plates(self._move(np.broadcast_to(m, self.plates + d), len(d), back=True),
+                              parent.plates, len(d), self._full)
+                for m, d in zip(total, self.dims)]
+
+
 class Mixture(Stochastic):
     """A mixture: ``x ~ family(params[z])``, BayesPy's ``Mixture(z, family, *params)``.
 
     ``z`` is a :class:`Categorical` node (or fixed categories) over ``K``
-    clusters; the last plate axis of the parameters (``cluster_plate=-1``)
-    runs over the clusters.  Messages are summed over the rows with the
+    clusters; a plate axis of the parameters (the last, or
+    ``cluster_plate``) runs over the clusters.  Messages are summed over the rows with the
     cluster responsibilities as weights (one matrix product per moment),
     never a loop over rows.
 
@@ -1717,7 +1764,9 @@ class Mixture(Stochastic):
     *params : node or array-like
         The family's parents, each with the cluster plate.
     cluster_plate : int, default=-1
-        The parameters' plate axis of the clusters (only -1 is supported).
+        The plate axis of the clusters, negative, among the plates the
+        family has from its parameters (as BayesPy's): a parameter without
+        that axis is shared by the clusters.
     plates : tuple of int or None, default=None
         The plates.
     name : str, default=''
@@ -1737,8 +1786,9 @@ class Mixture(Stochastic):
 
     def __init__(self, z, family, *params, cluster_plate=-1, plates=None, name="", **kwargs):
         label = f"Mixture '{name}'" if name else "Mixture (unnamed)"
-        if cluster_plate != -1:
-            raise NetworkError(f"{label}: only cluster_plate=-1 is supported")
+        if not isinstance(cluster_plate, (int, np.integer)) or cluster_plate >= 0:
+            raise NetworkError(f"{label}: cluster_plate must be a negative axis, got "
+                               f"{cluster_plate!r}")
         if not (isinstance(family, type) and issubclass(family, Stochastic)) or family is Mixture:
             raise NetworkError(f"{label}: the mixed family must be a node class such as "
                                f"Gaussian or GaussianARD, got {family!r}")
@@ -1751,6 +1801,18 @@ class Mixture(Stochastic):
             proto = family.__new__(family)
             proto._detach = True
             proto.__init__(*params, name=f"{name}[cluster]", **kwargs)
+            if cluster_plate != -1:
+                # Each parameter seen with the cluster axis moved last.
+                if len(proto.plates) < -cluster_plate:
+                    raise NetworkError(f"{label}: the parameters have plates {proto.plates}, "
+                                       f"no axis {cluster_plate} for the clusters")
+                moved = []
+                for i, parent in enumerate(proto.parents):
+                    extra = len(proto._plates_to_parent(i)) - len(proto.plates)
+                    moved.append(_ClusterAxisLast(parent, cluster_plate - extra))
+                proto = family.__new__(family)
+                proto._detach = True
+                proto.__init__(*moved, name=f"{name}[cluster]", **kwargs)
         except NetworkError as err:
             raise NetworkError(f"{label}: {err}") from None
         except TypeError as err:
