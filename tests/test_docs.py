@@ -345,6 +345,7 @@ def check_networks(ns):
     alpha = ns["factors"].nodes_["alpha"].get_moments()[0]
     assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
     assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    assert ns["gappy"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
     # The two-output regression: each output's exact posterior mean (noise known).
     inputs, outputs = ns["inputs"], ns["outputs"]
     t = 1 / 0.3**2

@@ -1090,3 +1090,58 @@ def test_cluster_plate_errors():
         Mixture(z, GaussianARD, GaussianARD(0, 1, plates=(2, 3)), 1.0, cluster_plate=-3)
     with pytest.raises(NetworkError, match="negative axis"):
         Mixture(z, GaussianARD, GaussianARD(0, 1, plates=(2,)), 1.0, cluster_plate=0)
+
+
+# ----------------------------------------------------------------- missing values in X
+def _mixture_from_a_fixed_start(n_rows, K=4, D=2):
+    alpha = Dirichlet(1e-3 * np.ones(K), name="alpha")
+    z = Categorical(alpha, plates=(n_rows,), name="z")
+    mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,), name="mu")
+    Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,), name="Lambda")
+    mu.initialize_from_parameters(np.array([[1.0, 1.0], [5.0, 1.0], [1.0, 5.0], [5.0, 5.0]]),
+                                  np.identity(D))
+    return Mixture(z, Gaussian, mu, Lambda, name="y")
+
+
+def test_rows_missing_from_x_are_the_fit_without_them():
+    # NaN rows of a mixture: each row's assignment has no observed child,
+    # so both are integrated out; the fit is the fit of the other rows.
+    y = blobs(600, seed=4)
+    missing = np.random.RandomState(4).rand(600) < 0.25
+    y_nan = y.copy()
+    y_nan[missing] = np.nan
+    kw = dict(model=_mixture_from_a_fixed_start, init_params="model", max_iter=20, tol=0)
+    est = SVIBayesianNetwork(**kw).fit(y_nan)
+    ref = SVIBayesianNetwork(**kw).fit(y[~missing])
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-10)
+    for a, b in zip(est.nodes_["mu"].get_moments(), ref.nodes_["mu"].get_moments()):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="some but not all"):
+        SVIBayesianNetwork(**kw).fit(np.where([[True, False]], np.nan, y))
+
+
+def test_pca_with_missing_entries_is_vmp_with_a_mask():
+    # Bayesian PCA of X with a fifth of the entries NaN: the estimator's
+    # batch passes are VMP sweeps of the network observed with a mask.
+    rng = np.random.RandomState(1)
+    data = rng.randn(300, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(300, 6)
+    observed = rng.rand(300, 6) < 0.8
+    X = np.where(observed, data, np.nan)
+    loadings = rng.randn(1, 6, 3)
+
+    def network(n_rows):
+        Xn = GaussianARD(0, 1, plates=(n_rows, 1), shape=(3,), name="X")
+        alpha = Gamma(1e-5, 1e-5, plates=(3,), name="alpha")
+        C = GaussianARD(0, alpha, plates=(1, 6), shape=(3,), name="C")
+        tau = Gamma(1e-5, 1e-5, name="tau")
+        C.initialize_from_parameters(loadings, 1.0)
+        return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y"), Xn, alpha, C, tau
+
+    est = SVIBayesianNetwork(model=lambda n: network(n)[0], init_params="model", max_iter=10,
+                             tol=0).fit(X)
+    assert est.global_nodes_ == ["alpha", "C", "tau"]
+    Y, Xn, alpha, C, tau = network(300)
+    Y.observe(data, mask=observed)
+    Q = VB(Y, Xn, alpha, C, tau)
+    Q.update(Xn, alpha, C, tau, repeat=10, tol=-np.inf)
+    np.testing.assert_allclose(est.lower_bounds_, Q.L, rtol=1e-10)

@@ -94,7 +94,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     ``model`` is a function ``builder(n_rows)`` that declares the network
     with :mod:`skvi.networks`' nodes and returns the observed node, whose
     leading plate is the rows of X (its other plates and its shape take X's
-    columns, row-major).  Nodes whose plates depend on ``n_rows`` are
+    columns, row-major).  NaN in X marks a missing element of that node,
+    integrated out as ``observe(x, mask)`` does.  Nodes whose plates depend on ``n_rows`` are
     local: a mixture's assignments, a factor model's scores.  The others
     are global: their posteriors are the estimator's parameters.
 
@@ -310,13 +311,27 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                              f"(plates and shape {want}).")
         return X.reshape((X.shape[0],) + want)
 
+    @staticmethod
+    def _observed_mask(values, observed):
+        """The elements of the observed node that X gives (NaN: missing), or True for all."""
+        missing = np.isnan(values)
+        if not missing.any():
+            return True
+        axes = tuple(range(len(observed.plates), values.ndim))
+        if axes and np.any(missing.any(axis=axes) & ~missing.all(axis=axes)):
+            raise ValueError(f"X has NaN in some but not all of the {values.shape[-1]} values "
+                             f"of an element of {observed.describe()}; an element is missing "
+                             "whole or not at all.")
+        return ~missing.all(axis=axes) if axes else ~missing
+
     def _local_network(self, X, params, init_random=None):
         """A network of X's rows with the globals at ``params``, its local step done."""
         _, y_name, latent_local, glob = self._template()
         nodes, _ = self._build(X.shape[0])
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
-        observed.observe(self._shape_rows(np.asarray(X.X, dtype=np.float64), observed))
+        values = self._shape_rows(np.asarray(X.X, dtype=np.float64), observed)
+        observed.observe(values, mask=self._observed_mask(values, observed))
         if X.weight is not None:
             # Row i's terms count w_i times: in the local bound and in every
             # message that sums rows into a global node.
@@ -384,7 +399,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ engine hooks
     def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
                       partial=False):
-        X = validate_data(self, X, reset=reset, dtype=np.float64)
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
         weight = check_row_weights(sample_weight, X)
         if reset:
             self.__dict__.pop("_structure", None)
@@ -484,7 +499,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ public API
     def _fitted_rows(self, X):
         check_is_fitted(self, "natural_params_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
         return Rows(X, None, None)
 
     def transform(self, X):
