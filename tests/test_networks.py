@@ -65,6 +65,26 @@ def test_quickstart_matches_bayespy():
             np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
+def test_bayespy_keywords_of_update_and_lowerbound_are_taken():
+    # BayesPy's own calls, plot= and ignore_masked=, on both libraries.
+    def run(lib):
+        np.random.seed(1)
+        data = np.random.normal(5, 10, 10)
+        mu = lib.GaussianARD(0, 1e-6)
+        tau = lib.Gamma(1e-6, 1e-6)
+        y = lib.GaussianARD(mu, tau, plates=(10,))
+        y.observe(data)
+        Q = lib.VB(y, mu, tau)
+        Q.update(repeat=100, plot=False, verbose=False)
+        return Q, Q.compute_lowerbound(ignore_masked=True)
+
+    Q, ours = run(_Ours)
+    _, theirs = run(_BayesPy())
+    assert ours == pytest.approx(theirs, rel=1e-12)
+    with pytest.raises(NetworkError, match="ignore_masked=False"):
+        Q.compute_lowerbound(ignore_masked=False)
+
+
 def test_quickstart_equals_gaussian_gamma_estimator():
     """The network built by hand is GaussianGammaVB's model: same posterior, same bound."""
     np.random.seed(1)

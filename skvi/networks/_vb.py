@@ -88,7 +88,7 @@ class VB:
                 return n
         raise KeyError(f"no node named {name!r} in this VB")
 
-    def update(self, *nodes, repeat=1, tol=None, verbose=False):
+    def update(self, *nodes, repeat=1, plot=False, tol=None, verbose=False):
         """Run ``repeat`` sweeps of VMP updates, stopping early at the tolerance.
 
         Parameters
@@ -98,6 +98,8 @@ class VB:
             to :class:`VB`).
         repeat : int or None, default=1
             The most sweeps (None: until converged).
+        plot : bool, default=False
+            BayesPy's keyword, taken so that its code runs; nothing is drawn.
         tol : float or None, default=None
             Stop when the relative rise of the bound,
             ``(L1 - L0) / mean(|L0|, |L1|)``, falls below it (None: the
@@ -127,13 +129,22 @@ class VB:
                     break
         self.L = np.asarray(history)
 
-    def compute_lowerbound(self):
+    def compute_lowerbound(self, ignore_masked=True):
         """The lower bound on the log evidence, with every constant.
+
+        Parameters
+        ----------
+        ignore_masked : bool, default=True
+            BayesPy's keyword: masked elements add nothing to the bound.
+            Only True is supported (they are integrated out).
 
         Returns
         -------
         float
             The sum of every node's term.
         """
+        if not ignore_masked:
+            raise NetworkError("compute_lowerbound(ignore_masked=False) is not supported: "
+                               "masked elements are integrated out")
         return float(sum(n.lower_bound_contribution() for n in self.model
                          if isinstance(n, Stochastic)))
