@@ -384,9 +384,21 @@ class Stochastic(Node):
         return [np.broadcast_to(a, self.plates + d).astype(np.float64, copy=True)
                 for a, d in zip(arrays, self.dims)]
 
+    #: ``(mask, moments, f)`` of the observed elements of a node observed in
+    #: part that has children (its other elements are latent), or None.
+    _fixed = None
+
     def _set_phi(self, phi):
         self.phi = phi
         self.u, self.g = self._moments_and_cgf(phi)
+        if self._fixed is not None:
+            self.u = self._with_fixed(self.u)
+
+    def _with_fixed(self, u):
+        """The moments ``u`` with the observed elements' in their places."""
+        mask, u_obs, _ = self._fixed
+        return [np.where(mask.reshape(mask.shape + (1,) * len(d)), uo, ui)
+                for ui, uo, d in zip(u, u_obs, self.dims)]
 
     # ---------------------------------------------------------- public
     def update(self):
@@ -412,8 +424,10 @@ class Stochastic(Node):
             is fine there).
         mask : bool or array-like of bool, default=True
             Which elements are observed, broadcastable to the plates, as in
-            BayesPy: the others are missing values, integrated out.  Only a
-            node without children may leave elements out.
+            BayesPy.  The others are missing values: integrated out in a
+            node without children, latent (updated by VMP with the
+            observed ones fixed: semi-supervised labels, say) in a node
+            with children.
 
         Returns
         -------
@@ -444,15 +458,26 @@ class Stochastic(Node):
             raise NetworkError(f"{self.describe()}: a mask of shape {np.shape(mask)} does not "
                                f"broadcast to the plates {self.plates}") from None
         self._mask = None
+        self._fixed = None
         if not mask.all():
-            if any(isinstance(c, Stochastic) or c.children for c, _ in self.children):
-                raise NetworkError(f"{self.describe()}: only a node without children can be "
-                                   "observed with a mask (its missing elements would be latent)")
             if not mask.any():
                 raise NetworkError(f"{self.describe()}: the mask observes no element")
             # A valid value in the missing places: the first observed one.
             x = np.array(x, copy=True)
             x[~mask] = x[mask][0]
+            if self.children:
+                # The missing elements are latent: q from the prior, the
+                # observed elements fixed in the moments.
+                try:
+                    u_obs, f_obs = self._fixed_moments_and_f(x)
+                except ValueError as err:
+                    raise NetworkError(f"{self.describe()}: {err}") from None
+                u_obs = [np.broadcast_to(a, self.plates + d) for a, d in zip(u_obs, self.dims)]
+                self._fixed = (mask, u_obs, f_obs)
+                self.observed = False
+                self.initialize_from_prior()
+                _propagate_masks(self)
+                return self
             self._mask = mask.astype(np.float64)
         _propagate_masks(self)
         try:
@@ -479,6 +504,8 @@ class Stochastic(Node):
         u, self._point_f = self._fixed_moments_and_f(np.asarray(x))
         self.u = [np.broadcast_to(a, self.plates + d).astype(np.float64)
                   for a, d in zip(u, self.dims)]
+        if self._fixed is not None:
+            self.u = self._with_fixed(self.u)
         self.phi = None
         self.g = np.zeros(self.plates)
 
@@ -555,6 +582,18 @@ class Stochastic(Node):
         L = self._expected_log_prior(up)
         if self.observed:
             return L + self._total(self.f)
+        if self._fixed is not None and self.phi is not None:
+            # Observed elements: E log p with their base measure; latent
+            # ones: E log p - E log q.
+            mask, _, f_obs = self._fixed
+            L += self._total(np.where(mask, f_obs, 0.0))
+            L -= self._total(np.where(mask, 0.0, self.g))
+            for phi, u, d in zip(self.phi, self.u, self.dims):
+                axes = tuple(range(-len(d), 0))
+                with np.errstate(invalid="ignore"):
+                    term = np.sum(phi * u, axis=axes) if axes else phi * u
+                L -= self._total(np.where(mask, 0.0, term))
+            return L
         if self.phi is None:
             # A point mass (initialised from a value): E log q is 0 for a
             # discrete variable, -inf for a continuous one.
