@@ -488,7 +488,10 @@ class DaskBlocks:
 
     def local_steps(self, estimator, params):
         seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
-        return _Locals(self._local_futures(estimator, params, seeds), params, seeds)
+        # Sending the view and globals may meet a worker that just died: retried.
+        futures = self._retrying(lambda: self._local_futures(estimator, params, seeds),
+                                 estimator, None, params)
+        return _Locals(futures, params, seeds)
 
     def _local_futures(self, estimator, params, seeds):
         rows = self._rows(params) or self._repeat(None)
@@ -529,8 +532,14 @@ class DaskBlocks:
         of a resident group that lived only there are lost for good: the
         error names them.
         """
+        redo_locals = False
         for retry in range(RETRIES + 1):
             try:
+                if redo_locals:
+                    # Inside the try: resending may meet a lost worker too.
+                    locals_.futures = self._local_futures(
+                        estimator, locals_.params, locals_.seeds
+                    )
                 return attempt()
             except WorkerLostError as exc:
                 lost = self._lost_rows(params + ((locals_.params,) if locals_ else ()))
@@ -543,10 +552,10 @@ class DaskBlocks:
                 if retry == RETRIES:
                     raise
                 self.channel.forget()
-                if locals_ is not None:
-                    locals_.futures = self._local_futures(
-                        estimator, locals_.params, locals_.seeds
-                    )
+                # A moment for the lost worker's nanny to restart it and for
+                # the scheduler to notice, before the work is sent again.
+                time.sleep(min(RETRY_PAUSE * 2 ** retry, 8.0))
+                redo_locals = locals_ is not None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _lost_rows(self, params):
@@ -717,7 +726,9 @@ class DaskExecutor(Executor):
 
 
 #: How often an operation on the blocks is redone after a worker was lost.
-RETRIES = 3
+RETRIES = 5
+#: Seconds before the first redo, doubled before each next one (at most 8).
+RETRY_PAUSE = 0.5
 
 #: How long a lost worker's resident rows are waited for (recomputed if they can be).
 RECOMPUTE_SECONDS = 30
