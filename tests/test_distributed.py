@@ -633,6 +633,25 @@ def test_bytes_per_step_do_not_grow_with_the_data(client):
     del rng
 
 
+def _restore_workers(client, n=2):
+    """Two workers again after a kill, for the tests that follow.
+
+    The killed worker's nanny restarts it; on a loaded machine a nanny was
+    seen to close instead (the cluster kept one worker for minutes), so the
+    cluster is then asked for a new one.
+    """
+    try:
+        client.wait_for_workers(n, timeout=60)
+    except Exception:  # noqa: BLE001 (distributed's timeout error)
+        cluster = client.cluster
+        for name, worker in list(cluster.workers.items()):
+            if worker.status.name in ("closing", "closed", "failed"):
+                cluster.worker_spec.pop(name, None)  # its spec would count as a worker
+                cluster.workers.pop(name, None)
+        cluster.scale(n)
+        client.wait_for_workers(n, timeout=180)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model,method", [("lda", "online"), ("lda", "batch"),
                                           ("ctm", "online"), ("ctm", "batch")])
@@ -675,7 +694,7 @@ def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(
     os.kill(victim, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive()
-    client.wait_for_workers(2, timeout=180)  # a restart on a loaded machine took over 60 s
+    _restore_workers(client)
     if model == "lda":
         assert "model" in result, repr(result.get("error"))
         np.testing.assert_allclose(result["model"].components_, ref.components_, rtol=1e-10)
