@@ -55,6 +55,26 @@ class _BayesPy:
         self.GaussianARD, self.Gamma, self.VB = nodes.GaussianARD, nodes.Gamma, inference.VB
 
 
+_NODE_NAMES = ("Bernoulli", "Beta", "Categorical", "Dirichlet", "Dot", "Gamma", "Gaussian",
+               "GaussianARD", "Mixture", "Multinomial", "Poisson", "SumMultiply", "Wishart")
+
+
+def _library(name):
+    """Every node class and VB of skvi.networks or of BayesPy (skipped when absent), by name."""
+    from types import SimpleNamespace
+
+    if name == "skvi":
+        import skvi.networks as module
+
+        found = {n: getattr(module, n) for n in _NODE_NAMES + ("VB",)}
+    else:
+        nodes = pytest.importorskip("bayespy.nodes")
+        inference = pytest.importorskip("bayespy.inference")
+        found = {n: getattr(nodes, n) for n in _NODE_NAMES}
+        found["VB"] = inference.VB
+    return SimpleNamespace(__name__=name, **found)
+
+
 def test_quickstart_matches_bayespy():
     theirs = _BayesPy()
     _, mu_b, tau_b, Q_b = quickstart(theirs)
@@ -758,19 +778,9 @@ def _sum_multiply_cases(lib):
 
 
 def test_sum_multiply_forms_match_bayespy():
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-    import skvi.networks as ours
-
-    class theirs:
-        __name__ = "bayespy"
-        GaussianARD, Gaussian, Gamma, SumMultiply, Dot, VB = (
-            nodes.GaussianARD, nodes.Gaussian, nodes.Gamma, nodes.SumMultiply, nodes.Dot,
-            inference.VB)
-
-    ours.__name__ = "skvi"
-    np.testing.assert_allclose(_sum_multiply_cases(ours), _sum_multiply_cases(theirs),
-                               rtol=1e-9)
+    theirs = _library("bayespy")
+    np.testing.assert_allclose(_sum_multiply_cases(_library("skvi")),
+                               _sum_multiply_cases(theirs), rtol=1e-9)
 
 
 def test_sum_multiply_outer_product_moments_are_products_of_independent_moments():
@@ -877,14 +887,7 @@ def test_a_masked_mixture_is_the_mixture_of_its_observed_rows():
 
 
 def test_masked_observations_match_bayespy():
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-    import skvi.networks as ours
-
-    class theirs:
-        __name__ = "bayespy"
-        GaussianARD, Gamma, SumMultiply, VB = (nodes.GaussianARD, nodes.Gamma,
-                                               nodes.SumMultiply, inference.VB)
+    theirs = _library("bayespy")
 
     def pca_with_missing(lib):
         # BayesPy's PCA with missing values, a fifth of the entries missing.
@@ -905,8 +908,8 @@ def test_masked_observations_match_bayespy():
         Q.update(repeat=100, **kwargs)
         return Q.compute_lowerbound()
 
-    ours.__name__ = "skvi"
-    assert pca_with_missing(ours) == pytest.approx(pca_with_missing(theirs), rel=1e-9)
+    assert pca_with_missing(_library("skvi")) == pytest.approx(pca_with_missing(theirs),
+                                                              rel=1e-9)
 
 
 def _semi_supervised(lib, split):
@@ -943,22 +946,12 @@ def _semi_supervised(lib, split):
 def test_labels_known_in_part_are_the_model_of_labelled_and_unlabelled_rows():
     # A node with children observed with a mask: its missing elements are
     # latent (semi-supervised labels), as in BayesPy.
-    import skvi.networks as ours
-
-    ours.__name__ = "skvi"
+    ours = _library("skvi")
     bound, means = _semi_supervised(ours, split=False)
     bound_split, means_split = _semi_supervised(ours, split=True)
     assert bound == pytest.approx(bound_split, rel=1e-10)
     np.testing.assert_allclose(means, means_split, rtol=1e-8)
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-
-    class theirs:
-        __name__ = "bayespy"
-        Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB = (
-            nodes.Dirichlet, nodes.Categorical, nodes.Gaussian, nodes.Wishart, nodes.Mixture,
-            inference.VB)
-
+    theirs = _library("bayespy")
     assert bound == pytest.approx(_semi_supervised(theirs, split=False)[0], rel=1e-9)
 
 
