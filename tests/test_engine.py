@@ -309,3 +309,25 @@ def test_fitted_estimators_keep_no_training_rows(method):
     probe_bytes = 2000 * X.shape[1] * X.itemsize
     assert len(pickle.dumps(est)) < 0.5 * probe_bytes
     assert est._svi.safety.probe is None and est._svi.safety.last_batch is None
+
+
+def test_a_row_group_row_the_minibatch_misses_keeps_its_value_and_counter():
+    # Paquet's Alg. 1 updates a node from its sampled children only: a row
+    # with C_i = 0 takes no step and keeps its counter; one with N_i = 0 (no
+    # data yet) follows its prior; the others scale by N_i / C_i and step by
+    # rho(t_i + 1) (RobbinsMonro: (t + 1) ** -1 here).
+    from skvi.engine import StepContext
+    from skvi.engine.rows import RowGroup
+    from skvi.schedules import RobbinsMonro
+
+    group = RowGroup(3)
+    group.totals = np.array([10.0, 4.0, 0.0])
+    group.steps = np.array([3.0, 1.0, 0.0])
+    ctx = StepContext(online=True, t=9, rho=0.5, backoff=1.0, scale=7.0, prior={})
+    rows = np.arange(3)
+    group.prepare(rows, np.array([2.0, 0.0, 0.0]), ctx, RobbinsMonro(offset=1.0, decay=1.0),
+                  scheduled=False)
+    np.testing.assert_allclose(ctx.row_scale, [5.0, 0.0, 0.0])
+    np.testing.assert_allclose(ctx.row_rho, [1 / 5, 0.0, 1 / 2])
+    group.commit()
+    np.testing.assert_array_equal(group.steps, [4.0, 1.0, 0.0])

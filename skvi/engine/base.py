@@ -36,9 +36,9 @@ from .convergence import Convergence
 from .executor import SerialExecutor, backend_for, cut, even_batches, local_executor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, PhaseClock, _Run, _Table, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning
-from .rows import ChildSample, ResidentRows, RowGroup, RowGroups, sample_children
+from .rows import ChildSample, ResidentRows, RowGroups, counts_of_ids, sample_children
 from .safety import StepSafety
-from .step import end_of_pass, factor_target, take_step, update_factor
+from .step import end_of_pass, factor_target, row_prior, take_step, update_factor
 from .stream import StreamTotal
 
 __all__ = ["REQUIRED_HOOKS", "OPTIONAL_HOOKS", "SVIEstimator"]
@@ -49,7 +49,8 @@ REQUIRED_HOOKS = ("_prepare_data", "_initialize_globals", "_prior_natural", "_lo
 #: The hooks a model may override; each has a documented default.
 OPTIONAL_HOOKS = ("_settings", "_on_params_updated", "_local_draws", "_update_factor",
                   "_factor_target", "_hyperparameter_statistics", "_update_hyperparameters",
-                  "_data_summary", "_row_ids", "_grow_rows", "_row_summary", "_probe_loss")
+                  "_data_summary", "_row_ids", "_row_counts", "_row_prior", "_grow_rows",
+                  "_row_summary", "_probe_loss")
 
 #: Methods that take rows and return one value (or row of values) per row:
 #: on a dask collection they run blockwise and return a dask array.
@@ -273,6 +274,14 @@ class SVIEstimator(BaseEstimator):
     def _row_ids(self, X):
         """For each row group, the row of every data point of X."""
         return {}
+
+    def _row_counts(self, X, sizes):
+        """For each row group of ``sizes`` (name: rows), the weighted points of X behind each row."""
+        return counts_of_ids(self, X, sizes)
+
+    def _row_prior(self, name, rows, ctx):
+        """The unscaled part of the target of ``rows`` of group ``name`` (default: its prior)."""
+        return row_prior(self, name, rows, ctx)
 
     def _grow_rows(self, name, n_new, rated, random_state):
         """Natural parameters of ``n_new`` rows added to group ``name`` by ``partial_fit``."""
@@ -506,10 +515,7 @@ class SVIEstimator(BaseEstimator):
         natural = executor.initialize(self, data, random_state, summary)
         self.natural_params_ = {name: st.as_factor(name, value) for name, value in natural.items()}
         st.prior = self._prior_natural()
-        for name in settings.row_groups:
-            rows = self.natural_params_[name]
-            if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
-                st.rows[name] = RowGroup(rows[0].shape[0])
+        st.rows.start(self.natural_params_, settings)
         self.lower_bounds_ = []
         self.n_batch_iter_ = 0
         self.n_rejected_steps_ = 0

@@ -17,7 +17,8 @@ what the blocks hold and the summed summary the model's closed forms need.
 
 import numpy as np
 
-__all__ = ["ChildSample", "ResidentRows", "RowGroup", "RowGroups", "RowsOfBlock", "sample_children"]
+__all__ = ["ChildSample", "ResidentRows", "RowGroup", "RowGroups", "RowsOfBlock", "counts_of_ids",
+           "sample_children"]
 
 
 class RowGroup:
@@ -85,7 +86,9 @@ class RowGroup:
             The rows the step updates.
         counts : ndarray or None
             ``C_i``, the data points behind each row's statistics (None:
-            every row takes the minibatch's ``ctx.scale``).
+            every row takes the minibatch's ``ctx.scale``).  A row with
+            ``C_i = 0`` keeps its counter, and its value unless ``N_i = 0``
+            (no data yet: it follows its prior).
         ctx : StepContext
             Gets ``row_scale`` (``N_i / C_i``), ``row_rho`` and ``rule_state``.
         schedule : callable
@@ -94,19 +97,28 @@ class RowGroup:
             Whether batch steps follow each row's schedule too
             (the settings' ``scheduled_row_steps``).
         """
-        if counts is None:
-            ctx.row_scale = np.full(rows.shape[0], ctx.scale)
-        else:
-            ctx.row_scale = self.totals[rows] / np.maximum(counts, 1e-300)
         if ctx.online or scheduled:
             # One schedule call for every row's own counter.
             ctx.row_rho = schedule.at(self.steps[rows] + 1.0) * ctx.backoff
         else:
             ctx.row_rho = np.full(rows.shape[0], ctx.backoff)
+        if counts is None:
+            ctx.row_scale = np.full(rows.shape[0], ctx.scale)
+            self.pending = rows
+        else:
+            totals = self.totals[rows]
+            reached = counts > 0
+            ctx.row_scale = np.where(reached, totals / np.where(reached, counts, 1.0), 0.0)
+            # A row no point of the minibatch reaches keeps its value and its
+            # counter (Paquet's Alg. 1 updates the nodes whose children it
+            # sampled); one that no data have reached yet follows its prior,
+            # its counter still at 0.
+            if not reached.all():
+                ctx.row_rho = np.where(reached | (totals <= 0), ctx.row_rho, 0.0)
+            self.pending = rows if reached.all() else rows[reached]
         ctx.rule_state = (
             {k: v[rows] for k, v in self.rule_state.items()} if self.rule_state else None
         )
-        self.pending = rows
 
     def keep_rule_state(self, rows, state):
         """Store the rule state of ``rows`` after an accepted step."""
@@ -225,17 +237,26 @@ def row_weights(data):
     return getattr(data, "weight", None)
 
 
+def counts_of_ids(est, data, sizes):
+    """The default of ``_row_counts``: each group's weighted count of ``_row_ids``.
+
+    A model whose data points reach several rows of a group (a network's row
+    reaches every plate element of a global node it observes) counts them in
+    its own ``_row_counts``.
+    """
+    weights = row_weights(data)
+    ids = est._row_ids(data)
+    return {name: np.bincount(ids[name], weights=weights, minlength=size).astype(float)
+            for name, size in sizes.items()}
+
+
 def row_counts(est, data, sizes):
     """Each row group's (weighted) count of the data points of rows, as a tuple.
 
     ``sizes`` holds ``(name, number of rows of the group)`` pairs.
     """
-    weights = row_weights(data)
-    ids = est._row_ids(data)
-    return tuple(
-        np.bincount(ids[name], weights=weights, minlength=size).astype(float)
-        for name, size in sizes
-    )
+    counts = est._row_counts(data, dict(sizes))
+    return tuple(counts[name] for name, _ in sizes)
 
 
 def block_row_counts(est, data, local, sizes):
@@ -255,6 +276,14 @@ class RowGroups(dict):
     array([0., 0.])
     """
 
+    def start(self, natural, settings):
+        """A fresh :class:`RowGroup` for each row group in ``natural`` (resident ones stay out)."""
+        for name in settings.row_groups:
+            rows = natural[name]
+            if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
+                axes = settings.row_axes.get(name, 1)
+                self[name] = RowGroup(int(np.prod(rows[0].shape[:axes])))
+
     def count(self, est, executor, data):
         """``N_i`` of every group in memory from all the rows of the fit, summed over blocks."""
         sizes = tuple((name, group.totals.shape[0]) for name, group in self.items())
@@ -266,7 +295,6 @@ class RowGroups(dict):
 
     def grow_and_count(self, est, X, random_state, settings):
         """Add the rows X meets for the first time (``_grow_rows``); add X's points to ``N_i``."""
-        weights = row_weights(X)
         for name, ids in est._row_ids(X).items():
             group = self[name]
             n_old = group.totals.shape[0]
@@ -280,7 +308,10 @@ class RowGroups(dict):
                     [np.concatenate([a, b]) for a, b in zip(est.natural_params_[name], extra)],
                 )
                 group.grow(n_new)
-            group.totals += np.bincount(ids, weights=weights, minlength=group.totals.shape[0])
+        sizes = {name: group.totals.shape[0] for name, group in self.items()}
+        if sizes:
+            for name, counts in est._row_counts(X, sizes).items():
+                self[name].totals += counts
 
 
 def sample_children(ids, n_children, random_state):

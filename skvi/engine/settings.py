@@ -29,9 +29,14 @@ class ModelSettings:
         Factors that are stacks of per-row factors along their first axis
         (users and items of matrix factorization).  The engine keeps per-row
         step counters (row ``i`` steps by ``rho(t_i)``), per-row totals
-        ``N_i`` (from the model's ``_row_ids``), scales row ``i``'s
+        ``N_i`` (from the model's ``_row_counts``), scales row ``i``'s
         statistics by ``N_i / C_i`` (Paquet's Alg. 1), and commits counters
         and update-rule state only with an accepted step.
+    row_axes : dict, default=None
+        Row group name to the number of leading axes of its factor that
+        index its rows (absent: 1).  A network node's rows are the elements
+        of all its plates: row ``i`` is then element ``i`` of the plates in
+        C order.
     resident_row_groups : tuple of str, default=()
         Row groups whose row ``i`` is data row ``i``'s own factor (a
         document's ``q(eta_d)``): on a cluster they stay with their blocks.
@@ -118,8 +123,8 @@ class ModelSettings:
     (('precision', 'mean'), 'blend')
     """
 
-    def __init__(self, factors, *, row_groups=(), resident_row_groups=(), hierarchical=(),
-                 update_rules=None, local_depends_on_globals=True, parallel=False,
+    def __init__(self, factors, *, row_groups=(), row_axes=None, resident_row_groups=(),
+                 hierarchical=(), update_rules=None, local_depends_on_globals=True, parallel=False,
                  scheduled_row_steps=False, initial_globals_are_data=False,
                  batch_steps="blend", elbo_tolerance=1e-9, probe_batch_steps=False,
                  probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
@@ -135,6 +140,7 @@ class ModelSettings:
             raise ValueError(f"stream_steps must be 'schedule' or 'bayes', got {stream_steps!r}.")
         self.factors = dict(factors)
         self.row_groups = tuple(row_groups)
+        self.row_axes = dict(row_axes or {})
         self.resident_row_groups = tuple(resident_row_groups)
         self.hierarchical = tuple(hierarchical)
         self.update_rules = dict(update_rules or {})

@@ -168,11 +168,14 @@ def update_factor(est, name, current, stats, ctx):
     """
     settings = settings_of(est)
     rule = settings.update_rules.get(name)
+    shapes = None
     if isinstance(stats, RowStatistics) and name in settings.row_groups:
         rows = stats.rows
-        prior = ctx.prior[name]
+        shapes, current = as_rows(current, settings.row_axes.get(name, 1))
+        prior = est._row_prior(name, rows, ctx)
         target = tuple(p + per_row(ctx.row_scale, s) * s for p, s in zip(prior, stats.values))
-        old = tuple(c[rows] for c in current)
+        every = rows.shape[0] == current[0].shape[0]  # distinct rows: all of them, in order
+        old = current if every else tuple(c[rows] for c in current)
         rho = ctx.row_rho
     else:
         target = est._factor_target(name, current, stats, ctx)
@@ -186,11 +189,30 @@ def update_factor(est, name, current, stats, ctx):
         ctx.keep_rule_state(state)
     valid = settings.is_valid(name, new)
     if rows is not None:
-        full = tuple(c.copy() for c in current)
-        for f, n in zip(full, new):
-            f[rows] = n
-        new = full
+        full = new if every else tuple(c.copy() for c in current)
+        if not every:
+            for f, n in zip(full, new):
+                f[rows] = n
+        new = tuple(np.reshape(f, shape) for f, shape in zip(full, shapes))
     return new, valid
+
+
+def as_rows(arrays, axes):
+    """The shapes of ``arrays`` and the arrays with their first ``axes`` axes as one row axis."""
+    arrays = tuple(np.asarray(a) for a in arrays)
+    if axes == 1:
+        return tuple(a.shape for a in arrays), arrays
+    return (tuple(a.shape for a in arrays),
+            tuple(a.reshape((-1,) + a.shape[axes:]) for a in arrays))
+
+
+def row_prior(est, name, rows, ctx):
+    """``ctx.prior[name]``: one fixed prior for every row (the default of ``_row_prior``).
+
+    A model whose rows' prior follows other factors (a network node's
+    parents, at ``ctx.params``) returns each row's, rows first, instead.
+    """
+    return ctx.prior[name]
 
 
 def factor_target(name, stats, ctx):
