@@ -738,10 +738,11 @@ def test_online_fit_of_many_rows_stops_within_its_first_pass_at_the_batch_answer
     assert est.score(X_test) == pytest.approx(ref.score(X_test), rel=1e-3)
 
 
-def test_only_a_model_of_global_factors_stops_before_its_first_pass_ends(monkeypatch):
+def test_a_fit_stops_within_its_first_pass_only_after_every_row_took_a_step(monkeypatch):
     # As if every check found no improvement: the mixture stops at the first
     # check within its first pass; matrix factorization, whose users and items
-    # have their own factors, sees every row first.
+    # have their own factors, first gives every one of them a step (an item
+    # rated once, in the pass's last minibatch, holds the stop to the end).
     from skvi import SVIMatrixFactorization
     from skvi.engine import convergence
 
@@ -758,4 +759,14 @@ def test_only_a_model_of_global_factors_stops_before_its_first_pass_ends(monkeyp
     pairs = np.c_[rng.randint(300, size=n), rng.randint(200, size=n)]
     mf = SVIMatrixFactorization(n_components=2, learning_method="online", random_state=0)
     mf.fit(pairs, rng.normal(size=n))
-    assert mf.n_iter_ == 1 and mf.history_["samples"][-1] == n
+    assert mf.n_iter_ == 1 and mf.history_["samples"][-1] < n
+    groups = mf._svi.rows.values()
+    assert all(np.all(g.steps[g.totals > 0] > 0) for g in groups)
+    # Ten items rated once each: the fit does not stop before all ten
+    # ratings' minibatches (a stop at the first check, at 9,000 of the 40,000
+    # rows as above, would have seen all ten with probability 0.225 ** 10).
+    pairs[:, 1] = np.where(pairs[:, 1] >= 190, 0, pairs[:, 1])
+    pairs[rng.choice(n, 10, replace=False), 1] = np.arange(190, 200)
+    mf = SVIMatrixFactorization(n_components=2, learning_method="online", random_state=0)
+    mf.fit(pairs, rng.normal(size=n))
+    assert np.all(mf._svi.rows["items"].steps[190:] > 0)

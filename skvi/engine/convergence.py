@@ -17,15 +17,14 @@ optimum.  Checks come at the end of every pass and evenly within it, at most
 :data:`WINDOW` checks and counts a window as an improvement when its mean
 beats the best window mean so far by more than twice its standard error and
 by more than ``tol`` (the model's convergence test).  The fit stops when :data:`WINDOW` checks in a row brought no
-improvement: the ELBO has stopped improving beyond its own noise.  A
-model whose rows have their own factors (row groups: matrix
-factorization's users and items) stops after one whole pass at least, so
-that every row's factor took a step; a model of global factors only may
-stop within its first pass, since a long pass (at least eight checks,
+improvement: the ELBO has stopped improving beyond its own noise.  A fit
+may stop within its first pass, since a long pass (at least eight checks,
 ``8 / CHECK_COST`` sample sizes of rows) has then shown that more rows no
-longer move it.  What it guarantees: the smoothed ELBO on the sample has
-not risen beyond its noise or ``tol`` for a window, and every row was seen
-where rows have their own factors; a fit that still
+longer move it, but not before every row of its row groups that has data
+(matrix factorization's users and items, a network node's plate elements)
+took a step.  What it guarantees: the smoothed ELBO on the sample has
+not risen beyond its noise or ``tol`` for a window, and every row with
+data took a step where rows have their own factors; a fit that still
 improves runs to ``max_iter``; ``tol=0`` keeps the estimates and never stops
 the fit.  The sample is dropped when ``fit`` returns.
 
@@ -111,8 +110,6 @@ class Convergence:
         self.values = []
         self.checked = None
         self.spacing = None
-        # Rows with their own factors must each take a step before a stop.
-        self.whole_pass = bool(settings.row_groups)
 
     # ------------------------------------------------------------ batch
     def evaluate(self, it):
@@ -164,7 +161,18 @@ class Convergence:
         """After minibatch ``batch`` of a pass: check within long passes; True when converged."""
         if self.sample is None or self.spacing is None or batch % self.spacing:
             return False
-        return self.check() and not (first_pass and self.whole_pass)
+        return self.check() and not (first_pass and self.rows_waiting())
+
+    def rows_waiting(self):
+        """Whether a row of a row group that has data has not taken a step yet.
+
+        Rows with their own factors (matrix factorization's users and items,
+        a network node's plate elements) must each take a step before a fit
+        stops within its first pass: a stop would leave them at their start.
+        """
+        st = self.est._svi
+        return any(np.any((group.steps == 0) & (group.totals > 0))
+                   for group in st.rows.values())
 
     def check(self):
         """The ELBO on the sample now; True when the fit has stopped improving."""
