@@ -22,7 +22,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import Factor, ModelSettings, SVIEstimator
+from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ..engine.data import Rows, check_row_weights
 from ._nodes import Constant, Stochastic
 from ._plates import NetworkError
@@ -63,6 +63,61 @@ def _takes_features(builder):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _full_plates(node, index):
+    """The plates of ``node``'s message to parent ``index`` (before summing to its plates)."""
+    return node._plates_to_parent(index) if isinstance(node, Stochastic) else node.plates
+
+
+def _row_axes_of_children(a, b, glob):
+    """For each global node, ``(child, parent index, row axis)`` of its local children.
+
+    ``a`` and ``b`` are builds for 2 and 3 rows: the row axis of a child's
+    message is the axis of its full plates that differs between them.
+    """
+    names_a = {id(v): k for k, v in a.items()}
+    out = {}
+    for g in glob:
+        entries = []
+        for child, index in a[g].children:
+            key = names_a.get(id(child))
+            if key is None or key in glob:
+                continue
+            fa, fb = _full_plates(child, index), _full_plates(b[key], index)
+            axis = [i for i, (x, y) in enumerate(zip(fa, fb)) if x != y]
+            if len(fa) != len(fb) or len(axis) != 1:
+                raise NetworkError(f"{child.describe()}: its plates {fa} do not have one axis of "
+                                   f"rows (builds of 2 and 3 rows give {fa} and {fb})")
+            entries.append((key, index, axis[0]))
+        out[g] = entries
+    return out
+
+
+def _row_reach(child, index, axis, parent):
+    """Whether each row reaches each element of ``parent`` through ``child``: (n_rows,) + plates.
+
+    None when every row reaches every element (no mask).  ``axis`` is the
+    row axis of the child's full plates.
+    """
+    m = child._mask
+    if m is None:
+        return None
+    full = _full_plates(child, index)
+    L = len(full)
+    m = np.broadcast_to(m.reshape(m.shape + (1,) * (L - m.ndim)) > 0, full)
+    off = L - len(parent.plates)
+    keep = [i == axis or (i >= off and parent.plates[i - off] != 1) for i in range(L)]
+    reduce = tuple(i for i in range(L) if not keep[i])
+    if reduce:
+        m = m.any(axis=reduce, keepdims=True)
+    m = np.expand_dims(np.moveaxis(m, axis, 0), axis + 1)  # (n,) + full, row axis now 1
+    tail = m.shape[1:]
+    if off >= 0:
+        tail = tail[off:]
+    else:
+        tail = (1,) * (-off) + tail
+    return m.reshape(m.shape[:1] + tail)
 
 
 class _Network(dict):
@@ -275,19 +330,27 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         for n in glob:
             if not isinstance(a[n], Stochastic) or a[n].observed:
                 raise NetworkError(f"{a[n].describe()}: a global node must be latent")
+        self._reach = _row_axes_of_children(a, b, glob)
         structure = (a, y_name, latent_local, glob)
         self._structure = structure
         return structure
 
     @property
     def _settings(self):
-        _, _, _, glob = self._template()
+        nodes, _, _, glob = self._template()
+        # A global node with local children is a row group of its plate
+        # elements: each element is scaled by its own N_m / C_m and steps by
+        # its own counter (Paquet's Alg. 1).
+        groups = tuple(n for n in glob if self._reach[n])
         return ModelSettings({n: _NodeFamily(self, n) for n in glob},
+                             row_groups=groups,
+                             row_axes={n: len(nodes[n].plates) for n in groups},
                              local_depends_on_globals=True, parallel=True)
 
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_structure", None)
+        state.pop("_reach", None)
         return state
 
     # ------------------------------------------------------------ helpers
@@ -382,8 +445,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                 total[i] = total[i] + m
         return tuple(total)
 
-    def _global_target(self, name, params, stats, scale):
-        """Prior from the parents at ``params`` + global children's messages + scale * stats."""
+    def _global_base(self, name, params):
+        """Prior from the parents at ``params`` + global children's messages: the unscaled part."""
         nodes, _, _, glob = self._template()
         self._set_globals(nodes, glob, params)
         node = nodes[name]
@@ -394,7 +457,33 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             if names.get(id(child)) in gset:
                 for i, m in enumerate(child._message_to_parent(index)):
                     phi[i] = phi[i] + m
+        return phi
+
+    def _global_target(self, name, params, stats, scale):
+        """:meth:`_global_base` + scale * stats (the messages of the local children)."""
+        phi = self._global_base(name, params)
         return tuple(p + scale * np.asarray(s) for p, s in zip(phi, stats))
+
+    def _counts(self, nodes, name, weight):
+        """``C_m``: the weighted rows of ``nodes`` that reach each element of global ``name``.
+
+        A row reaches element ``m`` when one of its observed elements
+        depends on it (through the masks that ``observe`` propagated).
+        """
+        node = nodes[name]
+        reach = None
+        for key, index, axis in self._reach[name]:
+            r = _row_reach(nodes[key], index, axis, node)
+            if r is not None:
+                reach = r if reach is None else reach | r
+        if reach is None:  # every row reaches every element
+            total = float(nodes[self._template()[1]].plates[0] if weight is None
+                          else np.sum(weight))
+            return np.full(node.plates, total)
+        reach = np.broadcast_to(reach, reach.shape[:1] + node.plates)
+        if weight is None:
+            return reach.sum(axis=0).astype(np.float64)
+        return np.tensordot(np.asarray(weight, dtype=np.float64), reach, axes=(0, 0))
 
     # ------------------------------------------------------------ engine hooks
     def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
@@ -472,7 +561,34 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _expected_stats(self, name, X, local, params):
         _, _, _, glob = self._template()
         self._set_globals(local, glob, params)
-        return self._local_children_messages(local, name)
+        stats = self._local_children_messages(local, name)
+        if not self._reach[name]:
+            return stats
+        # Every element, with C_m: the engine scales each by N_m / C_m.
+        node = local[name]
+        size = int(np.prod(node.plates))
+        counts = self._counts(local, name, X.weight).reshape(size)
+        return RowStatistics(np.arange(size),
+                             tuple(np.asarray(v).reshape((size,) + d)
+                                   for v, d in zip(stats, node.dims)), counts)
+
+    def _row_counts(self, X, sizes):
+        if not sizes:
+            return {}
+        _, y_name, _, _ = self._template()
+        nodes, _ = self._build(X.shape[0])
+        observed = nodes[y_name]
+        values = self._shape_rows(np.asarray(X.X, dtype=np.float64), observed)
+        observed.observe(values, mask=self._observed_mask(values, observed))
+        return {name: self._counts(nodes, name, X.weight).reshape(size)
+                for name, size in sizes.items()}
+
+    def _row_prior(self, name, rows, ctx):
+        node = self._template()[0][name]
+        size = int(np.prod(node.plates))
+        every = rows.shape[0] == size
+        return tuple(p.reshape((size,) + d) if every else p.reshape((size,) + d)[rows]
+                     for p, d in zip(self._global_base(name, ctx.params), node.dims))
 
     def _factor_target(self, name, current, stats, ctx):
         return self._global_target(name, ctx.params, stats, ctx.scale)
