@@ -1221,28 +1221,37 @@ def _sparse_columns(n, fractions, seed=0):
     return X[~np.isnan(X).all(axis=1)]
 
 
-def test_each_plate_element_steps_by_its_own_counter_from_its_own_children():
+@pytest.mark.parametrize("total", ["auto", 5000])
+def test_each_plate_element_steps_by_its_own_counter_from_its_own_children(total):
     # Paquet's Alg. 1, eq. (6), per element m of a global node: a step
     # moves only the elements the minibatch reaches, by rho(t_m + 1) with
     # t_m the element's own updates, towards prior + (N_m / C_m) * (its
-    # children's messages), N_m the points of m seen so far.  Reference: the
-    # recursion by hand for y_rj ~ N(mu_j, 1), mu_j ~ N(0, 1), on a stream
-    # of chunks that are one step each.
+    # children's messages), N_m = N * n_m / n the share of the N rows that
+    # reach m (n_m of the n rows seen).  Reference: the recursion by hand
+    # for y_rj ~ N(mu_j, 1), mu_j ~ N(0, 1), on a stream of chunks that are
+    # one step each; with total_samples='auto', N = n and the data part of
+    # mu grows with it before each step, as any factor's.
     X = _sparse_columns(600, [1.0, 0.3, 0.02, 0.0], seed=3)
     est = SVIBayesianNetwork(model=_column_means, learning_method="online", batch_size=100,
-                             step_safety=False, learning_offset=2.0, learning_decay=0.6)
-    lam = np.zeros((2, 4))
-    lam[1] = -0.5  # the prior: (mean * precision, -precision / 2)
+                             step_safety=False, learning_offset=2.0, learning_decay=0.6,
+                             total_samples=total)
+    prior = np.array([[0.0], [-0.5]])  # (mean * precision, -precision / 2)
+    lam = np.zeros((2, 4)) + prior
     t = np.zeros(4)
     seen = np.zeros(4)
+    n = 0
     for chunk in np.array_split(X, 8):
         est.partial_fit(chunk)
+        if total == "auto" and n:
+            lam = prior + (lam - prior) * (n + len(chunk)) / n
+        n += len(chunk)
         obs = ~np.isnan(chunk)
         C = obs.sum(axis=0)
         seen += C
+        N = (n if total == "auto" else total) * seen / n
         hit = C > 0
         rho = (t[hit] + 1.0 + 2.0) ** -0.6
-        target = np.array([seen * np.nansum(chunk, axis=0) / np.maximum(C, 1), -0.5 - 0.5 * seen])
+        target = prior + np.array([N * np.nansum(chunk, axis=0) / np.maximum(C, 1), -0.5 * N])
         lam[:, hit] = (1 - rho) * lam[:, hit] + rho * target[:, hit]
         t += hit
         np.testing.assert_array_equal(est._svi.rows["mu"].steps, t)
@@ -1268,3 +1277,52 @@ def test_online_fit_gives_rarely_observed_elements_their_exact_precision():
     mean, second = est.nodes_["mu"].get_moments()
     np.testing.assert_allclose(1.0 / (second - mean**2), exact_precision, rtol=5e-3)
     assert np.all(np.abs(mean - exact_mean) * np.sqrt(exact_precision) < 3.0)
+
+
+def test_each_element_counts_the_observed_children_it_receives():
+    # C_m and N_m of Paquet's eq. (6): the child variables whose messages an
+    # element of a global node receives, each row's weight times, a masked
+    # (NaN) element counting nothing.  Reference: the sums over the
+    # observed entries by hand, for a mixture's weights (z of shape (n, D)),
+    # its cluster means (every observed element reaches every cluster),
+    # PCA's loadings (plates (1, D)) and noise (a scalar), with weights.
+    from skvi.engine.data import Rows
+
+    rng = np.random.RandomState(0)
+    n, D, K = 40, 4, 3
+    X = rng.normal(size=(n, D))
+    X[rng.rand(n, D) < 0.4] = np.nan
+    X[5] = np.nan  # a row with nothing observed
+    w = rng.uniform(0.5, 2.0, n)
+    obs = ~np.isnan(X)
+    per_column = (w[:, None] * obs).sum(axis=0)
+
+    def mixture(n_rows):
+        alpha = Dirichlet(np.ones(K), name="alpha")
+        z = Categorical(alpha, plates=(n_rows, D), name="z")
+        mu = GaussianARD(0, 1e-2, plates=(K,), name="mu")
+        tau = Gamma(1.0, 1.0, plates=(K,), name="tau")
+        return Mixture(z, GaussianARD, mu, tau, name="y")
+
+    def pca(n_rows):
+        Xn = GaussianARD(0, 1, plates=(n_rows, 1), shape=(2,), name="X")
+        C = GaussianARD(0, 1, plates=(1, D), shape=(2,), name="C")
+        tau = Gamma(1e-3, 1e-3, name="tau")
+        return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y")
+
+    cases = [(mixture, {"alpha": [per_column.sum()], "mu": np.full(K, per_column.sum()),
+                        "tau": np.full(K, per_column.sum())}),
+             (pca, {"C": per_column, "tau": [per_column.sum()]})]
+    for builder, want in cases:
+        est = SVIBayesianNetwork(model=builder)
+        est.n_features_in_ = D
+        sizes = {name: len(np.ravel(v)) for name, v in want.items()}
+        assert set(est._settings.row_groups) == set(want)
+        got = est._row_counts(Rows(X, None, w), sizes)
+        for name, value in want.items():
+            np.testing.assert_allclose(got[name], value, rtol=1e-12)
+        # Without NaN: every entry, the same for a row block and all the rows.
+        full = est._row_counts(Rows(np.nan_to_num(X), None, w), sizes)
+        for name, value in want.items():
+            np.testing.assert_allclose(full[name], np.full(len(np.ravel(value)),
+                                                           w.sum() * (D if name != "C" else 1)))

@@ -39,6 +39,11 @@ class RowGroup:
         The update rule's state of every row (AdaGrad accumulators).
     pending : ndarray of int or None
         The rows updated by the step being tried.
+    share : bool
+        Whether ``totals`` count shares of the data (the settings'
+        ``row_shares``): a step scales them to its ``N``.
+    counted : float
+        The (weighted) data rows behind ``totals``.
 
     Examples
     --------
@@ -51,13 +56,15 @@ class RowGroup:
     array([1., 0., 1.])
     """
 
-    __slots__ = ("steps", "totals", "rule_state", "pending")
+    __slots__ = ("steps", "totals", "rule_state", "pending", "share", "counted")
 
-    def __init__(self, n_rows):
+    def __init__(self, n_rows, share=False):
         self.steps = np.zeros(n_rows)
         self.totals = np.zeros(n_rows)
         self.rule_state = {}
         self.pending = None
+        self.share = share
+        self.counted = 0.0
 
     def grow(self, n_new):
         """Add ``n_new`` rows that have seen no data and no step."""
@@ -75,6 +82,7 @@ class RowGroup:
         other.totals = self.totals.copy()
         other.rule_state = {k: v.copy() for k, v in self.rule_state.items()}
         other.pending = None if self.pending is None else self.pending.copy()
+        other.share, other.counted = self.share, self.counted
         return other
 
     def prepare(self, rows, counts, ctx, schedule, scheduled):
@@ -87,8 +95,9 @@ class RowGroup:
         counts : ndarray or None
             ``C_i``, the data points behind each row's statistics (None:
             every row takes the minibatch's ``ctx.scale``).  A row with
-            ``C_i = 0`` keeps its counter, and its value unless ``N_i = 0``
-            (no data yet: it follows its prior).
+            ``C_i = 0`` keeps its counter and gets step size 0 (its value
+            under the natural-gradient blend) unless ``N_i = 0`` (no data
+            yet: it follows its prior).
         ctx : StepContext
             Gets ``row_scale`` (``N_i / C_i``), ``row_rho`` and ``rule_state``.
         schedule : callable
@@ -107,6 +116,8 @@ class RowGroup:
             self.pending = rows
         else:
             totals = self.totals[rows]
+            if self.share:  # N_i = N * n_i / n: a share of the step's N
+                totals = totals * (ctx.scale * ctx.n_batch / max(self.counted, 1e-300))
             reached = counts > 0
             ctx.row_scale = np.where(reached, totals / np.where(reached, counts, 1.0), 0.0)
             # A row no point of the minibatch reaches keeps its value and its
@@ -282,7 +293,8 @@ class RowGroups(dict):
             rows = natural[name]
             if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
                 axes = settings.row_axes.get(name, 1)
-                self[name] = RowGroup(int(np.prod(rows[0].shape[:axes])))
+                self[name] = RowGroup(int(np.prod(rows[0].shape[:axes])),
+                                      share=name in settings.row_shares)
 
     def count(self, est, executor, data):
         """``N_i`` of every group in memory from all the rows of the fit, summed over blocks."""
@@ -290,8 +302,10 @@ class RowGroups(dict):
         if not sizes:
             return
         totals = executor.sum(est, block_row_counts, data, None, sizes)
+        counted = executor.count(est, data)
         for (name, _), total in zip(sizes, totals):
             self[name].totals = total
+            self[name].counted = counted
 
     def grow_and_count(self, est, X, random_state, settings):
         """Add the rows X meets for the first time (``_grow_rows``); add X's points to ``N_i``."""
@@ -312,6 +326,7 @@ class RowGroups(dict):
         if sizes:
             for name, counts in est._row_counts(X, sizes).items():
                 self[name].totals += counts
+                self[name].counted += est._sample_count(X)
 
 
 def sample_children(ids, n_children, random_state):

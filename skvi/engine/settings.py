@@ -37,6 +37,14 @@ class ModelSettings:
         index its rows (absent: 1).  A network node's rows are the elements
         of all its plates: row ``i`` is then element ``i`` of the plates in
         C order.
+    row_shares : tuple of str, default=()
+        Row groups whose ``N_i`` is a share of the data (a network node's
+        plate elements, which every row may reach): ``N_i = N * n_i / n``,
+        ``n_i / n`` the share of the rows counted so far that reach row
+        ``i`` and ``N`` the step's total (all the rows in ``fit``; in
+        ``partial_fit``, ``total_samples`` or the stream's estimate, whose
+        growth rescales them as it does any factor).  Other row groups'
+        ``N_i`` is the count itself (a user's ratings seen so far).
     resident_row_groups : tuple of str, default=()
         Row groups whose row ``i`` is data row ``i``'s own factor (a
         document's ``q(eta_d)``): on a cluster they stay with their blocks.
@@ -123,8 +131,8 @@ class ModelSettings:
     (('precision', 'mean'), 'blend')
     """
 
-    def __init__(self, factors, *, row_groups=(), row_axes=None, resident_row_groups=(),
-                 hierarchical=(), update_rules=None, local_depends_on_globals=True, parallel=False,
+    def __init__(self, factors, *, row_groups=(), row_axes=None, row_shares=(),
+                 resident_row_groups=(), hierarchical=(), update_rules=None, local_depends_on_globals=True, parallel=False,
                  scheduled_row_steps=False, initial_globals_are_data=False,
                  batch_steps="blend", elbo_tolerance=1e-9, probe_batch_steps=False,
                  probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
@@ -141,6 +149,7 @@ class ModelSettings:
         self.factors = dict(factors)
         self.row_groups = tuple(row_groups)
         self.row_axes = dict(row_axes or {})
+        self.row_shares = tuple(row_shares)
         self.resident_row_groups = tuple(resident_row_groups)
         self.hierarchical = tuple(hierarchical)
         self.update_rules = dict(update_rules or {})

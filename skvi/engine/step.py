@@ -57,6 +57,9 @@ class StepContext:
     in_pass : bool, default=False
         True for the steps of an online pass of ``fit`` or of a
         ``partial_fit`` call.
+    n_batch : float or None, default=None
+        The minibatch's (weighted) rows ``|S|``: ``scale * n_batch`` is the
+        step's ``N``.
     end_of_pass : bool, default=False
         True for the model's step after the last step of such a pass, which
         ``_update_hyperparameters`` receives with ``hyper=None``: ``rho`` is
@@ -84,8 +87,9 @@ class StepContext:
     """
 
     def __init__(self, online, t, rho, backoff, scale, prior, grads=None, in_pass=False,
-                 end_of_pass=False):
+                 end_of_pass=False, n_batch=None):
         self.online = online
+        self.n_batch = n_batch
         self.in_pass = in_pass
         self.end_of_pass = end_of_pass
         self.t = t
@@ -303,6 +307,7 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
         with st.clock.phase("local"):
             local = st.local_steps(est, X, est.natural_params_)
     t = est.n_batch_iter_ + 1
+    n_batch = st.executor.count(est, X) if X is not None else getattr(stats, "n_samples", None)
     base_rho = (st.schedule(t) if rho is None else rho) if online else 1.0
     line_search = not online and st.settings.batch_steps == "line_search"
     backoff_before = safety.begin_step(line_search)
@@ -313,7 +318,8 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
     try:
         for _ in range(MAX_BACKOFF + 1):
             ctx = StepContext(online, t, base_rho * safety.backoff, safety.backoff, scale,
-                              st.prior, [] if want_grads else None, in_pass=st.in_pass)
+                              st.prior, [] if want_grads else None, in_pass=st.in_pass,
+                              n_batch=n_batch)
             with st.clock.phase("global"):
                 params, pending, ok, summed = _global_update(est, st, X, local, ctx, summed)
             with st.clock.phase("safety"):

@@ -66,7 +66,8 @@ class StreamTotal:
         """
         st = est._svi
         for name in st.settings.names:
-            if name in st.settings.row_groups or name in st.settings.hierarchical:
+            per_row = name in st.settings.row_groups and name not in st.settings.row_shares
+            if per_row or name in st.settings.hierarchical:
                 continue
             prior, current = st.prior[name], est.natural_params_[name]
             self.parts[name] = tuple(

@@ -15,19 +15,24 @@ VMP sweep of :class:`~skvi.networks.VB` (locals first, then the globals).
 """
 
 import inspect
+import math
 import numbers
 
 import numpy as np
 from sklearn.base import TransformerMixin
+from sklearn.utils import gen_batches
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ..engine.data import Rows, check_row_weights
-from ._nodes import Constant, Stochastic
+from ._nodes import Constant, Mixture, Stochastic, _propagate_masks
 from ._plates import NetworkError
 
 __all__ = ["SVIBayesianNetwork"]
+
+#: Rows whose masks ``_row_counts`` propagates at once.
+COUNT_ROWS = 4096
 
 
 def discover(observed):
@@ -66,7 +71,13 @@ def _takes_features(builder):
 
 
 def _full_plates(node, index):
-    """The plates of ``node``'s message to parent ``index`` (before summing to its plates)."""
+    """The plates of ``node``'s message to parent ``index`` (before summing to its plates).
+
+    A mixture's message to a cluster parameter has the clusters as a last
+    axis (every element may belong to every cluster).
+    """
+    if isinstance(node, Mixture) and index > 0:
+        return node.plates + (node.K,)
     return node._plates_to_parent(index) if isinstance(node, Stochastic) else node.plates
 
 
@@ -94,30 +105,42 @@ def _row_axes_of_children(a, b, glob):
     return out
 
 
-def _row_reach(child, index, axis, parent):
-    """Whether each row reaches each element of ``parent`` through ``child``: (n_rows,) + plates.
+def _child_counts(child, index, axis, parent, weight):
+    """The (weighted) elements of ``child`` that each element of ``parent`` reaches: its C_m.
 
-    None when every row reaches every element (no mask).  ``axis`` is the
-    row axis of the child's full plates.
+    Paquet's children of a node are single variables: an element of the
+    parent counts every observed element of ``child`` whose message it
+    receives (a masked element sends none).  ``axis`` is the row axis of
+    the child's full plates; ``weight`` the rows' weights or None.
     """
-    m = child._mask
-    if m is None:
-        return None
     full = _full_plates(child, index)
     L = len(full)
-    m = np.broadcast_to(m.reshape(m.shape + (1,) * (L - m.ndim)) > 0, full)
     off = L - len(parent.plates)
-    keep = [i == axis or (i >= off and parent.plates[i - off] != 1) for i in range(L)]
-    reduce = tuple(i for i in range(L) if not keep[i])
-    if reduce:
-        m = m.any(axis=reduce, keepdims=True)
-    m = np.expand_dims(np.moveaxis(m, axis, 0), axis + 1)  # (n,) + full, row axis now 1
-    tail = m.shape[1:]
-    if off >= 0:
-        tail = tail[off:]
-    else:
-        tail = (1,) * (-off) + tail
-    return m.reshape(m.shape[:1] + tail)
+    pplates = (1,) * max(-off, 0) + tuple(parent.plates)
+    off = max(off, 0)
+    reduce = tuple(i for i in range(L) if i < off or pplates[i - off] == 1)
+    m = child._mask
+    clusters_elsewhere = (isinstance(child, Mixture) and index > 0
+                          and child._cluster_plate != -1)
+    if m is None:
+        rows = float(full[axis] if weight is None else np.sum(weight))
+        per_row = math.prod(full[i] for i in reduce if i != axis)
+        if clusters_elsewhere:
+            per_row = math.prod(child.plates) // max(child.plates[axis], 1)
+        return np.full(parent.plates, rows * per_row)
+    m = (np.asarray(m) > 0).astype(np.float64)
+    if clusters_elsewhere:
+        # Clusters on another axis of the parameters: every element of
+        # theirs counts every observed element of the rows.
+        if weight is not None:
+            m = m * np.asarray(weight).reshape((-1,) + (1,) * (m.ndim - axis - 1))
+        return np.full(parent.plates, float(m.sum()))
+    m = np.broadcast_to(m.reshape(m.shape + (1,) * (L - m.ndim)), full)
+    if weight is not None:
+        m = m * np.asarray(weight, dtype=np.float64).reshape((-1,) + (1,) * (L - axis - 1))
+    c = m.sum(axis=reduce, keepdims=True) if reduce else m
+    c = c.reshape(c.shape[off:])
+    return np.broadcast_to(c, parent.plates)
 
 
 class _Network(dict):
@@ -343,7 +366,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         # its own counter (Paquet's Alg. 1).
         groups = tuple(n for n in glob if self._reach[n])
         return ModelSettings({n: _NodeFamily(self, n) for n in glob},
-                             row_groups=groups,
+                             row_groups=groups, row_shares=groups,
                              row_axes={n: len(nodes[n].plates) for n in groups},
                              local_depends_on_globals=True, parallel=True)
 
@@ -465,25 +488,18 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return tuple(p + scale * np.asarray(s) for p, s in zip(phi, stats))
 
     def _counts(self, nodes, name, weight):
-        """``C_m``: the weighted rows of ``nodes`` that reach each element of global ``name``.
+        """``C_m``: the observed child elements of ``nodes`` that each element of global ``name`` reaches.
 
-        A row reaches element ``m`` when one of its observed elements
-        depends on it (through the masks that ``observe`` propagated).
+        The children are the node's local children; an element left out by
+        the masks that ``observe`` propagated sends nothing and counts
+        nothing.  Rows count ``weight`` times.
         """
+        self._template()  # the structure, ``_reach`` with it (a worker's copy has neither)
         node = nodes[name]
-        reach = None
+        total = np.zeros(node.plates)
         for key, index, axis in self._reach[name]:
-            r = _row_reach(nodes[key], index, axis, node)
-            if r is not None:
-                reach = r if reach is None else reach | r
-        if reach is None:  # every row reaches every element
-            total = float(nodes[self._template()[1]].plates[0] if weight is None
-                          else np.sum(weight))
-            return np.full(node.plates, total)
-        reach = np.broadcast_to(reach, reach.shape[:1] + node.plates)
-        if weight is None:
-            return reach.sum(axis=0).astype(np.float64)
-        return np.tensordot(np.asarray(weight, dtype=np.float64), reach, axes=(0, 0))
+            total = total + _child_counts(nodes[key], index, axis, node, weight)
+        return total
 
     # ------------------------------------------------------------ engine hooks
     def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
@@ -575,13 +591,25 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _row_counts(self, X, sizes):
         if not sizes:
             return {}
+        values = np.asarray(X.X, dtype=np.float64)
+        if not np.isnan(values).any():  # every row's elements: one row's, times the rows
+            nodes, _ = self._build(1)
+            return {name: float(X.count()) * self._counts(nodes, name, None).reshape(size)
+                    for name, size in sizes.items()}
         _, y_name, _, _ = self._template()
-        nodes, _ = self._build(X.shape[0])
-        observed = nodes[y_name]
-        values = self._shape_rows(np.asarray(X.X, dtype=np.float64), observed)
-        observed.observe(values, mask=self._observed_mask(values, observed))
-        return {name: self._counts(nodes, name, X.weight).reshape(size)
-                for name, size in sizes.items()}
+        out = {name: np.zeros(size) for name, size in sizes.items()}
+        for rows in gen_batches(values.shape[0], COUNT_ROWS):
+            # The masks alone, a bounded block of rows at a time: no moments.
+            nodes, _ = self._build(rows.stop - rows.start)
+            observed = nodes[y_name]
+            mask = self._observed_mask(self._shape_rows(values[rows], observed), observed)
+            if mask is not True:
+                observed._mask = mask.astype(np.float64)
+                _propagate_masks(observed)
+            weight = None if X.weight is None else X.weight[rows]
+            for name, size in sizes.items():
+                out[name] += self._counts(nodes, name, weight).reshape(size)
+        return out
 
     def _row_prior(self, name, rows, ctx):
         node = self._template()[0][name]

@@ -1857,6 +1857,7 @@ class Mixture(Stochastic):
         except TypeError as err:
             raise NetworkError(f"{label}: {err}") from None
         self._proto = proto
+        self._cluster_plate = cluster_plate
         self.family = family
         K = proto.plates[-1] if proto.plates else 1
         if isinstance(z, Node):
