@@ -331,3 +331,33 @@ def test_a_row_group_row_the_minibatch_misses_keeps_its_value_and_counter():
     np.testing.assert_allclose(ctx.row_rho, [1 / 5, 0.0, 1 / 2])
     group.commit()
     np.testing.assert_array_equal(group.steps, [4.0, 1.0, 0.0])
+
+
+def test_many_blocks_statistics_sum_at_once_to_the_pairwise_sum():
+    # The executor adds its blocks' statistics in one merge; the reference is
+    # adding them in turn (add_statistics), which gives the same numbers
+    # bit for bit (the same additions in the same order per row).
+    from skvi.engine import RowStatistics, Statistics, add_statistics
+    from skvi.engine.statistics import sum_statistics
+
+    rng = np.random.RandomState(0)
+    parts = []
+    for _ in range(7):
+        rows = np.unique(rng.randint(50, size=30))
+        parts.append(Statistics(
+            len(rows),
+            {"rows": RowStatistics(rows, (rng.rand(rows.size, 3), rng.rand(rows.size)),
+                                   rng.rand(rows.size)),
+             "dense": (rng.rand(4), rng.rand(2, 2))},
+            hyper={"h": (rng.rand(3),)}))
+    ref = None
+    for part in parts:
+        ref = add_statistics(ref, part)
+    got = sum_statistics(parts)
+    assert got.n_samples == ref.n_samples
+    np.testing.assert_array_equal(got.factors["rows"].rows, ref.factors["rows"].rows)
+    for a, b in zip(got.factors["rows"].values + (got.factors["rows"].counts,),
+                    ref.factors["rows"].values + (ref.factors["rows"].counts,)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(got.factors["dense"] + got.hyper["h"], ref.factors["dense"] + ref.hyper["h"]):
+        np.testing.assert_array_equal(a, b)

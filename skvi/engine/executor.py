@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from joblib import effective_n_jobs
 
 from . import blocks as _fn
-from .statistics import add_statistics
+from .statistics import sum_statistics
 
 __all__ = ["Executor", "SerialExecutor", "ThreadExecutor", "backend_for", "even_batches",
            "local_executor", "register_backend"]
@@ -304,10 +304,7 @@ class Executor:
         else:
             pairs = list(zip(locals_.blocks, locals_.values))
         parts = self.map(lambda pair: function(est, pair[0], pair[1], *args), pairs)
-        total = None
-        for part in parts:
-            total = add_statistics(total, part)
-        return total
+        return sum_statistics(parts)
 
     def minibatches(self, est, data, random_state, batch_size):
         """Yield ``(minibatch, N / |S|)`` for one online pass: shuffled near-equal minibatches.

@@ -30,7 +30,8 @@ matrix factorization), merged by their union.
 
 import numpy as np
 
-__all__ = ["Distinct", "Moments", "RowStatistics", "Samples", "Statistics", "add_statistics"]
+__all__ = ["Distinct", "Moments", "RowStatistics", "Samples", "Statistics", "add_statistics",
+           "sum_statistics"]
 
 
 class RowStatistics:
@@ -97,6 +98,50 @@ class RowStatistics:
         if self.counts is not None and other.counts is not None:
             counts = merge(self.counts, other.counts, np.float64)
         return RowStatistics(rows, values, counts)
+
+
+    @classmethod
+    def sum(cls, parts):
+        """The sum of several blocks' statistics in one merge (equal to adding them in turn).
+
+        One union of the rows and one scatter-add per block, instead of a
+        chain of pairwise merges that re-copies the growing union each time
+        (16 blocks of LDA's words: a merge per block per step).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.engine import RowStatistics
+        >>> parts = [RowStatistics(np.array([0, 2]), (np.array([1.0, 2.0]),)),
+        ...          RowStatistics(np.array([2, 5]), (np.array([10.0, 20.0]),)),
+        ...          RowStatistics(np.array([5]), (np.array([100.0]),))]
+        >>> s = RowStatistics.sum(parts)
+        >>> s.rows, s.values[0]
+        (array([0, 2, 5]), array([  1.,  12., 120.]))
+        """
+        parts = list(parts)
+        if len(parts) == 1:
+            return parts[0]
+        rows = np.concatenate([p.rows for p in parts])
+        rows.sort(kind="stable")
+        if rows.size:
+            rows = rows[np.concatenate([[True], rows[1:] != rows[:-1]])]
+        at = [np.searchsorted(rows, p.rows) for p in parts]
+
+        def merge(arrays, dtype):
+            out = np.zeros((rows.shape[0],) + np.shape(arrays[0])[1:], dtype=dtype)
+            for index, a in zip(at, arrays):
+                out[index] += a  # a block's rows are distinct
+            return out
+
+        values = tuple(
+            merge(arrays, np.result_type(*arrays))
+            for arrays in zip(*(p.values for p in parts))
+        )
+        counts = None
+        if all(p.counts is not None for p in parts):
+            counts = merge([p.counts for p in parts], np.float64)
+        return cls(rows, values, counts)
 
 
 class Samples:
@@ -308,6 +353,37 @@ def add_statistics(a, b):
         return tuple(x + y if isinstance(x, (Moments, Distinct)) else np.asarray(np.add(x, y))
                      for x, y in zip(a, b))
     return a + b
+
+
+def sum_statistics(parts):
+    """The sum of several blocks' statistics of the same kind (None: "no statistics").
+
+    :class:`RowStatistics` of many blocks merge at once
+    (:meth:`RowStatistics.sum`); anything else adds in turn
+    (:func:`add_statistics`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.statistics import sum_statistics
+    >>> sum_statistics([(np.array([1.0]),), None, (np.array([2.0]),)])
+    (array([3.]),)
+    """
+    parts = [p for p in parts if p is not None]
+    if len(parts) > 2 and all(isinstance(p, RowStatistics) for p in parts):
+        return RowStatistics.sum(parts)
+    if len(parts) > 2 and all(isinstance(p, dict) for p in parts):
+        return {k: sum_statistics([p[k] for p in parts]) for k in parts[0]}
+    if len(parts) > 2 and all(isinstance(p, Statistics) for p in parts):
+        if any(set(p.factors) != set(parts[0].factors) for p in parts):
+            raise ValueError("Statistics of different factors cannot be added.")
+        return Statistics(sum(p.n_samples for p in parts),
+                          sum_statistics([p.factors for p in parts]),
+                          sum_statistics([p.hyper for p in parts]))
+    total = None
+    for part in parts:
+        total = add_statistics(total, part)
+    return total
 
 
 class Statistics:
