@@ -616,6 +616,14 @@ def test_fit_on_a_dask_cluster_takes_the_in_memory_steps(client):
     dist.fit(da.from_array(y, chunks=(500, 2)))
     # The cluster's start is fitted to its first block: the same optimum, a different path.
     assert dist.score(y) == pytest.approx(batch.score(y), rel=1e-6)
+    # With NaN in X the blocks count each element's children (N_m, C_m) on
+    # their workers: the same passes as in memory.
+    X = _sparse_columns(3000, [1.0, 0.3, 0.02, 0.0], seed=5)
+    kw = dict(model=_column_means, max_iter=4, tol=0)
+    ref = SVIBayesianNetwork(**kw).fit(X)
+    est = SVIBayesianNetwork(**kw).fit(da.from_array(X, chunks=(700, 4)))
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-10)
+    np.testing.assert_array_equal(est._svi.rows["mu"].totals, (~np.isnan(X)).sum(axis=0))
 
 
 def test_joint_order_reaches_the_sequential_fixed_point_and_schedules_grid_search():
