@@ -28,7 +28,7 @@ from skvi.networks import (
 )
 
 
-def quickstart(lib):
+def quickstart(lib, **update):
     np.random.seed(1)
     data = np.random.normal(5, 10, 10)
     mu = lib.GaussianARD(0, 1e-6)
@@ -36,8 +36,9 @@ def quickstart(lib):
     y = lib.GaussianARD(mu, tau, plates=(10,))
     y.observe(data)
     Q = lib.VB(y, mu, tau)
-    kwargs = {"verbose": False} if lib.__name__.startswith("bayespy") else {}
-    Q.update(repeat=100, **kwargs)
+    if lib.__name__.startswith("bayespy"):
+        update.setdefault("verbose", False)
+    Q.update(repeat=100, **update)
     return data, mu, tau, Q
 
 
@@ -88,14 +89,7 @@ def test_quickstart_matches_bayespy():
 def test_bayespy_keywords_of_update_and_lowerbound_are_taken():
     # BayesPy's own calls, plot= and ignore_masked=, on both libraries.
     def run(lib):
-        np.random.seed(1)
-        data = np.random.normal(5, 10, 10)
-        mu = lib.GaussianARD(0, 1e-6)
-        tau = lib.Gamma(1e-6, 1e-6)
-        y = lib.GaussianARD(mu, tau, plates=(10,))
-        y.observe(data)
-        Q = lib.VB(y, mu, tau)
-        Q.update(repeat=100, plot=False, verbose=False)
+        Q = quickstart(lib, plot=False, verbose=False)[3]
         return Q, Q.compute_lowerbound(ignore_masked=True)
 
     Q, ours = run(_Ours)

@@ -71,13 +71,7 @@ def _takes_features(builder):
 
 
 def _full_plates(node, index):
-    """The plates of ``node``'s message to parent ``index`` (before summing to its plates).
-
-    A mixture's message to a cluster parameter has the clusters as a last
-    axis (every element may belong to every cluster).
-    """
-    if isinstance(node, Mixture) and index > 0:
-        return node.plates + (node.K,)
+    """The plates of ``node``'s message to parent ``index`` (before summing to its plates)."""
     return node._plates_to_parent(index) if isinstance(node, Stochastic) else node.plates
 
 

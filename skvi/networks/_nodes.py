@@ -1881,6 +1881,10 @@ class Mixture(Stochastic):
         # Any counted element may belong to any cluster.
         return None if self._mask.any() else np.zeros(self.parents[index].plates, dtype=bool)
 
+    def _plates_to_parent(self, index):
+        # A message to a cluster parameter: every element, every cluster (last).
+        return self.plates if index == 0 else self.plates + (self.K,)
+
     def _plates_from_parent(self, index, plates):
         if index == 0:
             return plates
