@@ -501,16 +501,17 @@ class DaskBlocks:
         )
 
     def sum_over(self, estimator, function, locals_, *args):
-        columns = [
-            self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
-        ]
-
         rows = None
         for a in args:
             if isinstance(a, dict):
                 rows = rows or self._rows(a)
 
         def attempt():
+            # Inside the attempt: a lost worker may have held the globals
+            # sent before, and a retry sends them again.
+            columns = [
+                self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
+            ]
             futures = self._repeat(None) if locals_ is None else locals_.futures
             view = self._repeat(self.channel.view(estimator))
             if rows is None:
