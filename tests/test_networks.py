@@ -42,20 +42,6 @@ def quickstart(lib, **update):
     return data, mu, tau, Q
 
 
-class _Ours:
-    __name__ = "skvi"
-    GaussianARD, Gamma, VB = GaussianARD, Gamma, VB
-
-
-class _BayesPy:
-    __name__ = "bayespy"
-
-    def __init__(self):
-        nodes = pytest.importorskip("bayespy.nodes")
-        inference = pytest.importorskip("bayespy.inference")
-        self.GaussianARD, self.Gamma, self.VB = nodes.GaussianARD, nodes.Gamma, inference.VB
-
-
 _NODE_NAMES = ("Bernoulli", "Beta", "Categorical", "Dirichlet", "Dot", "Gamma", "Gaussian",
                "GaussianARD", "Mixture", "Multinomial", "Poisson", "SumMultiply", "Wishart")
 
@@ -77,9 +63,8 @@ def _library(name):
 
 
 def test_quickstart_matches_bayespy():
-    theirs = _BayesPy()
-    _, mu_b, tau_b, Q_b = quickstart(theirs)
-    _, mu, tau, Q = quickstart(_Ours)
+    _, mu_b, tau_b, Q_b = quickstart(_library("bayespy"))
+    _, mu, tau, Q = quickstart(_library("skvi"))
     assert Q.compute_lowerbound() == pytest.approx(Q_b.compute_lowerbound(), abs=1e-4)
     for ours, bp in ((mu, mu_b), (tau, tau_b)):
         for a, b in zip(ours.get_moments(), bp.get_moments()):
@@ -92,8 +77,8 @@ def test_bayespy_keywords_of_update_and_lowerbound_are_taken():
         Q = quickstart(lib, plot=False, verbose=False)[3]
         return Q, Q.compute_lowerbound(ignore_masked=True)
 
-    Q, ours = run(_Ours)
-    _, theirs = run(_BayesPy())
+    Q, ours = run(_library("skvi"))
+    _, theirs = run(_library("bayespy"))
     assert ours == pytest.approx(theirs, rel=1e-12)
     with pytest.raises(NetworkError, match="ignore_masked=False"):
         Q.compute_lowerbound(ignore_masked=False)
@@ -156,34 +141,22 @@ def gmm(lib, y, seed, K=4, repeat=1000, tol=1e-7):
     Y.observe(y)
     Z.initialize_from_random()
     Q = lib.VB(Y, mu, Lambda, Z, alpha)
-    kwargs = {"verbose": False} if lib is not _mod_ours else {}
+    kwargs = {"verbose": False} if lib.__name__ == "bayespy" else {}
     Q.update(repeat=repeat, tol=tol, **kwargs)
     return Q, (alpha, Z, mu, Lambda)
 
 
-class _mod_ours:
-    Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB = (
-        Dirichlet, Categorical, Gaussian, Wishart, Mixture, VB)
-
-
 def test_gaussian_mixture_matches_bayespy():
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-
-    class theirs:
-        Dirichlet, Categorical, Gaussian, Wishart, Mixture = (
-            nodes.Dirichlet, nodes.Categorical, nodes.Gaussian, nodes.Wishart, nodes.Mixture)
-        VB = inference.VB
-
+    theirs = _library("bayespy")
     y = blobs(600)
-    ours = max(gmm(_mod_ours, y, s)[0].compute_lowerbound() for s in range(3))
+    ours = max(gmm(_library("skvi"), y, s)[0].compute_lowerbound() for s in range(3))
     bp = max(gmm(theirs, y, s)[0].compute_lowerbound() for s in range(3))
     assert ours == pytest.approx(bp, rel=1e-3)
 
 
 def test_gaussian_mixture_recovers_clusters_and_bound_rises():
     y = blobs(400, seed=0)
-    fits = [gmm(_mod_ours, y, s) for s in range(3)]
+    fits = [gmm(_library("skvi"), y, s) for s in range(3)]
     Q, (alpha, Z, mu, Lambda) = max(fits, key=lambda f: f[0].compute_lowerbound())
     assert np.all(np.diff(Q.L) > -1e-8)
     means = mu.get_moments()[0]
@@ -456,18 +429,7 @@ def pca(lib, data, seed, D=3):
 
 
 def test_bayesian_pca_matches_bayespy():
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-
-    class theirs:
-        __name__ = "bayespy"
-        GaussianARD, Gamma, SumMultiply, VB = (nodes.GaussianARD, nodes.Gamma,
-                                               nodes.SumMultiply, inference.VB)
-
-    class ours:
-        __name__ = "skvi"
-
-    ours.GaussianARD, ours.Gamma, ours.SumMultiply, ours.VB = GaussianARD, Gamma, SumMultiply, VB
+    theirs, ours = _library("bayespy"), _library("skvi")
     rng = np.random.RandomState(0)
     data = rng.randn(10, 2) @ rng.randn(2, 100) + 0.5 * rng.randn(10, 100)
     best = max(pca(ours, data, s).compute_lowerbound() for s in range(3))
@@ -549,12 +511,7 @@ def pca_builder(n_rows, M=6, D=3):
 def test_pca_estimator_reaches_vb_and_threads_agree():
     rng = np.random.RandomState(1)
     data = rng.randn(400, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(400, 6)
-
-    class ours:
-        __name__ = "skvi"
-
-    ours.GaussianARD, ours.Gamma, ours.SumMultiply, ours.VB = GaussianARD, Gamma, SumMultiply, VB
-    vb = max(pca(ours, data.T, s).compute_lowerbound() for s in range(3))
+    vb = max(pca(_library("skvi"), data.T, s).compute_lowerbound() for s in range(3))
     est = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7)
     est.fit(data)
     assert est.local_nodes_ == ["X"] and est.global_nodes_ == ["alpha", "C", "tau"]
@@ -670,21 +627,7 @@ def count_mixtures(lib, seed):
 
 
 def test_poisson_and_bernoulli_mixtures_match_bayespy():
-    nodes = pytest.importorskip("bayespy.nodes")
-    inference = pytest.importorskip("bayespy.inference")
-
-    class theirs:
-        __name__ = "bayespy"
-        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture = (
-            nodes.Dirichlet, nodes.Categorical, nodes.Gamma, nodes.Poisson, nodes.Beta,
-            nodes.Bernoulli, nodes.Mixture)
-        VB = inference.VB
-
-    class ours:
-        __name__ = "skvi"
-        Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB = (
-            Dirichlet, Categorical, Gamma, Poisson, Beta, Bernoulli, Mixture, VB)
-
+    theirs, ours = _library("bayespy"), _library("skvi")
     for seed in range(2):
         np.testing.assert_allclose(count_mixtures(ours, seed), count_mixtures(theirs, seed),
                                    rtol=1e-9)
