@@ -421,6 +421,47 @@ def test_per_factor_step_sizes_equal_separate_steps():
             np.testing.assert_allclose(together[1][i], alone[1], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("rule", [NaturalGradient(), HybridGradient(0.3), StandardGradient(0.3)],
+                         ids=lambda r: r.name)
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_a_factor_with_step_size_zero_keeps_its_value_and_state(rule, diagonal):
+    # A row the minibatch does not reach steps by rho = 0: it must not move
+    # (an AdaGrad mean step moved it towards its target, here its prior) nor
+    # count the step in its accumulators.  The other factors take the steps
+    # they take without it.
+    rng = np.random.RandomState(1)
+    d = 3
+
+    def factors(n):
+        if diagonal:
+            prec = rng.uniform(0.5, 2.0, (n, d))
+        else:
+            A = rng.normal(size=(n, d, d))
+            prec = A @ np.swapaxes(A, 1, 2) + d * np.eye(d)
+        return rng.normal(size=(n, d)), -0.5 * prec
+
+    current, target, before = factors(3), factors(3), factors(3)
+    _, state = rule.step(before, current, np.ones(3), 1.0, None)  # a state to keep
+    rho = np.array([0.5, 0.0, 1.0])
+    new, kept = rule.step(current, target, rho, 1.0, state)
+    for a, b in zip(new, current):
+        assert_array_equal(a[1], b[1])
+    if state is not None:
+        for key in state:
+            assert_array_equal(kept[key][1], state[key][1])
+    moved = [0, 2]
+    alone, alone_state = rule.step(
+        tuple(c[moved] for c in current), tuple(t[moved] for t in target), rho[moved], 1.0,
+        None if state is None else {k: v[moved] for k, v in state.items()})
+    for a, b in zip(new, alone):
+        assert_allclose(a[moved], b, rtol=1e-12, atol=1e-12)
+    # And with no state yet: the held factor's accumulators start at zero.
+    if state is not None:
+        _, first = rule.step(current, target, rho, 1.0, None)
+        for key in first:
+            assert_array_equal(first[key][1], 0.0)
+
+
 def test_secant_fixed_point_finds_the_fixed_point_where_plain_steps_oscillate():
     from scipy.optimize import brentq
 

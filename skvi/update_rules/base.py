@@ -83,6 +83,32 @@ def _per_factor(rho, array):
     return rho.reshape(rho.shape + (1,) * (np.ndim(array) - rho.ndim))
 
 
+def _hold_unstepped(rho, current, new, old_state, new_state):
+    """Factors of a batch whose step size is 0 keep their value and their rule state.
+
+    A step size of 0 is no step.  A row group's row that no point of the
+    minibatch reaches gets ``rho = 0``
+    (:meth:`skvi.engine.rows.RowGroup.prepare`): the natural-gradient blend
+    keeps it by itself, but an AdaGrad mean step would move it towards its
+    prior (its target without data) and count the step in its
+    accumulators.  A state that did not exist before the step is zero.
+    """
+    rho = np.asarray(rho)
+    if not np.any(rho == 0):
+        return new, new_state
+    still = np.broadcast_to(rho == 0, np.shape(current[0])[: np.ndim(current[0]) - 1])
+
+    def where(array):
+        return still.reshape(still.shape + (1,) * (np.ndim(array) - still.ndim))
+
+    new = tuple(np.where(where(n), c, n) for c, n in zip(current, new))
+    kept = {}
+    for key, value in new_state.items():
+        old = None if old_state is None else old_state.get(key)
+        kept[key] = np.where(where(value), 0.0 if old is None else old, value)
+    return new, kept
+
+
 def _adagrad(grad, accumulated, learning_rate, eps=1e-8):
     """One AdaGrad step; returns (step, new accumulator)."""
     accumulated = (0.0 if accumulated is None else accumulated) + grad * grad
@@ -131,7 +157,9 @@ class UpdateRule:
         rho : float or ndarray
             The natural-gradient step size (the schedule's value times the
             engine's step-safety backoff); an array gives one step size per
-            factor of the batch (shape ``eta1.shape[:-1]``).
+            factor of the batch (shape ``eta1.shape[:-1]``).  Every rule
+            leaves a factor whose step size is 0 as it is, state included
+            (a row group's row that the minibatch does not reach).
         backoff : float
             The engine's step-safety backoff factor in ``(0, 1]``; ordinary
             gradient steps are scaled by it, so a rejected step is retried

@@ -5,6 +5,7 @@ import numpy as np
 from .base import (
     UpdateRule,
     _adagrad,
+    _hold_unstepped,
     _is_diagonal,
     _mean_gradient,
     _natural,
@@ -55,4 +56,4 @@ class HybridGradient(UpdateRule):
         acc = None if state is None else state.get("mean")
         delta, acc = _adagrad(grad_m, acc, self.gradient_learning_rate * backoff)
         new = _natural(mean + delta, precision, diagonal)
-        return new, {"mean": acc}
+        return _hold_unstepped(rho, current, new, state, {"mean": acc})

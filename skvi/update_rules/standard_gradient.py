@@ -5,6 +5,7 @@ import numpy as np
 from .base import (
     UpdateRule,
     _adagrad,
+    _hold_unstepped,
     _is_diagonal,
     _mean_gradient,
     _natural,
@@ -55,6 +56,7 @@ class StandardGradient(UpdateRule):
             g2 = 0.5 * (g2 + np.swapaxes(g2, -1, -2))
             grad_c = np.triu(2.0 * (g2 @ chol))
         grad_m = _mean_gradient(g1, g2, mean, diagonal)
+        old_state = state
         state = {} if state is None else state
         rate = self.gradient_learning_rate * backoff
         delta_m, acc_m = _adagrad(grad_m, state.get("mean"), rate)
@@ -78,4 +80,4 @@ class StandardGradient(UpdateRule):
             singular[..., None, None] if not diagonal else singular[..., None], np.nan, precision
         )
         new = _natural(mean + delta_m, precision, diagonal)
-        return new, {"mean": acc_m, "chol": acc_c}
+        return _hold_unstepped(rho, current, new, old_state, {"mean": acc_m, "chol": acc_c})
