@@ -317,15 +317,25 @@ class Likelihood:
         else:
             f, w = self._nodes(mean, var, method, n_samples, random_state)
             log_w = np.log(w)
-        y = y[..., None]
-        log_pw = self.logpdf(y, f) + log_w
-        log_z = logsumexp(log_pw, axis=-1)
-        finite = np.isfinite(log_z)
-        with np.errstate(invalid="ignore"):
-            omega = np.exp(log_pw - np.where(finite, log_z, 0.0)[..., None])
-            dl = self.dlogpdf(y, f)
+        # One evaluation of log p and its derivatives at every node, and one
+        # exponential of the weighted terms: the log-sum-exp's shifted
+        # exponentials, normalised, are the tilted weights omega.
+        with np.errstate(invalid="ignore", over="ignore"):
+            log_p, dl, d2l = self.logpdf_and_derivatives(y[..., None], f)
+            log_pw = log_p + log_w
+            shift = np.max(log_pw, axis=-1, keepdims=True)
+            shift = np.where(np.isfinite(shift), shift, 0.0)
+            omega = np.exp(log_pw - shift)
+            total = np.sum(omega, axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_z = np.log(total) + shift[..., 0]
+            finite = np.isfinite(log_z)
+            omega /= np.where(finite, total, 1.0)[..., None]
             d1 = np.sum(omega * dl, axis=-1)
-            d2 = np.sum(omega * ((dl - d1[..., None]) ** 2 + self.d2logpdf(y, f)), axis=-1)
+            dl -= d1[..., None]
+            dl *= dl
+            dl += d2l
+            d2 = np.sum(omega * dl, axis=-1)
         d1 = np.where(finite, d1, np.nan)
         d2 = np.where(finite, d2, np.nan)
         return log_z, d1, d2
