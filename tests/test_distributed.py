@@ -731,8 +731,8 @@ def test_globals_a_lost_worker_held_are_sent_again_on_the_retry(client, monkeypa
     import skvi.distributed as dist
 
     X = _lda_corpus(n_docs=1200, seed=3)
-    kw = dict(n_components=4, learning_method=method, random_state=0, max_iter=4,
-              evaluate_every=0, batch_size=300)
+    kw = {"n_components": 4, "learning_method": method, "random_state": 0, "max_iter": 4,
+          "evaluate_every": 0, "batch_size": 300}
     Xd = da.from_array(X, chunks=(300, 40))
     ref = SVILatentDirichletAllocation(**kw).fit(Xd)
 

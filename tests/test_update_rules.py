@@ -450,7 +450,7 @@ def test_a_factor_with_step_size_zero_keeps_its_value_and_state(rule, diagonal):
         for key in state:
             assert_array_equal(kept[key][1], state[key][1])
     moved = [0, 2]
-    alone, alone_state = rule.step(
+    alone, _ = rule.step(
         tuple(c[moved] for c in current), tuple(t[moved] for t in target), rho[moved], 1.0,
         None if state is None else {k: v[moved] for k, v in state.items()})
     for a, b in zip(new, alone):
