@@ -95,9 +95,9 @@ class RowGroup:
         counts : ndarray or None
             ``C_i``, the data points behind each row's statistics (None:
             every row takes the minibatch's ``ctx.scale``).  A row with
-            ``C_i = 0`` keeps its counter and gets step size 0 (its value
-            under the natural-gradient blend) unless ``N_i = 0`` (no data
-            yet: it follows its prior).
+            ``C_i = 0`` keeps its counter and gets step size 0 (every update
+            rule then keeps its value and rule state) unless ``N_i = 0`` (no
+            data yet: it follows its prior).
         ctx : StepContext
             Gets ``row_scale`` (``N_i / C_i``), ``row_rho`` and ``rule_state``.
         schedule : callable
