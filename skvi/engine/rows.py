@@ -324,9 +324,10 @@ class RowGroups(dict):
                 group.grow(n_new)
         sizes = {name: group.totals.shape[0] for name, group in self.items()}
         if sizes:
+            rows = est._sample_count(X)
             for name, counts in est._row_counts(X, sizes).items():
                 self[name].totals += counts
-                self[name].counted += est._sample_count(X)
+                self[name].counted += rows
 
 
 def sample_children(ids, n_children, random_state):

@@ -99,7 +99,6 @@ class RowStatistics:
             counts = merge(self.counts, other.counts, np.float64)
         return RowStatistics(rows, values, counts)
 
-
     @classmethod
     def sum(cls, parts):
         """The sum of several blocks' statistics in one merge (equal to adding them in turn).

@@ -59,7 +59,8 @@ class StepContext:
         ``partial_fit`` call.
     n_batch : float or None, default=None
         The minibatch's (weighted) rows ``|S|``: ``scale * n_batch`` is the
-        step's ``N``.
+        step's ``N``.  Counted only when a row group counts shares of the
+        data (the settings' ``row_shares``).
     end_of_pass : bool, default=False
         True for the model's step after the last step of such a pass, which
         ``_update_hyperparameters`` receives with ``hyper=None``: ``rho`` is
@@ -307,7 +308,9 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
         with st.clock.phase("local"):
             local = st.local_steps(est, X, est.natural_params_)
     t = est.n_batch_iter_ + 1
-    n_batch = st.executor.count(est, X) if X is not None else getattr(stats, "n_samples", None)
+    n_batch = None
+    if st.settings.row_shares:  # only a share of the step's N needs |S|
+        n_batch = st.executor.count(est, X) if X is not None else getattr(stats, "n_samples", None)
     base_rho = (st.schedule(t) if rho is None else rho) if online else 1.0
     line_search = not online and st.settings.batch_steps == "line_search"
     backoff_before = safety.begin_step(line_search)

@@ -609,8 +609,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         node = self._template()[0][name]
         size = int(np.prod(node.plates))
         every = rows.shape[0] == size
-        return tuple(p.reshape((size,) + d) if every else p.reshape((size,) + d)[rows]
-                     for p, d in zip(self._global_base(name, ctx.params), node.dims))
+        prior = (p.reshape((size,) + d) for p, d in zip(self._global_base(name, ctx.params),
+                                                        node.dims))
+        return tuple(p if every else p[rows] for p in prior)
 
     def _factor_target(self, name, current, stats, ctx):
         return self._global_target(name, ctx.params, stats, ctx.scale)
