@@ -58,12 +58,16 @@ default 0).  ``--task binary`` keeps the ratings 1 and 5 (1 negative, 5 positive
 prints the test zero-one error (predicted probability > 1/2) and the test NLL (mean
 ``-log p(r)``) of ``myfm`` (``MyFMClassifier(rank=10)``, ``--myfm-iter`` Gibbs
 iterations) and of ``SVIMatrixFactorization(likelihood='bernoulli')`` with each
-algorithm (``skvi-h-mc-ssvi``, ``skvi-s-dsvi``, ``skvi-mc-ssvi``).  ``--task ordinal``
+algorithm (``skvi-h-mc-ssvi``, ``skvi-s-dsvi``, ``skvi-mc-ssvi``), and with every other
+argument at its default (``skvi-default``: batch, ``max_iter=100``, ``tol=1e-4``).  ``--task ordinal``
 keeps every rating and prints the test mean absolute error of the expected rating and
 the NLL of ``myfm`` (``MyFMOrderedProbit(rank=10)``), of ``skvi-gaussian`` (the
 conjugate model, batch, MAE only) and of ``likelihood='ordinal'`` with each algorithm.
-skvi rows use ``learning_method=--learning-method`` (default batch) and ``max_iter=
---passes`` (default 20, ``tol=0``); ``--pmf-opt KEY=VALUE`` adds arguments.
+The algorithm rows use ``learning_method=--learning-method`` (default batch) and
+``max_iter=--passes`` (default 20, ``tol=0``); ``--pmf-opt KEY=VALUE`` adds arguments to
+every skvi row.  ``--trace`` prints, after every pass of each skvi fit, its fit time
+so far (the time of the trace's own predictions left out), the test metric, the test
+NLL and the ELBO: where a fit reaches its held-out quality, against where it stops.
 
 The data are read by ``skvi.datasets.fetch_movielens("100k")``: the rows of u.data
 (``user item rating timestamp``) and the official splits, whose rows are those of u1.base,
@@ -94,7 +98,7 @@ K = 10
 SEED = 0
 ALL_METHODS = ("baseline", "svd", "myfm", "skvi-batch", "skvi-online", "skvi-batch-ard",
                "skvi-online-default")
-ALGORITHM_ROWS = ("skvi-h-mc-ssvi", "skvi-s-dsvi", "skvi-mc-ssvi")
+ALGORITHM_ROWS = ("skvi-default", "skvi-h-mc-ssvi", "skvi-s-dsvi", "skvi-mc-ssvi")
 TASK_METHODS = {
     "binary": ("myfm",) + ALGORITHM_ROWS,
     "ordinal": ("myfm", "skvi-gaussian") + ALGORITHM_ROWS,
@@ -114,6 +118,8 @@ def parse_args(argv=None):
     p.add_argument("--passes", type=int, default=20, help="skvi max_iter (binary/ordinal)")
     p.add_argument("--learning-method", choices=("batch", "online"), default="batch",
                    help="skvi learning_method (binary/ordinal)")
+    p.add_argument("--trace", action="store_true",
+                   help="binary/ordinal: the held-out metric after every pass of each skvi fit")
     p.add_argument("--pmf-opt", action="append", default=[], type=key_value,
                    metavar="KEY=VALUE", help="extra SVIMatrixFactorization argument for the "
                    "binary/ordinal skvi rows (repeatable)")
@@ -272,25 +278,65 @@ def fit_task_skvi(task, method, train, test, args):
     """skvi's non-Gaussian (or, for skvi-gaussian, conjugate) model on the task."""
     try:
         from skvi import SVIMatrixFactorization
+        from skvi.engine import monitor
     except ImportError as exc:
         raise Skipped("skvi is not importable (%s)" % exc)
     X, y = np.ascontiguousarray(train[:, :2]), train[:, 2].astype(np.float64)
+    likelihood = "bernoulli" if task == "binary" else "ordinal"
     if method == "skvi-gaussian":
         model = SVIMatrixFactorization(n_components=K, random_state=SEED)
+    elif method == "skvi-default":
+        model = SVIMatrixFactorization(n_components=K, random_state=SEED,
+                                       likelihood=likelihood, **args.pmf_opt)
     else:
         params = dict(n_components=K, random_state=SEED, tol=0, max_iter=args.passes,
-                      learning_method=args.learning_method,
-                      likelihood="bernoulli" if task == "binary" else "ordinal",
+                      learning_method=args.learning_method, likelihood=likelihood,
                       algorithm=method[len("skvi-"):])
         params.update(args.pmf_opt)
         model = SVIMatrixFactorization(**params)
-    start = time.perf_counter()
-    model.fit(X, y)
-    seconds = time.perf_counter() - start
     Xt = np.ascontiguousarray(test[:, :2])
+    trace = _PassTrace(task, model, Xt, test) if args.trace and method != "skvi-gaussian" else None
+    start = time.perf_counter()
+    if trace is None:
+        model.fit(X, y)
+    else:
+        with monitor(trace):
+            model.fit(X, y)
+    seconds = time.perf_counter() - start - (0.0 if trace is None else trace.spent)
     if method == "skvi-gaussian":
         return None, model.predict(Xt), seconds
     return model.predict_proba(Xt), None, seconds
+
+
+def task_scores(task, proba, test):
+    """(metric, NLL) of class probabilities on the test rows: 0/1 error or MAE of the mean."""
+    truth = (test[:, 2] == 5).astype(int) if task == "binary" else test[:, 2] - 1
+    p_true = np.clip(proba[np.arange(truth.shape[0]), truth], 1e-300, None)
+    point = proba @ (np.array([0.0, 1.0]) if task == "binary" else np.arange(1.0, 6.0))
+    if task == "binary":
+        metric = float(np.mean((point > 0.5) != truth))
+    else:
+        metric = float(np.mean(np.abs(point - test[:, 2])))
+    return metric, float(-np.mean(np.log(p_true)))
+
+
+class _PassTrace:
+    """A ``skvi.engine.monitor`` callback: the test scores after every pass, its own time kept."""
+
+    def __init__(self, task, model, Xt, test):
+        self.task, self.model, self.Xt, self.test = task, model, Xt, test
+        self.spent = 0.0
+
+    def __call__(self, record):
+        if record.event != "pass":
+            return
+        start = time.perf_counter()
+        metric, nll = task_scores(self.task, self.model.predict_proba(self.Xt), self.test)
+        name = "error" if self.task == "binary" else "MAE"
+        elbo = "-" if record.elbo is None else f"{record.elbo:.2f}"
+        print(f"    pass {record.pass_index:3d}  {record.elapsed - self.spent:7.2f} s  "
+              f"{name} {metric:.4f}  NLL {nll:.4f}  ELBO {elbo}", flush=True)
+        self.spent += time.perf_counter() - start
 
 
 def main_task(args):
@@ -306,12 +352,6 @@ def main_task(args):
           % (args.task, train.shape[0], test.shape[0], args.seed, K, args.myfm_iter,
              args.learning_method, args.passes, args.pmf_opt))
     print()
-    if args.task == "binary":
-        truth = (test[:, 2] == 5).astype(int)
-        values = np.array([0.0, 1.0])
-    else:
-        truth = test[:, 2] - 1
-        values = np.arange(1.0, 6.0)
     rows = {}
     for method in args.methods:
         try:
@@ -323,15 +363,10 @@ def main_task(args):
         except Skipped as exc:
             print("%-15s skipped: %s" % (method, exc), flush=True)
             continue
-        nll = None
         if proba is not None:
-            p_true = np.clip(proba[np.arange(truth.shape[0]), truth], 1e-300, None)
-            nll = float(-np.mean(np.log(p_true)))
-            point = proba @ values
-        if args.task == "binary":
-            metric = float(np.mean((point > 0.5) != truth))
-        else:
-            metric = float(np.mean(np.abs(point - test[:, 2])))
+            metric, nll = task_scores(args.task, proba, test)
+        else:  # the conjugate model's predicted ratings: MAE only
+            metric, nll = float(np.mean(np.abs(point - test[:, 2]))), None
         rows[method] = (metric, nll, seconds)
         print("%-15s fit %8.2f s  %s %.4f  NLL %s" % (
             method, seconds if seconds is not None else float("nan"),
