@@ -59,8 +59,8 @@ prints the test zero-one error (predicted probability > 1/2) and the test NLL (m
 ``-log p(r)``) of ``myfm`` (``MyFMClassifier(rank=10)``, ``--myfm-iter`` Gibbs
 iterations) and of ``SVIMatrixFactorization(likelihood='bernoulli')`` with each
 algorithm (``skvi-h-mc-ssvi``, ``skvi-s-dsvi``, ``skvi-mc-ssvi``), and with every other
-argument at its default (``skvi-default``: batch, ``max_iter=100``, ``tol=1e-4``).  ``--task ordinal``
-keeps every rating and prints the test mean absolute error of the expected rating and
+argument at its default (``skvi-default``: batch, ``max_iter=100``, ``tol=1e-4``).
+``--task ordinal`` keeps every rating and prints the test mean absolute error of the expected rating and
 the NLL of ``myfm`` (``MyFMOrderedProbit(rank=10)``), of ``skvi-gaussian`` (the
 conjugate model, batch, MAE only) and of ``likelihood='ordinal'`` with each algorithm.
 The algorithm rows use ``learning_method=--learning-method`` (default batch) and
@@ -348,7 +348,7 @@ def main_task(args):
     for name in ("numpy", "sklearn", "skvi", "myfm"):
         print("  %-9s %s" % (name, version(name)))
     print("task %s: %d train / %d test ratings (u.data, 80/20 split, seed %d); K=%d, myFM %d "
-          "Gibbs iterations, skvi %s with max_iter=%d, extra %s"
+          "Gibbs iterations, skvi %s with max_iter=%d (skvi-default: its defaults), extra %s"
           % (args.task, train.shape[0], test.shape[0], args.seed, K, args.myfm_iter,
              args.learning_method, args.passes, args.pmf_opt))
     print()
