@@ -177,6 +177,33 @@ def test_fit_whose_steps_are_all_rejected_does_not_report_convergence():
     assert accepted.fit(X).converged_
 
 
+class RefusesFirstSteps(GaussianGammaVB):
+    """Rejects the first two step attempts of each fit: early overshoots, by construction."""
+
+    def _update_factor(self, name, current, stats, ctx):
+        new, valid = super()._update_factor(name, current, stats, ctx)
+        self.attempts_ = getattr(self, "attempts_", 0) + 1
+        return new, valid and self.attempts_ > 2
+
+
+def test_early_rejections_of_a_fit_that_converged_with_its_schedule_back_raise_no_warning():
+    # Two rejections halve the step size twice; RECOVERY_STEPS accepted
+    # steps double it back, twice, well before this online fit converges.
+    # Nothing is left for the user to change: no warning, the count kept.
+    X = np.random.RandomState(0).normal(size=(400, 2))
+    est = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=50, tol=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.fit(X)
+    assert est.converged_ and est._svi.safety.backoff == 1.0
+    assert est.n_rejected_steps_ == 2 and est.step_trace_["rejected"].sum() == 2
+    # The same rejections in a fit that stops before converging are reported.
+    short = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=1, tol=1e-3)
+    with pytest.warns(ConvergenceWarning, match="2 step.*rejected by step safety"):
+        short.fit(X)
+    assert not short.converged_
+
+
 def test_even_batches_cover_every_row_once_in_near_equal_sizes():
     from skvi.engine import even_batches
 

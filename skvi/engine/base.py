@@ -600,7 +600,7 @@ class SVIEstimator(BaseEstimator):
                 f"(ELBO change above tol={self.tol}). Increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        st.safety.warn(self, 0)
+        st.safety.warn(self, 0, settled=self.converged_)
         self._on_params_updated()
 
     def _pass_bound(self, data, local):

@@ -238,8 +238,17 @@ class StepSafety:
         self.probe = self.probe_best = self.last_batch = self.checkpoint = None
 
     # ------------------------------------------------------ reporting
-    def warn(self, est, rejected_before):
-        """Warn once per fit when steps were rejected (not a line search's backtracking)."""
+    def warn(self, est, rejected_before, settled=False):
+        """Warn once per fit when steps were rejected (not a line search's backtracking).
+
+        ``settled``: ``fit`` converged.  With the step size back to its
+        schedule's by then, the rejections were the early overshoots that
+        step safety absorbs (the first steps of a schedule are its largest)
+        and nothing is left for the user to change: no warning, and
+        ``n_rejected_steps_`` and ``step_trace_`` still record them.
+        """
+        if settled and self.backoff >= 1.0:
+            return
         unexpected = est.n_rejected_steps_ - self.backtracks
         if unexpected > rejected_before and not self.rejection_warned:
             self.rejection_warned = True
