@@ -191,14 +191,16 @@ def test_early_rejections_of_a_fit_that_converged_with_its_schedule_back_raise_n
     # steps double it back, twice, well before this online fit converges.
     # Nothing is left for the user to change: no warning, the count kept.
     X = np.random.RandomState(0).normal(size=(400, 2))
-    est = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=50, tol=1e-3)
+    est = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=50, tol=1e-3,
+                            random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est.fit(X)
     assert est.converged_ and est._svi.safety.backoff == 1.0
     assert est.n_rejected_steps_ == 2 and est.step_trace_["rejected"].sum() == 2
     # The same rejections in a fit that stops before converging are reported.
-    short = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=1, tol=1e-3)
+    short = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=1, tol=1e-3,
+                              random_state=0)
     with pytest.warns(ConvergenceWarning, match="2 step.*rejected by step safety"):
         short.fit(X)
     assert not short.converged_
