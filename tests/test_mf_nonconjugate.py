@@ -119,12 +119,14 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum():
     # 002 (eq. 51 and the natural mean step).  With the items made
     # deterministic, the user's node is a Bayesian logistic regression with
     # descriptors (v, 1) and offset mu + c; its Gaussian VI optimum, found
-    # here by maximising the ELBO directly, is the reference.
+    # here by maximising the ELBO directly, is the reference.  (The Monte
+    # Carlo strategy's fold-in; the bound's is tested in test_mf_bound.py.)
     X, f, rng = make_latent(60, 40, 2, 0.5, seed=4)
     y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
     mf = quiet_fit(
         SVIMatrixFactorization(
             n_components=2, likelihood="bernoulli", expectation="quadrature",
+            algorithm="h-mc-ssvi",
             max_iter=5, tol=0, random_state=0,
         ),
         X, y,

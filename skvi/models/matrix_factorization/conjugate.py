@@ -12,13 +12,14 @@ sum over the ratings of a minibatch, gathered per node by sparse products
 import numpy as np
 
 from .nodes import SIDES, aggregate, inner_rows
+from .strategy import RatingsStrategy
 
 __all__ = ["GaussianRatings"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
-class GaussianRatings:
+class GaussianRatings(RatingsStrategy):
     """Strategy of :class:`~skvi.SVIMatrixFactorization` for ``likelihood='gaussian'``.
 
     Stateless: every method takes the estimator (``mf``) and the natural
@@ -34,6 +35,7 @@ class GaussianRatings:
     #: The exact conjugate updates: coordinate ascent in batch mode.
     default_algorithm = "mc-ssvi"
     conjugate = True
+    closed_form = True
 
     def scalar_factors(self, mf):
         """Global scalars besides the mean: the noise precision when learned."""

@@ -152,6 +152,29 @@ class BatchSide:
         self.weights = weights
         self._ones = self._values = self._order = self._indptr = None
 
+    def reweighted(self, ratings, weights):
+        """The same ratings' index with other ratings and weights (``counts`` kept).
+
+        The node ids, positions and grouping (:attr:`order`, :attr:`indptr`)
+        are shared; the CSR matrices are rebuilt on use.  For pseudo-ratings
+        whose weights are precisions, not repetitions: ``C_i`` stays the
+        count of ratings.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.models.matrix_factorization.nodes import index_side
+        >>> side = index_side(np.array([5, 3, 5]), np.array([0, 1, 1]), np.array([1.0, 2.0, 3.0]))
+        >>> other = side.reweighted(np.array([4.0, 5.0, 6.0]), np.array([0.5, 1.0, 2.0]))
+        >>> other.counts.tolist(), other.values.toarray().tolist()
+        ([1.0, 2.0], [[0.0, 5.0], [2.0, 12.0]])
+        """
+        other = BatchSide(self.nodes, self.counts, self.other_nodes, self.row, self.col,
+                          ratings, weights)
+        # Grouped once, here, for every reweighting of these ratings.
+        other._order, other._indptr = self.order, self.indptr
+        return other
+
     def _csr(self, data):
         shape = (self.nodes.shape[0], self.other_nodes.shape[0])
         return sp.csr_matrix((data, (self.row, self.col)), shape=shape)

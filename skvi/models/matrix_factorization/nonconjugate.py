@@ -30,6 +30,7 @@ from ...likelihoods import Ordinal
 from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
 from .nodes import SIDES
+from .strategy import RatingsStrategy
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
@@ -249,7 +250,7 @@ def _weighted_threshold_objective(lik, y, f, nodes_weights, weights):
     return value, grad
 
 
-class GLMRatings:
+class GLMRatings(RatingsStrategy):
     """Strategy of :class:`~skvi.SVIMatrixFactorization` for non-Gaussian likelihoods.
 
     Generalised PMF by Monte Carlo structured SVI: given a draw of the
@@ -325,10 +326,11 @@ class GLMRatings:
         else:
             cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
         mu, var_mu = mf._global_mean(params)
-        n_f = 1 if mf.expectation == "mc" else F_NODES
+        method = mf._expectation
+        n_f = 1 if method == "mc" else F_NODES
         return side_statistics(
             mf.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
-            p_mean, p_root, mu, var_mu, mf.n_mc_samples, mf.expectation, n_f,
+            p_mean, p_root, mu, var_mu, mf.n_mc_samples, method, n_f,
             mf._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
             side.weights,
         )
