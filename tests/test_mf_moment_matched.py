@@ -21,7 +21,6 @@ from test_mf_nonconjugate import _logistic_vi_optimum
 
 from skvi import SVIMatrixFactorization
 from skvi.models.matrix_factorization import estimator as mf_estimator
-
 from skvi.models.matrix_factorization.moment_matched import GAUSS_HERMITE_NODES
 
 

@@ -50,8 +50,8 @@ from ...update_rules import (
 )
 from ...validation import check_sparse_structure
 from .conjugate import GaussianRatings
-from .moment_matched import MomentMatchedRatings
 from .ids import IdEncoder, as_id_array
+from .moment_matched import MomentMatchedRatings
 from .nodes import (
     SIDES,
     Moments,

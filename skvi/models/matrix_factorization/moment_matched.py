@@ -37,7 +37,7 @@ from ...likelihoods.base import _hermite
 from .conjugate import GaussianRatings
 from .nonconjugate import GLMRatings
 
-__all__ = ["MomentMatchedRatings", "GAUSS_HERMITE_NODES"]
+__all__ = ["GAUSS_HERMITE_NODES", "MomentMatchedRatings"]
 
 #: Gauss-Hermite nodes of the expectations under each ``N(m_f, v_f)``.
 GAUSS_HERMITE_NODES = 10
