@@ -423,8 +423,9 @@ def test_matrix_factorization_online_agrees_within_its_noise(client):
 
 @pytest.mark.slow
 def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
-    # Monte Carlo steps draw from each block's own generator, so the fits
-    # differ by their noise; the held-out log density agrees.
+    # The blocks' batch fit starts at random means (the spectral start needs
+    # every rating in one place) and the in-memory one at the spectral
+    # factors, so the fits differ; the held-out log density agrees.
     X, y = _mf_ratings(seed=4)
     X_test, y_test = _mf_ratings(seed=4, n=6000)
     kw = dict(n_components=2, likelihood="bernoulli", learning_method="batch", max_iter=20,

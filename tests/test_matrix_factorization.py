@@ -630,10 +630,10 @@ def test_sample_weight_equals_repeated_ratings_nonconjugate(likelihood, monkeypa
         "poisson": np.round(np.exp(0.4 * (y - 3.0))),
         "ordinal": np.clip(np.round(y - 1.0), 0, 4),
     }[likelihood]
-    # The Monte Carlo strategy (a batch fit of binary ratings defaults to the
-    # Jaakkola-Jordan bound, whose weights test_mf_bound.py checks).
+    # The Monte Carlo strategy (expectation='gaussian' has its own weights
+    # test in test_mf_moment_matched.py).
     kw = dict(n_components=2, likelihood=likelihood, expectation="quadrature", max_iter=8,
-              tol=0, random_state=0, algorithm="h-mc-ssvi")
+              tol=0, random_state=0)
     weighted = SVIMatrixFactorization(**kw).fit(X, target, sample_weight=w)
     repeated = SVIMatrixFactorization(**kw).fit(np.repeat(X, w, axis=0), np.repeat(target, w))
     assert calls

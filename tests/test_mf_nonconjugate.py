@@ -120,7 +120,7 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum():
     # deterministic, the user's node is a Bayesian logistic regression with
     # descriptors (v, 1) and offset mu + c; its Gaussian VI optimum, found
     # here by maximising the ELBO directly, is the reference.  (The Monte
-    # Carlo strategy's fold-in; the bound's is tested in test_mf_bound.py.)
+    # Carlo strategy's fit; expectation='gaussian' is in test_mf_moment_matched.py.)
     X, f, rng = make_latent(60, 40, 2, 0.5, seed=4)
     y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
     mf = quiet_fit(

@@ -332,7 +332,9 @@ class GLMRatings(RatingsStrategy):
         else:
             cov = node.second - node.mean[:, :, None] * node.mean[:, None, :]
         mu, var_mu = mf._global_mean(params)
-        method = mf._expectation
+        # A model fitted with expectation='gaussian' folds new users in
+        # with partner draws and quadrature (MomentMatchedRatings.fold_in).
+        method = "quadrature" if mf._expectation == "gaussian" else mf._expectation
         n_f = 1 if method == "mc" else F_NODES
         return side_statistics(
             mf.likelihood_, side.ratings, side.row, side.col, node.mean, cov,

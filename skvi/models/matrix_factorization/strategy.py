@@ -10,7 +10,7 @@ class RatingsStrategy:
 
     A strategy (:mod:`~skvi.models.matrix_factorization.conjugate`,
     :mod:`~skvi.models.matrix_factorization.nonconjugate`,
-    :mod:`~skvi.models.matrix_factorization.bound`) says how the ratings
+    :mod:`~skvi.models.matrix_factorization.moment_matched`) says how the ratings
     enter the node updates; these are the hooks most of them leave as they
     are.
 
@@ -21,8 +21,8 @@ class RatingsStrategy:
     False
     """
 
-    #: Whether nodes are updated in closed form (coordinate ascent; a batch
-    #: fit starts them tight, and its steps need no probe).
+    #: Whether nodes are updated in closed form (coordinate ascent: a batch
+    #: fit starts them tight) and draw no random numbers.
     closed_form = False
 
     def local_step(self, mf, data, params, draws=None):
