@@ -4,9 +4,8 @@ Every reference is computed here from the fitted public attributes (node
 means and covariances, the global mean, the prior precisions): each
 rating's predictor moments by augmented second moments, its expectations by
 40-point Gauss-Hermite quadrature, the closed-form node update at the fixed
-point, the Gaussian VI optimum of a Bayesian logistic regression found by
-maximising its ELBO directly, and the Monte Carlo strategy's held-out NLL
-on the same data.
+point, and the Monte Carlo strategy's held-out NLL on the same data.  (The
+fold-in against the Gaussian VI optimum is in test_mf_nonconjugate.py.)
 """
 
 import warnings
@@ -17,7 +16,6 @@ import scipy.sparse as sp
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
-from test_mf_nonconjugate import _logistic_vi_optimum
 
 from skvi import SVIMatrixFactorization
 from skvi.models.matrix_factorization import estimator as mf_estimator
@@ -126,29 +124,6 @@ def test_at_convergence_each_user_is_the_closed_form_update_of_its_pseudo_rating
                                    rtol=1e-6)
         np.testing.assert_allclose(mf.user_mean_[user], np.linalg.solve(precision, eta),
                                    rtol=1e-5, atol=1e-7)
-
-
-def test_fold_in_is_the_gaussian_vi_optimum_of_the_logistic_regression():
-    # With the items collapsed onto their means a new user is a Bayesian
-    # logistic regression on descriptors (v, 1) with offset mu + c, whose f
-    # is then exactly Gaussian: its Gaussian VI optimum, found by maximising
-    # the ELBO directly, is the reference.
-    X, f, rng = make_latent(60, 40, 2, 0.5, seed=4)
-    y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
-    mf = SVIMatrixFactorization(n_components=2, likelihood="bernoulli", random_state=0).fit(X, y)
-    eta1, eta2 = mf.natural_params_["items"]
-    mean = np.linalg.solve(-2 * eta2, eta1[..., None])[..., 0]
-    big = 1e9 * np.eye(3)
-    mf.natural_params_["items"] = (mean @ big, np.broadcast_to(-0.5 * big, eta2.shape).copy())
-    items = rng.choice(40, size=25, replace=False)
-    truth = rng.normal(size=2)
-    r = (rng.rand(25) < expit(mean[items, :2] @ truth + mean[items, 2])).astype(int)
-    R = sp.csr_matrix((r.astype(float), (np.zeros(25, int), items)), shape=(1, 40))
-    folded = mf.transform(R)[0]
-    x = np.column_stack([mean[items, :2], np.ones(25)])
-    offset = mf.global_mean_ + mean[items, 2]
-    m_ref, _ = _logistic_vi_optimum(x, r, offset, mf.global_mean_variance_, mf.user_precision_)
-    np.testing.assert_allclose(folded, m_ref[:2], atol=1e-4)
 
 
 @pytest.mark.parametrize("likelihood", ["bernoulli", "poisson", "ordinal"])

@@ -114,19 +114,19 @@ def _logistic_vi_optimum(x, y, offset, offset_var, prior_precision):
     return res.x[:d], L @ L.T
 
 
-def test_logistic_fold_in_is_the_gaussian_vi_optimum():
+@pytest.mark.parametrize("expectation", ["quadrature", "gaussian"])
+def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation):
     # transform() folds a new user in by the fixed-point iterations of seed
     # 002 (eq. 51 and the natural mean step).  With the items made
     # deterministic, the user's node is a Bayesian logistic regression with
     # descriptors (v, 1) and offset mu + c; its Gaussian VI optimum, found
-    # here by maximising the ELBO directly, is the reference.  (The Monte
-    # Carlo strategy's fit; expectation='gaussian' is in test_mf_moment_matched.py.)
+    # here by maximising the ELBO directly, is the reference, whether the
+    # model was fitted with partner draws or with expectation='gaussian'.
     X, f, rng = make_latent(60, 40, 2, 0.5, seed=4)
     y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
     mf = quiet_fit(
         SVIMatrixFactorization(
-            n_components=2, likelihood="bernoulli", expectation="quadrature",
-            algorithm="h-mc-ssvi",
+            n_components=2, likelihood="bernoulli", expectation=expectation,
             max_iter=5, tol=0, random_state=0,
         ),
         X, y,
