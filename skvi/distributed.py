@@ -530,8 +530,9 @@ class DaskBlocks:
         the scattered model and globals, which are sent again, and the
         local steps, which are redone (same globals, same seeds: the same
         results); the blocks themselves are rebuilt from their graph.  Rows
-        of a resident group that lived only there are lost for good: the
-        error names them.
+        of a resident group that lived only there are recomputed from their
+        lineage while every object they came from has a copy elsewhere;
+        otherwise they are lost for good and the error names them.
         """
         redo_locals = False
         for retry in range(RETRIES + 1):
