@@ -435,11 +435,15 @@ def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
     assert est.log_predictive_density(X_test, y_test > 3) == pytest.approx(
         ref.log_predictive_density(X_test, y_test > 3), abs=0.01)
     # Ordinal ratings, the top one only in the later blocks: the classes are
-    # found over every block, and online steps learn the thresholds.
+    # found over every block, and online steps learn the thresholds.  Ten
+    # online passes do not converge (the top threshold still rises), so the
+    # tolerances below are the spread over seeds, measured with ARD.  With
+    # the Wishart prior the spread is wider: random_state 0 to 7 put the top
+    # threshold at 8.35-8.69 in memory and at 7.92-8.66 on the cluster.
     levels = np.clip(np.round(y), 1, 5)
     levels[:2000] = np.minimum(levels[:2000], 4)
     kw = dict(n_components=2, likelihood="ordinal", learning_method="online",
-              batch_size=500, max_iter=10, tol=0, random_state=0)
+              batch_size=500, max_iter=10, tol=0, random_state=0, factor_prior="ard")
     ref = SVIMatrixFactorization(**kw).fit(X, levels)
     est = SVIMatrixFactorization(**kw).fit(*_blocks(X, levels))
     np.testing.assert_array_equal(est.classes_, [1, 2, 3, 4, 5])

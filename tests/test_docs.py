@@ -210,8 +210,10 @@ def check_matrix_factorization(ns):
     assert rmse(ratings[test], ns["mean"]) < 0.5 * baseline
     assert 0.8 < gaussian_interval_coverage(ratings[test], ns["mean"], ns["std"]) < 0.97
     assert abs(ns["mf"].noise_precision_ ** -0.5 - 0.5) < 0.05
-    # Rank 3: three of the five components keep a small prior precision.
-    assert np.sum(ns["mf"].user_precision_[:-1] < 2.0) == 3
+    # Rank 3: three directions of the five factors keep a small prior
+    # precision, two are switched off.
+    values = np.linalg.eigvalsh(ns["mf"].user_precision_[:-1, :-1])
+    assert np.sum(values < 2.0) == 3 and np.all(values[3:] > 10 * values[2])
     assert ns["warm_rmse"] < 0.6 * ns["cold_rmse"]
     liked = ns["liked"]
     base_rate = np.full(len(test), liked[train].mean())

@@ -90,6 +90,29 @@ def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
     np.testing.assert_allclose(unknown.second[0], prior_cov, rtol=1e-10, atol=1e-14)
 
 
+def test_default_prior_is_the_documented_wishart_and_switches_off_unneeded_directions():
+    # precision_prior=None: the Wishart of each side has df = d - 1 + 2e-3
+    # and W0^-1 = 2 * 0.05 I, the noise's Gamma a0 = 1e-3 (its posterior
+    # shape a0 + N / 2).  The precisions are updated last in a pass, so
+    # the fitted E[Lambda_u] is the closed form given the fitted users.
+    # Rank-3 ratings fitted with 8 components: the fit converges, and five
+    # directions of the users' factors get a precision far above the three
+    # the ratings use.
+    X, y, _, _ = make_ratings(300, 200, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mf = SVIMatrixFactorization(8, random_state=0).fit(X, y)
+    assert mf.converged_ and mf.factor_prior == "wishart"
+    d, n = 9, mf.n_users_
+    m, S = mf.user_mean_, mf.user_covariance_
+    second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
+    expected = (d - 1 + 2e-3 + n) * np.linalg.inv(2 * 0.05 * np.eye(d) + second)
+    np.testing.assert_allclose(mf.user_precision_, expected, rtol=1e-10)
+    assert mf.noise_shape_ == pytest.approx(1e-3 + 0.5 * len(y), rel=1e-12)
+    values = np.linalg.eigvalsh(mf.user_precision_[:-1, :-1])
+    assert np.all(values[:3] < 1.0) and np.all(values[3:] > 30 * values[2])
+
+
 def test_noise_and_rmse_approach_truth_as_data_grows():
     errors, taus = [], []
     for n_users, n_items in [(40, 30), (400, 300)]:
@@ -198,9 +221,10 @@ def test_predictive_intervals_are_calibrated():
     assert mf.score(pairs, y_new) == pytest.approx(r2_score(y_new, mean), rel=1e-12)
 
 
-def test_cold_start_falls_back_to_the_known_bias(small):
+@pytest.mark.parametrize("factor_prior", ["wishart", "ard"])
+def test_cold_start_falls_back_to_the_known_bias(small, factor_prior):
     X, y, _, _ = small
-    mf = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
+    mf = quiet_fit(SVIMatrixFactorization(3, factor_prior=factor_prior, random_state=0), X, y)
     known = np.array([[0, 0]])
     new_user = np.array([[1000, 0]])
     new_both = np.array([[1000, 1000]])
@@ -211,10 +235,15 @@ def test_cold_start_falls_back_to_the_known_bias(small):
     assert m1[0] == pytest.approx(mf.global_mean_ + mf.item_bias_[0], rel=1e-12)
     assert m2[0] == pytest.approx(mf.global_mean_, rel=1e-12)
     assert s0[0] < s1[0] < s2[0]
-    # The unknown-user variance is the prior's: 1/alpha_b plus the factor term.
+    # The unknown user's node is the prior N(0, E[Lambda_u]^-1) (ARD: a
+    # diagonal), so Var(u . (v, 1)) = tr(E[Lambda_u]^-1 E[(v, 1)(v, 1)^T]),
+    # plus the item bias's variance.
     alpha = mf.user_precision_
-    S = mf.item_covariance_[0] + np.outer(mf.item_mean_[0], mf.item_mean_[0])
-    var_g = np.sum(S[:3, :3].diagonal() / alpha[:3]) + 1.0 / alpha[3] + mf.item_covariance_[0, 3, 3]
+    cov_u = np.linalg.inv(alpha) if alpha.ndim == 2 else np.diag(1.0 / alpha)
+    v1 = np.append(mf.item_mean_[0, :3], 1.0)
+    S = np.outer(v1, v1)
+    S[:3, :3] += mf.item_covariance_[0, :3, :3]
+    var_g = np.sum(cov_u * S) + mf.item_covariance_[0, 3, 3]
     rate_shape = mf.noise_rate_ / (mf.noise_shape_ - 1.0)
     assert s1[0] ** 2 == pytest.approx(mf.global_mean_variance_ + var_g + rate_shape, rel=1e-10)
 

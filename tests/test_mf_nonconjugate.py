@@ -86,8 +86,14 @@ def test_gaussian_likelihood_mc_targets_equal_closed_form(covariance):
 
 
 def _logistic_vi_optimum(x, y, offset, offset_var, prior_precision):
-    """Gaussian VI of Bayesian logistic regression by direct ELBO ascent."""
+    """Gaussian VI of Bayesian logistic regression by direct ELBO ascent.
+
+    ``prior_precision``: a vector (ARD's diagonal) or a matrix (a Wishart's
+    ``E[Lambda]``) of the zero-mean Gaussian prior.
+    """
     d = x.shape[1]
+    P = np.diag(prior_precision) if np.ndim(prior_precision) == 1 else prior_precision
+    logdet_p = np.linalg.slogdet(P)[1]
     z, w = np.polynomial.hermite.hermgauss(60)
     z, w = np.sqrt(2) * z, w / np.sqrt(np.pi)
     tril = np.tril_indices(d)
@@ -102,8 +108,8 @@ def _logistic_vi_optimum(x, y, offset, offset_var, prior_precision):
         sd = np.sqrt(np.einsum("ja,ab,jb->j", x, S, x) + offset_var)
         e_log = log_expit(sign[:, None] * (mean[:, None] + sd[:, None] * z)) @ w
         kl = 0.5 * (
-            np.sum(prior_precision * (np.diag(S) + m * m)) - d
-            - np.sum(np.log(prior_precision)) - 2 * np.sum(np.log(np.abs(np.diag(L))))
+            np.sum(P * S) + m @ P @ m - d
+            - logdet_p - 2 * np.sum(np.log(np.abs(np.diag(L))))
         )
         return kl - np.sum(e_log)
 

@@ -1,12 +1,12 @@
 """
-Matrix factorization: relevance determination and calibrated intervals
-=======================================================================
+Matrix factorization: the rank the data need, and calibrated intervals
+======================================================================
 
 :class:`skvi.SVIMatrixFactorization` models a rating of item ``n`` by user
 ``m`` as ``N(mu + b_m + c_n + u_m . v_n, 1 / tau)`` with a Gaussian
-posterior per user and per item, and learns a prior precision per latent
-component (automatic relevance determination, ARD): components the data do
-not need get a large precision and shrink to zero.
+posterior per user and per item, and learns each side's prior precision
+matrix (a Wishart prior, as in Bayesian PMF): directions of the factors
+that the data do not need get a large precision and shrink to zero.
 
 We simulate ratings from a rank-3 model with biases, observe 10% of the
 user-item pairs, fit with more components than needed (``n_components=8``),
@@ -59,20 +59,21 @@ print(f"{mf.n_iter_} passes, converged: {mf.converged_}")
 print(f"noise sd: learned {mf.noise_precision_**-0.5:.3f}, true {noise_sd}")
 
 # %%
-# Which components are used?
+# Which directions are used?
 # --------------------------
-# ``user_precision_`` holds the posterior mean of each component's prior
-# precision (the last entry is the bias).  Three of the eight components
-# keep a small precision (about 0.5); the other five get one about thirty
-# times larger, which shrinks their factors towards zero: the fit found the
-# true rank.
+# ``user_precision_`` holds the posterior mean of the users' prior precision
+# matrix ``E[Lambda_u]`` (the last row and column are the bias).  Of the
+# eigenvalues of its factor block, three stay small (about 0.5); the other
+# five are some sixty times larger, which shrinks the factors in those
+# directions towards zero: the fit found the true rank.
 
+values = np.linalg.eigvalsh(mf.user_precision_[:-1, :-1])
 fig, ax = plt.subplots(figsize=(6, 3))
-labels = [f"u{k}" for k in range(mf.n_components)] + ["bias"]
-ax.bar(labels, mf.user_precision_, color=["C0"] * mf.n_components + ["C1"])
+ax.bar(range(1, mf.n_components + 1), values)
 ax.set_yscale("log")
-ax.set_ylabel("E[prior precision]")
-ax.set_title("ARD on the user side: large precision = component switched off")
+ax.set_xlabel("eigenvalue of E[Lambda_u] (factors)")
+ax.set_ylabel("prior precision")
+ax.set_title("large precision = direction switched off")
 fig.tight_layout()
 plt.show()
 
