@@ -17,10 +17,11 @@ process, every method fits K = 10 latent factors:
                  MovieLens tutorial;
 ``skvi-batch``   ``skvi.SVIMatrixFactorization(n_components=10, factor_prior="wishart",
                  learning_method="batch", random_state=0, **--batch-opt)``: the
-                 Bayesian-PMF prior (a Wishart on each side's prior precision);
+                 Bayesian-PMF prior (a Wishart on each side's prior precision),
+                 every argument at its default without ``--batch-opt``;
 ``skvi-online``  the same with ``learning_method="online", max_iter=1, batch_size=
                  --batch-size`` (200; one pass in minibatches) and ``**--online-opt``;
-``skvi-batch-ard`` skvi-batch with the default ``factor_prior="ard"`` (a Gamma per
+``skvi-batch-ard`` skvi-batch with ``factor_prior="ard"`` (a Gamma per
                  component) instead, and ``**--batch-opt``;
 ``skvi-online-default`` ``SVIMatrixFactorization(learning_method="online", max_iter=1,
                  random_state=0)``: one online pass with every other argument at its
