@@ -367,7 +367,7 @@ def _blocks(*arrays, rows=1000):
 
 
 @pytest.mark.parametrize("kw, weighted", [
-    ({}, False), ({"covariance": "diagonal"}, True), ({"factor_prior": "wishart"}, False),
+    ({}, False), ({"covariance": "diagonal"}, True), ({"factor_prior": "ard"}, False),
 ])
 def test_matrix_factorization_batch_equals_the_in_memory_fit(client, kw, weighted):
     # Every block encodes its ids with those of all the blocks, and each

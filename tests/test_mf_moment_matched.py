@@ -91,8 +91,8 @@ def test_the_elbo_is_the_gaussian_predictors_expected_log_likelihood_and_never_f
 
 
 def test_at_convergence_each_user_is_the_closed_form_update_of_its_pseudo_ratings():
-    # With a fixed prior precision: under ARD a switched-off component
-    # converges slowly.
+    # With a fixed prior precision: a switched-off component (or, with the
+    # Wishart prior, direction) converges slowly.
     X, y, _ = binary(seed=10, n_users=40, n_items=30)
     mf = quiet_fit(SVIMatrixFactorization(n_components=2, likelihood="bernoulli", tol=0,
                                           factor_precision=1.0, max_iter=300, random_state=0),

@@ -120,8 +120,9 @@ def _logistic_vi_optimum(x, y, offset, offset_var, prior_precision):
     return res.x[:d], L @ L.T
 
 
+@pytest.mark.parametrize("factor_prior", ["wishart", "ard"])
 @pytest.mark.parametrize("expectation", ["quadrature", "gaussian"])
-def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation):
+def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation, factor_prior):
     # transform() folds a new user in by the fixed-point iterations of seed
     # 002 (eq. 51 and the natural mean step).  With the items made
     # deterministic, the user's node is a Bayesian logistic regression with
@@ -133,7 +134,7 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation):
     mf = quiet_fit(
         SVIMatrixFactorization(
             n_components=2, likelihood="bernoulli", expectation=expectation,
-            max_iter=5, tol=0, random_state=0,
+            factor_prior=factor_prior, max_iter=5, tol=0, random_state=0,
         ),
         X, y,
     )

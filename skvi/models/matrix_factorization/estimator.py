@@ -77,9 +77,9 @@ _LOG_2PI = np.log(2.0 * np.pi)
 _CHUNK = 8192
 #: ``(a0, b0)`` of the Gamma priors of ``precision_prior=None``: the noise
 #: precision and ARD's per-component precisions (vague).
-GAMMA_PRIOR = (1e-3, 1e-3)
+_GAMMA_PRIOR = (1e-3, 1e-3)
 #: ``b0`` of the Wishart prior of ``precision_prior=None`` (``a0`` is
-#: ``GAMMA_PRIOR``'s).  In a direction the ratings do not use, coordinate
+#: ``_GAMMA_PRIOR``'s).  In a direction the ratings do not use, coordinate
 #: ascent multiplies the prior precision by about ``(df + n) / n`` a pass
 #: (``n`` users or items) until it reaches ``df / (2 b0)``: with ``b0 =
 #: 1e-3`` that is some 5,000 for ten components, and a fit of 30 components
@@ -87,7 +87,7 @@ GAMMA_PRIOR = (1e-3, 1e-3)
 #: converged in 51 passes at the same test RMSE (0.9073 against 0.9072), and
 #: the mean test RMSE of ten components over u1..u5 is 0.8992 against 0.8991
 #: (docs/matrix_factorization_benchmark.md).
-WISHART_RATE = 0.05
+_WISHART_RATE = 0.05
 #: Passes over its ratings that Paquet's Alg. 1 should give the median node
 #: before fit stops without a warning.
 _ALG1_MIN_PASSES = 5.0
@@ -287,7 +287,8 @@ default='gaussian'
     user_precision_, item_precision_ : ndarray of shape (n_components + 1,) or (n_components + 1, n_components + 1)
         The matrices ``E[Lambda_u]``, ``E[Lambda_v]`` (factors then bias);
         with ``factor_prior='ard'`` the vectors of the posterior means of
-        ``alpha_u``, ``alpha_v``.
+        ``alpha_u``, ``alpha_v``, and with a fixed ``factor_precision`` that
+        precision repeated (a vector).
     user_counts_, item_counts_ : ndarray
         Ratings per user and item used for the ``N_i`` of the steps (not
         weighted; ratings of weight 0 are not counted).
@@ -900,13 +901,13 @@ n_samples_seen_, converged_, n_rejected_steps_
         }
 
     def _check_prior_params(self):
-        """``(a0, b0)`` of the Gamma priors; sets ``_wishart_hyper``, the Wishart's."""
-        if self.precision_prior is None:
-            self._wishart_hyper = (GAMMA_PRIOR[0], WISHART_RATE)
-            prior = GAMMA_PRIOR
-        else:
-            prior = tuple(self.precision_prior)
-            self._wishart_hyper = prior
+        """``(a0, b0)`` of the Gamma priors; sets ``_wishart_hyper``, the Wishart's.
+
+        Set only once every parameter checked: a refused ``fit`` leaves the
+        fitted model as it was.
+        """
+        explicit = self.precision_prior is not None
+        prior = tuple(self.precision_prior) if explicit else _GAMMA_PRIOR
         if len(prior) != 2 or not all(
             isinstance(v, numbers.Real) and np.isfinite(v) and v > 0 for v in prior
         ):
@@ -931,6 +932,8 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "and the inverse of its fourth power, times 1e16, must be finite (the scale "
                 "of the initial factor means, like the ratings')."
             )
+        wishart = prior if explicit else (prior[0], _WISHART_RATE)
+        self._wishart_hyper = (float(wishart[0]), float(wishart[1]))
         return float(prior[0]), float(prior[1])
 
 
@@ -1038,7 +1041,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return factor.cached("mean", lambda f: f.distribution.mean())
 
     def _precision_prior_natural(self):
-        """Natural parameters of the prior of ``alpha_u`` (and ``alpha_v``).
+        """Natural parameters of the prior of ``Lambda_u`` or ``alpha_u`` (and the items').
 
         ARD: ``Gamma(a0, rate=b0)`` per component.  Wishart: ``(-b0 I,
         a0 - 1)``, the Wishart with ``df = d - 1 + 2 a0`` and scale
@@ -1047,7 +1050,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         d = self._dim
         if self.factor_prior == "wishart":
-            a0, b0 = self._wishart_hyper
+            # A model fitted before the Wishart had a rate of its own used
+            # the Gamma priors' (a0, b0).
+            a0, b0 = getattr(self, "_wishart_hyper", self._hyper)
             return (-b0 * np.eye(d), np.array(a0 - 1.0))
         a0, b0 = self._hyper
         return (np.full(d, -b0), np.full(d, a0 - 1.0))
@@ -1080,7 +1085,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         return prec * mean, -0.5 * prec
 
     def _initial_precision_natural(self):
-        """Initial ``q`` of ``alpha_u`` and ``alpha_v``: mean ``a0 / b0``.
+        """Initial ``q`` of ``Lambda_u`` or ``alpha_u`` (and the items'): mean ``a0 / b0``.
 
         For ARD that is the prior.  The Wishart prior's mean, ``(d - 1 +
         2 a0) / (2 b0) I``, would start the nodes far tighter than ARD's;
