@@ -59,6 +59,17 @@ def test_batch_elbo_never_decreases(small, covariance, fixed):
     assert mf.elbo(X, y) == pytest.approx(lb[-1], rel=1e-12)
 
 
+def _wishart_update(mf, a0, b0):
+    """``E[Lambda_u]`` of the Wishart update given the fitted users (prior ``(a0, b0)``).
+
+    ``df = d - 1 + 2 a0 + n`` and scale ``(2 b0 I + sum_m E[w_m w_m^T])^-1``.
+    """
+    m, S = mf.user_mean_, mf.user_covariance_
+    n, d = m.shape
+    second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
+    return (d - 1 + 2 * a0 + n) * np.linalg.inv(2 * b0 * np.eye(d) + second)
+
+
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
 def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
     # q(Lambda_u) given the users' q: Wishart with df0 + n degrees of freedom
@@ -76,14 +87,9 @@ def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
         ),
         X, y,
     )
-    d = 4
     assert mf.n_users_ == 80
     np.testing.assert_array_equal(mf.user_ids_, np.unique(X[:, 0]))
-    m, S = mf.user_mean_, mf.user_covariance_
-    second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
-    df = d - 1 + 2 * 2.0 + 80
-    expected = df * np.linalg.inv(2 * 3.0 * np.eye(d) + second)
-    np.testing.assert_allclose(mf.user_precision_, expected, rtol=1e-10)
+    np.testing.assert_allclose(mf.user_precision_, _wishart_update(mf, 2.0, 3.0), rtol=1e-10)
     unknown = mf._node_moments("users", mf.natural_params_, mf._user_ids.encode(np.array([45])))
     np.testing.assert_array_equal(unknown.mean, 0.0)
     prior_cov = np.linalg.inv(mf.user_precision_)
@@ -103,11 +109,7 @@ def test_default_prior_is_the_documented_wishart_and_switches_off_unneeded_direc
         warnings.simplefilter("error")
         mf = SVIMatrixFactorization(8, random_state=0).fit(X, y)
     assert mf.converged_ and mf.factor_prior == "wishart"
-    d, n = 9, mf.n_users_
-    m, S = mf.user_mean_, mf.user_covariance_
-    second = np.sum(S + m[:, :, None] * m[:, None, :], axis=0)
-    expected = (d - 1 + 2e-3 + n) * np.linalg.inv(2 * 0.05 * np.eye(d) + second)
-    np.testing.assert_allclose(mf.user_precision_, expected, rtol=1e-10)
+    np.testing.assert_allclose(mf.user_precision_, _wishart_update(mf, 1e-3, 0.05), rtol=1e-10)
     assert mf.noise_shape_ == pytest.approx(1e-3 + 0.5 * len(y), rel=1e-12)
     # The Gamma priors (the noise's, ARD's) keep the documented (1e-3, 1e-3).
     ard = [quiet_fit(SVIMatrixFactorization(8, factor_prior="ard", precision_prior=p,
