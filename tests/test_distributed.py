@@ -131,6 +131,22 @@ def test_glm_batch_equals_the_in_memory_fit(client, cls):
     _assert_same_globals(est, ref)
 
 
+def test_softmax_batch_under_the_bound_equals_the_in_memory_fit(client):
+    # Böhning's bound (the default of a batch softmax): X^T X and the bound's
+    # spread summed over the blocks, the extrapolated passes on the driver.
+    rng = np.random.RandomState(4)
+    X = rng.normal(size=(3000, 4))
+    y = np.argmax(X @ rng.normal(size=(4, 3)) + rng.gumbel(size=(3000, 3)), axis=1)
+    w = rng.uniform(0.5, 2.0, 3000)
+    kw = dict(learning_method="batch", random_state=0, tol=1e-8, max_iter=100)
+    ref = SVILogisticRegression(**kw).fit(X, y, sample_weight=w)
+    est = SVILogisticRegression(**kw).fit(da.from_array(X, chunks=(1000, 4)),
+                                          da.from_array(y, chunks=1000),
+                                          sample_weight=da.from_array(w, chunks=1000))
+    assert ref.converged_ and ref.n_batch_iter_ > ref.n_iter_  # extrapolated passes
+    _assert_same_globals(est, ref, rtol=1e-8)
+
+
 def test_classes_are_found_over_every_block(client):
     # The first block holds one class only.
     rng = np.random.RandomState(3)

@@ -182,6 +182,16 @@ def check_glm(ns):
     X_test, y_test = ns["X_test"], ns["y_test"]
     assert ns["clf"].score(X_test, y_test) >= sk.score(X_test, y_test) - 0.02
     assert ns["multi"].score(ns["Xi_test"], ns["yi_test"]) >= 0.9
+    # Digits under Böhning's bound: converged, and within 10% of the held-out
+    # NLL of scikit-learn's cross-validated model.
+    from sklearn.linear_model import LogisticRegressionCV
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cv = LogisticRegressionCV(max_iter=3000).fit(ns["Xg_train"], ns["yg_train"])
+    cv_loss = log_loss(ns["yg_test"], cv.predict_proba(ns["Xg_test"]))
+    assert ns["bound"].converged_
+    assert log_loss(ns["yg_test"], ns["bound"].predict_proba(ns["Xg_test"])) < 1.1 * cv_loss
     # Poisson counts: a weak prior, so the posterior mean is the MLE.
     mle = PoissonRegressor(alpha=0.0).fit(ns["X_counts"][:1500], ns["counts"][:1500])
     np.testing.assert_allclose(ns["pois"].coef_.ravel(), mle.coef_, atol=0.01)

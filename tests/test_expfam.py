@@ -420,6 +420,28 @@ def test_natural_parameter_values():
     assert_allclose(d.natural[0], [-0.5, 1.0, 2.0])
 
 
+@pytest.mark.parametrize("cls", [MultivariateGaussian, Gamma])
+def test_valid_step_equals_valid_natural(cls):
+    # Whatever the step changed, valid_step (given a valid start) says what
+    # valid_natural says of the new parameters; MultivariateGaussian skips
+    # the factorisation only when eta2 is unchanged.
+    rng = np.random.RandomState(0)
+    if cls is MultivariateGaussian:
+        root = rng.normal(size=(3, 3))
+        start = (rng.normal(size=3), -0.5 * (root @ root.T + np.eye(3)))
+        steps = [
+            (rng.normal(size=3), start[1].copy()),          # eta2 unchanged: valid
+            (np.array([1.0, np.nan, 0.0]), start[1]),        # non-finite eta1
+            (start[0], start[1] + np.eye(3) * 10.0),         # not negative definite
+            (start[0], start[1] - np.eye(3)),                # another valid precision
+        ]
+    else:
+        start = (np.array([1.0, 2.0]), np.array([-1.0, -3.0]))
+        steps = [(start[0], np.array([-1.0, 0.5])), (start[0] + 1.0, start[1])]
+    for new in steps:
+        assert_array_equal(cls.valid_step(start, new), cls.valid_natural(*new))
+
+
 def test_valid_natural_gaussian():
     nan, inf = np.nan, np.inf
     eta1 = np.array([1.0, -3.0, nan, 1.0, inf, 1.0, 1.0, 1.0, 1.0])

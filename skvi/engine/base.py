@@ -32,6 +32,7 @@ from sklearn.utils import check_random_state, gen_batches
 
 from ..schedules import make_schedule
 from . import blocks as _fn
+from .acceleration import batch_pass
 from .convergence import Convergence
 from .executor import SerialExecutor, backend_for, cut, even_batches, local_executor
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, PhaseClock, _Run, _Table, warn_user
@@ -50,7 +51,7 @@ REQUIRED_HOOKS = ("_prepare_data", "_initialize_globals", "_prior_natural", "_lo
 OPTIONAL_HOOKS = ("_settings", "_on_params_updated", "_local_draws", "_update_factor",
                   "_factor_target", "_hyperparameter_statistics", "_update_hyperparameters",
                   "_data_summary", "_row_ids", "_row_counts", "_row_prior", "_grow_rows",
-                  "_row_summary", "_probe_loss")
+                  "_row_summary", "_probe_loss", "_mean_parameters")
 
 #: Methods that take rows and return one value (or row of values) per row:
 #: on a dask collection they run blockwise and return a dask array.
@@ -116,8 +117,7 @@ class _State:
     def portable(self):
         """A copy to pickle: no executor, no settings, no probe rows."""
         other = copy.copy(self)
-        other.executor = SerialExecutor()
-        other.settings = None
+        other.executor, other.settings = SerialExecutor(), None
         other.safety = copy.copy(self.safety)
         other.safety.settings = None
         other.safety.forget()
@@ -296,6 +296,10 @@ class SVIEstimator(BaseEstimator):
     def _probe_loss(self, probe, params):
         """Expected loss per row of the probe rows under ``params`` (default None: no probe)."""
         return None
+
+    def _mean_parameters(self, name, factor, which):
+        """Mean parameters ``which`` (indices of the natural ones) of a global factor (default: its family's)."""
+        return [factor.distribution.expected_stats()[j] for j in which]
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
@@ -555,11 +559,7 @@ class SVIEstimator(BaseEstimator):
                     bound, stopped = self._online_pass(data, random_state, run, conv, it,
                                                        n_batches)
                 else:
-                    if local is None or settings.local_depends_on_globals:
-                        with st.clock.phase("local"):
-                            local = st.local_steps(self, data, self.natural_params_)
-                    take_step(self, data, 1.0, online=False, local=local)
-                    st.samples += n_count
+                    local = batch_pass(self, data, local, n_count)
                     stopped = run.per_step and run.step(1)
                     bound = None
                     if conv.evaluate(it) and not stopped:
@@ -886,9 +886,11 @@ class SVIEstimator(BaseEstimator):
         state = dict(super().__getstate__())
         st = state.get("_svi")
         if st is not None:
-            # Neither the executor's threads nor the settings (which may hold
-            # the model's own functions) travel; they are made again.
+            # Neither the executor's threads, the settings (which may hold the model's
+            # functions; made again) nor the model's buffers of a fit travel.
             state["_svi"] = st.portable()
+            for name in st.settings.transient if st.settings is not None else ():
+                state.pop(name, None)
         return state
 
     def __setstate__(self, state):

@@ -78,6 +78,14 @@ class ModelSettings:
         the full step (a damped Newton iteration on a deterministic target).
     elbo_tolerance : float, default=1e-9
         The relative fall of the ELBO that ``'no_decrease'`` still accepts.
+    extrapolate : bool, default=False
+        Take each pass of a batch fit as an extrapolated pass
+        (:func:`skvi.engine.acceleration.batch_pass`): two steps, a jump
+        along them, a third step, kept only when it ends above the two.
+        For batch steps that converge linearly (majorize-minimize steps);
+        needs ``batch_steps`` other than ``'blend'`` (an ELBO per step), and
+        steps with no state beyond the factors (no hyperparameter or
+        update-rule state).
     probe_batch_steps : bool, default=False
         Test batch steps on the probe sample too (Monte Carlo fixed points).
     probe_growth : float, default=1.0
@@ -134,7 +142,8 @@ class ModelSettings:
     def __init__(self, factors, *, row_groups=(), row_axes=None, row_shares=(),
                  resident_row_groups=(), hierarchical=(), update_rules=None, local_depends_on_globals=True, parallel=False,
                  scheduled_row_steps=False, initial_globals_are_data=False,
-                 batch_steps="blend", elbo_tolerance=1e-9, probe_batch_steps=False,
+                 batch_steps="blend", elbo_tolerance=1e-9, extrapolate=False,
+                 probe_batch_steps=False,
                  probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
                  convergence=None,
                  evaluate_every=None, final_bound=False, warn_not_converged=True,
@@ -142,6 +151,9 @@ class ModelSettings:
         if batch_steps not in ("blend", "no_decrease", "line_search"):
             raise ValueError(f"batch_steps must be 'blend', 'no_decrease' or 'line_search', "
                              f"got {batch_steps!r}.")
+        if extrapolate and batch_steps == "blend":
+            raise ValueError("extrapolate needs batch steps judged by the ELBO "
+                             "(batch_steps='no_decrease' or 'line_search').")
         if batches not in ("even", "remainder"):
             raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
         if stream_steps not in ("schedule", "bayes"):
@@ -159,6 +171,7 @@ class ModelSettings:
         self.initial_globals_are_data = bool(initial_globals_are_data)
         self.batch_steps = batch_steps
         self.elbo_tolerance = float(elbo_tolerance)
+        self.extrapolate = bool(extrapolate)
         self.probe_batch_steps = bool(probe_batch_steps)
         self.probe_growth = float(probe_growth)
         self.children_per_row = children_per_row
@@ -211,7 +224,7 @@ class ModelSettings:
             return natural
         return Factor(natural, self.factors.get(name))
 
-    def is_valid(self, name, natural):
+    def is_valid(self, name, natural, current=None):
         """Whether natural parameters are valid for factor ``name``'s family.
 
         Parameters
@@ -220,6 +233,9 @@ class ModelSettings:
             The factor.
         natural : tuple of array-like
             Its natural parameters.
+        current : tuple of array-like or None, default=None
+            The factor's valid parameters before the step, if any: the
+            family's ``valid_step`` may then test only what changed.
 
         Returns
         -------
@@ -234,7 +250,10 @@ class ModelSettings:
         >>> ModelSettings({"g": Gamma}).is_valid("g", (np.array([1.0]), np.array([0.0])))
         False
         """
-        return bool(np.all(self.factors[name].valid_natural(*natural)))
+        family = self.factors[name]
+        if current is not None and hasattr(family, "valid_step"):
+            return bool(np.all(family.valid_step(tuple(current), tuple(natural))))
+        return bool(np.all(family.valid_natural(*natural)))
 
     def __repr__(self):
         return f"ModelSettings(factors={list(self.factors)})"

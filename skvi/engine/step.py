@@ -192,7 +192,7 @@ def update_factor(est, name, current, stats, ctx):
             ctx.grads.extend(np.subtract(t, c) for c, t in zip(old, target))
         new, state = rule.step(old, target, rho, ctx.backoff, ctx.rule_state)
         ctx.keep_rule_state(state)
-    valid = settings.is_valid(name, new)
+    valid = settings.is_valid(name, new, old)
     if rows is not None:
         full = new if every else tuple(c.copy() for c in current)
         if not every:

@@ -213,6 +213,35 @@ class ExponentialFamily:
         """
         raise NotImplementedError
 
+    @classmethod
+    def valid_step(cls, current, new):
+        """:meth:`valid_natural` of ``new``, given that ``current`` is valid.
+
+        A family may test only what a step changed; this one tests all of
+        ``new``.
+
+        Parameters
+        ----------
+        current : tuple of array_like
+            Valid natural parameters (a factor before a step).
+        new : tuple of array_like
+            The natural parameters after the step.
+
+        Returns
+        -------
+        ndarray of bool
+            As :meth:`valid_natural` of ``new``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Gamma
+        >>> Gamma.valid_step((np.array([1.0]), np.array([-1.0])),
+        ...                  (np.array([1.0]), np.array([0.0])))
+        array([False])
+        """
+        return cls.valid_natural(*new)
+
     def expected_stats(self):  # pragma: no cover - abstract
         """Expected sufficient statistics, a tuple of arrays.
 

@@ -15,6 +15,13 @@ from .base import (
 )
 
 
+def _same(a, b):
+    """Whether two arrays of one shape are equal; a sample of entries first, the cheap 'no'."""
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    step = max(1, flat_a.size // 64)
+    return np.array_equal(flat_a[::step], flat_b[::step]) and np.array_equal(a, b)
+
+
 class MultivariateGaussian(ExponentialFamily):
     """Batch of full-covariance Gaussians parameterised by mean and precision.
 
@@ -200,6 +207,40 @@ class MultivariateGaussian(ExponentialFamily):
         # called valid can always be built (it matters at the edge of
         # definiteness, where rounding decides).
         return _pd_mask(-(eta2 + np.swapaxes(eta2, -1, -2)), ok)
+
+    @classmethod
+    def valid_step(cls, current, new):
+        """:meth:`valid_natural` of ``new``, given that ``current`` is valid.
+
+        A step that left ``eta2`` exactly as it was (a covariance target that
+        does not move, as under the softmax's bound) keeps a precision known
+        to be positive definite: only ``eta1`` is tested, without the
+        Cholesky factorisation.
+
+        Parameters
+        ----------
+        current, new : tuple of array_like
+            ``(eta1, eta2)`` before (valid) and after the step.
+
+        Returns
+        -------
+        ndarray of bool
+            As :meth:`valid_natural` of ``new``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import MultivariateGaussian
+        >>> eta2 = -0.5 * np.eye(2)
+        >>> MultivariateGaussian.valid_step((np.zeros(2), eta2), (np.array([1.0, np.nan]), eta2))
+        array(False)
+        """
+        eta1, eta2 = (_as_float(a) for a in new)
+        old2 = _as_float(current[1])
+        if old2 is not eta2 and (old2.shape != eta2.shape or not _same(old2, eta2)):
+            return cls.valid_natural(eta1, eta2)
+        batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
+        return np.broadcast_to(np.all(np.isfinite(eta1), axis=-1), batch)
 
     def validate(self):
         """Raise ``ValueError`` unless the parameters are finite and valid.

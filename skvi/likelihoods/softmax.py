@@ -237,6 +237,76 @@ class Softmax:
         e1[np.arange(n), y] += 1.0
         return e_log, e1, e2
 
+    @staticmethod
+    def bound_curvature(n_classes):
+        """Böhning's curvature ``A = (I - 1 1^T / K) / 2``: ``A >= diag(p) - p p^T`` for every ``p``.
+
+        Böhning ("Multinomial logistic regression algorithm", 1992) shows
+        that the Hessian of ``log sum_k exp(f_k)`` never exceeds ``A``, so
+        that ``log p(y | f) >= log p(y | m) + g^T (f - m) - (f - m)^T A (f - m) / 2``
+        with ``g = onehot(y) - softmax(m)``, for every ``f`` and ``m``.  Under
+        ``q(f) = N(m, S)`` the bound's expectation is
+        ``log p(y | m) - tr(A S) / 2`` (see :meth:`bound_terms`).
+
+        Parameters
+        ----------
+        n_classes : int
+            ``K``.
+
+        Returns
+        -------
+        ndarray of shape (K, K)
+
+        Examples
+        --------
+        >>> from skvi.likelihoods import Softmax
+        >>> Softmax.bound_curvature(2)
+        array([[ 0.25, -0.25],
+               [-0.25,  0.25]])
+        """
+        k = int(n_classes)
+        return 0.5 * (np.eye(k) - 1.0 / k)
+
+    def bound_terms(self, y, mean):
+        """``log p(y | m)`` and its gradient ``onehot(y) - softmax(m)`` at the means ``m``.
+
+        With :meth:`bound_curvature`'s ``A``, ``log p(y | m) - tr(A S) / 2``
+        is a lower bound on ``E_q[log p(y | f)]`` under ``q(f) = N(m, S)``,
+        tight where ``S = 0``; its derivatives in ``m`` and ``S`` are the
+        gradient returned here and ``-A / 2``.  No integral is needed.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n,)
+            Class indices in ``0 .. K-1``.
+        mean : ndarray of shape (n, K)
+            The means of ``q(f)``.
+
+        Returns
+        -------
+        log_p : ndarray of shape (n,)
+        gradient : ndarray of shape (n, K)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.likelihoods import Softmax
+        >>> log_p, g = Softmax().bound_terms(np.array([0]), np.zeros((1, 2)))
+        >>> round(float(log_p[0]), 6), g
+        (-0.693147, array([[ 0.5, -0.5]]))
+        """
+        mean = np.asarray(mean, dtype=float)
+        y = np.asarray(y).astype(np.intp)
+        rows = np.arange(mean.shape[0])
+        if mean.shape[0] == 0:
+            return np.empty(0), np.empty_like(mean)
+        shift = mean.max(axis=1)
+        gradient = np.exp(mean - shift[:, None])
+        total = gradient.sum(axis=1)
+        gradient *= (-1.0 / total)[:, None]
+        gradient[rows, y] += 1.0
+        return mean[rows, y] - shift - np.log(total), gradient
+
     def expected_logpdf(self, y, mean, cov, method="quadrature", n_samples=PREDICTIVE_POINTS,
                         random_state=None):
         """``E_q[log p(y | f)]`` alone (the first output of :meth:`expectations`), shape (n,)."""

@@ -1,5 +1,7 @@
 """MC-SSVI: natural-gradient steps on the mean and the covariance."""
 
+import numpy as np
+
 from .base import UpdateRule, _per_factor
 
 
@@ -23,6 +25,8 @@ class NaturalGradient(UpdateRule):
     name = "mc-ssvi"
 
     def step(self, current, target, rho, backoff, state):
+        if np.ndim(rho) == 0 and rho == 1.0:
+            return tuple(target), state  # a full step is the target itself
         # (1 - rho) c + rho t is exact at rho = 0 and rho = 1.
         return tuple(
             (1.0 - _per_factor(rho, c)) * c + _per_factor(rho, c) * t
