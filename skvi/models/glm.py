@@ -315,11 +315,13 @@ class _BayesianGLM(SVIEstimator):
     _n_outputs = 1
 
     def _moments(self, params):
-        """Mean, covariance and ``log |precision|`` of the weights under ``params``."""
-        memo = getattr(self, "_factorization", None)
-        if memo is None:
-            memo = self._factorization = []
-        return _gaussian_moments(params["weights"], memo)
+        """Mean, covariance and ``log |precision|`` of the weights under ``params``.
+
+        During a fit, with the last factorisations kept (``_factorization``,
+        set at the start, dropped at the end: outside a fit nothing is
+        written to the estimator).
+        """
+        return _gaussian_moments(params["weights"], getattr(self, "_factorization", None))
 
     def _predictor_means(self, Xd, params):
         """The means ``x_i . m_a`` of the linear predictors, (n,) or (n, k)."""
@@ -506,6 +508,7 @@ class _BayesianGLM(SVIEstimator):
         # ordinary-gradient mean steps only refine it.
         # Both from all the rows of the fit (_data_summary; the first
         # partial_fit call's rows), summed over the blocks on a cluster.
+        self._factorization = []
         total, squares, targets = summary
         total = float(total)
         d = self._n_weights
