@@ -56,9 +56,9 @@ def _extrapolation(est, st, p0, p1, p2):
     parameters' own Euclidean norm the well-determined directions dominate
     ``alpha``: on digits' softmax (the default fit) 15 of 19 jumps failed
     that way and 20 passes ended at an ELBO of -1269.9, not converged; in
-    the Fisher metric 2 of 17 failed, converged in 18 passes at -1250.8.  An array the two steps left unchanged (a
-    covariance target that does not move) is not extrapolated: the jump
-    keeps ``p2``'s array itself.
+    the Fisher metric 2 of 17 failed, converged in 18 passes at -1250.8.
+    An array the two steps left unchanged (a covariance target that does
+    not move) is not extrapolated: the jump keeps ``p2``'s array itself.
     """
     names = st.settings.names
     moves = {}  # (name, index) -> (r, v) of the arrays that moved

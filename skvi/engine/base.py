@@ -298,7 +298,7 @@ class SVIEstimator(BaseEstimator):
         return None
 
     def _mean_parameters(self, name, factor, which):
-        """Mean parameters ``which`` (indices of the natural ones) of a global factor (default: its family's)."""
+        """Mean parameters ``which`` (natural parameters' indices) of a factor (default: its family's)."""
         return [factor.distribution.expected_stats()[j] for j in which]
 
     # ------------------------------------------------------------ public API

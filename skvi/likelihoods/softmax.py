@@ -239,7 +239,7 @@ class Softmax:
 
     @staticmethod
     def bound_curvature(n_classes):
-        """Böhning's curvature ``A = (I - 1 1^T / K) / 2``: ``A >= diag(p) - p p^T`` for every ``p``.
+        """Böhning's curvature ``A = (I - 1 1^T / K) / 2``, above ``diag(p) - p p^T`` for all ``p``.
 
         Böhning ("Multinomial logistic regression algorithm", 1992) shows
         that the Hessian of ``log sum_k exp(f_k)`` never exceeds ``A``, so

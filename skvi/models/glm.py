@@ -331,7 +331,7 @@ class _BayesianGLM(SVIEstimator):
         return np.asarray(Xd @ loc).ravel()
 
     def _gram(self, data, Xd):
-        """These rows' ``G = X^T W X`` (W their weights) and ``-A (kron) G / 2``, their bound's statistics.
+        """These rows' ``G = X^T W X`` (W their weights) and their bound's statistics ``-A kron G / 2``.
 
         Kept for the last few row sets (a batch fit's steps and tests all
         read the same rows).
