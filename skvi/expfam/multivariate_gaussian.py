@@ -12,14 +12,8 @@ from .base import (
     _pd_mask,
     _size_tuple,
     _symmetric_mask,
+    same_array,
 )
-
-
-def _same(a, b):
-    """Whether two arrays of one shape are equal; a sample of entries first, the cheap 'no'."""
-    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-    step = max(1, flat_a.size // 64)
-    return np.array_equal(flat_a[::step], flat_b[::step]) and np.array_equal(a, b)
 
 
 class MultivariateGaussian(ExponentialFamily):
@@ -237,7 +231,7 @@ class MultivariateGaussian(ExponentialFamily):
         """
         eta1, eta2 = (_as_float(a) for a in new)
         old2 = _as_float(current[1])
-        if old2 is not eta2 and (old2.shape != eta2.shape or not _same(old2, eta2)):
+        if old2 is not eta2 and (not same_array(old2, eta2)):
             return cls.valid_natural(eta1, eta2)
         batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
         return np.broadcast_to(np.all(np.isfinite(eta1), axis=-1), batch)

@@ -42,6 +42,7 @@ from sklearn.utils.validation import (
 from ..engine import ModelSettings, SVIEstimator
 from ..engine.data import check_row_weights
 from ..expfam import MultivariateGaussian
+from ..expfam.base import same_array
 from ..likelihoods import Bernoulli, Poisson, Softmax
 from ..likelihoods.softmax import PREDICTIVE_POINTS
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS, make_update_rule
@@ -101,7 +102,7 @@ def _gaussian_moments(factor, memo=None):
     def compute(f):
         eta1, eta2 = (np.asarray(a, dtype=np.float64) for a in f)
         for known, (chol, cov, logdet) in memo or ():
-            if known.shape == eta2.shape and np.array_equal(known, eta2):
+            if same_array(known, eta2):
                 return lapack.dpotrs(chol, eta1, lower=1)[0], cov, logdet
         precision = -(eta2 + eta2.T)
         diagonal = np.diagonal(precision)
