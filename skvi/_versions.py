@@ -65,12 +65,18 @@ def show_versions():
         print(f"{name} {version}")
     built = kernels()
     lda = built["lda"]
-    print(f"LDA E-step kernel: {'built, instruction set ' + lda if lda else 'not built (numpy fallback)'}")
-    print(f"Gaussian moments kernel: {'built' if built['gaussian'] else 'not built (numpy fallback)'}")
+    print(
+        f"LDA E-step kernel: {'built, instruction set ' + lda if lda else 'not built (numpy fallback)'}"
+    )
+    print(
+        f"Gaussian moments kernel: {'built' if built['gaussian'] else 'not built (numpy fallback)'}"
+    )
 
 
-_KERNEL_FILES = {"lda": ("models", "lda", "_lda_fast"),
-                 "gaussian": ("models", "matrix_factorization", "_gaussian_fast")}
+_KERNEL_FILES = {
+    "lda": ("models", "lda", "_lda_fast"),
+    "gaussian": ("models", "matrix_factorization", "_gaussian_fast"),
+}
 _KERNEL_NAMES = {"lda": "LDA E-step", "gaussian": "Gaussian moments"}
 
 
@@ -113,8 +119,10 @@ def _has_kernels(package_dir):
     for name, parts in _KERNEL_FILES.items():
         folder = Path(package_dir).joinpath(*parts[:-1])
         try:
-            found[name] = any(p.name.startswith(parts[-1] + ".") and p.name.endswith(suffixes)
-                              for p in folder.iterdir())
+            found[name] = any(
+                p.name.startswith(parts[-1] + ".") and p.name.endswith(suffixes)
+                for p in folder.iterdir()
+            )
         except OSError:
             found[name] = False
     return found
@@ -136,18 +144,25 @@ def _other_copy(package_dir, path=None):
 def _compiler_advice(record):
     """What to do about missing kernels, from a build record (see ``setup.py``)."""
     if not record:
-        return ("They are built at install when a C compiler is present (this install "
-                "recorded nothing): without one, install one (e.g. gcc) and reinstall skvi.")
+        return (
+            "They are built at install when a C compiler is present (this install "
+            "recorded nothing): without one, install one (e.g. gcc) and reinstall skvi."
+        )
     compiler, built = record.get("COMPILER", ""), record.get("KERNELS", {})
     if compiler is None:
-        return ("No C compiler was found when skvi was built: install one (e.g. gcc, or "
-                "Xcode's command line tools on macOS) and reinstall skvi.")
+        return (
+            "No C compiler was found when skvi was built: install one (e.g. gcc, or "
+            "Xcode's command line tools on macOS) and reinstall skvi."
+        )
     if not all(built.values()):
         found = f"found the C compiler {compiler} but " if compiler else ""
-        return (f"The build {found}could not compile them: reinstall with 'pip install -v' "
-                "to see why.")
-    return ("They were compiled when skvi was built but do not import here: reinstall skvi "
-            "for this Python.")
+        return (
+            f"The build {found}could not compile them: reinstall with 'pip install -v' to see why."
+        )
+    return (
+        "They were compiled when skvi was built but do not import here: reinstall skvi "
+        "for this Python."
+    )
 
 
 def _missing_kernels_message(missing, package_dir, path=None):
@@ -157,8 +172,7 @@ def _missing_kernels_message(missing, package_dir, path=None):
     for another copy of skvi (``sys.path`` when None).
     """
     kernels_ = f"compiled kernels ({', '.join(missing)})"
-    slow = ("so SVILatentDirichletAllocation and SVIMatrixFactorization run on slower "
-            "numpy code.")
+    slow = "so SVILatentDirichletAllocation and SVIMatrixFactorization run on slower numpy code."
     tail = " skvi.show_versions() tells what is in use."
     root = _source_root(package_dir)
     if root is None:  # an installed copy
@@ -167,11 +181,13 @@ def _missing_kernels_message(missing, package_dir, path=None):
     where = f"skvi is imported from the source tree {root}"
     other = _other_copy(package_dir, path)
     if other is not None and all(_has_kernels(other).values()):
-        return (f"{where} (Python puts the current directory first on its path with "
-                f"'python -m' and 'python -c'), where the {kernels_} are not built, {slow} "
-                f"The installed skvi in {other} has them: run Python from another directory "
-                "to use it (e.g. 'cd ~ && python -m skvi'), or build the kernels in this tree "
-                f"with 'pip install -e .'.{tail}")
+        return (
+            f"{where} (Python puts the current directory first on its path with "
+            f"'python -m' and 'python -c'), where the {kernels_} are not built, {slow} "
+            f"The installed skvi in {other} has them: run Python from another directory "
+            "to use it (e.g. 'cd ~ && python -m skvi'), or build the kernels in this tree "
+            f"with 'pip install -e .'.{tail}"
+        )
     record = _build_record(package_dir) or (_build_record(other) if other is not None else {})
     if record and (record.get("COMPILER") is None or not all(record.get("KERNELS", {}).values())):
         advice = _compiler_advice(record)  # the build of this tree (or the installed one) failed

@@ -55,8 +55,15 @@ from .engine.rows import ResidentRows
 from .engine.statistics import Distinct, add_statistics
 from .engine.step import StepContext
 
-__all__ = ["DaskBlocks", "DaskExecutor", "Traffic", "WorkerLostError", "blockwise", "fit_on_cluster",
-           "traffic"]
+__all__ = [
+    "DaskBlocks",
+    "DaskExecutor",
+    "Traffic",
+    "WorkerLostError",
+    "blockwise",
+    "fit_on_cluster",
+    "traffic",
+]
 
 _RECORDERS = []
 
@@ -124,8 +131,7 @@ def _import_dask():
         import distributed  # noqa: PLC0415
     except ImportError as exc:  # pragma: no cover - exercised without the extra
         raise ImportError(
-            "Fitting on dask collections needs dask and distributed: "
-            "pip install 'skvi[dask]'."
+            "Fitting on dask collections needs dask and distributed: pip install 'skvi[dask]'."
         ) from exc
     return da, distributed
 
@@ -201,7 +207,8 @@ def changed_attributes(before, estimator, data=None):
     """The attributes ``estimator`` gained or replaced since ``before`` (a dict copy)."""
     drop = _transient(estimator)
     return {
-        k: v for k, v in estimator.__dict__.items()
+        k: v
+        for k, v in estimator.__dict__.items()
         if k not in drop and (k not in before or before[k] is not v) and v is not data
     }
 
@@ -243,8 +250,7 @@ def block_initialize(estimator, data, random_state, summary):
     natural = est._initialize_globals(data, random_state, summary)
     resident = est._settings.resident_row_groups
     # A resident group's rows start on their own blocks (block_start_rows).
-    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items()
-               if k not in resident}
+    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items() if k not in resident}
     return natural, changed_attributes(before, est, data), random_state.get_state()
 
 
@@ -338,8 +344,7 @@ class _Channel:
         futures = list(futures)
         while len(futures) > 1:
             pairs = [
-                client.submit(_add, a, b, pure=False)
-                for a, b in zip(futures[0::2], futures[1::2])
+                client.submit(_add, a, b, pure=False) for a, b in zip(futures[0::2], futures[1::2])
             ]
             if len(futures) % 2:
                 pairs.append(futures[-1])
@@ -392,6 +397,7 @@ class DaskBlocks:
 
     def count(self, estimator):
         if self._count is None:
+
             def attempt():
                 view = self.channel.view(estimator)
                 counts = self._map(block_count, self._repeat(view), self.blocks)
@@ -407,12 +413,14 @@ class DaskBlocks:
         else:
             n = self.shape[0]
             # The draw of an in-memory start that subsamples (sorted rows).
-            rows = np.arange(n) if size >= n else np.sort(
-                random_state.choice(n, size, replace=False))
+            rows = (
+                np.arange(n) if size >= n else np.sort(random_state.choice(n, size, replace=False))
+            )
             data = self._rows_future(rows)
         view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
-        future = self.channel.client.submit(block_initialize, view, data, random_state, summary,
-                                            pure=False)
+        future = self.channel.client.submit(
+            block_initialize, view, data, random_state, summary, pure=False
+        )
         natural, attributes, state = self.channel.gather(future)
         random_state.set_state(state)
         estimator.__dict__.update(attributes)
@@ -421,8 +429,9 @@ class DaskBlocks:
             # Every block starts its own rows (as fit grows a group in memory).
             view = self.channel._scatter(worker_view(estimator))
             seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
-            started = self._map(_fn.start_rows, self._repeat(view), self.blocks,
-                                self._repeat(names), seeds)
+            started = self._map(
+                _fn.start_rows, self._repeat(view), self.blocks, self._repeat(names), seeds
+            )
             rows = self._map(operator.getitem, started, self._repeat(0))
             reports = self._map(operator.getitem, started, self._repeat(1))
             summed = self.channel.tree_sum(reports)
@@ -430,7 +439,8 @@ class DaskBlocks:
                 natural[name] = ResidentRows(
                     self._map(operator.getitem, rows, self._repeat(name)),
                     self._map(operator.getitem, reports, self._repeat(name)),
-                    summed[name]["summary"], backend=self,
+                    summed[name]["summary"],
+                    backend=self,
                 )
         return natural
 
@@ -449,16 +459,23 @@ class DaskBlocks:
         and whether every row is valid.
         """
         handle = params[name]
-        sent = StepContext(ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior,
-                           in_pass=ctx.in_pass)
+        sent = StepContext(
+            ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior, in_pass=ctx.in_pass
+        )
         for _ in self.blocks:  # sent with each block's task
             _count("bytes_out", (sent, schedule))
 
         def attempt():
             results = self._map(
-                _fn.row_step, self._repeat(self.channel.view(estimator)), self.blocks,
-                locals_.futures, self._rows(params), self._repeat(self.channel.params(params)),
-                self._repeat(name), self._repeat(sent), self._repeat(schedule),
+                _fn.row_step,
+                self._repeat(self.channel.view(estimator)),
+                self.blocks,
+                locals_.futures,
+                self._rows(params),
+                self._repeat(self.channel.params(params)),
+                self._repeat(name),
+                self._repeat(sent),
+                self._repeat(schedule),
             )
             # The blocks' new rows and reports replace their parents'; the rows
             # of blocks this minibatch does not touch stay as they were.
@@ -470,8 +487,13 @@ class DaskBlocks:
             return states, reports, self.channel.tree_sum(reports)
 
         states, reports, total = self._retrying(attempt, estimator, locals_, params)
-        rows = ResidentRows(states, reports, total["summary"], finite=total["nonfinite"] == 0,
-                            backend=handle.backend)
+        rows = ResidentRows(
+            states,
+            reports,
+            total["summary"],
+            finite=total["nonfinite"] == 0,
+            backend=handle.backend,
+        )
         return rows, bool(total["invalid"] == 0)
 
     def map_rows(self, handle, function, tail_shape):
@@ -480,8 +502,11 @@ class DaskBlocks:
         import dask  # noqa: PLC0415
 
         parts = [
-            da.from_delayed(dask.delayed(_natural_map)(function, state),
-                            shape=(int(size),) + tuple(tail_shape), dtype=np.float64)
+            da.from_delayed(
+                dask.delayed(_natural_map)(function, state),
+                shape=(int(size),) + tuple(tail_shape),
+                dtype=np.float64,
+            )
             for state, size in zip(handle.states, self.sizes)
         ]
         return da.concatenate(parts, axis=0)
@@ -489,15 +514,20 @@ class DaskBlocks:
     def local_steps(self, estimator, params):
         seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
         # Sending the view and globals may meet a worker that just died: retried.
-        futures = self._retrying(lambda: self._local_futures(estimator, params, seeds),
-                                 estimator, None, params)
+        futures = self._retrying(
+            lambda: self._local_futures(estimator, params, seeds), estimator, None, params
+        )
         return _Locals(futures, params, seeds)
 
     def _local_futures(self, estimator, params, seeds):
         rows = self._rows(params) or self._repeat(None)
         return self._map(
-            block_local_step, self._repeat(self.channel.view(estimator)), self.blocks,
-            self._repeat(self.channel.params(params)), seeds, rows,
+            block_local_step,
+            self._repeat(self.channel.view(estimator)),
+            self.blocks,
+            self._repeat(self.channel.params(params)),
+            seeds,
+            rows,
         )
 
     def sum_over(self, estimator, function, locals_, *args):
@@ -517,8 +547,15 @@ class DaskBlocks:
             if rows is None:
                 parts = self._map(function, view, self.blocks, futures, *columns)
             else:  # the globals joined by each block's resident rows
-                parts = self._map(_fn.with_block_rows, self._repeat(function), view,
-                                  self.blocks, futures, rows, *columns)
+                parts = self._map(
+                    _fn.with_block_rows,
+                    self._repeat(function),
+                    view,
+                    self.blocks,
+                    futures,
+                    rows,
+                    *columns,
+                )
             return self.channel.tree_sum(parts)
 
         return self._retrying(attempt, estimator, locals_, *args)
@@ -539,9 +576,7 @@ class DaskBlocks:
             try:
                 if redo_locals:
                     # Inside the try: resending may meet a lost worker too.
-                    locals_.futures = self._local_futures(
-                        estimator, locals_.params, locals_.seeds
-                    )
+                    locals_.futures = self._local_futures(estimator, locals_.params, locals_.seeds)
                 return attempt()
             except WorkerLostError as exc:
                 lost = self._lost_rows(params + ((locals_.params,) if locals_ else ()))
@@ -556,7 +591,7 @@ class DaskBlocks:
                 self.channel.forget()
                 # A moment for the lost worker's nanny to restart it and for
                 # the scheduler to notice, before the work is sent again.
-                time.sleep(min(RETRY_PAUSE * 2 ** retry, 8.0))
+                time.sleep(min(RETRY_PAUSE * 2**retry, 8.0))
                 redo_locals = locals_ is not None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -604,14 +639,18 @@ class DaskBlocks:
     def sample(self, rows):
         """The given rows gathered into one block on a worker (a probe, a convergence sample)."""
         rows = np.asarray(rows)
-        return DaskBlocks(self.channel, [self._rows_future(rows)], [rows.size], self.shape[1],
-                          parents=[None])
+        return DaskBlocks(
+            self.channel, [self._rows_future(rows)], [rows.size], self.shape[1], parents=[None]
+        )
 
     def probe_loss(self, estimator, params):
         def attempt():
             future = self.channel.client.submit(
-                block_probe_loss, self.channel.view(estimator), self.blocks[0],
-                self.channel.params(params), pure=False,
+                block_probe_loss,
+                self.channel.view(estimator),
+                self.blocks[0],
+                self.channel.params(params),
+                pure=False,
             )
             return self.channel.gather(future)
 
@@ -622,9 +661,7 @@ class DaskBlocks:
         client = self.channel.client
         # Each block's rows shuffled and cut into n_batches near-equal pieces;
         # step j takes piece j of every block.
-        pieces = [
-            np.array_split(random_state.permutation(size), n_batches) for size in self.sizes
-        ]
+        pieces = [np.array_split(random_state.permutation(size), n_batches) for size in self.sizes]
         steps = []
         for j in range(n_batches):
             parts, sizes, parents = [], [], []
@@ -634,11 +671,16 @@ class DaskBlocks:
                     sizes.append(own[j].size)
                     parents.append(self.parents[b])
             steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1], parents))
+
         # Every piece's count (its weights' sum) in one round trip per pass.
         def attempt():
             view = self.channel.view(estimator)
-            counts = client.map(block_count, [view] * sum(s.n_blocks for s in steps),
-                                [p for s in steps for p in s.blocks], pure=False)
+            counts = client.map(
+                block_count,
+                [view] * sum(s.n_blocks for s in steps),
+                [p for s in steps for p in s.blocks],
+                pure=False,
+            )
             return self.channel.gather(client.submit(_stack, *counts, pure=False))
 
         counts = self._retrying(attempt, estimator)
@@ -781,12 +823,11 @@ def _aligned_parts(da, values, chunks, name):
     if hasattr(values, "__dask_graph__"):
         values = _as_dask_array(da, values, name)
     else:
-        values = da.from_array(np.asarray(values), chunks=(chunks,) + tuple(
-            (s,) for s in np.shape(values)[1:]))
-    if values.shape[0] != sum(chunks):
-        raise ValueError(
-            f"{name} has {values.shape[0]} rows, X has {sum(chunks)}."
+        values = da.from_array(
+            np.asarray(values), chunks=(chunks,) + tuple((s,) for s in np.shape(values)[1:])
         )
+    if values.shape[0] != sum(chunks):
+        raise ValueError(f"{name} has {values.shape[0]} rows, X has {sum(chunks)}.")
     values = values.rechunk((chunks,) + tuple((s,) for s in values.shape[1:]))
     return list(values.to_delayed().ravel())
 
@@ -851,12 +892,24 @@ def blockwise(estimator, method, X, *args, **kwargs):
     est = dask.delayed(estimator, traverse=False)
     if sample.ndim == 1:
         return X.map_blocks(
-            _apply_method, est, method, args, kwargs, drop_axis=1, dtype=sample.dtype,
+            _apply_method,
+            est,
+            method,
+            args,
+            kwargs,
+            drop_axis=1,
+            dtype=sample.dtype,
             meta=np.empty((0,), dtype=sample.dtype),
         )
     return X.map_blocks(
-        _apply_method, est, method, args, kwargs, chunks=(X.chunks[0], sample.shape[1:]),
-        dtype=sample.dtype, meta=np.empty((0,) * sample.ndim, dtype=sample.dtype),
+        _apply_method,
+        est,
+        method,
+        args,
+        kwargs,
+        chunks=(X.chunks[0], sample.shape[1:]),
+        dtype=sample.dtype,
+        meta=np.empty((0,) * sample.ndim, dtype=sample.dtype),
     )
 
 
@@ -921,10 +974,14 @@ def prepare_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     executor : DaskExecutor
     blocks : DaskBlocks
     """
-    schedule = make_schedule(estimator.learning_rate, estimator.learning_offset,
-                             estimator.learning_decay)
-    if (estimator._settings.resident_row_groups and estimator.learning_method == "online"
-            and schedule.needs_gradient):
+    schedule = make_schedule(
+        estimator.learning_rate, estimator.learning_offset, estimator.learning_decay
+    )
+    if (
+        estimator._settings.resident_row_groups
+        and estimator.learning_method == "online"
+        and schedule.needs_gradient
+    ):
         raise NotImplementedError(
             f"{type(estimator).__name__} keeps its "
             f"{', '.join(estimator._settings.resident_row_groups)} factors on the workers of a "
@@ -954,9 +1011,7 @@ def prepare_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     n = len(x_f)
     # What every block must agree on before it is validated (a classifier's
     # labels, matrix factorization's ids): the union over the blocks.
-    merged = channel.tree_sum(
-        client.map(block_vocabulary, [view] * n, x_f, y_f, w_f, pure=False)
-    )
+    merged = channel.tree_sum(client.map(block_vocabulary, [view] * n, x_f, y_f, w_f, pure=False))
     # A dict (empty for a model with nothing to agree on) tells each block it
     # is one of a fit on a cluster.
     vocabulary = {} if merged is None else {k: v.values for k, v in merged.items()}

@@ -113,7 +113,7 @@ def plot_elbo(estimators, x="time", ax=None, labels=None):
     names = [type(est).__name__ for est in estimators]
     if labels is None:
         labels = [
-            name if names.count(name) == 1 else f"{name} ({names[:i + 1].count(name)})"
+            name if names.count(name) == 1 else f"{name} ({names[: i + 1].count(name)})"
             for i, name in enumerate(names)
         ]
     elif len(labels) != len(estimators):
@@ -190,12 +190,24 @@ def plot_step_sizes(estimator, ax=None):
     rejected = (trace["rejected"] > 0) & trace["accepted"]
     if rejected.any():
         n = int(estimator.n_rejected_steps_)
-        ax.plot(trace["t"][rejected], trace["rho"][rejected], ls="none", marker="x",
-                color="C3", label=f"steps with rejections ({n} attempts rejected)")
+        ax.plot(
+            trace["t"][rejected],
+            trace["rho"][rejected],
+            ls="none",
+            marker="x",
+            color="C3",
+            label=f"steps with rejections ({n} attempts rejected)",
+        )
     skipped = ~trace["accepted"]
     if skipped.any():
-        ax.plot(trace["t"][skipped], trace["rho"][skipped], ls="none", marker="v",
-                color="C1", label="skipped steps (every attempt rejected)")
+        ax.plot(
+            trace["t"][skipped],
+            trace["rho"][skipped],
+            ls="none",
+            marker="v",
+            color="C1",
+            label="skipped steps (every attempt rejected)",
+        )
     if trace.shape[0]:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -276,8 +288,7 @@ def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
     feature_names = np.asarray(feature_names, dtype=object)
     if feature_names.shape != (n_features,):
         raise ValueError(
-            f"feature_names has shape {feature_names.shape}; the model has "
-            f"{n_features} features"
+            f"feature_names has shape {feature_names.shape}; the model has {n_features} features"
         )
     topics = np.arange(n_topics) if topics is None else np.asarray(topics, dtype=int).ravel()
     n_words = min(int(n_words), n_features)
@@ -290,11 +301,14 @@ def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
         longest = max((len(str(w)) for w in feature_names), default=1)
         width = 1.8 + 0.075 * min(longest, 30)
         _, grid = _pyplot().subplots(
-            n_rows, n_cols, squeeze=False, layout="constrained",
+            n_rows,
+            n_cols,
+            squeeze=False,
+            layout="constrained",
             figsize=(width * n_cols, (0.24 * n_words + 1.3) * n_rows),
         )
         grid = grid.ravel()
-        for extra in grid[topics.size:]:
+        for extra in grid[topics.size :]:
             extra.set_visible(False)
         axes = grid[: topics.size]
     else:

@@ -162,8 +162,7 @@ def check_counts(X, whom, *, integer=False):
     check_non_negative(X, whom)
     if integer and not np.array_equal(X.data, np.floor(X.data)):
         raise ValueError(
-            f"X passed to {whom} must hold integer-valued word counts; "
-            "found non-integer values."
+            f"X passed to {whom} must hold integer-valued word counts; found non-integer values."
         )
     return X
 
@@ -203,8 +202,9 @@ def check_heldout_counts(X_observed, X_heldout, n_words, whom):
     """
     X_observed = check_counts(X_observed, f"{whom} (X_observed)")
     check_sparse_structure(X_heldout, "X_heldout")
-    X_heldout = check_array(X_heldout, accept_sparse="csr", dtype=np.float64,
-                            input_name="X_heldout")
+    X_heldout = check_array(
+        X_heldout, accept_sparse="csr", dtype=np.float64, input_name="X_heldout"
+    )
     X_heldout = sp.csr_matrix(X_heldout)
     check_non_negative(X_heldout, f"{whom} (X_heldout)")
     if X_observed.shape[0] != X_heldout.shape[0]:

@@ -50,8 +50,12 @@ def client():
     """A dask LocalCluster of two one-thread worker processes on loopback, and its client."""
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=40,
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=40,
     )
     with distributed.Client(cluster) as c:
         yield c

@@ -66,8 +66,10 @@ def _one_document_problem(seed=0, diagonal=False):
 
     def bound(mean, cov):
         def loglik(nodes):
-            return kernels.log_likelihood(sp.csr_matrix(np.repeat(x.toarray(), len(nodes), 0)),
-                                          nodes, beta)
+            return kernels.log_likelihood(
+                sp.csr_matrix(np.repeat(x.toarray(), len(nodes), 0)), nodes, beta
+            )
+
         expected = kernels.gauss_hermite_expectation(loglik, mean, cov, n_points=30)
         return expected - kernels.kl_gaussian(mean[None], cov[None], mu, sigma_inv, logdet)[0]
 
@@ -77,8 +79,12 @@ def _one_document_problem(seed=0, diagonal=False):
         L = np.array([[np.exp(p[2]), 0.0], [p[3], np.exp(p[4])]])
         return p[:2], L @ L.T
 
-    best = minimize(lambda p: -bound(*unpack(p)), np.zeros(4 if diagonal else 5), method="BFGS",
-                    options={"gtol": 1e-8})
+    best = minimize(
+        lambda p: -bound(*unpack(p)),
+        np.zeros(4 if diagonal else 5),
+        method="BFGS",
+        options={"gtol": 1e-8},
+    )
     return x, beta, mu, sigma, bound, unpack(best.x), -best.fun
 
 
@@ -145,10 +151,12 @@ def test_document_completion_against_quadrature():
         theta = kernels.topic_proportions(eta)
         return theta, theta[:, :, None] * theta[:, None, :]
 
-    first, second = zip(*[
-        kernels.gauss_hermite_expectation(moments, m, L @ L.T, n_points=40)
-        for m, L in zip(mean, scale)
-    ])
+    first, second = zip(
+        *[
+            kernels.gauss_hermite_expectation(moments, m, L @ L.T, n_points=40)
+            for m, L in zip(mean, scale)
+        ]
+    )
     theta, cov = np.array(first), np.array(second) - np.einsum("nk,nl->nkl", first, first)
     heldout = sp.csr_matrix(heldout)
     rows = np.repeat(np.arange(heldout.shape[0]), np.diff(heldout.indptr))
@@ -159,7 +167,8 @@ def test_document_completion_against_quadrature():
     assert np.all(np.abs(got - reference) < 4 * error + 1e-12)
     perplexity = np.exp(-np.dot(heldout.data, np.log(reference)) / heldout.data.sum())
     assert document_completion_perplexity(ctm, X[100:], random_state=0) == pytest.approx(
-        perplexity, rel=1e-3)
+        perplexity, rel=1e-3
+    )
 
 
 def test_mu_and_sigma_are_their_closed_forms_over_the_documents():
@@ -172,22 +181,30 @@ def test_mu_and_sigma_are_their_closed_forms_over_the_documents():
     np.testing.assert_allclose(ctm.prior_covariance_, sigma, rtol=1e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("covariance, bound", [
-    ("full", "optimal"), ("diagonal", "optimal"), ("full", "simple"), ("diagonal", "mean_field"),
-])
+@pytest.mark.parametrize(
+    "covariance, bound",
+    [
+        ("full", "optimal"),
+        ("diagonal", "optimal"),
+        ("full", "simple"),
+        ("diagonal", "mean_field"),
+    ],
+)
 def test_recovers_the_topics_and_the_signs_of_their_correlations(covariance, bound):
     # Batch LDA (60 passes, random_state 0 to 2) matches these topics with
     # cosines of 0.96 to 0.999.  The correlations converge slowly: after 60
     # passes the two of -0.6 are still near 0, after 200 near -0.45.
     X, beta, sigma = _corpus(1000)
-    ctm = SVICorrelatedTopicModel(n_components=4, covariance=covariance, bound=bound,
-                                  max_iter=200, tol=0, random_state=0).fit(X)
+    ctm = SVICorrelatedTopicModel(
+        n_components=4, covariance=covariance, bound=bound, max_iter=200, tol=0, random_state=0
+    ).fit(X)
     cos, learned = _matched(ctm, beta)
     assert np.all(cos > 0.955), cos
     upper = np.triu_indices(3, 1)
     sd = np.sqrt(np.diag(learned))
-    np.testing.assert_array_equal(np.sign((learned / np.outer(sd, sd))[upper]),
-                                  np.sign(sigma[upper]))
+    np.testing.assert_array_equal(
+        np.sign((learned / np.outer(sd, sd))[upper]), np.sign(sigma[upper])
+    )
 
 
 @pytest.mark.slow
@@ -198,8 +215,11 @@ def test_the_bounds_end_in_the_papers_order():
     # -197,604 and -197,841).
     X = _corpus(1000)[0][:800]
     final = {
-        bound: SVICorrelatedTopicModel(n_components=4, covariance="diagonal", bound=bound,
-                                       max_iter=200, tol=0, random_state=0).fit(X).lower_bound_
+        bound: SVICorrelatedTopicModel(
+            n_components=4, covariance="diagonal", bound=bound, max_iter=200, tol=0, random_state=0
+        )
+        .fit(X)
+        .lower_bound_
         for bound in ("optimal", "mean_field", "simple")
     }
     assert final["optimal"] > final["mean_field"] > final["simple"]
@@ -221,8 +241,8 @@ def test_partial_fit_on_a_stream_beats_lda_on_the_same_stream():
     ctm = SVICorrelatedTopicModel(n_components=4, batch_size=100, random_state=0)
     lda = SVILatentDirichletAllocation(n_components=4, batch_size=100, random_state=0)
     for start in range(0, 1000, 250):
-        ctm.partial_fit(train[start:start + 250])
-        lda.partial_fit(train[start:start + 250])
+        ctm.partial_fit(train[start : start + 250])
+        lda.partial_fit(train[start : start + 250])
     assert ctm.document_mean_.shape == (1000, 3)
     assert ctm.perplexity(test) < lda.perplexity(test)
 
@@ -235,11 +255,18 @@ def test_model_updated_once_per_pass_online():
     # match with cosines 0.95 to 0.99.
     X, beta, _ = _corpus(1000, seed=2)
     train, test = X[:800], X[800:]
-    ctm = SVICorrelatedTopicModel(n_components=4, learning_method="online", batch_size=100,
-                                  max_iter=30, tol=0, update_model_every="pass",
-                                  random_state=0).fit(train)
-    lda = SVILatentDirichletAllocation(n_components=4, learning_method="online",
-                                       batch_size=100, max_iter=30, random_state=0).fit(train)
+    ctm = SVICorrelatedTopicModel(
+        n_components=4,
+        learning_method="online",
+        batch_size=100,
+        max_iter=30,
+        tol=0,
+        update_model_every="pass",
+        random_state=0,
+    ).fit(train)
+    lda = SVILatentDirichletAllocation(
+        n_components=4, learning_method="online", batch_size=100, max_iter=30, random_state=0
+    ).fit(train)
     assert ctm.perplexity(test) < lda.perplexity(test)
     cos, _ = _matched(ctm, beta)
     assert np.all(cos > 0.93), cos
@@ -254,9 +281,15 @@ def test_model_updated_once_per_pass_online():
 
 def test_pass_mode_steps_the_model_in_apply_statistics_and_not_after_a_stop():
     X, _, _ = _corpus(400, seed=8)
-    ctm = SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=100,
-                                  max_iter=2, tol=0, update_model_every="pass",
-                                  random_state=0).fit(X)
+    ctm = SVICorrelatedTopicModel(
+        n_components=3,
+        learning_method="online",
+        batch_size=100,
+        max_iter=2,
+        tol=0,
+        update_model_every="pass",
+        random_state=0,
+    ).fit(X)
     # apply_statistics is one whole step: the model moves with it, as it
     # does updating after every minibatch.
     stats = ctm.compute_statistics(X[:100])
@@ -277,8 +310,12 @@ def test_pass_mode_steps_the_model_in_apply_statistics_and_not_after_a_stop():
 
 def test_update_model_every_leaves_batch_fits_alone():
     X, _, _ = _corpus(200, seed=5)
-    fits = [SVICorrelatedTopicModel(n_components=3, max_iter=4, tol=0, update_model_every=m,
-                                    random_state=0).fit(X) for m in ("minibatch", "pass")]
+    fits = [
+        SVICorrelatedTopicModel(
+            n_components=3, max_iter=4, tol=0, update_model_every=m, random_state=0
+        ).fit(X)
+        for m in ("minibatch", "pass")
+    ]
     np.testing.assert_array_equal(fits[0].components_, fits[1].components_)
     np.testing.assert_array_equal(fits[0].prior_covariance_, fits[1].prior_covariance_)
 
@@ -289,20 +326,25 @@ def test_partial_fit_updating_the_model_per_call_beats_lda():
     # perplexity 22.2 (23.1 after every minibatch; LDA 23.7).
     X, _, _ = _corpus(1200, seed=3)
     train, test = X[:1000], X[1000:]
-    ctm = SVICorrelatedTopicModel(n_components=4, batch_size=100, update_model_every="pass",
-                                  random_state=0)
+    ctm = SVICorrelatedTopicModel(
+        n_components=4, batch_size=100, update_model_every="pass", random_state=0
+    )
     lda = SVILatentDirichletAllocation(n_components=4, batch_size=100, random_state=0)
     for start in range(0, 1000, 250):
-        ctm.partial_fit(train[start:start + 250])
-        lda.partial_fit(train[start:start + 250])
+        ctm.partial_fit(train[start : start + 250])
+        lda.partial_fit(train[start : start + 250])
     assert ctm.perplexity(test) < lda.perplexity(test)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bound, covariance, method", [
-    ("optimal", "diagonal", "batch"), ("simple", "diagonal", "batch"),
-    ("optimal", "full", "online"),
-])
+@pytest.mark.parametrize(
+    "bound, covariance, method",
+    [
+        ("optimal", "diagonal", "batch"),
+        ("simple", "diagonal", "batch"),
+        ("optimal", "full", "online"),
+    ],
+)
 def test_n_jobs_splits_the_documents_but_not_the_fit(bound, covariance, method):
     # Each of two threads takes a block of at least MIN_BLOCK_ROWS
     # documents; the Monte Carlo draws are made before the split, so the
@@ -321,17 +363,28 @@ def test_n_jobs_splits_the_documents_but_not_the_fit(bound, covariance, method):
             folded.append((self.n_jobs, X.shape[0]))
             return super()._fold_in_rows(X)
 
-    fits = [Recorded(n_components=3, bound=bound, covariance=covariance, learning_method=method,
-                     batch_size=batch, max_iter=2, tol=0, n_jobs=n_jobs,
-                     random_state=0).fit(X)
-            for n_jobs in (1, 2)]
+    fits = [
+        Recorded(
+            n_components=3,
+            bound=bound,
+            covariance=covariance,
+            learning_method=method,
+            batch_size=batch,
+            max_iter=2,
+            tol=0,
+            n_jobs=n_jobs,
+            random_state=0,
+        ).fit(X)
+        for n_jobs in (1, 2)
+    ]
     # (Online, the ELBO of a pass takes the local steps of all documents.)
     assert batch in {n for j, n in blocks if j == 1}
     split = {n for j, n in blocks if j == 2}
     assert batch // 2 in split and max(split) <= X.shape[0] // 2
     np.testing.assert_allclose(fits[1].components_, fits[0].components_, rtol=1e-9)
-    np.testing.assert_allclose(fits[1].document_mean_, fits[0].document_mean_, rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        fits[1].document_mean_, fits[0].document_mean_, rtol=1e-9, atol=1e-12
+    )
     np.testing.assert_allclose(fits[1].lower_bounds_, fits[0].lower_bounds_, rtol=1e-10)
     # New documents fold in by blocks on the threads, to the same q.
     ctm = fits[0].set_params(n_jobs=1)
@@ -360,10 +413,13 @@ def test_mean_field_needs_a_diagonal_q():
         SVICorrelatedTopicModel(n_components=2, bound="mean_field").fit(np.ones((4, 3)))
 
 
-@pytest.mark.parametrize("X, message", [
-    (np.array([[1.0, -1.0], [2.0, 0.0]]), "Negative values"),
-    (np.array([[1.0, np.nan], [2.0, 0.0]]), "NaN"),
-])
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        (np.array([[1.0, -1.0], [2.0, 0.0]]), "Negative values"),
+        (np.array([[1.0, np.nan], [2.0, 0.0]]), "NaN"),
+    ],
+)
 def test_bad_input_raises(X, message):
     with pytest.raises(ValueError, match=message):
         SVICorrelatedTopicModel(n_components=2).fit(X)
@@ -380,11 +436,18 @@ def test_log_evidence_against_quadrature(n_topics):
     docs = sp.csr_matrix(X[:4], dtype=float)
     reference = []
     for d in range(docs.shape[0]):
+
         def likelihood(nodes, d=d):
             rows = sp.csr_matrix(np.repeat(docs[d].toarray(), len(nodes), axis=0))
             return np.exp(kernels.log_likelihood(rows, nodes, ctm.topic_word_))
-        reference.append(np.log(kernels.gauss_hermite_expectation(
-            likelihood, ctm.prior_mean_, ctm.prior_covariance_, n_points=60)))
+
+        reference.append(
+            np.log(
+                kernels.gauss_hermite_expectation(
+                    likelihood, ctm.prior_mean_, ctm.prior_covariance_, n_points=60
+                )
+            )
+        )
     got = ctm.log_evidence(X[:4], n_samples=20000, random_state=0)
     np.testing.assert_allclose(got, reference, atol=0.01)
     nll = importance_sampled_nll(ctm, X[:4], n_samples=20000, random_state=0)

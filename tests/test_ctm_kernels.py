@@ -28,7 +28,9 @@ from skvi.models.ctm.kernels import (
 def random_problem(seed, n_docs=5, n_words=7, n_topics=4, max_count=5, empty=False):
     """Random counts (CSR), logits and topic-word matrix."""
     rng = np.random.default_rng(seed)
-    dense = rng.integers(0, max_count + 1, size=(n_docs, n_words)) * (rng.random((n_docs, n_words)) < 0.6)
+    dense = rng.integers(0, max_count + 1, size=(n_docs, n_words)) * (
+        rng.random((n_docs, n_words)) < 0.6
+    )
     dense[:, 0] += 1  # no document is empty unless asked for
     if empty:
         dense[1] = 0
@@ -78,7 +80,10 @@ def test_log_likelihood_against_dense_formula():
     X, eta, beta = random_problem(0, empty=True)
     dense = X.toarray()
     expected = [
-        sum(dense[d, v] * np.log(softmax_by_hand(eta[d]) @ beta[:, v]) for v in range(dense.shape[1]))
+        sum(
+            dense[d, v] * np.log(softmax_by_hand(eta[d]) @ beta[:, v])
+            for v in range(dense.shape[1])
+        )
         for d in range(dense.shape[0])
     ]
     np.testing.assert_allclose(log_likelihood(X, eta, beta), expected, rtol=1e-12, atol=1e-14)
@@ -95,7 +100,9 @@ def test_gradient_hessian_against_finite_differences(seed):
     eye = np.eye(dim)
 
     def first(h):
-        shifts = np.stack([eta + h * eye[i] for i in range(dim)] + [eta - h * eye[i] for i in range(dim)])
+        shifts = np.stack(
+            [eta + h * eye[i] for i in range(dim)] + [eta - h * eye[i] for i in range(dim)]
+        )
         values = log_likelihood(X, shifts, beta)
         return ((values[:dim] - values[dim:]) / (2 * h)).T
 
@@ -103,8 +110,12 @@ def test_gradient_hessian_against_finite_differences(seed):
         out = np.empty((X.shape[0], dim, dim))
         for i in range(dim):
             for j in range(dim):
-                shifts = np.stack([eta + h * (si * eye[i] + sj * eye[j]) for si, sj in
-                                   [(1, 1), (1, -1), (-1, 1), (-1, -1)]])
+                shifts = np.stack(
+                    [
+                        eta + h * (si * eye[i] + sj * eye[j])
+                        for si, sj in [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+                    ]
+                )
                 f = log_likelihood(X, shifts, beta)
                 out[:, i, j] = (f[0] - f[1] - f[2] + f[3]) / (4 * h * h)
         return out
@@ -189,8 +200,9 @@ def test_topic_counts_are_the_expected_responsibilities(tiny_chunks, monkeypatch
         monkeypatch.setattr(kernels, "_CHUNK_BYTES", 64)
     X, mean, beta = random_problem(11, n_docs=6, n_words=9, n_topics=4, empty=True)
     sd = np.abs(np.random.default_rng(12).normal(size=mean.shape))
-    est = expected_gradient_hessian(X, mean, sd, beta, n_samples=5,
-                                    rng=np.random.default_rng(13), topic_counts=True)
+    est = expected_gradient_hessian(
+        X, mean, sd, beta, n_samples=5, rng=np.random.default_rng(13), topic_counts=True
+    )
     eps = np.random.default_rng(13).standard_normal((5,) + mean.shape)
     dense = X.toarray()
     reference = np.zeros(beta.shape)
@@ -233,7 +245,11 @@ def test_expectations_against_gauss_hermite(dim, full):
         ll, g, H, ll2, g2, H2 = reference
         # Monte Carlo standard errors sqrt(Var f / S) of each entry, the
         # variances by the same quadrature; 5 standard errors per entry.
-        for value, first, second in [(est.loglik_hat[d], ll, ll2), (est.g_hat[d], g, g2), (est.H_hat[d], H, H2)]:
+        for value, first, second in [
+            (est.loglik_hat[d], ll, ll2),
+            (est.g_hat[d], g, g2),
+            (est.H_hat[d], H, H2),
+        ]:
             se = np.sqrt(np.maximum(second - first**2, 0.0) / n_samples)
             assert np.all(np.abs(value - first) <= 5 * se + 1e-10)
 
@@ -281,8 +297,15 @@ def test_psd_projection_is_frobenius_nearest(d):
             C[rows, cols] = params
             return np.sum((A - C @ C.T) ** 2)
 
-        best = min((minimize(distance, rng.normal(size=rows.size), method="BFGS", options={"gtol": 1e-12})
-                    for _ in range(5)), key=lambda r: r.fun)
+        best = min(
+            (
+                minimize(
+                    distance, rng.normal(size=rows.size), method="BFGS", options={"gtol": 1e-12}
+                )
+                for _ in range(5)
+            ),
+            key=lambda r: r.fun,
+        )
         C = np.zeros((d, d))
         C[rows, cols] = best.x
         assert np.sum((A - P) ** 2) <= best.fun + 1e-10
@@ -297,8 +320,12 @@ def kl_reference(m, V, mu, Sigma):
     """KL divergence from scipy's entropy and an explicit cross-entropy integral."""
     d = len(m)
     Sigma_inv = np.linalg.inv(Sigma)
-    cross_entropy = 0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(Sigma)[1]
-                           + np.trace(np.linalg.solve(Sigma, V)) + (m - mu) @ Sigma_inv @ (m - mu))
+    cross_entropy = 0.5 * (
+        d * np.log(2 * np.pi)
+        + np.linalg.slogdet(Sigma)[1]
+        + np.trace(np.linalg.solve(Sigma, V))
+        + (m - mu) @ Sigma_inv @ (m - mu)
+    )
     return cross_entropy - multivariate_normal(m, V).entropy()
 
 
@@ -313,14 +340,23 @@ def test_kl_gaussian_against_references():
     Sigma = S @ S.T + np.eye(d)
     args = (mu, np.linalg.inv(Sigma), np.linalg.slogdet(Sigma)[1])
     kl = kl_gaussian(mean, cov, *args)
-    np.testing.assert_allclose(kl, [kl_reference(mean[i], cov[i], mu, Sigma) for i in range(n)], rtol=1e-10)
+    np.testing.assert_allclose(
+        kl, [kl_reference(mean[i], cov[i], mu, Sigma) for i in range(n)], rtol=1e-10
+    )
     variances = rng.uniform(0.2, 2.0, size=(n, d))
-    np.testing.assert_allclose(kl_gaussian(mean, variances, *args),
-                               [kl_reference(mean[i], np.diag(variances[i]), mu, Sigma) for i in range(n)],
-                               rtol=1e-10)
-    np.testing.assert_allclose(kl_gaussian(mean, variances[:, :, None] * np.eye(d), *args),
-                               kl_gaussian(mean, variances, *args), rtol=1e-12)
-    np.testing.assert_allclose(kl_gaussian(np.tile(mu, (2, 1)), np.stack([Sigma] * 2), *args), 0.0, atol=1e-12)
+    np.testing.assert_allclose(
+        kl_gaussian(mean, variances, *args),
+        [kl_reference(mean[i], np.diag(variances[i]), mu, Sigma) for i in range(n)],
+        rtol=1e-10,
+    )
+    np.testing.assert_allclose(
+        kl_gaussian(mean, variances[:, :, None] * np.eye(d), *args),
+        kl_gaussian(mean, variances, *args),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        kl_gaussian(np.tile(mu, (2, 1)), np.stack([Sigma] * 2), *args), 0.0, atol=1e-12
+    )
 
 
 def test_kl_gaussian_against_monte_carlo():
@@ -339,7 +375,9 @@ def test_document_elbo_diagonal_equals_full():
     variances = np.random.default_rng(16).uniform(0.1, 1.0, size=mean.shape)
     mu, Sigma = np.full(3, -0.2), np.array([[1.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.0]])
     diag = document_elbo(X, mean, variances, beta, mu, Sigma, n_samples=50, rng=17)
-    full = document_elbo(X, mean, variances[:, :, None] * np.eye(3), beta, mu, Sigma, n_samples=50, rng=17)
+    full = document_elbo(
+        X, mean, variances[:, :, None] * np.eye(3), beta, mu, Sigma, n_samples=50, rng=17
+    )
     np.testing.assert_allclose(diag, full, rtol=1e-12)
 
 
@@ -384,8 +422,7 @@ def test_simple_bound_against_quadrature_and_finite_differences():
 
     def bound(m):
         e_lse = gauss_hermite_expectation(lse, m, cov, n_points=40)
-        return (log_likelihood(X, m[None], beta)[0]
-                + words * (lse(m) - e_lse))
+        return log_likelihood(X, m[None], beta)[0] + words * (lse(m) - e_lse)
 
     def moments(eta):
         theta = topic_proportions(eta)[:, :2]
@@ -393,19 +430,23 @@ def test_simple_bound_against_quadrature_and_finite_differences():
 
     e_theta, e_outer = gauss_hermite_expectation(moments, mean[0], cov, n_points=40)
     h = 1e-5
-    fd = np.array([(bound(mean[0] + h * e) - bound(mean[0] - h * e)) / (2 * h)
-                   for e in np.eye(2)])
+    fd = np.array([(bound(mean[0] + h * e) - bound(mean[0] - h * e)) / (2 * h) for e in np.eye(2)])
     est = simple_bound_derivatives(X, mean, L, beta, 20000, rng=np.random.default_rng(0))
     g_at_mean, _ = gradient_hessian(X, mean, beta, hessian=False)
     c = g_at_mean[0] + words * topic_proportions(mean)[0, :2]
     np.testing.assert_allclose(c - words * e_theta, fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(est.g_hat[0], fd, atol=0.005 * words)
-    np.testing.assert_allclose(est.H_hat[0], words * (e_outer - np.diag(e_theta)), atol=0.005 * words)
+    np.testing.assert_allclose(
+        est.H_hat[0], words * (e_outer - np.diag(e_theta)), atol=0.005 * words
+    )
     assert est.loglik_hat[0] == pytest.approx(bound(mean[0]), abs=0.01 * words)
     # The optimal bound sums the words' topics out: it is the tighter one.
     optimal = gauss_hermite_expectation(
         lambda eta: log_likelihood(sp.csr_array(np.repeat(X.toarray(), len(eta), 0)), eta, beta),
-        mean[0], cov, n_points=40)
+        mean[0],
+        cov,
+        n_points=40,
+    )
     assert optimal > bound(mean[0])
 
 
@@ -423,21 +464,26 @@ def test_mean_field_bound_against_finite_differences_and_quadrature():
 
     est = mean_field_bound_derivatives(X, mean, var, beta)
     h = 1e-6
-    grad_m = [(bound(mean[0] + h * e, var[0]) - bound(mean[0] - h * e, var[0])) / (2 * h)
-              for e in np.eye(2)]
-    grad_v = [(bound(mean[0], var[0] + h * e) - bound(mean[0], var[0] - h * e)) / (2 * h)
-              for e in np.eye(2)]
+    grad_m = [
+        (bound(mean[0] + h * e, var[0]) - bound(mean[0] - h * e, var[0])) / (2 * h)
+        for e in np.eye(2)
+    ]
+    grad_v = [
+        (bound(mean[0], var[0] + h * e) - bound(mean[0], var[0] - h * e)) / (2 * h)
+        for e in np.eye(2)
+    ]
     np.testing.assert_allclose(est.g_hat[0], grad_m, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(np.diag(est.H_hat[0]), 2 * np.array(grad_v), rtol=1e-6, atol=1e-8)
-    e_lse = gauss_hermite_expectation(lambda eta: np.log1p(np.exp(eta).sum(axis=-1)),
-                                      mean[0], np.diag(var[0]), n_points=40)
-    simple = log_likelihood(X, mean, beta)[0] + X.sum() * (
-        np.log1p(np.exp(mean[0]).sum()) - e_lse)
+    e_lse = gauss_hermite_expectation(
+        lambda eta: np.log1p(np.exp(eta).sum(axis=-1)), mean[0], np.diag(var[0]), n_points=40
+    )
+    simple = log_likelihood(X, mean, beta)[0] + X.sum() * (np.log1p(np.exp(mean[0]).sum()) - e_lse)
     assert est.loglik_hat[0] < simple
 
 
-@pytest.mark.parametrize("function", [kernels.expected_gradient_hessian,
-                                      kernels.simple_bound_derivatives])
+@pytest.mark.parametrize(
+    "function", [kernels.expected_gradient_hessian, kernels.simple_bound_derivatives]
+)
 @pytest.mark.parametrize("diagonal", [True, False])
 def test_quadrature_weights_against_one_node_at_a_time(function, diagonal):
     # A weighted rule (eps = the nodes, weights = theirs) equals the weighted
@@ -452,10 +498,19 @@ def test_quadrature_weights_against_one_node_at_a_time(function, diagonal):
         A = rng.normal(size=(3, 2, 2))
         factor = np.linalg.cholesky(A @ np.swapaxes(A, 1, 2) + np.eye(2))
     nodes, weights = kernels.gauss_hermite_rule(2, 5)
-    got = function(X, mean, factor, beta, len(weights), eps=nodes[:, None, :], weights=weights,
-                   topic_counts=True)
-    singles = [function(X, mean, factor, beta, 1, eps=z[None, None, :], topic_counts=True)
-               for z in nodes]
+    got = function(
+        X,
+        mean,
+        factor,
+        beta,
+        len(weights),
+        eps=nodes[:, None, :],
+        weights=weights,
+        topic_counts=True,
+    )
+    singles = [
+        function(X, mean, factor, beta, 1, eps=z[None, None, :], topic_counts=True) for z in nodes
+    ]
     for field in ("g_hat", "H_hat", "loglik_hat", "topic_counts"):
         expected = sum(w * getattr(one, field) for w, one in zip(weights, singles))
         np.testing.assert_allclose(getattr(got, field), expected, rtol=1e-10, atol=1e-12)

@@ -27,7 +27,9 @@ from skvi import GaussianGammaVB, SVILogisticRegression  # noqa: E402
 DASK_ML_WORKS_UP_TO = Version("2025.2.0")
 SEARCHES_BROKEN = Version(distributed.__version__) > DASK_ML_WORKS_UP_TO
 broken_upstream = pytest.mark.xfail(
-    SEARCHES_BROKEN, raises=RuntimeError, strict=True,
+    SEARCHES_BROKEN,
+    raises=RuntimeError,
+    strict=True,
     reason="dask-ml #1016: its searches fail on distributed > 2025.2.0",
 )
 

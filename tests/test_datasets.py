@@ -20,8 +20,7 @@ from sklearn.metrics import adjusted_rand_score
 from skvi.datasets import load_topics_sample, read_libsvm
 
 TOPICS_FILE = (
-    pathlib.Path(__file__).resolve().parents[1]
-    / "skvi" / "datasets" / "data" / "topics_sample.tsv"
+    pathlib.Path(__file__).resolve().parents[1] / "skvi" / "datasets" / "data" / "topics_sample.tsv"
 )
 THEMES = ["astronomy", "cooking", "football", "finance", "medicine", "computing"]
 
@@ -53,9 +52,7 @@ def test_loader_matches_the_file():
     assert bunch.data == [text for _, text in rows]
     assert bunch.target.dtype.kind == "i"
     assert bunch.target.shape == (180,)
-    np.testing.assert_array_equal(
-        bunch.target, [THEMES.index(theme) for theme, _ in rows]
-    )
+    np.testing.assert_array_equal(bunch.target, [THEMES.index(theme) for theme, _ in rows])
     assert bunch.DESCR
 
 
@@ -86,7 +83,9 @@ def test_lda_recovers_the_themes():
     best = max(
         (
             LatentDirichletAllocation(
-                n_components=6, random_state=seed, learning_method="batch",
+                n_components=6,
+                random_state=seed,
+                learning_method="batch",
                 max_iter=50,
             ).fit(X)
             for seed in range(5)
@@ -128,12 +127,14 @@ LIBSVM_TEXT = """# written by hand for skvi's tests
 2 # a row without features
 0 1:1 2:1 3:1 4:1 5:1 6:1 7:1
 """
-LIBSVM_X = np.array([
-    [0.5, 0.0, 2.0, 0.0, 0.0, 0.0, -1.25],
-    [0.0, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0],
-    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-])
+LIBSVM_X = np.array(
+    [
+        [0.5, 0.0, 2.0, 0.0, 0.0, 0.0, -1.25],
+        [0.0, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+    ]
+)
 LIBSVM_Y = np.array([1.0, -1.0, 2.0, 0.0])
 
 

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
-from skvi.engine import SVIEstimator
+from skvi.engine import SVIEstimator  # noqa: E402
 from skvi import (  # noqa: E402
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
@@ -96,8 +96,14 @@ def test_lda_batch_pass_equals_the_in_memory_pass(client):
     # cluster); run to convergence it forgets the start, so one pass equals
     # the in-memory pass to the E-step's tolerance.
     X = _lda_corpus()
-    kw = dict(n_components=4, learning_method="batch", random_state=0, max_iter=1,
-              mean_change_tol=1e-13, max_doc_update_iter=5000)
+    kw = dict(
+        n_components=4,
+        learning_method="batch",
+        random_state=0,
+        max_iter=1,
+        mean_change_tol=1e-13,
+        max_doc_update_iter=5000,
+    )
     ref = SVILatentDirichletAllocation(**kw).fit(X)
     Xd = da.from_array(X, chunks=(150, 40)).map_blocks(sp.csr_matrix)
     est = SVILatentDirichletAllocation(**kw).fit(Xd)
@@ -124,8 +130,7 @@ def test_glm_batch_equals_the_in_memory_fit(client, cls):
         y = (eta + rng.logistic(size=3000) > 0).astype(int)
     else:
         y = rng.poisson(np.exp(eta))
-    kw = dict(learning_method="batch", expectation="quadrature", random_state=0, tol=0,
-              max_iter=15)
+    kw = dict(learning_method="batch", expectation="quadrature", random_state=0, tol=0, max_iter=15)
     ref = cls(**kw).fit(X, y)
     est = cls(**kw).fit(da.from_array(X, chunks=(1000, 5)), da.from_array(y, chunks=1000))
     _assert_same_globals(est, ref)
@@ -140,9 +145,11 @@ def test_softmax_batch_under_the_bound_equals_the_in_memory_fit(client):
     w = rng.uniform(0.5, 2.0, 3000)
     kw = dict(learning_method="batch", random_state=0, tol=1e-8, max_iter=100)
     ref = SVILogisticRegression(**kw).fit(X, y, sample_weight=w)
-    est = SVILogisticRegression(**kw).fit(da.from_array(X, chunks=(1000, 4)),
-                                          da.from_array(y, chunks=1000),
-                                          sample_weight=da.from_array(w, chunks=1000))
+    est = SVILogisticRegression(**kw).fit(
+        da.from_array(X, chunks=(1000, 4)),
+        da.from_array(y, chunks=1000),
+        sample_weight=da.from_array(w, chunks=1000),
+    )
     assert ref.converged_ and ref.n_batch_iter_ > ref.n_iter_  # extrapolated passes
     _assert_same_globals(est, ref, rtol=1e-8)
 
@@ -178,8 +185,7 @@ def test_gaussian_gamma_online_agrees_within_its_noise(client):
 @pytest.mark.slow
 def test_lda_online_reaches_the_in_memory_perplexity(client):
     X = _lda_corpus(n_docs=1200)
-    kw = dict(n_components=4, learning_method="online", batch_size=100, random_state=0,
-              max_iter=10)
+    kw = dict(n_components=4, learning_method="online", batch_size=100, random_state=0, max_iter=10)
     ref = SVILatentDirichletAllocation(**kw).fit(X)
     est = SVILatentDirichletAllocation(**kw).fit(da.from_array(X, chunks=(300, 40)))
     assert est.n_batch_iter_ == ref.n_batch_iter_  # 12 steps a pass, 10 passes
@@ -224,16 +230,23 @@ def test_moments_merge_over_blocks_as_two_passes_over_all_rows():
     rng = np.random.RandomState(9)
     X = rng.normal(1e6, 1.0, size=(1000, 3))
     w = rng.uniform(0.1, 3.0, 1000)
-    merged = Moments.of(X[:10], w[:10]) + Moments.of(X[10:700], w[10:700]) + \
-        Moments.of(X[700:], w[700:])
+    merged = (
+        Moments.of(X[:10], w[:10]) + Moments.of(X[10:700], w[10:700]) + Moments.of(X[700:], w[700:])
+    )
     mean = np.average(X, axis=0, weights=w)
     diff = X - mean
     assert merged.n_rows == 1000 and merged.total == pytest.approx(w.sum(), rel=1e-14)
     np.testing.assert_allclose(merged.mean, mean, rtol=1e-14)
-    np.testing.assert_allclose(merged.covariance(ddof=1), (diff * w[:, None]).T @ diff /
-                               (w.sum() - 1.0), rtol=1e-9)
-    np.testing.assert_allclose(Moments.of(X[:600], full=False).__add__(
-        Moments.of(X[600:], full=False)).covariance(ddof=1, diagonal=True), np.var(X, axis=0, ddof=1), rtol=1e-9)
+    np.testing.assert_allclose(
+        merged.covariance(ddof=1), (diff * w[:, None]).T @ diff / (w.sum() - 1.0), rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        Moments.of(X[:600], full=False)
+        .__add__(Moments.of(X[600:], full=False))
+        .covariance(ddof=1, diagonal=True),
+        np.var(X, axis=0, ddof=1),
+        rtol=1e-9,
+    )
 
 
 @pytest.mark.slow
@@ -244,8 +257,15 @@ def test_mixture_batch_equals_the_in_memory_fit(client, covariance_type, weighte
     # k-means start from all the rows (fewer than the start's sample size).
     X = _blobs()
     w = np.random.RandomState(1).uniform(0.5, 2.0, X.shape[0]) if weighted else None
-    kw = dict(n_components=3, covariance_type=covariance_type, learning_method="batch",
-              random_state=0, max_iter=15, tol=0, n_init=2)
+    kw = dict(
+        n_components=3,
+        covariance_type=covariance_type,
+        learning_method="batch",
+        random_state=0,
+        max_iter=15,
+        tol=0,
+        n_init=2,
+    )
     ref = SVIBayesianGaussianMixture(**kw).fit(X, sample_weight=w)
     wd = None if w is None else da.from_array(w, chunks=300)
     est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)), sample_weight=wd)
@@ -296,10 +316,10 @@ def test_a_weighted_mixture_beyond_the_start_sample_warns(client, monkeypatch):
 def test_mixture_online_reaches_the_batch_optimum(client):
     X = _blobs(n=3000, seed=11)
     kw = dict(n_components=3, random_state=0, max_iter=6, batch_size=500, tol=0)
-    ref = SVIBayesianGaussianMixture(learning_method="batch", n_components=3,
-                                     random_state=0).fit(X)
+    ref = SVIBayesianGaussianMixture(learning_method="batch", n_components=3, random_state=0).fit(X)
     est = SVIBayesianGaussianMixture(learning_method="online", **kw).fit(
-        da.from_array(X, chunks=(750, 3)))
+        da.from_array(X, chunks=(750, 3))
+    )
     assert est.n_batch_iter_ == 6 * 6
     order = np.argsort(est.means_[:, 0] + est.means_[:, 1])
     target = np.argsort(ref.means_[:, 0] + ref.means_[:, 1])
@@ -311,8 +331,9 @@ def test_mixture_online_reaches_the_batch_optimum(client):
 
 def test_mixture_warm_start_continues_on_a_cluster(client):
     X = _blobs(seed=12)
-    kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=3,
-              warm_start=True, tol=0)
+    kw = dict(
+        n_components=3, learning_method="batch", random_state=0, max_iter=3, warm_start=True, tol=0
+    )
     ref = SVIBayesianGaussianMixture(**kw).fit(X)
     ref.fit(X)
     Xd = da.from_array(X, chunks=(300, 3))
@@ -326,11 +347,19 @@ def test_sparse_gp_regressor_batch_equals_the_in_memory_fit(client, objective):
     rng = np.random.RandomState(13)
     X = rng.uniform(-3, 3, size=(900, 2))
     y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=900)
-    kw = dict(n_inducing=15, objective=objective, learning_method="batch", optimizer=None,
-              random_state=0, max_iter=5, tol=0)
+    kw = dict(
+        n_inducing=15,
+        objective=objective,
+        learning_method="batch",
+        optimizer=None,
+        random_state=0,
+        max_iter=5,
+        tol=0,
+    )
     ref = SVISparseGPRegressor(**kw).fit(X, y)
-    est = SVISparseGPRegressor(**kw).fit(da.from_array(X, chunks=(300, 2)),
-                                         da.from_array(y, chunks=300))
+    est = SVISparseGPRegressor(**kw).fit(
+        da.from_array(X, chunks=(300, 2)), da.from_array(y, chunks=300)
+    )
     np.testing.assert_allclose(est.inducing_points_, ref.inducing_points_, rtol=1e-13)
     _assert_same_globals(est, ref)
     np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
@@ -345,14 +374,22 @@ def test_sparse_gp_regressor_online_learns_the_kernel_on_a_cluster(client):
     X = rng.uniform(-3, 3, size=(2000, 1))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=2000)
     batch = SVISparseGPRegressor(n_inducing=20).fit(X, y)
-    kw = dict(n_inducing=20, learning_method="online", optimizer="fmin_l_bfgs_b",
-              batch_size=250, max_iter=40, random_state=0, tol=0)
+    kw = dict(
+        n_inducing=20,
+        learning_method="online",
+        optimizer="fmin_l_bfgs_b",
+        batch_size=250,
+        max_iter=40,
+        random_state=0,
+        tol=0,
+    )
     ref = SVISparseGPRegressor(**kw).fit(X, y)
     est = SVISparseGPRegressor(**kw).fit(da.from_array(X, chunks=(500, 1)), y)
     # Other minibatches (a piece of every block per step): both end as close.
     for fit in (ref, est):
         assert np.sqrt(fit.noise_variance_) == pytest.approx(
-            np.sqrt(batch.noise_variance_), abs=0.025)
+            np.sqrt(batch.noise_variance_), abs=0.025
+        )
         assert fit.score(X, y) == pytest.approx(batch.score(X, y), abs=0.002)
 
 
@@ -360,8 +397,15 @@ def test_sparse_gp_classifier_batch_equals_the_in_memory_fit(client):
     rng = np.random.RandomState(15)
     X = rng.normal(size=(800, 2))
     y = np.where(X[:, 0] ** 2 + X[:, 1] > 1.0, "yes", "no")
-    kw = dict(n_inducing=10, learning_method="batch", expectation="quadrature",
-              optimizer=None, random_state=0, max_iter=8, tol=0)
+    kw = dict(
+        n_inducing=10,
+        learning_method="batch",
+        expectation="quadrature",
+        optimizer=None,
+        random_state=0,
+        max_iter=8,
+        tol=0,
+    )
     ref = SVISparseGPClassifier(**kw).fit(X, y)
     est = SVISparseGPClassifier(**kw).fit(da.from_array(X, chunks=(200, 2)), y)
     _assert_same_globals(est, ref)
@@ -382,9 +426,14 @@ def _blocks(*arrays, rows=1000):
     return [da.from_array(a, chunks=(rows,) + a.shape[1:]) for a in arrays]
 
 
-@pytest.mark.parametrize("kw, weighted", [
-    ({}, False), ({"covariance": "diagonal"}, True), ({"factor_prior": "ard"}, False),
-])
+@pytest.mark.parametrize(
+    "kw, weighted",
+    [
+        ({}, False),
+        ({"covariance": "diagonal"}, True),
+        ({"factor_prior": "ard"}, False),
+    ],
+)
 def test_matrix_factorization_batch_equals_the_in_memory_fit(client, kw, weighted):
     # Every block encodes its ids with those of all the blocks, and each
     # node's N_i is summed over them: the steps are the in-memory ones.
@@ -421,8 +470,14 @@ def test_matrix_factorization_takes_rows_of_user_item_rating(client):
 def test_matrix_factorization_online_agrees_within_its_noise(client):
     X, y = _mf_ratings()
     X_test, y_test = _mf_ratings(n=6000)
-    kw = dict(n_components=2, learning_method="online", batch_size=1000, max_iter=30,
-              random_state=0, tol=0)
+    kw = dict(
+        n_components=2,
+        learning_method="online",
+        batch_size=1000,
+        max_iter=30,
+        random_state=0,
+        tol=0,
+    )
     ref = SVIMatrixFactorization(**kw).fit(X, y)
     est = SVIMatrixFactorization(**kw).fit(*_blocks(X, y))
     batch = SVIMatrixFactorization(n_components=2, random_state=0).fit(X, y)
@@ -444,12 +499,14 @@ def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
     # factors, so the fits differ; the held-out log density agrees.
     X, y = _mf_ratings(seed=4)
     X_test, y_test = _mf_ratings(seed=4, n=6000)
-    kw = dict(n_components=2, likelihood="bernoulli", learning_method="batch", max_iter=20,
-              random_state=0)
+    kw = dict(
+        n_components=2, likelihood="bernoulli", learning_method="batch", max_iter=20, random_state=0
+    )
     ref = SVIMatrixFactorization(**kw).fit(X, y > 3)
     est = SVIMatrixFactorization(**kw).fit(*_blocks(X, (y > 3).astype(float)))
     assert est.log_predictive_density(X_test, y_test > 3) == pytest.approx(
-        ref.log_predictive_density(X_test, y_test > 3), abs=0.01)
+        ref.log_predictive_density(X_test, y_test > 3), abs=0.01
+    )
     # Ordinal ratings, the top one only in the later blocks: the classes are
     # found over every block, and online steps learn the thresholds.  Ten
     # online passes do not converge (the top threshold still rises), so the
@@ -458,18 +515,26 @@ def test_matrix_factorization_other_likelihoods_on_a_cluster(client):
     # threshold at 8.35-8.69 in memory and at 7.92-8.66 on the cluster.
     levels = np.clip(np.round(y), 1, 5)
     levels[:2000] = np.minimum(levels[:2000], 4)
-    kw = dict(n_components=2, likelihood="ordinal", learning_method="online",
-              batch_size=500, max_iter=10, tol=0, random_state=0, factor_prior="ard")
+    kw = dict(
+        n_components=2,
+        likelihood="ordinal",
+        learning_method="online",
+        batch_size=500,
+        max_iter=10,
+        tol=0,
+        random_state=0,
+        factor_prior="ard",
+    )
     ref = SVIMatrixFactorization(**kw).fit(X, levels)
     est = SVIMatrixFactorization(**kw).fit(*_blocks(X, levels))
     np.testing.assert_array_equal(est.classes_, [1, 2, 3, 4, 5])
     # In memory, random_state 0 to 4 put the top threshold between 8.35 and
     # 8.83 and the held-out log density between -0.935 and -0.910.
-    np.testing.assert_allclose(est.likelihood_.thresholds, ref.likelihood_.thresholds,
-                               atol=0.5)
+    np.testing.assert_allclose(est.likelihood_.thresholds, ref.likelihood_.thresholds, atol=0.5)
     test_levels = np.clip(np.round(y_test), 1, 5)
     assert est.log_predictive_density(X_test, test_levels) == pytest.approx(
-        ref.log_predictive_density(X_test, test_levels), abs=0.03)
+        ref.log_predictive_density(X_test, test_levels), abs=0.03
+    )
 
 
 def _ctm_corpus(n_docs=800, n_words=40, k=3, seed=0):
@@ -491,11 +556,14 @@ def _ctm_started_on_the_first_block(monkeypatch, n_first):
     monkeypatch.setattr(SVICorrelatedTopicModel, "_initialize_globals", first_block)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(bound="mean_field", covariance="diagonal"),
-    dict(expectation="quadrature", n_mc_samples=5),
-    dict(expectation="quadrature", n_mc_samples=5, covariance="diagonal", algorithm="s-dsvi"),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(bound="mean_field", covariance="diagonal"),
+        dict(expectation="quadrature", n_mc_samples=5),
+        dict(expectation="quadrature", n_mc_samples=5, covariance="diagonal", algorithm="s-dsvi"),
+    ],
+)
 def test_ctm_batch_equals_the_in_memory_fit(client, monkeypatch, kw):
     # Every document's q stays on the worker of its block and steps there;
     # mu, Sigma and the KL part of the ELBO come from sums over the blocks.
@@ -535,8 +603,9 @@ def test_ctm_monte_carlo_fits_agree_within_their_noise(client):
     batch = SVICorrelatedTopicModel(learning_method="batch", max_iter=30, **kw).fit(Xd)
     assert batch.perplexity(X) == pytest.approx(optimum.perplexity(X), rel=1e-3)
     for every in ("minibatch", "pass"):
-        online = dict(kw, learning_method="online", batch_size=100, max_iter=10,
-                      update_model_every=every)
+        online = dict(
+            kw, learning_method="online", batch_size=100, max_iter=10, update_model_every=every
+        )
         ref = SVICorrelatedTopicModel(**online).fit(X)
         est = SVICorrelatedTopicModel(**online).fit(Xd)
         assert est.n_batch_iter_ == ref.n_batch_iter_ == 80
@@ -551,8 +620,12 @@ def test_ctm_bytes_per_step_do_not_grow_with_the_documents(client):
         X = _ctm_corpus(n_docs=n, seed=5)
         with traffic() as t:
             est = SVICorrelatedTopicModel(
-                n_components=3, learning_method="online", batch_size=n // 4, max_iter=2,
-                random_state=0, tol=0,
+                n_components=3,
+                learning_method="online",
+                batch_size=n // 4,
+                max_iter=2,
+                random_state=0,
+                tol=0,
             ).fit(da.from_array(X, chunks=(n // 4, 40)))
         sizes[n] = (t.bytes_out, t.bytes_in, t.round_trips, est.n_batch_iter_)
     small, large = sizes[800], sizes[6400]
@@ -566,8 +639,13 @@ def test_ctm_what_a_cluster_cannot_do_says_so_before_it_starts(client):
     from skvi.schedules import AdaptiveRate
 
     X = da.from_array(_ctm_corpus(n_docs=200), chunks=(100, 40))
-    est = SVICorrelatedTopicModel(n_components=3, learning_method="online", batch_size=50,
-                                  learning_rate=AdaptiveRate(), max_iter=1)
+    est = SVICorrelatedTopicModel(
+        n_components=3,
+        learning_method="online",
+        batch_size=50,
+        learning_rate=AdaptiveRate(),
+        max_iter=1,
+    )
     with pytest.raises(NotImplementedError, match="Robbins-Monro schedule on a cluster"):
         est.fit(X)
     assert not hasattr(est, "natural_params_")  # nothing was started
@@ -674,10 +752,10 @@ def _restore_workers(client, n=2):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model,method", [("lda", "online"), ("lda", "batch"),
-                                          ("ctm", "online"), ("ctm", "batch")])
-def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(
-        client, model, method):
+@pytest.mark.parametrize(
+    "model,method", [("lda", "online"), ("lda", "batch"), ("ctm", "online"), ("ctm", "batch")]
+)
+def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(client, model, method):
     # Data blocks are rebuilt from their graph and the globals sent again: a
     # fit that loses a worker completes with the same model.  The
     # correlated topic model's documents live only on the workers.  The
@@ -691,8 +769,10 @@ def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(
         if method == "online":
             kw = dict(kw, max_iter=5, batch_size=500)
     else:
-        cls, kw = SVICorrelatedTopicModel, dict(bound="mean_field", covariance="diagonal",
-                                                max_iter=15, tol=0)
+        cls, kw = (
+            SVICorrelatedTopicModel,
+            dict(bound="mean_field", covariance="diagonal", max_iter=15, tol=0),
+        )
         if method == "online":
             kw = dict(kw, max_iter=4, batch_size=500)
     kw = dict(kw, n_components=4, learning_method=method, random_state=0)
@@ -724,8 +804,9 @@ def test_a_worker_killed_mid_fit_gives_the_same_model_or_names_the_lost_rows(
         np.testing.assert_allclose(result["model"].components_, ref.components_, rtol=1e-10)
     elif "model" in result:
         for name in ("components_", "prior_mean_", "prior_covariance_"):
-            np.testing.assert_allclose(getattr(result["model"], name), getattr(ref, name),
-                                       rtol=1e-10, err_msg=name)
+            np.testing.assert_allclose(
+                getattr(result["model"], name), getattr(ref, name), rtol=1e-10, err_msg=name
+            )
     else:
         assert isinstance(result.get("error"), WorkerLostError), repr(result)
         message = str(result["error"])
@@ -759,8 +840,14 @@ def test_globals_a_lost_worker_held_are_sent_again_on_the_retry(client, monkeypa
     import skvi.distributed as dist
 
     X = _lda_corpus(n_docs=1200, seed=3)
-    kw = {"n_components": 4, "learning_method": method, "random_state": 0, "max_iter": 4,
-          "evaluate_every": 0, "batch_size": 300}
+    kw = {
+        "n_components": 4,
+        "learning_method": method,
+        "random_state": 0,
+        "max_iter": 4,
+        "evaluate_every": 0,
+        "batch_size": 300,
+    }
     Xd = da.from_array(X, chunks=(300, 40))
     ref = SVILatentDirichletAllocation(**kw).fit(Xd)
 
@@ -785,6 +872,7 @@ def test_fit_on_cluster_takes_a_named_client(client):
     rng = np.random.RandomState(7)
     X = rng.normal(size=(600, 2))
     ref = GaussianGammaVB(learning_method="batch").fit(X)
-    est = fit_on_cluster(GaussianGammaVB(learning_method="batch"),
-                         da.from_array(X, chunks=(200, 2)), client=client)
+    est = fit_on_cluster(
+        GaussianGammaVB(learning_method="batch"), da.from_array(X, chunks=(200, 2)), client=client
+    )
     assert _rel(est.mean_, ref.mean_) < 1e-12

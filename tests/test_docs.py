@@ -21,8 +21,9 @@ from sklearn.exceptions import ConvergenceWarning
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 HAS_DASK = all(importlib.util.find_spec(m) is not None for m in ("dask", "distributed"))
 # Pages of measurements, and the changelog: no code to run.
-BENCHMARK_PAGES = {p.stem for p in DOCS.glob("*.md")
-                   if p.stem == "benchmarks" or p.stem.endswith("_benchmark")}
+BENCHMARK_PAGES = {
+    p.stem for p in DOCS.glob("*.md") if p.stem == "benchmarks" or p.stem.endswith("_benchmark")
+}
 NO_CODE_PAGES = BENCHMARK_PAGES | {"changelog"}
 GUIDE_PAGES = sorted(p.stem for p in DOCS.glob("*.md") if p.stem not in NO_CODE_PAGES)
 # The README runs without dask too: its dask block is left out then.
@@ -161,8 +162,9 @@ def check_ctm(ns):
     np.testing.assert_allclose(ctm.prior_mean_, mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(ctm.prior_covariance_, sigma, rtol=1e-6, atol=1e-7)
     sd = np.sqrt(np.diag(ctm.prior_covariance_))
-    np.testing.assert_allclose(ctm.topic_correlation_, ctm.prior_covariance_ / np.outer(sd, sd),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        ctm.topic_correlation_, ctm.prior_covariance_ / np.outer(sd, sd), rtol=1e-10
+    )
     np.testing.assert_allclose(ns["theta"].sum(axis=1), 1.0, rtol=1e-10)
     _, _, train, test = topics_split()
     perplexity = document_completion_perplexity(ctm, test, random_state=0)
@@ -314,7 +316,7 @@ def check_watching(ns):
 
     # The page's data: four clusters around centres drawn first from its generator.
     centres = np.random.RandomState(0).normal(0.0, 6.0, size=(4, 2))
-    est = ns["est"]                     # the fit the callback stopped after two passes
+    est = ns["est"]  # the fit the callback stopped after two passes
     assert est.n_iter_ == 2 and len(ns["seen"]) == 2 and not est.converged_
     cost = np.linalg.norm(centres[:, None, :] - est.means_[None, :, :], axis=2)
     rows, cols = linear_sum_assignment(cost)
@@ -362,15 +364,14 @@ def check_networks(ns):
     inputs, outputs = ns["inputs"], ns["outputs"]
     t = 1 / 0.3**2
     S = np.linalg.inv(t * inputs.T @ inputs + np.eye(3))
-    np.testing.assert_allclose(ns["W"].get_moments()[0], t * (S @ inputs.T @ outputs).T,
-                               rtol=1e-10)
+    np.testing.assert_allclose(ns["W"].get_moments()[0], t * (S @ inputs.T @ outputs).T, rtol=1e-10)
     # The Normal-Wishart mixture is scikit-learn's model: the same bound.
     assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
     # ... and from the same start, the same bound at every pass.
     np.testing.assert_allclose(ns["same"].lower_bounds_, ns["ref"].lower_bounds_, rtol=1e-12)
 
 
-CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
+CHECKS = {name[len("check_") :]: f for name, f in globals().items() if name.startswith("check_")}
 
 
 def test_every_guide_page_has_a_check():
@@ -382,10 +383,13 @@ def test_every_guide_page_has_a_check():
 SLOW_PAGES = {"scaling", "sparse_gp"}
 
 
-@pytest.mark.parametrize("page", [
-    pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
-    for page in GUIDE_PAGES
-])
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+        for page in GUIDE_PAGES
+    ],
+)
 def test_page_code_runs_and_gives_its_numbers(page):
     namespace = run_page(page)
     CHECKS[page](namespace)

@@ -58,7 +58,9 @@ def _public_objects():
     return sorted(seen.items())
 
 
-@pytest.mark.parametrize("name, codes", _public_objects(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name, codes", _public_objects(), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_numpydoc(name, codes):
     result = numpydoc_validate.validate(name)
     errors = [f"{code}: {msg}" for code, msg in result["errors"] if code in codes]

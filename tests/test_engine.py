@@ -23,10 +23,21 @@ class OneGamma(SVIEstimator):
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
     _settings = ModelSettings({"g": Gamma})
 
-    def __init__(self, learning_method="online", batch_size=1, max_iter=1, tol=0.0,
-                 learning_offset=10.0, learning_decay=0.7, learning_rate=None,
-                 total_samples="auto", update_order="sequential", step_safety=True,
-                 random_state=None, verbose=0):
+    def __init__(
+        self,
+        learning_method="online",
+        batch_size=1,
+        max_iter=1,
+        tol=0.0,
+        learning_offset=10.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        update_order="sequential",
+        step_safety=True,
+        random_state=None,
+        verbose=0,
+    ):
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -40,8 +51,9 @@ class OneGamma(SVIEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         return validate_data(self, X, reset=reset, ensure_all_finite=False)
 
     def _initialize_globals(self, X, random_state, summary):
@@ -191,16 +203,18 @@ def test_early_rejections_of_a_fit_that_converged_with_its_schedule_back_raise_n
     # steps double it back, twice, well before this online fit converges.
     # Nothing is left for the user to change: no warning, the count kept.
     X = np.random.RandomState(0).normal(size=(400, 2))
-    est = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=50, tol=1e-3,
-                            random_state=0)
+    est = RefusesFirstSteps(
+        learning_method="online", batch_size=10, max_iter=50, tol=1e-3, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est.fit(X)
     assert est.converged_ and est._svi.safety.backoff == 1.0
     assert est.n_rejected_steps_ == 2 and est.step_trace_["rejected"].sum() == 2
     # The same rejections in a fit that stops before converging are reported.
-    short = RefusesFirstSteps(learning_method="online", batch_size=10, max_iter=1, tol=1e-3,
-                              random_state=0)
+    short = RefusesFirstSteps(
+        learning_method="online", batch_size=10, max_iter=1, tol=1e-3, random_state=0
+    )
     with pytest.warns(ConvergenceWarning, match="2 step.*rejected by step safety"):
         short.fit(X)
     assert not short.converged_
@@ -240,8 +254,9 @@ def test_sparse_online_batches_are_the_shuffled_minibatches(monkeypatch):
     for (Xb, scale), ref in zip(got, expected):
         np.testing.assert_array_equal(Xb.toarray(), ref.toarray())
         assert scale == 22 / ref.shape[0]
-    dense = list(engine.SerialExecutor().minibatches(model, X.toarray(),
-                                                     np.random.RandomState(3), 4))
+    dense = list(
+        engine.SerialExecutor().minibatches(model, X.toarray(), np.random.RandomState(3), 4)
+    )
     for (Xb, _), (Db, _) in zip(got, dense):
         np.testing.assert_array_equal(Xb.toarray(), Db)
 
@@ -311,8 +326,9 @@ def test_poisson_glm_without_step_safety_never_returns_nan():
     y = rng.poisson(np.exp(np.clip(X @ [0.5, -0.4, 0.3, 0.0, 0.2], -5, 5)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = SVIPoissonRegression(step_safety=False, learning_rate=1.0, batch_size=50,
-                                   max_iter=5, random_state=0).fit(X, y)
+        est = SVIPoissonRegression(
+            step_safety=False, learning_rate=1.0, batch_size=50, max_iter=5, random_state=0
+        ).fit(X, y)
     for value in est.natural_params_.values():
         assert all(np.all(np.isfinite(a)) for a in value)
     assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.predict(X)))
@@ -354,8 +370,9 @@ def test_a_row_group_row_the_minibatch_misses_keeps_its_value_and_counter():
     group.steps = np.array([3.0, 1.0, 0.0])
     ctx = StepContext(online=True, t=9, rho=0.5, backoff=1.0, scale=7.0, prior={})
     rows = np.arange(3)
-    group.prepare(rows, np.array([2.0, 0.0, 0.0]), ctx, RobbinsMonro(offset=1.0, decay=1.0),
-                  scheduled=False)
+    group.prepare(
+        rows, np.array([2.0, 0.0, 0.0]), ctx, RobbinsMonro(offset=1.0, decay=1.0), scheduled=False
+    )
     np.testing.assert_allclose(ctx.row_scale, [5.0, 0.0, 0.0])
     np.testing.assert_allclose(ctx.row_rho, [1 / 5, 0.0, 1 / 2])
     group.commit()
@@ -373,20 +390,28 @@ def test_many_blocks_statistics_sum_at_once_to_the_pairwise_sum():
     parts = []
     for _ in range(7):
         rows = np.unique(rng.randint(50, size=30))
-        parts.append(Statistics(
-            len(rows),
-            {"rows": RowStatistics(rows, (rng.rand(rows.size, 3), rng.rand(rows.size)),
-                                   rng.rand(rows.size)),
-             "dense": (rng.rand(4), rng.rand(2, 2))},
-            hyper={"h": (rng.rand(3),)}))
+        parts.append(
+            Statistics(
+                len(rows),
+                {
+                    "rows": RowStatistics(
+                        rows, (rng.rand(rows.size, 3), rng.rand(rows.size)), rng.rand(rows.size)
+                    ),
+                    "dense": (rng.rand(4), rng.rand(2, 2)),
+                },
+                hyper={"h": (rng.rand(3),)},
+            )
+        )
     ref = None
     for part in parts:
         ref = add_statistics(ref, part)
     got = sum_statistics(parts)
     assert got.n_samples == ref.n_samples
     np.testing.assert_array_equal(got.factors["rows"].rows, ref.factors["rows"].rows)
-    for a, b in zip(got.factors["rows"].values + (got.factors["rows"].counts,),
-                    ref.factors["rows"].values + (ref.factors["rows"].counts,)):
+    for a, b in zip(
+        got.factors["rows"].values + (got.factors["rows"].counts,),
+        ref.factors["rows"].values + (ref.factors["rows"].counts,),
+    ):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(got.factors["dense"] + got.hyper["h"], ref.factors["dense"] + ref.hyper["h"]):
         np.testing.assert_array_equal(a, b)

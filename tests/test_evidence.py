@@ -32,13 +32,22 @@ def test_lda_two_topics_against_quadrature(inflation):
     beta, alpha = _topics(2, 5, 0), np.array([0.3, 0.7])
     X = _documents(4, 5, 1)
     reference = [
-        np.log(integrate.quad(
-            lambda t, doc=doc: _sequence_likelihood(doc, beta, np.array([t, 1 - t]))
-            * stats.beta.pdf(t, *alpha), 0, 1, limit=200, epsabs=0, epsrel=1e-10)[0])
+        np.log(
+            integrate.quad(
+                lambda t, doc=doc: (
+                    _sequence_likelihood(doc, beta, np.array([t, 1 - t]))
+                    * stats.beta.pdf(t, *alpha)
+                ),
+                0,
+                1,
+                limit=200,
+                epsabs=0,
+                epsrel=1e-10,
+            )[0]
+        )
         for doc in X
     ]
-    got = lda_log_evidence(X, alpha, beta, n_samples=20000, inflation=inflation,
-                           random_state=0)
+    got = lda_log_evidence(X, alpha, beta, n_samples=20000, inflation=inflation, random_state=0)
     np.testing.assert_allclose(got, reference, atol=0.01)
 
 
@@ -48,11 +57,12 @@ def test_lda_three_topics_against_quadrature():
     density = stats.dirichlet(alpha)
     reference = []
     for doc in X:
+
         def integrand(t2, t1, doc=doc):
             theta = np.array([t1, t2, max(1 - t1 - t2, 1e-300)])
             return _sequence_likelihood(doc, beta, theta) * density.pdf(theta / theta.sum())
-        value, _ = integrate.dblquad(integrand, 0, 1, 0, lambda t1: 1 - t1, epsabs=0,
-                                     epsrel=1e-9)
+
+        value, _ = integrate.dblquad(integrand, 0, 1, 0, lambda t1: 1 - t1, epsabs=0, epsrel=1e-9)
         reference.append(np.log(value))
     got = lda_log_evidence(X, alpha, beta, n_samples=20000, random_state=0)
     np.testing.assert_allclose(got, reference, atol=0.01)
@@ -69,11 +79,14 @@ def test_ctm_laplace_proposal_against_quadrature(n_topics):
     docs = sp.csr_matrix(_documents(4, 5, 10 + n_topics), dtype=float)
     reference = []
     for row in range(docs.shape[0]):
+
         def likelihood(nodes, row=row):
             rows = sp.csr_matrix(np.repeat(docs[row].toarray(), len(nodes), axis=0))
             return np.exp(kernels.log_likelihood(rows, nodes, beta))
-        reference.append(np.log(kernels.gauss_hermite_expectation(likelihood, mu, sigma,
-                                                                  n_points=60)))
+
+        reference.append(
+            np.log(kernels.gauss_hermite_expectation(likelihood, mu, sigma, n_points=60))
+        )
     got = ctm_log_evidence(docs, mu, sigma, beta, n_samples=20000, random_state=0)
     np.testing.assert_allclose(got, reference, atol=0.01)
 
@@ -88,12 +101,16 @@ def test_laplace_mode_and_curvature():
     mean, cov = laplace_posterior(X, mu, sigma, beta)
     precision = np.linalg.inv(sigma)
     for row in range(X.shape[0]):
+
         def negative(eta, row=row):
             diff = eta - mu
-            return -(kernels.log_likelihood(X[row], eta[None], beta)[0]
-                     - 0.5 * diff @ precision @ diff)
-        ref = optimize.minimize(negative, mu, method="Nelder-Mead",
-                                options=dict(xatol=1e-10, fatol=1e-12, maxiter=5000)).x
+            return -(
+                kernels.log_likelihood(X[row], eta[None], beta)[0] - 0.5 * diff @ precision @ diff
+            )
+
+        ref = optimize.minimize(
+            negative, mu, method="Nelder-Mead", options=dict(xatol=1e-10, fatol=1e-12, maxiter=5000)
+        ).x
         np.testing.assert_allclose(mean[row], ref, atol=1e-5)
         assert np.all(np.linalg.eigvalsh(cov[row]) > 0)
 
@@ -103,6 +120,7 @@ def test_laplace_mode_and_curvature():
 
     def f(e):
         return kernels.log_likelihood(X2, np.array([[e]]), beta2)[0] - 0.5 * e * e
+
     h = 1e-4
     second = (f(m[0, 0] + h) - 2 * f(m[0, 0]) + f(m[0, 0] - h)) / h**2
     assert v[0, 0, 0] == pytest.approx(-1.0 / second, rel=1e-4)
@@ -110,25 +128,36 @@ def test_laplace_mode_and_curvature():
 
 def test_lda_estimator_uses_its_own_parameters():
     X = _documents(60, 8, 8)
-    lda = SVILatentDirichletAllocation(n_components=3, doc_topic_prior=0.4,
-                                       random_state=0).fit(X)
+    lda = SVILatentDirichletAllocation(n_components=3, doc_topic_prior=0.4, random_state=0).fit(X)
     beta = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
-    expected = lda_log_evidence(X[:5], 0.4, beta, n_samples=500, random_state=1,
-                                max_iter=lda.max_doc_update_iter, tol=lda.mean_change_tol)
-    np.testing.assert_allclose(lda.log_evidence(X[:5], n_samples=500, random_state=1),
-                               expected, rtol=1e-12)
+    expected = lda_log_evidence(
+        X[:5],
+        0.4,
+        beta,
+        n_samples=500,
+        random_state=1,
+        max_iter=lda.max_doc_update_iter,
+        tol=lda.mean_change_tol,
+    )
+    np.testing.assert_allclose(
+        lda.log_evidence(X[:5], n_samples=500, random_state=1), expected, rtol=1e-12
+    )
     words = X[:5].sum(axis=1)
     assert importance_sampled_nll(lda, X[:5], n_samples=500, random_state=1) == pytest.approx(
-        np.mean(-expected / words), rel=1e-12)
+        np.mean(-expected / words), rel=1e-12
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(n_samples=0), "n_samples"),
-    (dict(n_samples=True), "n_samples"),
-    (dict(inflation=-1.0), "inflation"),
-    (dict(inflation=np.inf), "inflation"),
-    (dict(max_iter=0), "max_iter"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(n_samples=0), "n_samples"),
+        (dict(n_samples=True), "n_samples"),
+        (dict(inflation=-1.0), "inflation"),
+        (dict(inflation=np.inf), "inflation"),
+        (dict(max_iter=0), "max_iter"),
+    ],
+)
 def test_bad_sampling_parameters(kwargs, message):
     beta = _topics(2, 3, 0)
     with pytest.raises(ValueError, match=message):
@@ -156,8 +185,14 @@ def test_bad_parameters():
 def test_bad_posteriors_and_widths():
     beta = _topics(2, 3, 0)
     with pytest.raises(ValueError, match="positive definite"):
-        ctm_log_evidence(np.ones((1, 3)), [0.0], [[1.0]], beta, inflation=0.0,
-                         posterior=(np.zeros((1, 1)), -np.ones((1, 1))))
+        ctm_log_evidence(
+            np.ones((1, 3)),
+            [0.0],
+            [[1.0]],
+            beta,
+            inflation=0.0,
+            posterior=(np.zeros((1, 1)), -np.ones((1, 1))),
+        )
     with pytest.raises(ValueError, match="posterior"):
         lda_log_evidence(np.ones((1, 3)), 0.5, beta, posterior=np.ones((2, 2)))
     lda = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(_documents(20, 5, 0))

@@ -41,16 +41,28 @@ def run_example(name, *args, cwd, env=None):
     The environment is this one plus ``MPLBACKEND=Agg``, one BLAS thread
     and ``env``.
     """
-    full_env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1",
-                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    full_env = dict(
+        os.environ,
+        MPLBACKEND="Agg",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
     full_env.update(env or {})
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / name), *map(str, args)], cwd=cwd,
-        env=full_env, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        [sys.executable, str(EXAMPLES / name), *map(str, args)],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
     )
-    print(f"\n{name} {' '.join(map(str, args))}: {time.perf_counter() - start:.1f} s, "
-          f"exit code {proc.returncode}")
+    print(
+        f"\n{name} {' '.join(map(str, args))}: {time.perf_counter() - start:.1f} s, "
+        f"exit code {proc.returncode}"
+    )
     return proc
 
 
@@ -82,8 +94,12 @@ def _missing_data_env(tmp_path):
 
 def test_every_example_is_tested():
     """A new script in examples/ needs a test here."""
-    tested = {"gaussian_gamma_schedules.py", "glm_convergence.py", "lda_topics.py",
-              "paquet_figure2.py"}
+    tested = {
+        "gaussian_gamma_schedules.py",
+        "glm_convergence.py",
+        "lda_topics.py",
+        "paquet_figure2.py",
+    }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
 
@@ -105,8 +121,9 @@ def _vmp_normal_gamma(x, m0=0.0, b0=1e-3, a0=1e-3, c0=1e-3, n_iter=500):
         m = (b0 * m0 + e_gamma * sx) / b
     c = c0 + 0.5 * (np.sum((x - m) ** 2) + n / b)
     e_gamma, e_log_gamma = a / c, digamma(a) - np.log(c)
-    log_lik = 0.5 * n * (e_log_gamma - np.log(2 * np.pi)) \
-        - 0.5 * e_gamma * (np.sum((x - m) ** 2) + n / b)
+    log_lik = 0.5 * n * (e_log_gamma - np.log(2 * np.pi)) - 0.5 * e_gamma * (
+        np.sum((x - m) ** 2) + n / b
+    )
     log_p_mu = 0.5 * np.log(b0 / (2 * np.pi)) - 0.5 * b0 * ((m - m0) ** 2 + 1 / b)
     log_p_gamma = a0 * np.log(c0) - gammaln(a0) + (a0 - 1) * e_log_gamma - c0 * e_gamma
     entropy_mu = 0.5 * np.log(2 * np.pi * np.e / b)
@@ -122,8 +139,12 @@ def test_gaussian_gamma_schedules(tmp_path):
     expected = sum(_vmp_normal_gamma(X[:, j]) for j in range(3))
     printed = number(r"^batch VMP: ELBO (-?\d+\.\d+) after \d+ passes", out)
     assert printed == pytest.approx(expected, abs=1e-3)  # printed to 3 decimals
-    rows = re.findall(r"^(\w+)\(.*ELBO (-?\d+\.\d+), max \|E\[mu\] - batch\| = "
-                      r"(\d+\.\d+) posterior sd$", out, flags=re.MULTILINE)
+    rows = re.findall(
+        r"^(\w+)\(.*ELBO (-?\d+\.\d+), max \|E\[mu\] - batch\| = "
+        r"(\d+\.\d+) posterior sd$",
+        out,
+        flags=re.MULTILINE,
+    )
     assert [r[0] for r in rows] == ["RobbinsMonro", "WarmupRobbinsMonro", "AdaptiveRate"]
     for _, elbo, err in rows:
         # No fit beats the batch optimum of the same bound (print rounding aside).
@@ -152,8 +173,12 @@ def test_glm_convergence(tmp_path, shared_data):
     X, y = X[:2000], (y[:2000] > 0).astype(int)
     assert "a9a (its first 2000 rows): 2000 rows x 123 features; 2 passes" in out
     assert re.search(r"^run\s+pass 1\s+pass 2\s+rej$", out, flags=re.MULTILINE)
-    rows = re.findall(r"^((?:batch )?(?:H-MC-SSVI|MC-SSVI|S-DSVI)(?: lr=[\d.]+)?)\s+(-?\d+\.\d) \[[\d.]+\]"
-                      r"\s+(-?\d+\.\d) \[[\d.]+\]\s+\d+$", out, flags=re.MULTILINE)
+    rows = re.findall(
+        r"^((?:batch )?(?:H-MC-SSVI|MC-SSVI|S-DSVI)(?: lr=[\d.]+)?)\s+(-?\d+\.\d) \[[\d.]+\]"
+        r"\s+(-?\d+\.\d) \[[\d.]+\]\s+\d+$",
+        out,
+        flags=re.MULTILINE,
+    )
     # H-MC-SSVI and S-DSVI at three rates, MC-SSVI; batch H-MC-SSVI x 3, MC-SSVI.
     assert len(rows) == 11, out
     elbos = np.array([[float(a), float(b)] for _, a, b in rows])
@@ -180,11 +205,16 @@ def test_glm_convergence_without_data(tmp_path):
 # --------------------------------------------------------------- lda_topics
 def _check_lda_output(out, X_train, X_test, vocab, n_topics):
     """Counts from the corpus; each topic's coherence recomputed from its words."""
-    assert re.search(rf": {X_train.shape[0]} train / {X_test.shape[0]} test documents, "
-                     rf"{X_train.shape[1]} words, {int(X_train.sum())} training tokens$",
-                     out, flags=re.MULTILINE), out
+    assert re.search(
+        rf": {X_train.shape[0]} train / {X_test.shape[0]} test documents, "
+        rf"{X_train.shape[1]} words, {int(X_train.sum())} training tokens$",
+        out,
+        flags=re.MULTILINE,
+    ), out
     assert "topic   NPMI   UMass  top 10 words" in out
-    topics = re.findall(r"^\s*(\d+)\s+(-?\d\.\d{3})\s+(-?\d+\.\d{3})  (.+)$", out, flags=re.MULTILINE)
+    topics = re.findall(
+        r"^\s*(\d+)\s+(-?\d\.\d{3})\s+(-?\d+\.\d{3})  (.+)$", out, flags=re.MULTILINE
+    )
     assert [int(t[0]) for t in topics] == list(range(n_topics))
     index = {word: i for i, word in enumerate(vocab)}
     docs = (sp.csc_matrix(X_train) > 0).astype(np.int64)
@@ -200,15 +230,21 @@ def _check_lda_output(out, X_train, X_test, vocab, n_topics):
                 mine_umass.append(np.log((D[m, k] + 1) / D[k, k]))
                 p_mk = D[m, k] / n_docs
                 p_m, p_k = D[m, m] / n_docs, D[k, k] / n_docs
-                mine_npmi.append(1.0 if p_mk == 1 else
-                                 np.log((p_mk + 1e-12) / (p_m * p_k)) / -np.log(p_mk + 1e-12))
+                mine_npmi.append(
+                    1.0
+                    if p_mk == 1
+                    else np.log((p_mk + 1e-12) / (p_m * p_k)) / -np.log(p_mk + 1e-12)
+                )
         assert float(umass) == pytest.approx(np.mean(mine_umass), abs=1.5e-3)
         assert float(npmi) == pytest.approx(np.mean(mine_npmi), abs=1.5e-3)
         npmis.append(np.mean(mine_npmi))
         umasses.append(np.mean(mine_umass))
     assert number(r"^mean\s+(-?\d\.\d{3})", out) == pytest.approx(np.mean(npmis), abs=1.5e-3)
-    perplexity = number(r"held-out document-completion perplexity on "
-                        rf"{X_test.shape[0]} test documents: (\d+\.\d)$", out)
+    perplexity = number(
+        r"held-out document-completion perplexity on "
+        rf"{X_test.shape[0]} test documents: (\d+\.\d)$",
+        out,
+    )
     assert 1 < perplexity < 10 * X_train.shape[1]
 
 
@@ -224,8 +260,9 @@ def test_lda_topics_on_the_embedded_sample(tmp_path):
     message = out.splitlines()[0]
     assert str(home / "20newsgroups-bydate") in message and "SKVI_DATA" in message
     sample = load_topics_sample()  # the preprocessing the module docstring states
-    train, test = train_test_split(sample.data, test_size=0.2, random_state=0,
-                                   stratify=sample.target)
+    train, test = train_test_split(
+        sample.data, test_size=0.2, random_state=0, stratify=sample.target
+    )
     vectorizer = CountVectorizer(stop_words="english", min_df=2)
     X_train, X_test = vectorizer.fit_transform(train), vectorizer.transform(test)
     _check_lda_output(out, X_train, X_test, vectorizer.get_feature_names_out(), 6)
@@ -235,8 +272,9 @@ def test_lda_topics_on_the_embedded_sample(tmp_path):
 
 def test_lda_topics_on_20_newsgroups(tmp_path, shared_data):
     folder = shared_data("20newsgroups-bydate", "train.npz").parent
-    out = ok(run_example("lda_topics.py", "--max-docs", 300, "--passes", 1, "--plot", "",
-                         cwd=tmp_path))
+    out = ok(
+        run_example("lda_topics.py", "--max-docs", 300, "--passes", 1, "--plot", "", cwd=tmp_path)
+    )
     assert f"corpus: 20newsgroups-bydate from {folder} (at most 300 train / test" in out
     X_train, X_test = (sp.load_npz(folder / f"{part}.npz").tocsr() for part in ("train", "test"))
     X_train, X_test = (X[np.arange(300) * X.shape[0] // 300] for X in (X_train, X_test))
@@ -255,26 +293,48 @@ def test_paquet_figure2(tmp_path, shared_data):
     """
     path = shared_data("movielens-100k", "u.data")
     n = 20_000
-    out = ok(run_example("paquet_figure2.py", "--iterations", 3, "--batch-iterations", 3,
-                         "--max-ratings", n, "--out", "fig2.png", cwd=tmp_path))
+    out = ok(
+        run_example(
+            "paquet_figure2.py",
+            "--iterations",
+            3,
+            "--batch-iterations",
+            3,
+            "--max-ratings",
+            n,
+            "--out",
+            "fig2.png",
+            cwd=tmp_path,
+        )
+    )
     lines = path.read_text().splitlines()[:n]
     users = {line.split("\t")[0] for line in lines}
     items = {line.split("\t")[1] for line in lines}
-    assert (f"MovieLens from {path.parent}: {n} ratings (its first {n}), {len(users)} users, "
-            f"{len(items)} items; 3 Alg. 1 iterations per run") in out
-    header = re.search(r"^step safety\s+option\s+C\s+final ELBO\s+min ELBO\s+rejected$",
-                       out, flags=re.MULTILINE)
+    assert (
+        f"MovieLens from {path.parent}: {n} ratings (its first {n}), {len(users)} users, "
+        f"{len(items)} items; 3 Alg. 1 iterations per run"
+    ) in out
+    header = re.search(
+        r"^step safety\s+option\s+C\s+final ELBO\s+min ELBO\s+rejected$", out, flags=re.MULTILINE
+    )
     assert header
-    rows = re.findall(r"^\s+(on|off)\s+\((a|b)\) (sequential|joint)\s+(\d+)\s+(\S+)\s+(\S+)"
-                      r"\s+(\d+)$", out, flags=re.MULTILINE)
+    rows = re.findall(
+        r"^\s+(on|off)\s+\((a|b)\) (sequential|joint)\s+(\d+)\s+(\S+)\s+(\S+)"
+        r"\s+(\d+)$",
+        out,
+        flags=re.MULTILINE,
+    )
     assert sorted((s, o, int(c)) for s, o, _, c, *_ in rows) == sorted(
-        (s, o, c) for s in ("on", "off") for o in "ab" for c in (1, 2, 5, 10, 20))
+        (s, o, c) for s in ("on", "off") for o in "ab" for c in (1, 2, 5, 10, 20)
+    )
     ceiling = -0.5 * n * np.log(2 * np.pi)
     finals = np.array([float(r[4]) for r in rows])
     assert np.all(finals[np.isfinite(finals)] < ceiling)
     assert np.all(np.isfinite([float(r[4]) for r in rows if r[0] == "on"]))
-    batch_final, batch_min = (float(v) for v in re.search(
-        r"full batch VB\s+(\S+)\s+(\S+)\s+\(3 iterations\)", out).groups())
+    batch_final, batch_min = (
+        float(v)
+        for v in re.search(r"full batch VB\s+(\S+)\s+(\S+)\s+\(3 iterations\)", out).groups()
+    )
     assert batch_min < batch_final < ceiling
     _png(tmp_path / "fig2.png", out)
 

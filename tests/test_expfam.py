@@ -51,9 +51,7 @@ def random_gaussian(rng, batch=(3, 4)):
 
 
 def random_mvn(rng, batch=(3,), d=3):
-    return MultivariateGaussian(
-        rng.normal(0.0, 1.0, batch + (d,)), random_spd(rng, batch, d)
-    )
+    return MultivariateGaussian(rng.normal(0.0, 1.0, batch + (d,)), random_spd(rng, batch, d))
 
 
 def random_gamma(rng, batch=(3, 4)):
@@ -268,9 +266,7 @@ def test_gaussian_kl_mc():
     p = Gaussian(0.3, 0.8)  # scalar prior broadcast against the batch
     sq = 1.0 / np.sqrt(q.precision)
     x = stats.norm.rvs(q.loc, sq, size=(N_MC, 4), random_state=rng)
-    llr = stats.norm.logpdf(x, q.loc, sq) - stats.norm.logpdf(
-        x, 0.3, 1.0 / np.sqrt(0.8)
-    )
+    llr = stats.norm.logpdf(x, q.loc, sq) - stats.norm.logpdf(x, 0.3, 1.0 / np.sqrt(0.8))
     kl = q.kl(p)
     assert kl.shape == (4,)
     assert_mc_close(llr, kl)
@@ -331,9 +327,7 @@ def test_kl_self_zero_and_nonnegative(family):
         # KL = <eta_q - eta_p, E_q[t]> - A(eta_q) + A(eta_p)
         assert_allclose(kl, ExponentialFamily.kl(q, p), rtol=1e-8, atol=1e-10)
         # and the closed-form entropy with A(eta) - <eta, E[t]>
-        assert_allclose(
-            q.entropy(), ExponentialFamily.entropy(q), rtol=1e-10, atol=1e-12
-        )
+        assert_allclose(q.entropy(), ExponentialFamily.entropy(q), rtol=1e-10, atol=1e-12)
 
 
 def test_kl_type_mismatch():
@@ -368,8 +362,7 @@ def _fd_check(cls, q, h=1e-5, rtol=1e-6, atol=1e-8):
             plus[k] = eta[k] + h * direction
             minus[k] = eta[k] - h * direction
             fd = (
-                cls.from_natural(*plus).log_normalizer()
-                - cls.from_natural(*minus).log_normalizer()
+                cls.from_natural(*plus).log_normalizer() - cls.from_natural(*minus).log_normalizer()
             ) / (2 * h)
             expected = s[(Ellipsis,) + idx]
             assert_allclose(fd, expected, rtol=rtol, atol=atol)
@@ -430,10 +423,10 @@ def test_valid_step_equals_valid_natural(cls):
         root = rng.normal(size=(3, 3))
         start = (rng.normal(size=3), -0.5 * (root @ root.T + np.eye(3)))
         steps = [
-            (rng.normal(size=3), start[1].copy()),          # eta2 unchanged: valid
-            (np.array([1.0, np.nan, 0.0]), start[1]),        # non-finite eta1
-            (start[0], start[1] + np.eye(3) * 10.0),         # not negative definite
-            (start[0], start[1] - np.eye(3)),                # another valid precision
+            (rng.normal(size=3), start[1].copy()),  # eta2 unchanged: valid
+            (np.array([1.0, np.nan, 0.0]), start[1]),  # non-finite eta1
+            (start[0], start[1] + np.eye(3) * 10.0),  # not negative definite
+            (start[0], start[1] - np.eye(3)),  # another valid precision
         ]
     else:
         start = (np.array([1.0, 2.0]), np.array([-1.0, -3.0]))
@@ -521,9 +514,7 @@ def test_valid_natural_mvn():
         lambda: MultivariateGaussian([0.0, 0.0], [[1.0, np.nan], [np.nan, 1.0]]),
         lambda: MultivariateGaussian([0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]]),
         lambda: MultivariateGaussian([0.0, 0.0], [[1.0, 0.5], [0.0, 1.0]]),
-        lambda: MultivariateGaussian(
-            np.zeros((2, 2)), np.stack([np.eye(2), -np.eye(2)])
-        ),
+        lambda: MultivariateGaussian(np.zeros((2, 2)), np.stack([np.eye(2), -np.eye(2)])),
         lambda: Gamma([1.0, 0.0], 1.0),
         lambda: Gamma(1.0, [1.0, -2.0]),
         lambda: Gamma(np.nan, 1.0),
@@ -761,7 +752,9 @@ def test_wishart_kl_mc():
     for b in range(2):
         ref_q = stats.wishart(q.df[b], q.scale[b])
         x = ref_q.rvs(size=N_MC // 4, random_state=rng)
-        assert_mc_close(ref_q.logpdf(np.moveaxis(x, 0, -1)) - ref_p.logpdf(np.moveaxis(x, 0, -1)), kl[b])
+        assert_mc_close(
+            ref_q.logpdf(np.moveaxis(x, 0, -1)) - ref_p.logpdf(np.moveaxis(x, 0, -1)), kl[b]
+        )
 
 
 def test_wishart_sample_moments():
@@ -857,9 +850,7 @@ def test_normal_gamma_log_prob_against_scipy():
     lam = rng.uniform(0.05, 4.0, (5, 2))
     mu = rng.normal(0.0, 1.5, (5, 2, 3, 2))
     ref = stats.gamma.logpdf(lam, q.shape, scale=1.0 / q.rate) + np.sum(
-        stats.norm.logpdf(
-            mu, q.loc, 1.0 / np.sqrt(q.beta[..., None] * lam[..., None, None])
-        ),
+        stats.norm.logpdf(mu, q.loc, 1.0 / np.sqrt(q.beta[..., None] * lam[..., None, None])),
         axis=(-2, -1),
     )
     assert_allclose(q.log_prob(mu, lam), ref, rtol=1e-10)
@@ -1015,7 +1006,11 @@ def test_normal_gamma_natural_parameter_values():
     assert_allclose(eta4, 3.0 - 1.0 + 2 * 2 / 2)
     assert_allclose(
         q.log_normalizer(),
-        special.gammaln(3.0) - 3.0 * np.log(0.5) + np.log(2 * np.pi) * 2 - np.log(2.0) - np.log(4.0),
+        special.gammaln(3.0)
+        - 3.0 * np.log(0.5)
+        + np.log(2 * np.pi) * 2
+        - np.log(2.0)
+        - np.log(4.0),
         rtol=1e-12,
     )
     precision = q.precision()
@@ -1161,9 +1156,7 @@ def test_rayleigh_expectations_mc():
         lg = ref.expect(np.log, epsabs=0, epsrel=1e-12)
         assert_allclose(q.expected_log()[b], lg, rtol=1e-9, atol=1e-12)
     # special value: E[log x] = (log 2 - euler_gamma) / 2 at s = 1
-    assert_allclose(
-        Rayleigh(1.0).expected_log(), 0.5 * (np.log(2.0) - np.euler_gamma), rtol=1e-14
-    )
+    assert_allclose(Rayleigh(1.0).expected_log(), 0.5 * (np.log(2.0) - np.euler_gamma), rtol=1e-14)
 
 
 def test_rayleigh_kl_mc():

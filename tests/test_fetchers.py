@@ -60,9 +60,10 @@ def _lines(rows, sep="\t"):
 def _write_100k(folder, rows, fold, titles):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "u.data").write_text(_lines(rows))
-    (folder / "u.item").write_text("".join(
-        f"{i}|{t}|01-Jan-1995||http://us.imdb.com/x|0|1|0\n" for i, t in titles.items()
-    ), encoding="latin-1")
+    (folder / "u.item").write_text(
+        "".join(f"{i}|{t}|01-Jan-1995||http://us.imdb.com/x|0|1|0\n" for i, t in titles.items()),
+        encoding="latin-1",
+    )
     for k in range(5):
         for part, rows_k in (("base", rows[fold != k]), ("test", rows[fold == k])):
             ordered = rows_k[np.lexsort((rows_k[:, 1], rows_k[:, 0]))]  # as GroupLens sorts them
@@ -114,7 +115,8 @@ def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
     one_m.mkdir()
     (one_m / "ratings.dat").write_text(_lines(rows, "::"))
     (one_m / "movies.dat").write_text(
-        "".join(f"{i}::{t}::Drama|War\n" for i, t in titles.items()), encoding="latin-1")
+        "".join(f"{i}::{t}::Drama|War\n" for i, t in titles.items()), encoding="latin-1"
+    )
     bunch = fetch_movielens("1m", data_home=tmp_path)
     np.testing.assert_array_equal(bunch.data, rows[:, :2])
     np.testing.assert_array_equal(bunch.timestamps, rows[:, 3])
@@ -123,10 +125,14 @@ def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
     small = tmp_path / "movielens-latest-small"
     small.mkdir()
     halves = rows[:, 2] - 0.5
-    (small / "ratings.csv").write_text("userId,movieId,rating,timestamp\n" + "".join(
-        f"{u},{i},{r},{t}\n" for (u, i, _, t), r in zip(rows.tolist(), halves)))
-    (small / "movies.csv").write_text("movieId,title,genres\n" + "".join(
-        f'{i},"{t}, The",Comedy\n' for i, t in titles.items()), encoding="utf-8")
+    (small / "ratings.csv").write_text(
+        "userId,movieId,rating,timestamp\n"
+        + "".join(f"{u},{i},{r},{t}\n" for (u, i, _, t), r in zip(rows.tolist(), halves))
+    )
+    (small / "movies.csv").write_text(
+        "movieId,title,genres\n" + "".join(f'{i},"{t}, The",Comedy\n' for i, t in titles.items()),
+        encoding="utf-8",
+    )
     bunch = fetch_movielens("latest-small", data_home=tmp_path)
     np.testing.assert_array_equal(bunch.target, halves)
     assert bunch.item_titles.tolist() == [f"{titles[i]}, The" for i in bunch.item_ids]
@@ -140,7 +146,8 @@ def test_explicit_data_home_overrides_skvi_data(tmp_path, monkeypatch, offline):
     monkeypatch.setenv("SKVI_DATA", str(tmp_path / "env"))
     np.testing.assert_array_equal(fetch_movielens().target, rows_a[:, 2])
     np.testing.assert_array_equal(
-        fetch_movielens(data_home=tmp_path / "explicit").target, rows_b[:, 2])
+        fetch_movielens(data_home=tmp_path / "explicit").target, rows_b[:, 2]
+    )
 
 
 def test_missing_data_without_download_names_url_and_folder(tmp_path, offline):
@@ -197,8 +204,11 @@ def test_movielens_download_checks_the_checksum(tmp_path, monkeypatch):
     (release / "README").write_text("the release's readme\n")
     server = tmp_path / "server"
     server.mkdir()
-    md5 = _zip_release(server / "ml-100k.zip", "ml-100k",
-                       {p.name: p.read_text(encoding="latin-1") for p in release.iterdir()})
+    md5 = _zip_release(
+        server / "ml-100k.zip",
+        "ml-100k",
+        {p.name: p.read_text(encoding="latin-1") for p in release.iterdir()},
+    )
     _serve(monkeypatch, "MOVIELENS_URL", server)
     monkeypatch.setitem(_fetchers._MOVIELENS["100k"], "shape", (60, None, None))
     home = tmp_path / "home"
@@ -228,7 +238,8 @@ def test_movielens_latest_small_uses_the_published_checksum(tmp_path, monkeypatc
     server.mkdir()
     files = {
         "ratings.csv": "userId,movieId,rating,timestamp\n" + _lines(rows, ","),
-        "movies.csv": "movieId,title,genres\n" + "".join(f"{i},{t},Drama\n" for i, t in titles.items()),
+        "movies.csv": "movieId,title,genres\n"
+        + "".join(f"{i},{t},Drama\n" for i, t in titles.items()),
     }
     md5 = _zip_release(server / "ml-latest-small.zip", "ml-latest-small", files)
     _serve(monkeypatch, "MOVIELENS_URL", server)
@@ -301,7 +312,8 @@ def test_libsvm_compressed_or_not_and_files_in_data_home(tmp_path, offline):
     folder.mkdir()
     X, y = _random_libsvm(folder / "ijcnn1.t.bz2", 3, 15, 22, compress="bz2")
     np.testing.assert_array_equal(
-        fetch_libsvm("ijcnn1", subset="test", data_home=tmp_path).data.toarray(), X)
+        fetch_libsvm("ijcnn1", subset="test", data_home=tmp_path).data.toarray(), X
+    )
 
 
 def test_libsvm_download_checks_the_shape(tmp_path, monkeypatch):
@@ -326,9 +338,12 @@ def test_libsvm_download_checks_the_shape(tmp_path, monkeypatch):
     np.testing.assert_array_equal(bunch.target, np.concatenate([y_tr, y_te]))
     folder = home / "rcv1-binary-libsvm"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "rcv1_test.binary.bz2", "rcv1_train.binary.bz2"]
+        "rcv1_test.binary.bz2",
+        "rcv1_train.binary.bz2",
+    ]
     assert (folder / "rcv1_test.binary.bz2").read_bytes() == (
-        server / "rcv1_test.binary.bz2").read_bytes()
+        server / "rcv1_test.binary.bz2"
+    ).read_bytes()
     # Labels other than the published ones are refused.
     _random_libsvm(server / "real-sim.bz2", 6, 8, 30, labels=(0, 1), compress="bz2")
     monkeypatch.setitem(_fetchers._LIBSVM["real-sim"], "n_train", 8)
@@ -354,7 +369,8 @@ def _random_corpus(seed, n_docs=7, n_words=11):
     counts[0, 0] = 3  # no empty corpus
     docs, words = np.nonzero(counts)
     docword = f"{n_docs}\n{n_words}\n{docs.size}\n" + "".join(
-        f"{d + 1} {w + 1} {counts[d, w]}\n" for d, w in zip(docs, words))
+        f"{d + 1} {w + 1} {counts[d, w]}\n" for d, w in zip(docs, words)
+    )
     vocab = [f"word{j}" for j in range(n_words)]
     return counts, docword, "\n".join(vocab) + "\n", vocab
 
@@ -375,7 +391,8 @@ def test_uci_bag_of_words_read_from_its_folder(tmp_path, offline):
     (tmp_path / "docword.nips.txt").write_text(docword)
     (tmp_path / "vocab.nips.txt").write_text(vocab_text)
     np.testing.assert_array_equal(
-        fetch_uci_bag_of_words("nips", data_home=tmp_path).data.toarray(), counts)
+        fetch_uci_bag_of_words("nips", data_home=tmp_path).data.toarray(), counts
+    )
 
 
 def test_uci_bag_of_words_download_checks_the_shape(tmp_path, monkeypatch):
@@ -399,7 +416,9 @@ def test_uci_bag_of_words_download_checks_the_shape(tmp_path, monkeypatch):
     np.testing.assert_array_equal(bunch.data.toarray(), counts)
     assert bunch.feature_names.tolist() == vocab
     assert sorted(p.name for p in (home / "uci-bag-of-words").iterdir()) == [
-        "docword.kos.txt.gz", "vocab.kos.txt"]
+        "docword.kos.txt.gz",
+        "vocab.kos.txt",
+    ]
 
 
 # -------------------------------------------------------- the shared folder
@@ -428,8 +447,9 @@ def test_shared_movielens_100k_without_download(shared_data, offline):
 def test_shared_a9a_without_download(shared_data, offline):
     folder = shared_data("a9a-adult-libsvm", "a9a.t").parent
     for subset, files in (("train", ["a9a"]), ("test", ["a9a.t"])):
-        bunch = fetch_libsvm("a9a", subset=subset, data_home=folder.parent,
-                             download_if_missing=False)
+        bunch = fetch_libsvm(
+            "a9a", subset=subset, data_home=folder.parent, download_if_missing=False
+        )
         ref, ref_y = load_svmlight_file(str(folder / files[0]), n_features=123)
         assert (bunch.data != ref).nnz == 0 and bunch.data.shape == ref.shape
         np.testing.assert_array_equal(bunch.target, ref_y)

@@ -16,7 +16,6 @@ import scipy.sparse as sp
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
 
 from skvi import (  # noqa: E402
     GaussianGammaVB,
@@ -62,7 +61,9 @@ def _dense(draw, min_rows=2, max_rows=40, max_cols=5):
     dtype = draw(dtypes)
     seed = draw(st.integers(0, 2**16))
     rng = np.random.RandomState(seed)
-    X = (rng.standard_normal((n, d)) * scale + draw(st.sampled_from([0.0, 3.0, -1e3]))).astype(dtype)
+    X = (rng.standard_normal((n, d)) * scale + draw(st.sampled_from([0.0, 3.0, -1e3]))).astype(
+        dtype
+    )
     return X, rng
 
 
@@ -83,13 +84,13 @@ def test_gaussian_gamma_on_any_scale_and_dtype_is_finite(data, method):
     e_gamma = vb.precision_shape_ / vb.precision_rate_
     n, total = X.shape[0], X.astype(np.float64).sum(axis=0)
     np.testing.assert_allclose(vb.mean_precision_, 1e-3 + n * e_gamma, rtol=1e-4)
-    np.testing.assert_allclose(vb.mean_, e_gamma * total / (1e-3 + n * e_gamma), rtol=1e-4,
-                               atol=1e-9 * np.abs(X).max())
+    np.testing.assert_allclose(
+        vb.mean_, e_gamma * total / (1e-3 + n * e_gamma), rtol=1e-4, atol=1e-9 * np.abs(X).max()
+    )
 
 
 @FUZZ
-@given(st.data(), st.sampled_from([SVILogisticRegression, SVIPoissonRegression]),
-       st.booleans())
+@given(st.data(), st.sampled_from([SVILogisticRegression, SVIPoissonRegression]), st.booleans())
 def test_glms_on_any_scale_are_finite(data, cls, sparse):
     X, rng = _dense(data.draw, min_rows=6, max_rows=60)
     if cls is SVILogisticRegression:
@@ -107,13 +108,25 @@ def test_glms_on_any_scale_are_finite(data, cls, sparse):
 
 
 @FUZZ
-@given(st.integers(1, 30), st.integers(1, 25), st.integers(1, 4), st.integers(0, 2**16),
-       st.sampled_from([1e-4, 0.1, 1.0]), st.sampled_from(["batch", "online"]))
+@given(
+    st.integers(1, 30),
+    st.integers(1, 25),
+    st.integers(1, 4),
+    st.integers(0, 2**16),
+    st.sampled_from([1e-4, 0.1, 1.0]),
+    st.sampled_from(["batch", "online"]),
+)
 def test_lda_on_any_counts_is_finite(n_docs, n_words, k, seed, prior, method):
     rng = np.random.RandomState(seed)
     X = sp.csr_matrix(rng.poisson(rng.uniform(0.01, 3.0), size=(n_docs, n_words)).astype(float))
-    lda = SVILatentDirichletAllocation(n_components=k, doc_topic_prior=prior, max_iter=2,
-                                       learning_method=method, batch_size=4, random_state=0)
+    lda = SVILatentDirichletAllocation(
+        n_components=k,
+        doc_topic_prior=prior,
+        max_iter=2,
+        learning_method=method,
+        batch_size=4,
+        random_state=0,
+    )
     if X.sum() == 0:
         # No words: it fits as scikit-learn's, every step aiming at the
         # prior; its perplexity is undefined.
@@ -138,8 +151,10 @@ ids = st.one_of(
 
 
 @FUZZ
-@given(st.lists(st.tuples(ids, ids, st.floats(-5, 5)), min_size=2, max_size=40),
-       st.sampled_from(["batch", "online"]))
+@given(
+    st.lists(st.tuples(ids, ids, st.floats(-5, 5)), min_size=2, max_size=40),
+    st.sampled_from(["batch", "online"]),
+)
 def test_matrix_factorization_on_ids_of_any_kind_is_finite(rows, method):
     users = [r[0] for r in rows]
     items = [r[1] for r in rows]
@@ -147,8 +162,9 @@ def test_matrix_factorization_on_ids_of_any_kind_is_finite(rows, method):
     X = np.empty((len(rows), 2), dtype=object)
     X[:, 0], X[:, 1] = users, items
     mixed = {type(u) for u in users} | {type(i) for i in items}
-    mf = SVIMatrixFactorization(n_components=1, max_iter=3, learning_method=method,
-                                batch_size=5, random_state=0)
+    mf = SVIMatrixFactorization(
+        n_components=1, max_iter=3, learning_method=method, batch_size=5, random_state=0
+    )
     _quiet(mf.fit, X, y)
     pred, std = mf.predict(X, return_std=True)
     _finite(pred, std, mf.user_mean_, mf.item_mean_)
@@ -181,8 +197,11 @@ def test_non_finite_values_are_a_clear_error_everywhere(data, bad):
 
 
 @FUZZ
-@given(st.integers(0, 2**16), st.sampled_from(["indptr", "indices", "data"]),
-       st.integers(-(2**31), 2**31 - 1))
+@given(
+    st.integers(0, 2**16),
+    st.sampled_from(["indptr", "indices", "data"]),
+    st.integers(-(2**31), 2**31 - 1),
+)
 def test_corrupted_sparse_structure_is_a_clear_error_or_read_as_given(seed, field, value):
     # Overwrite one entry of one index array with an arbitrary value: either
     # the matrix is still a valid CSR (then it is used as it now is) or every
@@ -245,29 +264,53 @@ ESTIMATORS = {
     "SVILogisticRegression (3 classes)": lambda: SVILogisticRegression(max_iter=3, random_state=0),
     "SVIPoissonRegression": lambda: SVIPoissonRegression(max_iter=3, random_state=0),
     "SVIOverdispersedPoissonRegression": lambda: SVIOverdispersedPoissonRegression(
-        max_iter=3, random_state=0),
+        max_iter=3, random_state=0
+    ),
     "SVILatentDirichletAllocation": lambda: SVILatentDirichletAllocation(
-        n_components=2, max_iter=2, random_state=0),
+        n_components=2, max_iter=2, random_state=0
+    ),
     "SVICorrelatedTopicModel": lambda: SVICorrelatedTopicModel(
-        n_components=3, init="random", max_iter=2, transform_max_iter=10, random_state=0),
+        n_components=3, init="random", max_iter=2, transform_max_iter=10, random_state=0
+    ),
     "SVIBayesianGaussianMixture": lambda: SVIBayesianGaussianMixture(
-        n_components=2, max_iter=5, random_state=0),
+        n_components=2, max_iter=5, random_state=0
+    ),
     "SVIMatrixFactorization": lambda: SVIMatrixFactorization(
-        n_components=2, max_iter=2, random_state=0),
+        n_components=2, max_iter=2, random_state=0
+    ),
     "SVISparseGPRegressor": lambda: SVISparseGPRegressor(n_inducing=4, max_iter=3, random_state=0),
-    "SVISparseGPClassifier": lambda: SVISparseGPClassifier(n_inducing=4, max_iter=3,
-                                                           random_state=0),
+    "SVISparseGPClassifier": lambda: SVISparseGPClassifier(
+        n_inducing=4, max_iter=3, random_state=0
+    ),
 }
 # Models of counts (topics) and of ratings (matrix factorization): their
 # "features" are the counts, their rows documents or ratings.
 COUNTS = ("SVILatentDirichletAllocation", "SVICorrelatedTopicModel")
 MF = "SVIMatrixFactorization"
 # The constructor's numbers that are not hyperparameters of the model.
-CONTROL = {"tol", "max_iter", "batch_size", "n_jobs", "verbose", "random_state", "n_components",
-           "n_mc_samples", "total_samples", "n_inducing", "verbose_interval", "n_init",
-           "init_passes", "transform_max_iter", "max_doc_update_iter", "evaluate_every",
-           "children_per_node", "n_restarts_optimizer", "learning_rate", "mean_change_tol",
-           "perp_tol"}
+CONTROL = {
+    "tol",
+    "max_iter",
+    "batch_size",
+    "n_jobs",
+    "verbose",
+    "random_state",
+    "n_components",
+    "n_mc_samples",
+    "total_samples",
+    "n_inducing",
+    "verbose_interval",
+    "n_init",
+    "init_passes",
+    "transform_max_iter",
+    "max_doc_update_iter",
+    "evaluate_every",
+    "children_per_node",
+    "n_restarts_optimizer",
+    "learning_rate",
+    "mean_change_tol",
+    "perp_tol",
+}
 
 
 def _targets(name, n, rng):
@@ -300,8 +343,11 @@ def _predictions(est, args):
     if isinstance(est, SVIMatrixFactorization):
         out = list(est.predict(X, return_std=True))
     else:
-        out = [getattr(est, m)(X) for m in ("predict", "predict_proba", "transform",
-                                            "score_samples") if hasattr(est, m)]
+        out = [
+            getattr(est, m)(X)
+            for m in ("predict", "predict_proba", "transform", "score_samples")
+            if hasattr(est, m)
+        ]
     if est.lower_bound_ is not None:
         out.append(est.lower_bound_)
     return out
@@ -335,8 +381,12 @@ def test_huge_features_are_a_clear_error_or_finite_everywhere(name, exponent, sp
     else:
         X = rng.normal(size=(12, 3))
     X = X * 10.0**exponent
-    if sparse and name in COUNTS + ("SVILinearRegression", "SVILogisticRegression",
-                                    "SVIPoissonRegression", "SVIOverdispersedPoissonRegression"):
+    if sparse and name in COUNTS + (
+        "SVILinearRegression",
+        "SVILogisticRegression",
+        "SVIPoissonRegression",
+        "SVIOverdispersedPoissonRegression",
+    ):
         X = sp.csr_matrix(X)
     largest = abs(X).max()
     if name == "SVILatentDirichletAllocation":
@@ -376,9 +426,21 @@ def _degenerate(kind, name, rng):
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 @settings(FUZZ, max_examples=8)
-@given(st.sampled_from(["identical rows", "one row", "two rows", "fewer rows than features",
-                        "constant column", "all zero", "duplicate rows"]),
-       st.sampled_from(["batch", "online"]), st.integers(0, 2**16))
+@given(
+    st.sampled_from(
+        [
+            "identical rows",
+            "one row",
+            "two rows",
+            "fewer rows than features",
+            "constant column",
+            "all zero",
+            "duplicate rows",
+        ]
+    ),
+    st.sampled_from(["batch", "online"]),
+    st.integers(0, 2**16),
+)
 def test_degenerate_rows_are_a_clear_error_or_finite_everywhere(name, kind, method, seed):
     rng = np.random.RandomState(seed)
     X = _degenerate(kind, name, rng)
@@ -392,24 +454,30 @@ def _hyperparameters(name):
 
     out = {}
     for param, constraints in type(ESTIMATORS[name]())._parameter_constraints.items():
-        intervals = [c for c in constraints
-                     if isinstance(c, Interval) and c.type in (numbers.Real, "real_not_int")]
+        intervals = [
+            c
+            for c in constraints
+            if isinstance(c, Interval) and c.type in (numbers.Real, "real_not_int")
+        ]
         if param not in CONTROL and intervals:
             out[param] = intervals
     return out
 
 
-HYPERPARAMETERS = [(name, param) for name in sorted(ESTIMATORS) for param in
-                   sorted(_hyperparameters(name))]
+HYPERPARAMETERS = [
+    (name, param) for name in sorted(ESTIMATORS) for param in sorted(_hyperparameters(name))
+]
 
 
-@pytest.mark.parametrize("name, param", HYPERPARAMETERS,
-                         ids=[f"{n}.{p}" for n, p in HYPERPARAMETERS])
+@pytest.mark.parametrize(
+    "name, param", HYPERPARAMETERS, ids=[f"{n}.{p}" for n, p in HYPERPARAMETERS]
+)
 @settings(FUZZ, max_examples=5)
-@given(st.sampled_from([-1e300, -1e100, 1e-300, 1e-100, 1e-12, 1e12, 1e100, 1e300]),
-       st.sampled_from(["batch", "online"]))
-def test_absurd_hyperparameters_are_a_clear_error_or_finite_everywhere(name, param, value,
-                                                                         method):
+@given(
+    st.sampled_from([-1e300, -1e100, 1e-300, 1e-100, 1e-12, 1e12, 1e100, 1e300]),
+    st.sampled_from(["batch", "online"]),
+)
+def test_absurd_hyperparameters_are_a_clear_error_or_finite_everywhere(name, param, value, method):
     # A value outside a hyperparameter's constraints is scikit-learn's
     # InvalidParameterError (a ValueError naming it); inside, the fit is
     # finite or says clearly why it cannot be.
@@ -417,8 +485,11 @@ def test_absurd_hyperparameters_are_a_clear_error_or_finite_everywhere(name, par
 
     params = _hyperparameters(name)
     rng = np.random.RandomState(0)
-    X = (rng.poisson(1.0, size=(12, 6)).astype(np.float64) if name in COUNTS
-         else rng.normal(size=(12, 3)))
+    X = (
+        rng.poisson(1.0, size=(12, 6)).astype(np.float64)
+        if name in COUNTS
+        else rng.normal(size=(12, 3))
+    )
     est = ESTIMATORS[name]().set_params(learning_method=method, **{param: value})
     if param == "covariance_prior":  # a float is the spherical type's
         est.set_params(covariance_type="spherical")

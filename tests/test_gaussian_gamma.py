@@ -32,7 +32,9 @@ def exact_posterior(x, m0, b0, a0, c0, n_grid=801):
     n = x.size
     xbar, s = x.mean(), x.std()
     mu = np.linspace(xbar - 12 * s / np.sqrt(n), xbar + 12 * s / np.sqrt(n), n_grid)
-    lg = np.linspace(-2 * np.log(s) - 12 / np.sqrt(n / 2), -2 * np.log(s) + 12 / np.sqrt(n / 2), n_grid)
+    lg = np.linspace(
+        -2 * np.log(s) - 12 / np.sqrt(n / 2), -2 * np.log(s) + 12 / np.sqrt(n / 2), n_grid
+    )
     M, LG = np.meshgrid(mu, lg, indexing="ij")
     G = np.exp(LG)
     ss = n * (xbar - M) ** 2 + ((x - xbar) ** 2).sum()
@@ -353,11 +355,13 @@ def test_per_feature_priors_match_separate_fits():
     X = rng.normal([0.0, 10.0], [1.0, 2.0], size=(30, 2))
     # The same number of coordinate-ascent sweeps for all (tol=0): each
     # feature's sweeps are independent, so the fits agree to rounding.
-    joint = GaussianGammaVB(mean_prior=[0.0, 10.0], precision_rate_prior=[1.0, 4.0], tol=0,
-                            max_iter=50).fit(X)
+    joint = GaussianGammaVB(
+        mean_prior=[0.0, 10.0], precision_rate_prior=[1.0, 4.0], tol=0, max_iter=50
+    ).fit(X)
     for j, (m0, c0) in enumerate([(0.0, 1.0), (10.0, 4.0)]):
-        single = GaussianGammaVB(mean_prior=m0, precision_rate_prior=c0, tol=0,
-                                 max_iter=50).fit(X[:, [j]])
+        single = GaussianGammaVB(mean_prior=m0, precision_rate_prior=c0, tol=0, max_iter=50).fit(
+            X[:, [j]]
+        )
         assert joint.mean_[j] == pytest.approx(single.mean_[0], rel=1e-10)
         assert joint.precision_rate_[j] == pytest.approx(single.precision_rate_[0], rel=1e-10)
 
@@ -382,8 +386,9 @@ def test_weight_two_equals_the_row_twice(learning_method):
     # One minibatch per step (batch_size above both sizes), so that the
     # online steps see the same rows; the weighted and repeated fits then
     # take the same steps.
-    common = dict(learning_method=learning_method, batch_size=1000, max_iter=5, tol=0,
-                  random_state=0)
+    common = dict(
+        learning_method=learning_method, batch_size=1000, max_iter=5, tol=0, random_state=0
+    )
     a = GaussianGammaVB(**common).fit(X, sample_weight=weight)
     b = GaussianGammaVB(**common).fit(repeated)
     for name in ("mean_", "mean_precision_", "precision_shape_", "precision_rate_"):

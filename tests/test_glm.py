@@ -91,11 +91,18 @@ def test_gradient_algorithms_on_the_conjugate_case(regression_data, algorithm):
         # mean, dL/dm = X^T y / s2 (the gradient at m = 0).
         np.testing.assert_allclose(est.posterior_covariance_, cov, rtol=1e-10, atol=1e-13)
         grad = np.column_stack([X, np.ones(60)]).T @ y / 0.5
-        np.testing.assert_allclose(est.posterior_mean_, est.gradient_learning_rate * np.sign(grad), rtol=1e-6)
+        np.testing.assert_allclose(
+            est.posterior_mean_, est.gradient_learning_rate * np.sign(grad), rtol=1e-6
+        )
     # Iterated, both reach the closed form: it is their only fixed point.
     schedule = dict(learning_rate=None, learning_offset=1.0, learning_decay=0.6)
     est = _gaussian_glm(
-        algorithm, gradient_learning_rate=0.3, learning_method="batch", max_iter=4000, tol=0, **schedule
+        algorithm,
+        gradient_learning_rate=0.3,
+        learning_method="batch",
+        max_iter=4000,
+        tol=0,
+        **schedule,
     )
     est.fit(X, y)
     np.testing.assert_allclose(est.posterior_mean_, mean, atol=2e-3)
@@ -117,7 +124,9 @@ def _laplace(X, y, prior_variances):
         value = np.sum(np.logaddexp(0, f) - y * f) + 0.5 * np.sum(w**2 / prior_variances)
         return value, Xd.T @ (expit(f) - y) + w / prior_variances
 
-    mode = minimize(neg, np.zeros(Xd.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}).x
+    mode = minimize(
+        neg, np.zeros(Xd.shape[1]), jac=True, method="L-BFGS-B", options={"gtol": 1e-10}
+    ).x
     p = expit(Xd @ mode)
     hessian = np.diag(1.0 / prior_variances) + (Xd * (p * (1 - p))[:, None]).T @ Xd
     return mode, np.linalg.inv(hessian)
@@ -204,15 +213,24 @@ def test_online_algorithms_reach_the_batch_posterior(algorithm):
     rng = np.random.RandomState(2)
     X, y = _logistic_data(4000, np.array([1.0, -1.0, 0.5, -0.2]), rng)
     ref = SVILogisticRegression(
-        algorithm="mc-ssvi", learning_method="batch", expectation="quadrature",
-        n_mc_samples=30, max_iter=100, tol=1e-12,
+        algorithm="mc-ssvi",
+        learning_method="batch",
+        expectation="quadrature",
+        n_mc_samples=30,
+        max_iter=100,
+        tol=1e-12,
     ).fit(X, y)
     # The paper's Monte Carlo expectations (the default when this test was
     # written): the final iterate's minibatch noise is what the bounds allow
     # for, and these draws fix it.
     est = SVILogisticRegression(
-        algorithm=algorithm, batch_size=400, max_iter=30, tol=0, random_state=0,
-        gradient_learning_rate=0.2, expectation="mc",
+        algorithm=algorithm,
+        batch_size=400,
+        max_iter=30,
+        tol=0,
+        random_state=0,
+        gradient_learning_rate=0.2,
+        expectation="mc",
     )
     est.fit(X, y)
     sd = np.sqrt(np.diag(ref.posterior_covariance_))
@@ -228,8 +246,13 @@ def test_logistic_mean_close_to_scikit_learn_map_and_predictions():
     rng = np.random.RandomState(3)
     X, y = _logistic_data(20000, np.array([0.8, -0.6, 0.0, 0.4]), rng)
     est = SVILogisticRegression(
-        learning_method="batch", algorithm="mc-ssvi", expectation="quadrature",
-        prior_variance=1.0, intercept_prior_variance=1e6, max_iter=100, tol=1e-12,
+        learning_method="batch",
+        algorithm="mc-ssvi",
+        expectation="quadrature",
+        prior_variance=1.0,
+        intercept_prior_variance=1e6,
+        max_iter=100,
+        tol=1e-12,
     ).fit(X, y)
     # With many rows the posterior mean is the MAP up to O(1/n); scikit-learn
     # with C = prior variance and an unpenalised intercept is that MAP.
@@ -241,10 +264,16 @@ def test_logistic_mean_close_to_scikit_learn_map_and_predictions():
     Xq = np.column_stack([X[:5], np.ones(5)])
     mc = expit(Xq @ draws.T).mean(axis=1)
     np.testing.assert_allclose(est.predict_proba(X[:5])[:, 1], mc, atol=2e-3)
-    np.testing.assert_array_equal(est.predict(X[:50]), (est.predict_proba(X[:50])[:, 1] > 0.5).astype(int))
+    np.testing.assert_array_equal(
+        est.predict(X[:50]), (est.predict_proba(X[:50])[:, 1] > 0.5).astype(int)
+    )
     proba = est.predict_proba(X[:5])[:, 1]
-    np.testing.assert_allclose(est.decision_function(X[:5]), np.log(proba / (1 - proba)), rtol=1e-10)
-    np.testing.assert_array_equal(np.sign(est.decision_function(X[:5])), np.sign(Xq @ est.posterior_mean_))
+    np.testing.assert_allclose(
+        est.decision_function(X[:5]), np.log(proba / (1 - proba)), rtol=1e-10
+    )
+    np.testing.assert_array_equal(
+        np.sign(est.decision_function(X[:5])), np.sign(Xq @ est.posterior_mean_)
+    )
     assert est.score(X, y) == np.mean(est.predict(X) == y)
 
 
@@ -282,8 +311,12 @@ def test_poisson_regression_against_truth_and_predictive_moments():
     w = np.array([0.3, -0.2])
     y = rng.poisson(np.exp(0.5 + X @ w))
     est = SVIPoissonRegression(
-        learning_method="batch", algorithm="mc-ssvi", expectation="quadrature",
-        n_mc_samples=20, max_iter=100, tol=1e-12,
+        learning_method="batch",
+        algorithm="mc-ssvi",
+        expectation="quadrature",
+        n_mc_samples=20,
+        max_iter=100,
+        tol=1e-12,
     ).fit(X, y)
     sd = np.sqrt(np.diag(est.posterior_covariance_))
     assert np.all(np.abs(est.posterior_mean_ - [0.3, -0.2, 0.5]) < 4 * sd)
@@ -311,14 +344,24 @@ def test_poisson_links_fit_large_counts(link):
     else:  # softplus is about linear above 0: rates up to about 300
         rate = np.logaddexp(0.0, X @ [40.0, -25.0] + 100.0)
     y = rng.poisson(rate).astype(float)
-    est = SVIPoissonRegression(link=link, prior_variance=1e4, intercept_prior_variance=1e4,
-                               learning_method="batch", expectation="quadrature",
-                               max_iter=200, tol=1e-12).fit(X, y)
+    est = SVIPoissonRegression(
+        link=link,
+        prior_variance=1e4,
+        intercept_prior_variance=1e4,
+        learning_method="batch",
+        expectation="quadrature",
+        max_iter=200,
+        tol=1e-12,
+    ).fit(X, y)
     lik = Poisson(link)
     design = np.column_stack([X, np.ones(len(y))])
-    res = minimize(lambda b: -lik.logpdf(y, design @ b).sum(), np.zeros(3),
-                   jac=lambda b: -design.T @ lik.dlogpdf(y, design @ b), method="BFGS",
-                   options={"gtol": 1e-8})
+    res = minimize(
+        lambda b: -lik.logpdf(y, design @ b).sum(),
+        np.zeros(3),
+        jac=lambda b: -design.T @ lik.dlogpdf(y, design @ b),
+        method="BFGS",
+        options={"gtol": 1e-8},
+    )
     np.testing.assert_allclose(est.posterior_mean_, res.x, atol=2e-3, rtol=2e-3)
 
 
@@ -329,8 +372,12 @@ def test_empirical_bayes_prior_variance():
     w = np.append(rng.normal(scale=0.5, size=40), 0.0)
     X, y = _logistic_data(20000, w, rng)
     est = SVILogisticRegression(
-        prior_variance="auto", learning_method="batch", algorithm="mc-ssvi",
-        expectation="quadrature", max_iter=200, tol=1e-10,
+        prior_variance="auto",
+        learning_method="batch",
+        algorithm="mc-ssvi",
+        expectation="quadrature",
+        max_iter=200,
+        tol=1e-10,
     ).fit(X, y)
     second = est.posterior_mean_[:40] ** 2 + np.diag(est.posterior_covariance_)[:40]
     assert est.prior_variance_ == pytest.approx(np.mean(second), rel=1e-3)
@@ -392,9 +439,13 @@ def test_online_step_safety_stops_the_fixed_point_mean_oscillation():
     w = rng.normal(size=X.shape[1])
     y = (rng.uniform(size=2000) < expit(X @ w)).astype(int)
     common = dict(algorithm="mc-ssvi", prior_variance=1.0, tol=0)
-    best = SVILogisticRegression(
-        learning_method="batch", expectation="quadrature", max_iter=200, **common
-    ).fit(X, y).elbo(X, y)
+    best = (
+        SVILogisticRegression(
+            learning_method="batch", expectation="quadrature", max_iter=200, **common
+        )
+        .fit(X, y)
+        .elbo(X, y)
+    )
     # The online fits: the paper's Monte Carlo MC-SSVI, whose draws fix the
     # minibatches' order here.
     common["expectation"] = "mc"
@@ -409,8 +460,13 @@ def test_online_step_safety_stops_the_fixed_point_mean_oscillation():
         with warnings.catch_warnings(), monitor(after_pass):
             warnings.simplefilter("ignore", ConvergenceWarning)
             SVILogisticRegression(
-                learning_method="online", batch_size=50, max_iter=10, learning_offset=0.0,
-                step_safety=safety, random_state=0, **common,
+                learning_method="online",
+                batch_size=50,
+                max_iter=10,
+                learning_offset=0.0,
+                step_safety=safety,
+                random_state=0,
+                **common,
             ).fit(X, y)
         gaps[safety] = (best - np.array(bounds)) / abs(best)
     assert np.all(gaps[True] < 0.02), gaps[True]
@@ -432,8 +488,9 @@ def test_a_step_accepted_untested_does_not_lock_the_probe():
     best = SVIPoissonRegression(learning_method="batch").fit(X, y).elbo(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est = SVIPoissonRegression(batch_size=1, max_iter=1, tol=0, expectation="quadrature",
-                                   random_state=0).fit(X, y)
+        est = SVIPoissonRegression(
+            batch_size=1, max_iter=1, tol=0, expectation="quadrature", random_state=0
+        ).fit(X, y)
     assert est.n_rejected_steps_ < 60
     assert np.sum(~est.step_trace_["accepted"]) <= 1
     # One pass of one-row steps ends within 5% of the batch optimum's ELBO.
@@ -470,7 +527,9 @@ def _vi_stationarity(X, y, mean, cov, prior_variance, intercept_prior_variance=1
     z, w = np.sqrt(2.0) * z, w / np.sqrt(np.pi)
     sd = np.sqrt(np.einsum("ij,jk,ik->i", Xd, cov, Xd))
     p = expit((Xd @ mean)[:, None] + sd[:, None] * z)
-    prior_precision = np.r_[np.full(X.shape[1], 1.0 / prior_variance), 1.0 / intercept_prior_variance]
+    prior_precision = np.r_[
+        np.full(X.shape[1], 1.0 / prior_variance), 1.0 / intercept_prior_variance
+    ]
     grad = Xd.T @ ((y[:, None] - p) @ w) - prior_precision * mean
     target = np.diag(prior_precision) + Xd.T @ (((p * (1 - p)) @ w)[:, None] * Xd)
     relative = np.linalg.norm(np.linalg.inv(cov) - target) / np.linalg.norm(target)
@@ -486,15 +545,23 @@ def test_default_online_fit_reaches_the_vi_optimum_on_one_hot_features():
     rng = np.random.RandomState(0)
     X, y = _one_hot_logistic_data(4000, rng)
     batch = SVILogisticRegression(
-        algorithm="mc-ssvi", learning_method="batch", expectation="quadrature",
-        n_mc_samples=30, max_iter=100, tol=1e-12,
+        algorithm="mc-ssvi",
+        learning_method="batch",
+        expectation="quadrature",
+        n_mc_samples=30,
+        max_iter=100,
+        tol=1e-12,
     ).fit(X, y)
-    decrement, relative = _vi_stationarity(X, y, batch.posterior_mean_, batch.posterior_covariance_, 1.0)
+    decrement, relative = _vi_stationarity(
+        X, y, batch.posterior_mean_, batch.posterior_covariance_, 1.0
+    )
     assert decrement < 1e-5 and relative < 1e-5  # the batch fixed point is the optimum
     est = SVILogisticRegression(batch_size=400, max_iter=50, tol=0, random_state=0)
     assert est.get_params()["algorithm"] == "mc-ssvi"
     est.fit(X, y)
-    decrement, relative = _vi_stationarity(X, y, est.posterior_mean_, est.posterior_covariance_, 1.0)
+    decrement, relative = _vi_stationarity(
+        X, y, est.posterior_mean_, est.posterior_covariance_, 1.0
+    )
     # Measured: 0.042 and 0.0004 (10 Monte-Carlo draws per row and step).
     assert decrement < 0.15
     assert relative < 0.005
@@ -559,8 +626,9 @@ def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a(shared_data):
     X, y = load_svmlight_file(str(shared_data("a9a-adult-libsvm", "a9a")), n_features=123)
     X, y = sp.csr_matrix(X), (y > 0).astype(int)
     n = X.shape[0]
-    clf = SVILogisticRegression(algorithm="s-dsvi", prior_variance=0.316, total_samples=n,
-                                random_state=0)
+    clf = SVILogisticRegression(
+        algorithm="s-dsvi", prior_variance=0.316, total_samples=n, random_state=0
+    )
     rng = np.random.RandomState(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -568,8 +636,11 @@ def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a(shared_data):
             order = rng.permutation(n)
             for batch in even_batches(n, 2000):
                 clf.partial_fit(X[order[batch]], y[order[batch]], classes=[0, 1])
-    best = SVILogisticRegression(learning_method="batch", prior_variance=0.316,
-                                 random_state=0).fit(X, y).elbo(X, y)
+    best = (
+        SVILogisticRegression(learning_method="batch", prior_variance=0.316, random_state=0)
+        .fit(X, y)
+        .elbo(X, y)
+    )
     assert clf.n_rejected_steps_ < 50
     assert (best - clf.elbo(X, y)) / abs(best) < 0.03
 
@@ -578,16 +649,23 @@ def test_s_dsvi_default_rate_does_not_diverge_on_raw_a9a(shared_data):
 def test_a_weight_of_two_is_the_row_duplicated(cls):
     rng = np.random.RandomState(3)
     X = rng.normal(size=(300, 3))
-    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int) if cls is SVILogisticRegression \
+    y = (
+        (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+        if cls is SVILogisticRegression
         else rng.poisson(np.exp(0.3 * X[:, 0]))
+    )
     weight = rng.randint(0, 3, size=300).astype(float)  # 0, 1 or 2
     rows = np.repeat(np.arange(300), weight.astype(int))
     common = dict(expectation="quadrature", random_state=0)
     # Batch: the weighted fit is the fit to the duplicated rows.
-    a = cls(learning_method="batch", tol=1e-10, max_iter=50, **common).fit(X, y, sample_weight=weight)
+    a = cls(learning_method="batch", tol=1e-10, max_iter=50, **common).fit(
+        X, y, sample_weight=weight
+    )
     b = cls(learning_method="batch", tol=1e-10, max_iter=50, **common).fit(X[rows], y[rows])
     np.testing.assert_allclose(a.posterior_mean_, b.posterior_mean_, rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(a.posterior_covariance_, b.posterior_covariance_, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(
+        a.posterior_covariance_, b.posterior_covariance_, rtol=1e-6, atol=1e-12
+    )
     # One partial_fit step on the whole minibatch: the same N / |S| with
     # |S| the weighted count, so the same step.
     kw = dict(batch_size=1000, total_samples=5000.0, **common)

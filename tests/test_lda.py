@@ -33,8 +33,10 @@ def lda_corpus(n_docs=150, n_words=40, alpha=0.3, eta=0.2, length=60, seed=0):
 def sklearn_with_topics(lam, doc_topic_prior, topic_word_prior, **kw):
     """A scikit-learn LDA holding the given topics (for its E-step and bound)."""
     sk = LatentDirichletAllocation(
-        n_components=lam.shape[0], doc_topic_prior=doc_topic_prior,
-        topic_word_prior=topic_word_prior, **kw,
+        n_components=lam.shape[0],
+        doc_topic_prior=doc_topic_prior,
+        topic_word_prior=topic_word_prior,
+        **kw,
     )
     sk.fit(sp.csr_matrix(np.ones((1, lam.shape[1]))))  # sets the fitted attributes
     sk.components_ = lam.copy()
@@ -48,8 +50,14 @@ def sklearn_with_topics(lam, doc_topic_prior, topic_word_prior, **kw):
 # ---------------------------------------------------------------- batch mode
 def test_batch_fixed_point_matches_scikit_learn():
     X, _, _ = lda_corpus(n_docs=60)
-    common = dict(n_components=K, learning_method="batch", max_iter=150,
-                  mean_change_tol=1e-9, max_doc_update_iter=2000, random_state=3)
+    common = dict(
+        n_components=K,
+        learning_method="batch",
+        max_iter=150,
+        mean_change_tol=1e-9,
+        max_doc_update_iter=2000,
+        random_state=3,
+    )
     ours = SVILatentDirichletAllocation(**common).fit(X)
     ref = LatentDirichletAllocation(**common).fit(X)
     # Same initial topics (the same draws from random_state), then each
@@ -69,8 +77,9 @@ def test_batch_elbo_never_decreases_and_equals_scikit_learn_bound():
     assert bounds[-1] > bounds[0]
     # The ELBO of the fitted model as scikit-learn computes it from the
     # same topics (its own E-step and bound).
-    sk = sklearn_with_topics(lda.components_, 1 / K, 1 / K, mean_change_tol=1e-10,
-                             max_doc_update_iter=5000)
+    sk = sklearn_with_topics(
+        lda.components_, 1 / K, 1 / K, mean_change_tol=1e-10, max_doc_update_iter=5000
+    )
     tight = clone(lda).set_params(mean_change_tol=1e-10, max_doc_update_iter=5000)
     tight.__dict__.update({k: v for k, v in vars(lda).items() if k.endswith("_")})
     tight._dtype, tight._exp_elog_beta_t = lda._dtype, lda._exp_elog_beta_t
@@ -97,16 +106,21 @@ def test_one_full_online_step_with_rho_one_equals_one_batch_step():
     X, _, _ = lda_corpus(seed=4)
     batch = SVILatentDirichletAllocation(n_components=K, max_iter=1, random_state=5).fit(X)
     online = SVILatentDirichletAllocation(
-        n_components=K, learning_method="online", learning_rate=Constant(1.0),
-        batch_size=X.shape[0], total_samples=X.shape[0], random_state=5,
+        n_components=K,
+        learning_method="online",
+        learning_rate=Constant(1.0),
+        batch_size=X.shape[0],
+        total_samples=X.shape[0],
+        random_state=5,
     ).partial_fit(X)
     np.testing.assert_allclose(online.components_, batch.components_, rtol=1e-12)
 
 
 def test_partial_fit_steps_equal_scikit_learn_partial_fit():
     X, _, _ = lda_corpus(n_docs=200, seed=6)
-    params = dict(n_components=K, learning_offset=4.0, learning_decay=0.6,
-                  total_samples=1000, random_state=7)
+    params = dict(
+        n_components=K, learning_offset=4.0, learning_decay=0.6, total_samples=1000, random_state=7
+    )
     ours = SVILatentDirichletAllocation(**params)
     ref = LatentDirichletAllocation(**params)
     for batch in np.array_split(np.arange(200), 5):
@@ -167,8 +181,12 @@ def test_total_samples_auto_is_streaming_bayes_with_the_initial_topics_as_n0_row
 def test_online_fit_approaches_batch_topics():
     X, topics, _ = lda_corpus(n_docs=600, seed=9)
     lda = SVILatentDirichletAllocation(
-        n_components=K, learning_method="online", batch_size=50, max_iter=20,
-        learning_offset=1.0, random_state=0,
+        n_components=K,
+        learning_method="online",
+        batch_size=50,
+        max_iter=20,
+        learning_offset=1.0,
+        random_state=0,
     ).fit(X)
     est = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
     # Each true topic is matched by a learned one (total variation < 0.1).
@@ -180,9 +198,13 @@ def test_online_fit_approaches_batch_topics():
 def test_vector_doc_topic_prior_is_used_in_the_e_step():
     X, _, _ = lda_corpus(seed=10)
     alpha = np.array([0.05, 0.5, 2.0])
-    lda = SVILatentDirichletAllocation(n_components=K, doc_topic_prior=alpha,
-                                       mean_change_tol=1e-10, max_doc_update_iter=5000,
-                                       random_state=0).fit(X)
+    lda = SVILatentDirichletAllocation(
+        n_components=K,
+        doc_topic_prior=alpha,
+        mean_change_tol=1e-10,
+        max_doc_update_iter=5000,
+        random_state=0,
+    ).fit(X)
     # An empty document keeps the prior: E[theta] = alpha / sum(alpha).
     empty = sp.csr_matrix((2, X.shape[1]))
     np.testing.assert_allclose(lda.transform(empty), np.tile(alpha / alpha.sum(), (2, 1)))
@@ -226,11 +248,13 @@ def test_sparse_formats_dense_and_n_jobs_agree(inference, monkeypatch):
     kw = dict(n_components=K, max_iter=5, random_state=0, inference=inference)
     ref = SVILatentDirichletAllocation(**kw).fit(X).components_
     for data in (X.tocsc(), X.toarray()):
-        np.testing.assert_allclose(SVILatentDirichletAllocation(**kw).fit(data).components_, ref,
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            SVILatentDirichletAllocation(**kw).fit(data).components_, ref, rtol=1e-12
+        )
     cut, blocks = executor_module.cut, []
-    monkeypatch.setattr(executor_module, "cut",
-                        lambda *a, **k: blocks.append(len(cut(*a, **k))) or cut(*a, **k))
+    monkeypatch.setattr(
+        executor_module, "cut", lambda *a, **k: blocks.append(len(cut(*a, **k))) or cut(*a, **k)
+    )
     threaded = SVILatentDirichletAllocation(n_jobs=2, **kw).fit(X).components_
     assert max(blocks) == 2  # the minibatches were split over both threads
     np.testing.assert_allclose(threaded, ref, rtol=1e-10)
@@ -253,8 +277,8 @@ def cvb0_reference(X, lam, alpha, gamma, n_iter):
     gamma = gamma.astype(np.float64).copy()
     counts = np.zeros_like(lam)
     for d in range(X.shape[0]):
-        words = X.indices[X.indptr[d]:X.indptr[d + 1]]
-        n = X.data[X.indptr[d]:X.indptr[d + 1]]
+        words = X.indices[X.indptr[d] : X.indptr[d + 1]]
+        n = X.data[X.indptr[d] : X.indptr[d + 1]]
         g = list(gamma[d])
         for sweep in range(n_iter + 1):
             phi = []
@@ -297,8 +321,16 @@ def test_cvb0_fit_and_transform_follow_the_token_update():
     # token update from the initial topics and gamma (the same draws from
     # random_state: the topics, then each document's gamma).
     X, _, _ = lda_corpus(n_docs=20, n_words=25, length=30, seed=5)
-    kw = dict(n_components=K, doc_topic_prior=0.2, topic_word_prior=0.1, max_iter=1,
-              inference="cvb0", mean_change_tol=0.0, max_doc_update_iter=6, random_state=2)
+    kw = dict(
+        n_components=K,
+        doc_topic_prior=0.2,
+        topic_word_prior=0.1,
+        max_iter=1,
+        inference="cvb0",
+        mean_change_tol=0.0,
+        max_doc_update_iter=6,
+        random_state=2,
+    )
     lda = SVILatentDirichletAllocation(**kw).fit(X)
     rs = np.random.RandomState(2)
     lam0 = rs.gamma(100.0, 0.01, (K, 25))
@@ -309,8 +341,7 @@ def test_cvb0_fit_and_transform_follow_the_token_update():
     gamma, _ = cvb0_reference(X[:5], lda.components_, np.full(K, 0.2), np.ones((5, K)), n_iter=6)
     np.testing.assert_allclose(lda.transform(X[:5], normalize=False), gamma, rtol=1e-10)
     # score stays the mean-field ELBO of the fitted topics (scikit-learn's).
-    sk = sklearn_with_topics(lda.components_, 0.2, 0.1, max_doc_update_iter=6,
-                             mean_change_tol=0.0)
+    sk = sklearn_with_topics(lda.components_, 0.2, 0.1, max_doc_update_iter=6, mean_change_tol=0.0)
     assert lda.score(X) == pytest.approx(sk.score(X), rel=1e-6)
 
 
@@ -327,8 +358,9 @@ def test_float32_stays_float32():
 def test_mixed_dtypes_are_computed_in_the_fitted_dtype():
     X, _, _ = lda_corpus(seed=18)
     for fit_dtype, other in ((np.float64, np.float32), (np.float32, np.float64)):
-        lda = SVILatentDirichletAllocation(n_components=K, random_state=0,
-                                           mean_change_tol=1e-6).fit(X.astype(fit_dtype))
+        lda = SVILatentDirichletAllocation(
+            n_components=K, random_state=0, mean_change_tol=1e-6
+        ).fit(X.astype(fit_dtype))
         same = lda.transform(X.astype(fit_dtype))
         mixed = lda.transform(X.astype(other))
         assert mixed.dtype == fit_dtype
@@ -379,8 +411,12 @@ def test_pipeline_on_raw_text_equals_the_steps_run_by_hand():
         "the telescope saw a new star",
         "knead the dough and bake the bread",
     ]
-    pipe = Pipeline([("counts", CountVectorizer()),
-                     ("lda", SVILatentDirichletAllocation(n_components=2, random_state=0))])
+    pipe = Pipeline(
+        [
+            ("counts", CountVectorizer()),
+            ("lda", SVILatentDirichletAllocation(n_components=2, random_state=0)),
+        ]
+    )
     theta = pipe.fit_transform(docs)
     counts = CountVectorizer().fit_transform(docs)
     by_hand = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(counts)
@@ -391,8 +427,9 @@ def test_pipeline_on_raw_text_equals_the_steps_run_by_hand():
 
 def test_grid_search_matches_cross_val_score():
     X, _, _ = lda_corpus(n_docs=120, seed=15)
-    est = SVILatentDirichletAllocation(n_components=K, learning_method="online",
-                                       max_iter=3, random_state=0)
+    est = SVILatentDirichletAllocation(
+        n_components=K, learning_method="online", max_iter=3, random_state=0
+    )
     grid = {
         "learning_decay": [0.55, 0.9],
         "learning_offset": [1.0, 20.0],
@@ -409,7 +446,9 @@ def test_grid_search_matches_cross_val_score():
 def test_set_output_pandas():
     pd = pytest.importorskip("pandas")
     X, _, _ = lda_corpus(seed=16)
-    lda = SVILatentDirichletAllocation(n_components=K, random_state=0).set_output(transform="pandas")
+    lda = SVILatentDirichletAllocation(n_components=K, random_state=0).set_output(
+        transform="pandas"
+    )
     out = lda.fit(X).transform(X)
     assert isinstance(out, pd.DataFrame)
     np.testing.assert_allclose(out.to_numpy(), lda.set_output(transform="default").transform(X))
@@ -441,13 +480,21 @@ def _weighted_corpus(seed=20, n_docs=60):
 TIGHT = dict(mean_change_tol=1e-10, max_doc_update_iter=5000)
 
 
-@pytest.mark.parametrize("learn_priors, inference",
-                         [(False, "vb"), (True, "vb"), (False, "cvb0")])
-def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(learn_priors, inference,
-                                                                       monkeypatch):
+@pytest.mark.parametrize("learn_priors, inference", [(False, "vb"), (True, "vb"), (False, "cvb0")])
+def test_integer_sample_weight_equals_repeated_documents_in_batch_fit(
+    learn_priors, inference, monkeypatch
+):
     X, w, X_rep = _weighted_corpus()
-    kw = dict(n_components=K, max_iter=8, evaluate_every=1, perp_tol=0.0, random_state=0,
-              learn_priors=learn_priors, inference=inference, **TIGHT)
+    kw = dict(
+        n_components=K,
+        max_iter=8,
+        evaluate_every=1,
+        perp_tol=0.0,
+        random_state=0,
+        learn_priors=learn_priors,
+        inference=inference,
+        **TIGHT,
+    )
     weighted = SVILatentDirichletAllocation(**kw).fit(X, sample_weight=w)
     repeated = SVILatentDirichletAllocation(**kw).fit(X_rep)
     # The topics' statistics, the ELBO of every pass (the documents' part
@@ -495,16 +542,13 @@ def test_score_and_perplexity_count_weighted_documents_as_repeated():
     fitted = SVILatentDirichletAllocation(n_components=K, max_iter=5, random_state=0)
     fitted.fit(X, sample_weight=w)
     assert fitted.bound_ == pytest.approx(fitted.perplexity(X, sample_weight=w), rel=1e-12)
-    np.testing.assert_array_equal(
-        fitted.fit_transform(X, sample_weight=w), fitted.transform(X)
-    )
+    np.testing.assert_array_equal(fitted.fit_transform(X, sample_weight=w), fitted.transform(X))
 
 
 @pytest.mark.parametrize("total_samples", ["auto", 1000.0])
 def test_partial_fit_counts_weights_in_n_samples_seen_and_the_scaling(total_samples):
     X, w, _ = _weighted_corpus(seed=23, n_docs=90)
-    kw = dict(n_components=K, batch_size=200, total_samples=total_samples, random_state=0,
-              **TIGHT)
+    kw = dict(n_components=K, batch_size=200, total_samples=total_samples, random_state=0, **TIGHT)
     weighted = SVILatentDirichletAllocation(**kw)
     repeated = SVILatentDirichletAllocation(**kw)
     for batch in np.array_split(np.arange(X.shape[0]), 3):
@@ -527,8 +571,14 @@ def test_partial_fit_counts_weights_in_n_samples_seen_and_the_scaling(total_samp
 
 def test_online_fit_with_sample_weight():
     X, w, _ = _weighted_corpus(seed=24, n_docs=120)
-    lda = SVILatentDirichletAllocation(n_components=K, learning_method="online", batch_size=20,
-                                       max_iter=2, evaluate_every=1, random_state=0)
+    lda = SVILatentDirichletAllocation(
+        n_components=K,
+        learning_method="online",
+        batch_size=20,
+        max_iter=2,
+        evaluate_every=1,
+        random_state=0,
+    )
     lda.fit(X, sample_weight=w)
     assert lda.n_samples_seen_ == w.sum()
     # ceil(kept documents / batch_size) steps a pass.

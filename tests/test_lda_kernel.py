@@ -22,7 +22,9 @@ except ImportError as exc:  # pragma: no cover - depends on the build
         raise ImportError(
             "skvi.models.lda._lda_fast is not built; CI requires the compiled kernel"
         ) from exc
-    pytest.skip(f"compiled kernel skvi.models.lda._lda_fast not built ({exc})", allow_module_level=True)
+    pytest.skip(
+        f"compiled kernel skvi.models.lda._lda_fast not built ({exc})", allow_module_level=True
+    )
 
 # float32 tolerances.  Both implementations round every operation to float32
 # (eps = 1.2e-7) but sum in different orders, and the fixed-point iteration
@@ -41,7 +43,11 @@ def make_problem(seed, dtype, index_dtype=np.int32, n_docs=40, n_words=150, n_to
     """Random counts (with empty and one-word documents), topics and gamma."""
     rng = np.random.RandomState(seed)
     X = sp.random(
-        n_docs, n_words, density=0.08, format="lil", random_state=rng,
+        n_docs,
+        n_words,
+        density=0.08,
+        format="lil",
+        random_state=rng,
         data_rvs=lambda n: rng.randint(1, 6, n),
     )
     X[3, :] = 0
@@ -104,7 +110,9 @@ def reference_per_document(X, beta_t, alpha, gamma0, counts, max_iter, tol):
             assert abs(n_d - counts[d]) == 1, (d, n_d, counts[d])
             rerun.append(d)
             trial_gamma, trial_sstats = gamma0[rows].copy(), np.zeros_like(beta_t)
-            _, ll_d = e_step_numpy(X[rows], beta_t, alpha, trial_gamma, counts[d], 0.0, trial_sstats)
+            _, ll_d = e_step_numpy(
+                X[rows], beta_t, alpha, trial_gamma, counts[d], 0.0, trial_sstats
+            )
         gamma[rows] = trial_gamma
         sstats += trial_sstats
         loglik += ll_d
@@ -156,16 +164,25 @@ def test_e_step_long_documents_match_numpy_reference(dtype, isa):
     # About 130 distinct words per document: the kernel's main loops (four
     # vector blocks of words, four topics at a time) run, not only their tails.
     X, beta_t, alpha, gamma0 = make_problem(6, dtype, n_docs=20, n_words=1600, n_topics=9)
-    X = sp.csr_matrix(sp.random(20, 1600, density=0.08, random_state=6, format="csr",
-                                data_rvs=lambda n: np.random.RandomState(7).randint(1, 4, n)),
-                      dtype=dtype)
+    X = sp.csr_matrix(
+        sp.random(
+            20,
+            1600,
+            density=0.08,
+            random_state=6,
+            format="csr",
+            data_rvs=lambda n: np.random.RandomState(7).randint(1, 4, n),
+        ),
+        dtype=dtype,
+    )
     assert np.diff(X.indptr).min() > 64
     gamma, sstats = gamma0.copy(), np.zeros_like(beta_t)
     n, loglik = run_kernel(X, beta_t, alpha, gamma, 100, 1e-3, sstats)
     counts = []
     for d in range(X.shape[0]):
-        counts.append(run_kernel(X[d : d + 1], beta_t, alpha, gamma0[d : d + 1].copy(), 100, 1e-3,
-                                 None)[0])
+        counts.append(
+            run_kernel(X[d : d + 1], beta_t, alpha, gamma0[d : d + 1].copy(), 100, 1e-3, None)[0]
+        )
     gamma_ref, sstats_ref, loglik_ref, own, rerun = reference_per_document(
         X, beta_t, alpha, gamma0, counts, 100, 1e-3
     )
@@ -232,10 +249,13 @@ def test_e_step_rejects_bad_input():
     with pytest.raises(ValueError, match="n_topics"):
         _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t, alpha[:-1], gamma, 10, 1e-3, None)
     with pytest.raises(ValueError, match="sstats_t"):
-        _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t, alpha, gamma, 10, 1e-3, beta_t[:-1].copy())
+        _lda_fast.e_step(
+            X.indptr, X.indices, X.data, beta_t, alpha, gamma, 10, 1e-3, beta_t[:-1].copy()
+        )
     with pytest.raises(ValueError):  # mixed float dtypes
-        _lda_fast.e_step(X.indptr, X.indices, X.data, beta_t.astype(np.float32), alpha, gamma,
-                         10, 1e-3, None)
+        _lda_fast.e_step(
+            X.indptr, X.indices, X.data, beta_t.astype(np.float32), alpha, gamma, 10, 1e-3, None
+        )
 
 
 @pytest.mark.parametrize("n_rows", [50, 1001])  # 1001 x 6: several chunks of 4096 values

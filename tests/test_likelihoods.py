@@ -139,7 +139,9 @@ def conditional_moments_ref(name, f):
 def lik_ref(name, y, f):
     """``p(y | f)`` in closed form for scalar ``y``, ``f``."""
     if name == "gaussian":
-        return math.exp(-0.5 * (y - f) ** 2 / NOISE_VARIANCE) / math.sqrt(2 * math.pi * NOISE_VARIANCE)
+        return math.exp(-0.5 * (y - f) ** 2 / NOISE_VARIANCE) / math.sqrt(
+            2 * math.pi * NOISE_VARIANCE
+        )
     if name == "bernoulli":
         return _sig(f) if y == 1 else _sig(-f)
     if name in ("poisson-exp", "poisson-softplus"):
@@ -216,7 +218,9 @@ def test_conditional_moments_match_scipy_stats(name):
         mean, var = stats.poisson(np.log1p(np.exp(f))).stats("mv")
     else:
         k = np.arange(N_CATEGORIES)
-        moments = [stats.rv_discrete(values=(k, ordinal_probs_ref(fi))).stats(moments="mv") for fi in f]
+        moments = [
+            stats.rv_discrete(values=(k, ordinal_probs_ref(fi))).stats(moments="mv") for fi in f
+        ]
         mean, var = np.array(moments).T
     assert_allclose(lik.conditional_mean(f), mean, rtol=1e-12, atol=1e-14)
     assert_allclose(lik.conditional_variance(f), var, rtol=1e-10, atol=1e-14)
@@ -273,7 +277,9 @@ def test_monte_carlo_expectations_within_four_standard_errors(name):
     lik = _make(name)
     y, mean, var = _expectation_problem(name, 5, n=8, var_range=(0.05, 2.0))
     n_samples = 4000
-    got = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11))
+    got = np.array(
+        lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11)
+    )
     first = _quad_expectations(lik, y, mean, var)
     second = _quad_expectations(lik, y, mean, var, power=2)
     se = np.sqrt(np.maximum(second - first**2, 0.0) / n_samples)
@@ -283,9 +289,13 @@ def test_monte_carlo_expectations_within_four_standard_errors(name):
 
     # Same seed: bit-identical.  Another seed: different draws (not for the
     # Gaussian, whose expectations are closed-form whatever the method).
-    again = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11))
+    again = np.array(
+        lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=11)
+    )
     assert_array_equal(got, again)
-    other = np.array(lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=12))
+    other = np.array(
+        lik.expectations(y, mean, var, method="mc", n_samples=n_samples, random_state=12)
+    )
     if name == "gaussian":
         assert_array_equal(other, got)
     else:
@@ -294,7 +304,9 @@ def test_monte_carlo_expectations_within_four_standard_errors(name):
 
 def test_expectations_reject_unknown_method():
     with pytest.raises(ValueError, match="method"):
-        Bernoulli().expectations(np.array([1.0]), np.array([0.0]), np.array([1.0]), method="laplace")
+        Bernoulli().expectations(
+            np.array([1.0]), np.array([0.0]), np.array([1.0]), method="laplace"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -351,7 +363,9 @@ def test_bernoulli_predictive_mean_is_half_at_zero_mean():
     var = np.array([0.01, 0.5, 1.0, 4.0, 25.0, 100.0])
     assert_allclose(Bernoulli().predictive_mean(np.zeros_like(var), var), 0.5, rtol=0, atol=1e-14)
     # The marginal of y is Bernoulli(p) with p the predictive mean.
-    assert_allclose(Bernoulli().predictive_variance(np.zeros_like(var), var), 0.25, rtol=0, atol=1e-14)
+    assert_allclose(
+        Bernoulli().predictive_variance(np.zeros_like(var), var), 0.25, rtol=0, atol=1e-14
+    )
 
 
 # --------------------------------------------------------------------------
@@ -366,7 +380,9 @@ def test_ordinal_category_probabilities_are_sigmoid_differences():
     assert np.all(probs >= 0)
     # The logpdf is the log of the observed category's probability.
     for k in range(N_CATEGORIES):
-        assert_allclose(lik.logpdf(np.full_like(f, k), f), np.log(probs[:, k]), rtol=1e-10, atol=1e-12)
+        assert_allclose(
+            lik.logpdf(np.full_like(f, k), f), np.log(probs[:, k]), rtol=1e-10, atol=1e-12
+        )
 
 
 def test_ordinal_logpdf_finite_and_exact_in_the_tails():
@@ -390,7 +406,7 @@ def test_ordinal_is_log_concave():
         d2 = lik.d2logpdf(np.full_like(f, k), f)
         assert np.all(d2 < 0.0)
         # and it is bounded by the slope: -s^2/2 <= d2 (sum of two s^2/4 terms)
-        assert np.all(d2 >= -SLOPE**2 / 2)
+        assert np.all(d2 >= -(SLOPE**2) / 2)
 
 
 def test_ordinal_predictive_probabilities_match_quad():
@@ -522,8 +538,12 @@ def test_poisson_regression_with_the_softplus_link_recovers_its_weights():
     # errors (~0.02).
     lik = Poisson(link="softplus")
     design = np.hstack([X, np.ones((4000, 1))])
-    res = minimize(lambda b: -lik.logpdf(y, design @ b).sum(), np.zeros(4),
-                   jac=lambda b: -design.T @ lik.dlogpdf(y, design @ b), method="BFGS")
+    res = minimize(
+        lambda b: -lik.logpdf(y, design @ b).sum(),
+        np.zeros(4),
+        jac=lambda b: -design.T @ lik.dlogpdf(y, design @ b),
+        method="BFGS",
+    )
     np.testing.assert_allclose(np.r_[est.coef_.ravel(), est.intercept_], res.x, atol=0.03)
 
 
@@ -597,7 +617,11 @@ def _tilted_integrals(name, y, a, v, powers=(0,)):
         for lo, hi in ((-40.0, peak), (peak, 40.0)):
             total += integrate.quad(
                 lambda z, k=k: z**k * math.exp(log_integrand(z) - c),
-                lo, hi, epsabs=0.0, epsrel=1e-13, limit=500,
+                lo,
+                hi,
+                epsabs=0.0,
+                epsrel=1e-13,
+                limit=500,
             )[0]
         out.append(total)
     return c, out
@@ -684,16 +708,23 @@ def test_log_marginal_monte_carlo_close_to_quadrature(name):
     # within 5 standard errors of the (much more accurate) quadrature value;
     # the small floor covers the O(1 / n_samples) bias of the ratios
     assert np.all(np.abs(est - ref) <= 5.0 * se + 1e-3 * se.max(axis=1, keepdims=True) + 1e-12), (
-        est, ref, se)
+        est,
+        ref,
+        se,
+    )
     # and one run with as many draws in total is as close
-    big = np.array(lik.log_marginal(y, a, v, method="mc", n_samples=runs * n_samples, random_state=1))
+    big = np.array(
+        lik.log_marginal(y, a, v, method="mc", n_samples=runs * n_samples, random_state=1)
+    )
     assert np.all(np.abs(big - ref) <= 5.0 * se + 1e-12), (big, ref, se)
     # reproducible for a seed, different for another, Generators accepted
     again = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=3)
     assert_array_equal(again, lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=3))
     other = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=4)
     assert not np.array_equal(again[0], other[0])
-    gen = lik.log_marginal(y, a, v, method="mc", n_samples=50, random_state=np.random.default_rng(3))
+    gen = lik.log_marginal(
+        y, a, v, method="mc", n_samples=50, random_state=np.random.default_rng(3)
+    )
     assert gen[0].shape == y.shape
 
 
@@ -724,8 +755,9 @@ def test_log_marginal_broadcasting():
     assert three[1].shape == (n, q, 2)
     assert_allclose(three[1][..., 0], got[1], rtol=1e-13)
     # Monte Carlo draws independently for every broadcast element
-    mc = lik.log_marginal(y, np.broadcast_to(mean[:, :1], (n, q)), 1.0, method="mc",
-                          n_samples=30, random_state=0)
+    mc = lik.log_marginal(
+        y, np.broadcast_to(mean[:, :1], (n, q)), 1.0, method="mc", n_samples=30, random_state=0
+    )
     assert mc[0].shape == (n, q)
     assert not np.array_equal(mc[0][:, 0], mc[0][:, 1])
 
@@ -744,11 +776,14 @@ def test_log_marginal_point_mass_and_laplace():
     from scipy.optimize import brentq
 
     for yi, ai, vi in ((12.0, -0.5, 4.0), (0.0, 1.5, 4.0), (3.0, 0.0, 0.3)):
+
         def grad(f, yi=yi, ai=ai, vi=vi):
             return yi - math.exp(f) - (f - ai) / vi
 
         mode = brentq(grad, -50.0, 50.0, xtol=1e-15)
-        log_tilted = stats.norm.logpdf(mode, ai, math.sqrt(vi)) + stats.poisson.logpmf(yi, math.exp(mode))
+        log_tilted = stats.norm.logpdf(mode, ai, math.sqrt(vi)) + stats.poisson.logpmf(
+            yi, math.exp(mode)
+        )
         laplace = log_tilted + 0.5 * math.log(2 * math.pi / (1.0 / vi + math.exp(mode)))
         got = lik.log_marginal(yi, ai, vi, n_samples=1)[0]
         assert_allclose(got, laplace, rtol=1e-12)
@@ -757,8 +792,11 @@ def test_log_marginal_point_mass_and_laplace():
 def test_log_marginal_consistent_with_predictive_logpdf_and_rejects_unknown_method():
     lik = Bernoulli()
     y, mean, var = _expectation_problem("bernoulli", 22, n=8, var_range=(0.05, 1.0))
-    assert_allclose(lik.log_marginal(y, mean, var, n_samples=40)[0],
-                    lik.predictive_logpdf(y, mean, var), rtol=1e-10)
+    assert_allclose(
+        lik.log_marginal(y, mean, var, n_samples=40)[0],
+        lik.predictive_logpdf(y, mean, var),
+        rtol=1e-10,
+    )
     with pytest.raises(ValueError, match="method"):
         lik.log_marginal(y, mean, var, method="laplace")
 
@@ -771,8 +809,10 @@ def test_expected_logpdf_keeps_the_poisson_closed_form():
     y, mean, var = np.array([3.0, 0.0]), np.array([0.0, 1.0]), np.array([64.0, 0.5])
     exact = y * mean - np.exp(mean + var / 2) - gammaln(y + 1)
     assert_allclose(Poisson().expected_logpdf(y, mean, var), exact, rtol=1e-12)
-    assert_allclose(Bernoulli().expected_logpdf(np.array([1.0]), np.array([0.3]),
-                                                np.array([2.0])),
-                    Bernoulli().expectations(np.array([1.0]), np.array([0.3]), np.array([2.0]),
-                                             method="quadrature", n_samples=20)[0],
-                    rtol=1e-14)
+    assert_allclose(
+        Bernoulli().expected_logpdf(np.array([1.0]), np.array([0.3]), np.array([2.0])),
+        Bernoulli().expectations(
+            np.array([1.0]), np.array([0.3]), np.array([2.0]), method="quadrature", n_samples=20
+        )[0],
+        rtol=1e-14,
+    )

@@ -37,7 +37,9 @@ def test_fixed_precisions_give_the_closed_form_posterior(sparse):
     np.testing.assert_allclose(reg.sigma_, S[:4, :4], rtol=1e-10, atol=1e-15)
     mean, std = reg.predict(X[:5], return_std=True)
     np.testing.assert_allclose(mean, Xd[:5] @ m, rtol=1e-10)
-    np.testing.assert_allclose(std**2, np.einsum("ij,jk,ik->i", Xd[:5], S, Xd[:5]) + 1 / alpha, rtol=1e-10)
+    np.testing.assert_allclose(
+        std**2, np.einsum("ij,jk,ik->i", Xd[:5], S, Xd[:5]) + 1 / alpha, rtol=1e-10
+    )
 
 
 def test_learned_precisions_agree_with_bayesian_ridge():
@@ -76,8 +78,9 @@ def test_online_and_streams_reach_the_batch_posterior(method):
     X, y = _data(n=4000, seed=2)
     batch = SVILinearRegression().fit(X, y)
     if method == "online":
-        reg = SVILinearRegression(learning_method="online", batch_size=200, max_iter=30,
-                                  tol=0, random_state=0).fit(X, y)
+        reg = SVILinearRegression(
+            learning_method="online", batch_size=200, max_iter=30, tol=0, random_state=0
+        ).fit(X, y)
     else:
         reg = SVILinearRegression(batch_size=200, total_samples=4000, random_state=0)
         for _ in range(30):

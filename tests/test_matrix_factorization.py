@@ -82,10 +82,16 @@ def test_wishart_prior_posterior_is_the_closed_form(small, covariance):
     X[:, 0] = np.where(X[:, 0] >= 40, X[:, 0] + 20, X[:, 0])  # ids 40..59 unrated
     mf = quiet_fit(
         SVIMatrixFactorization(
-            3, covariance=covariance, factor_prior="wishart", precision_prior=(2.0, 3.0),
-            max_iter=15, tol=0, random_state=0,
+            3,
+            covariance=covariance,
+            factor_prior="wishart",
+            precision_prior=(2.0, 3.0),
+            max_iter=15,
+            tol=0,
+            random_state=0,
         ),
-        X, y,
+        X,
+        y,
     )
     assert mf.n_users_ == 80
     np.testing.assert_array_equal(mf.user_ids_, np.unique(X[:, 0]))
@@ -112,9 +118,16 @@ def test_default_prior_is_the_documented_wishart_and_switches_off_unneeded_direc
     np.testing.assert_allclose(mf.user_precision_, _wishart_update(mf, 1e-3, 0.05), rtol=1e-10)
     assert mf.noise_shape_ == pytest.approx(1e-3 + 0.5 * len(y), rel=1e-12)
     # The Gamma priors (the noise's, ARD's) keep the documented (1e-3, 1e-3).
-    ard = [quiet_fit(SVIMatrixFactorization(8, factor_prior="ard", precision_prior=p,
-                                            max_iter=5, random_state=0), X, y)
-           for p in (None, (1e-3, 1e-3))]
+    ard = [
+        quiet_fit(
+            SVIMatrixFactorization(
+                8, factor_prior="ard", precision_prior=p, max_iter=5, random_state=0
+            ),
+            X,
+            y,
+        )
+        for p in (None, (1e-3, 1e-3))
+    ]
     np.testing.assert_array_equal(ard[0].user_precision_, ard[1].user_precision_)
     assert ard[0].noise_rate_ == ard[1].noise_rate_
     values = np.linalg.eigvalsh(mf.user_precision_[:-1, :-1])
@@ -160,8 +173,12 @@ def test_fold_in_is_the_bayesian_linear_regression_posterior(small, covariance):
     alpha, tau = 2.0, 4.0
     mf = quiet_fit(
         SVIMatrixFactorization(
-            3, covariance=covariance, noise_precision=tau, factor_precision=alpha,
-            max_iter=30, random_state=0,
+            3,
+            covariance=covariance,
+            noise_precision=tau,
+            factor_precision=alpha,
+            max_iter=30,
+            random_state=0,
         ),
         X,
         y,
@@ -215,7 +232,9 @@ def test_predictive_intervals_are_calibrated():
     # Held-out ratings from the same model (pairs not in the training set).
     rng = np.random.RandomState(4)
     seen = set(map(tuple, X))
-    pairs = np.array([p for p in zip(rng.randint(300, size=6000), rng.randint(200, size=6000)) if p not in seen])
+    pairs = np.array(
+        [p for p in zip(rng.randint(300, size=6000), rng.randint(200, size=6000)) if p not in seen]
+    )
     f = 3.0 + b[pairs[:, 0]] + c[pairs[:, 1]] + np.sum(U[pairs[:, 0]] * V[pairs[:, 1]], axis=1)
     y_new = f + rng.normal(size=f.shape[0]) / 2.0
     mean, std = mf.predict(pairs, return_std=True)
@@ -280,7 +299,9 @@ def test_partial_fit_grows_and_learns_a_stream():
             n_users.append(mf.n_users_)
     assert n_users[0] == 100 and n_users[-1] == 200
     # Rows are the users in order of arrival (user_ids_).
-    np.testing.assert_array_equal(mf.user_counts_, 10 * np.bincount(X[:, 0], minlength=200)[mf.user_ids_])
+    np.testing.assert_array_equal(
+        mf.user_counts_, 10 * np.bincount(X[:, 0], minlength=200)[mf.user_ids_]
+    )
     # Repeated passes over the stream get close to coordinate ascent on
     # all the data (the error against the noiseless ratings).
     batch_fit = quiet_fit(SVIMatrixFactorization(3, random_state=0), X, y)
@@ -292,14 +313,31 @@ def test_partial_fit_grows_and_learns_a_stream():
 def test_step_safety_recovers_from_paquets_divergence():
     X, y, _, _ = make_ratings(300, 200, seed=0)
     common = dict(
-        n_components=3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
-        children_per_node=1, learning_method="online", learning_offset=0.0,
-        learning_decay=0.6, max_iter=80, tol=0, update_order="joint", random_state=0,
+        n_components=3,
+        covariance="diagonal",
+        noise_precision=1.0,
+        factor_precision=1.0,
+        children_per_node=1,
+        learning_method="online",
+        learning_offset=0.0,
+        learning_decay=0.6,
+        max_iter=80,
+        tol=0,
+        update_order="joint",
+        random_state=0,
     )
     batch = quiet_fit(
-        SVIMatrixFactorization(3, covariance="diagonal", noise_precision=1.0, factor_precision=1.0,
-                               max_iter=50, tol=0, random_state=0),
-        X, y,
+        SVIMatrixFactorization(
+            3,
+            covariance="diagonal",
+            noise_precision=1.0,
+            factor_precision=1.0,
+            max_iter=50,
+            tol=0,
+            random_state=0,
+        ),
+        X,
+        y,
     ).lower_bounds_[-1]
     off = quiet_fit(SVIMatrixFactorization(step_safety=False, **common), X, y)
     on = quiet_fit(SVIMatrixFactorization(step_safety=True, **common), X, y)
@@ -324,8 +362,14 @@ def test_alg1_children_per_node_samples_and_scales(small, prior_start_mf):
     # With C at least every node's count, an Alg. 1 step with rho = 1 is
     # the coordinate-ascent sweep.
     big = SVIMatrixFactorization(
-        3, children_per_node=10**6, learning_method="online", learning_rate=1.0,
-        max_iter=1, tol=0, step_safety=False, random_state=0,
+        3,
+        children_per_node=10**6,
+        learning_method="online",
+        learning_rate=1.0,
+        max_iter=1,
+        tol=0,
+        step_safety=False,
+        random_state=0,
     )
     quiet_fit(big, X, y)
     batch = quiet_fit(prior_start_mf(3, max_iter=1, tol=0, random_state=0), X, y)
@@ -375,14 +419,14 @@ def test_sklearn_model_selection_uses_score(small):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         scores = cross_val_score(est, X, y, cv=cv)
-        manual = [
-            clone(est).fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in cv.split(X)
-        ]
+        manual = [clone(est).fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in cv.split(X)]
         grid = GridSearchCV(est, {"n_components": [1, 3]}, cv=cv).fit(X, y)
     np.testing.assert_allclose(scores, manual, rtol=1e-12)
     # The grid's entry for n_components=3 is the mean of the manual scores.
     at_three = list(grid.cv_results_["param_n_components"]).index(3)
-    assert grid.cv_results_["mean_test_score"][at_three] == pytest.approx(np.mean(manual), rel=1e-12)
+    assert grid.cv_results_["mean_test_score"][at_three] == pytest.approx(
+        np.mean(manual), rel=1e-12
+    )
 
 
 def test_reproducible_random_state(small):
@@ -396,7 +440,9 @@ def test_reproducible_random_state(small):
 def test_compiled_moments_match_numpy():
     if nodes._gaussian_fast is None:
         if os.environ.get("CI"):
-            pytest.fail("the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built")
+            pytest.fail(
+                "the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built"
+            )
         pytest.skip("compiled kernel not built")
     rng = np.random.RandomState(0)
     A = rng.normal(size=(50, 4, 4))
@@ -406,7 +452,9 @@ def test_compiled_moments_match_numpy():
     cov = np.linalg.inv(P)
     mean = np.einsum("nij,nj->ni", cov, eta1)
     np.testing.assert_allclose(fast.mean, mean, rtol=1e-10)
-    np.testing.assert_allclose(fast.second, cov + mean[:, :, None] * mean[:, None, :], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        fast.second, cov + mean[:, :, None] * mean[:, None, :], rtol=1e-9, atol=1e-12
+    )
     np.testing.assert_allclose(fast.logdet, np.linalg.slogdet(P)[1], rtol=1e-12)
     # Not positive definite: flagged with NaN, not an exception.
     bad = -0.5 * P.copy()
@@ -418,7 +466,9 @@ def test_compiled_moments_match_numpy():
 def _require_kernel():
     if nodes._gaussian_fast is None:
         if os.environ.get("CI"):
-            pytest.fail("the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built")
+            pytest.fail(
+                "the compiled skvi.models.matrix_factorization._gaussian_fast kernel is not built"
+            )
         pytest.skip("compiled kernel not built")
 
 
@@ -442,19 +492,39 @@ def test_compiled_aggregates_match_the_sparse_products(weighted):
         np.testing.assert_allclose(getattr(fast, key), getattr(ref, key), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(),
-    dict(factor_prior="ard", max_iter=5),
-    dict(learning_method="online", batch_size=150, max_iter=3, tol=0),
-    dict(learning_method="online", batch_size=150, max_iter=2, factor_prior="wishart",
-         weighted=True),
-    dict(likelihood="bernoulli", algorithm="mc-ssvi", learning_method="online", batch_size=200,
-         max_iter=2, n_mc_samples=2),
-    dict(likelihood="bernoulli", max_iter=3, n_mc_samples=3, weighted=True),
-    dict(likelihood="ordinal", max_iter=2, n_mc_samples=2),
-    dict(likelihood="poisson", expectation="quadrature", learning_method="online",
-         batch_size=300, max_iter=2, n_mc_samples=2),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(factor_prior="ard", max_iter=5),
+        dict(learning_method="online", batch_size=150, max_iter=3, tol=0),
+        dict(
+            learning_method="online",
+            batch_size=150,
+            max_iter=2,
+            factor_prior="wishart",
+            weighted=True,
+        ),
+        dict(
+            likelihood="bernoulli",
+            algorithm="mc-ssvi",
+            learning_method="online",
+            batch_size=200,
+            max_iter=2,
+            n_mc_samples=2,
+        ),
+        dict(likelihood="bernoulli", max_iter=3, n_mc_samples=3, weighted=True),
+        dict(likelihood="ordinal", max_iter=2, n_mc_samples=2),
+        dict(
+            likelihood="poisson",
+            expectation="quadrature",
+            learning_method="online",
+            batch_size=300,
+            max_iter=2,
+            n_mc_samples=2,
+        ),
+    ],
+)
 def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
     # The compiled statistics, natural step and partner draws give the fit
     # of the numpy path (forced by hiding the kernel) to rounding: the same
@@ -462,7 +532,11 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
     _require_kernel()
     X, y, _, _ = small
     kw = dict(kw)
-    weights = np.random.RandomState(2).uniform(0.5, 2.0, y.shape[0]) if kw.pop("weighted", False) else None
+    weights = (
+        np.random.RandomState(2).uniform(0.5, 2.0, y.shape[0])
+        if kw.pop("weighted", False)
+        else None
+    )
     if kw.get("likelihood") == "bernoulli":
         y = (y > np.median(y)).astype(float)
     elif kw.get("likelihood") in ("ordinal", "poisson"):
@@ -475,6 +549,7 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
 
     fast = fit()
     from skvi.models.matrix_factorization import estimator, nonconjugate
+
     for module in (nodes, estimator, nonconjugate):
         monkeypatch.setattr(module, "_gaussian_fast", None)
     slow = fit()
@@ -483,8 +558,9 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
         np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(fast.lower_bound_, slow.lower_bound_, rtol=1e-10)
     if kw.get("likelihood") == "ordinal":  # the learned thresholds too
-        np.testing.assert_allclose(fast.likelihood_.thresholds, slow.likelihood_.thresholds,
-                                   rtol=1e-10)
+        np.testing.assert_allclose(
+            fast.likelihood_.thresholds, slow.likelihood_.thresholds, rtol=1e-10
+        )
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -495,6 +571,7 @@ def test_compiled_threshold_objective_matches_the_likelihood(weighted):
     from skvi.likelihoods import Ordinal
     from skvi.likelihoods.base import _hermite
     from skvi.models.matrix_factorization import _gaussian_fast, nonconjugate
+
     rng = np.random.RandomState(4)
     lik = Ordinal(thresholds=[-1.0, 0.3, 0.9, 2.5], slope=1.7)
     y = rng.randint(0, 5, size=300)
@@ -509,8 +586,14 @@ def test_compiled_threshold_objective_matches_the_likelihood(weighted):
     grad = np.empty(4)
     edges = np.concatenate(([-np.inf], lik.thresholds, [np.inf]))
     value = _gaussian_fast.ordinal_threshold_objective(
-        y.astype(np.int64), np.ascontiguousarray(f), w, np.empty(0) if weights is None else weights,
-        edges, lik.slope, grad)
+        y.astype(np.int64),
+        np.ascontiguousarray(f),
+        w,
+        np.empty(0) if weights is None else weights,
+        edges,
+        lik.slope,
+        grad,
+    )
     np.testing.assert_allclose(value, ref, rtol=1e-12)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-12)
 
@@ -552,9 +635,11 @@ def test_transform_output_follows_set_output(small):
     R = sp.csr_matrix((y[:30], (np.zeros(30, int), X[:30, 1])), shape=(1, X[:, 1].max() + 1))
     plain = mf.transform(R)
     out = mf.set_output(transform="pandas").transform(R)
-    assert list(out.columns) == list(mf.get_feature_names_out()) == [
-        "svimatrixfactorization0", "svimatrixfactorization1"
-    ]
+    assert (
+        list(out.columns)
+        == list(mf.get_feature_names_out())
+        == ["svimatrixfactorization0", "svimatrixfactorization1"]
+    )
     np.testing.assert_allclose(out.to_numpy(), plain)
 
 
@@ -566,15 +651,21 @@ def test_alg1_with_few_children_warns_until_the_nodes_have_seen_their_ratings():
     test = np.random.RandomState(1).rand(len(y)) < 0.2
     batch = quiet_fit(SVIMatrixFactorization(3, random_state=0), X[~test], y[~test])
     rmse = lambda m: np.sqrt(np.mean((m.predict(X[test]) - y[test]) ** 2))  # noqa: E731
-    short = SVIMatrixFactorization(3, learning_method="online", children_per_node=1,
-                                   max_iter=50, random_state=0)
+    short = SVIMatrixFactorization(
+        3, learning_method="online", children_per_node=1, max_iter=50, random_state=0
+    )
     with pytest.warns(ConvergenceWarning, match="children_per_node"):
         short.fit(X[~test], y[~test])
     assert rmse(short) > 1.5 * rmse(batch)
     # The advice works: five children, and the default tolerance may not stop
     # the fit before every node has seen its ratings five times.
-    enough = quiet_fit(SVIMatrixFactorization(3, learning_method="online", children_per_node=5,
-                                              max_iter=400, random_state=0), X[~test], y[~test])
+    enough = quiet_fit(
+        SVIMatrixFactorization(
+            3, learning_method="online", children_per_node=5, max_iter=400, random_state=0
+        ),
+        X[~test],
+        y[~test],
+    )
     assert rmse(enough) < 1.05 * rmse(batch)
 
 
@@ -597,8 +688,9 @@ def _assert_same_posterior(a, b, rtol=1e-8):
     np.testing.assert_array_equal(a.user_ids_, b.user_ids_)
     np.testing.assert_array_equal(a.item_ids_, b.item_ids_)
     for name in ("user_mean_", "item_mean_", "user_covariance_", "item_covariance_"):
-        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=rtol, atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            getattr(a, name), getattr(b, name), rtol=rtol, atol=1e-12, err_msg=name
+        )
     assert a.global_mean_ == pytest.approx(b.global_mean_, rel=rtol)
     assert a.global_mean_variance_ == pytest.approx(b.global_mean_variance_, rel=rtol)
 
@@ -669,8 +761,14 @@ def test_sample_weight_equals_repeated_ratings_nonconjugate(likelihood, monkeypa
     }[likelihood]
     # The Monte Carlo strategy (expectation='gaussian' has its own weights
     # test in test_mf_moment_matched.py).
-    kw = dict(n_components=2, likelihood=likelihood, expectation="quadrature", max_iter=8,
-              tol=0, random_state=0)
+    kw = dict(
+        n_components=2,
+        likelihood=likelihood,
+        expectation="quadrature",
+        max_iter=8,
+        tol=0,
+        random_state=0,
+    )
     weighted = SVIMatrixFactorization(**kw).fit(X, target, sample_weight=w)
     repeated = SVIMatrixFactorization(**kw).fit(np.repeat(X, w, axis=0), np.repeat(target, w))
     assert calls
@@ -758,11 +856,21 @@ def test_partial_fit_after_fit_adds_a_new_user(small, likelihood):
     alpha, tau, k = 2.0, 4.0, 2
     kw = dict(noise_precision=tau) if likelihood == "gaussian" else {}
     # (A batch fit takes unit steps; the schedule is the stream's.)
-    mf = quiet_fit(SVIMatrixFactorization(k, likelihood=likelihood, factor_precision=alpha,
-                                          update_order="joint", max_iter=5,
-                                          learning_rate=Constant(1.0),
-                                          total_samples=float(X.shape[0]), random_state=0, **kw),
-                   X, y)
+    mf = quiet_fit(
+        SVIMatrixFactorization(
+            k,
+            likelihood=likelihood,
+            factor_precision=alpha,
+            update_order="joint",
+            max_iter=5,
+            learning_rate=Constant(1.0),
+            total_samples=float(X.shape[0]),
+            random_state=0,
+            **kw,
+        ),
+        X,
+        y,
+    )
     items = np.arange(6)
     new_user = np.max(X[:, 0]) + 1
     pairs = np.column_stack([np.full(items.shape[0], new_user), items])

@@ -77,9 +77,7 @@ def test_split_is_uniform_hypergeometric():
     n, n_obs = row.sum(), row.sum() // 2
     n_rows, n_seeds = 50, 200
     X = np.tile(row, (n_rows, 1))
-    obs = np.vstack(
-        [split_document_tokens(X, random_state=s)[0].toarray() for s in range(n_seeds)]
-    )
+    obs = np.vstack([split_document_tokens(X, random_state=s)[0].toarray() for s in range(n_seeds)])
     n_samples = n_rows * n_seeds
     for w, c in enumerate(row):
         ref = hypergeom(n, c, n_obs)
@@ -118,8 +116,10 @@ def _reference_perplexity(theta, lam, X, X_held):
 def _sklearn_lda(lam, alpha, tol):
     """scikit-learn's LDA with the topics set by hand, for its transform."""
     lda = LatentDirichletAllocation(
-        n_components=lam.shape[0], doc_topic_prior=alpha,
-        mean_change_tol=tol, max_doc_update_iter=10_000,
+        n_components=lam.shape[0],
+        doc_topic_prior=alpha,
+        mean_change_tol=tol,
+        max_doc_update_iter=10_000,
     )
     lda.components_ = lam.copy()
     lda.exp_dirichlet_component_ = np.exp(digamma(lam) - digamma(lam.sum(axis=1, keepdims=True)))
@@ -282,15 +282,17 @@ def test_coherence_matches_brute_force(coherence_corpus, measure, top_n):
     )
     np.testing.assert_allclose(
         topic_coherence(weights, (X > 0).astype(int), top_n=top_n, measure=measure),
-        got, rtol=1e-12,
+        got,
+        rtol=1e-12,
     )
 
 
 def test_npmi_special_pairs():
     # Words 0 and 1 occur in every document; 2 and 3 never together.
     X = np.array([[1, 1, 1, 0], [1, 2, 0, 1], [3, 1, 1, 0], [1, 1, 0, 1]])
-    got = topic_coherence(np.array([[4.0, 3.0, 1.0, 0.0], [0.0, 0.0, 2.0, 1.0]]), X,
-                          top_n=2, measure="npmi")
+    got = topic_coherence(
+        np.array([[4.0, 3.0, 1.0, 0.0], [0.0, 0.0, 2.0, 1.0]]), X, top_n=2, measure="npmi"
+    )
     # Perfect co-occurrence scores 1; never co-occurring scores
     # log(eps / (1/2 * 1/2)) / -log(eps), just above -1.
     eps = 1e-12
@@ -326,7 +328,9 @@ def test_coherence_rejects_a_top_word_absent_from_the_corpus(measure):
 
 @pytest.fixture
 def small_model():
-    return SimpleNamespace(components_=np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 3.0]]), doc_topic_prior_=0.5)
+    return SimpleNamespace(
+        components_=np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 3.0]]), doc_topic_prior_=0.5
+    )
 
 
 BAD_X = {
@@ -351,7 +355,10 @@ def test_bad_x_raises(small_model, case):
 
 def test_non_integer_counts_raise(small_model):
     X = np.array([[1.5, 2.0, 1.0]])
-    for call in (lambda: split_document_tokens(X), lambda: document_completion_perplexity(small_model, X)):
+    for call in (
+        lambda: split_document_tokens(X),
+        lambda: document_completion_perplexity(small_model, X),
+    ):
         with pytest.raises(ValueError, match="integer-valued"):
             call()
 
@@ -428,4 +435,5 @@ def test_lda_scores_its_completion_as_the_lda_e_step_on_its_parameters():
     lda = SVILatentDirichletAllocation(n_components=3, random_state=0).fit(X[:60])
     plain = SimpleNamespace(components_=lda.components_, doc_topic_prior_=lda.doc_topic_prior_)
     assert document_completion_perplexity(lda, X[60:], random_state=1) == pytest.approx(
-        document_completion_perplexity(plain, X[60:], random_state=1), rel=1e-12)
+        document_completion_perplexity(plain, X[60:], random_state=1), rel=1e-12
+    )

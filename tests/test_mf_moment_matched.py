@@ -62,8 +62,9 @@ def f_moments(mf, X):
 
     # g = (u, b, 1) . (v, 1, c)
     wm, w2 = augmented(mf.user_mean_[u], mf.user_covariance_[u], np.arange(k + 2))
-    ym, y2 = augmented(mf.item_mean_[i], mf.item_covariance_[i],
-                       np.concatenate([np.arange(k), [k + 1, k]]))
+    ym, y2 = augmented(
+        mf.item_mean_[i], mf.item_covariance_[i], np.concatenate([np.arange(k), [k + 1, k]])
+    )
     e_g = np.sum(wm * ym, axis=1)
     var_g = np.einsum("nab,nab->n", w2, y2) - e_g**2
     return mf.global_mean_ + e_g, mf.global_mean_variance_ + var_g
@@ -94,9 +95,18 @@ def test_at_convergence_each_user_is_the_closed_form_update_of_its_pseudo_rating
     # With a fixed prior precision: a switched-off component (or, with the
     # Wishart prior, direction) converges slowly.
     X, y, _ = binary(seed=10, n_users=40, n_items=30)
-    mf = quiet_fit(SVIMatrixFactorization(n_components=2, likelihood="bernoulli", tol=0,
-                                          factor_precision=1.0, max_iter=300, random_state=0),
-                   X, y)
+    mf = quiet_fit(
+        SVIMatrixFactorization(
+            n_components=2,
+            likelihood="bernoulli",
+            tol=0,
+            factor_precision=1.0,
+            max_iter=300,
+            random_state=0,
+        ),
+        X,
+        y,
+    )
     s = np.where(y == 5, 1.0, -1.0)
     m_f, v_f = f_moments(mf, X)
     _, d1, d2 = logistic_expectations(s, m_f, v_f, GAUSS_HERMITE_NODES)
@@ -111,19 +121,19 @@ def test_at_convergence_each_user_is_the_closed_form_update_of_its_pseudo_rating
         items = np.searchsorted(mf.item_ids_, X[rows, 1])
         ym = mf.item_mean_[items]
         y2 = mf.item_covariance_[items] + ym[:, :, None] * ym[:, None, :]
-        x = np.concatenate([ym[:, :k], np.ones((rows.size, 1))], axis=1)   # E[(v, 1)]
-        xx = np.empty((rows.size, k + 1, k + 1))                           # E[x x^T]
+        x = np.concatenate([ym[:, :k], np.ones((rows.size, 1))], axis=1)  # E[(v, 1)]
+        xx = np.empty((rows.size, k + 1, k + 1))  # E[x x^T]
         xx[:, :k, :k] = y2[:, :k, :k]
         xx[:, :k, k] = xx[:, k, :k] = ym[:, :k]
         xx[:, k, k] = 1.0
-        xc = np.concatenate([y2[:, :k, k], ym[:, k:]], axis=1)             # E[x c]
+        xc = np.concatenate([y2[:, :k, k], ym[:, k:]], axis=1)  # E[x c]
         t = tau[rows]
         precision = np.diag(mf.user_precision_) + np.einsum("n,nab->ab", t, xx)
         eta = (d1[rows] + t * (m_f[rows] - mf.global_mean_)) @ x - t @ xc
-        np.testing.assert_allclose(np.linalg.inv(mf.user_covariance_[user]), precision,
-                                   rtol=1e-6)
-        np.testing.assert_allclose(mf.user_mean_[user], np.linalg.solve(precision, eta),
-                                   rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.linalg.inv(mf.user_covariance_[user]), precision, rtol=1e-6)
+        np.testing.assert_allclose(
+            mf.user_mean_[user], np.linalg.solve(precision, eta), rtol=1e-5, atol=1e-7
+        )
 
 
 @pytest.mark.parametrize("likelihood", ["bernoulli", "poisson", "ordinal"])
@@ -137,15 +147,18 @@ def test_sample_weights_equal_repeated_ratings(likelihood):
     w = rng.randint(1, 4, size=f.shape[0])
     kw = dict(n_components=2, likelihood=likelihood, max_iter=15, tol=0, random_state=0)
     weighted = quiet_fit(SVIMatrixFactorization(**kw), X, target, sample_weight=w)
-    repeated = quiet_fit(SVIMatrixFactorization(**kw), np.repeat(X, w, axis=0),
-                         np.repeat(target, w))
+    repeated = quiet_fit(
+        SVIMatrixFactorization(**kw), np.repeat(X, w, axis=0), np.repeat(target, w)
+    )
     for name in ("user_mean_", "item_mean_", "user_covariance_", "item_covariance_"):
-        np.testing.assert_allclose(getattr(weighted, name), getattr(repeated, name),
-                                   rtol=1e-8, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            getattr(weighted, name), getattr(repeated, name), rtol=1e-8, atol=1e-12, err_msg=name
+        )
     np.testing.assert_allclose(weighted.lower_bounds_, repeated.lower_bounds_, rtol=1e-10)
     if likelihood == "ordinal":  # the thresholds are learned from the real ratings
-        np.testing.assert_allclose(weighted.likelihood_.thresholds,
-                                   repeated.likelihood_.thresholds, rtol=1e-8)
+        np.testing.assert_allclose(
+            weighted.likelihood_.thresholds, repeated.likelihood_.thresholds, rtol=1e-8
+        )
 
 
 def test_auto_is_gaussian_for_batch_fits_and_monte_carlo_online():
@@ -156,8 +169,7 @@ def test_auto_is_gaussian_for_batch_fits_and_monte_carlo_online():
     np.testing.assert_array_equal(auto.lower_bounds_, gaussian.lower_bounds_)
     online = dict(kw, learning_method="online", batch_size=200)
     auto_online = quiet_fit(SVIMatrixFactorization(**online), X, y)
-    mc = quiet_fit(SVIMatrixFactorization(expectation="mc", algorithm="h-mc-ssvi", **online),
-                   X, y)
+    mc = quiet_fit(SVIMatrixFactorization(expectation="mc", algorithm="h-mc-ssvi", **online), X, y)
     np.testing.assert_array_equal(auto_online.user_mean_, mc.user_mean_)
 
 
@@ -196,8 +208,13 @@ def test_fold_in_of_the_training_users_recovers_their_factors_on_separable_ratin
     U, V = rng.normal(size=(80, 2)), rng.normal(size=(60, 2))
     X = np.argwhere(rng.rand(80, 60) < 0.4)
     y = (np.sum(U[X[:, 0]] * V[X[:, 1]], axis=1) > 0).astype(int)
-    mf = quiet_fit(SVIMatrixFactorization(n_components=2, likelihood="bernoulli",
-                                          max_iter=300, random_state=0), X, y)
+    mf = quiet_fit(
+        SVIMatrixFactorization(
+            n_components=2, likelihood="bernoulli", max_iter=300, random_state=0
+        ),
+        X,
+        y,
+    )
     R = sp.csr_matrix((y.astype(float), (X[:, 0], X[:, 1])), shape=(80, 60))
     error = np.abs(mf.transform(R) - mf.user_factors_).max(axis=1)
     assert error.max() < 2.0

@@ -36,16 +36,25 @@ def _gaussian_pair(covariance, max_iter, mc_iter=None, cls=SVIMatrixFactorizatio
     tau = 4.0
     y = 3.0 + f + rng.normal(size=f.shape) / np.sqrt(tau)
     common = dict(
-        n_components=2, covariance=covariance, factor_precision=1.0, algorithm="mc-ssvi",
-        learning_method="batch", tol=0, random_state=0,
+        n_components=2,
+        covariance=covariance,
+        factor_precision=1.0,
+        algorithm="mc-ssvi",
+        learning_method="batch",
+        tol=0,
+        random_state=0,
     )
     exact = quiet_fit(cls(noise_precision=tau, max_iter=max_iter, **common), X, y)
     mc = quiet_fit(
         cls(
-            likelihood=Gaussian(noise_variance=1 / tau), expectation="quadrature",
-            n_mc_samples=3000, max_iter=max_iter if mc_iter is None else mc_iter, **common,
+            likelihood=Gaussian(noise_variance=1 / tau),
+            expectation="quadrature",
+            n_mc_samples=3000,
+            max_iter=max_iter if mc_iter is None else mc_iter,
+            **common,
         ),
-        X, y,
+        X,
+        y,
     )
     return X, y, exact, mc
 
@@ -108,8 +117,7 @@ def _logistic_vi_optimum(x, y, offset, offset_var, prior_precision):
         sd = np.sqrt(np.einsum("ja,ab,jb->j", x, S, x) + offset_var)
         e_log = log_expit(sign[:, None] * (mean[:, None] + sd[:, None] * z)) @ w
         kl = 0.5 * (
-            np.sum(P * S) + m @ P @ m - d
-            - logdet_p - 2 * np.sum(np.log(np.abs(np.diag(L))))
+            np.sum(P * S) + m @ P @ m - d - logdet_p - 2 * np.sum(np.log(np.abs(np.diag(L))))
         )
         return kl - np.sum(e_log)
 
@@ -133,10 +141,16 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation, factor_prior):
     y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
     mf = quiet_fit(
         SVIMatrixFactorization(
-            n_components=2, likelihood="bernoulli", expectation=expectation,
-            factor_prior=factor_prior, max_iter=5, tol=0, random_state=0,
+            n_components=2,
+            likelihood="bernoulli",
+            expectation=expectation,
+            factor_prior=factor_prior,
+            max_iter=5,
+            tol=0,
+            random_state=0,
         ),
-        X, y,
+        X,
+        y,
     )
     # Collapse every item's posterior onto its mean.
     eta1, eta2 = mf.natural_params_["items"]
@@ -155,9 +169,7 @@ def test_logistic_fold_in_is_the_gaussian_vi_optimum(expectation, factor_prior):
 
     x = np.column_stack([mean[items, :2], np.ones(25)])
     offset = mf.global_mean_ + mean[items, 2]
-    m_ref, _ = _logistic_vi_optimum(
-        x, r, offset, mf.global_mean_variance_, mf.user_precision_
-    )
+    m_ref, _ = _logistic_vi_optimum(x, r, offset, mf.global_mean_variance_, mf.user_precision_)
     np.testing.assert_allclose(folded, m_ref[:2], atol=1e-4)
 
 
@@ -168,9 +180,9 @@ def test_binary_pmf_approaches_the_oracle():
     y = (rng.rand(f.shape[0]) < expit(f)).astype(int)
     test = rng.rand(f.shape[0]) < 0.2
     mf = quiet_fit(
-        SVIMatrixFactorization(n_components=2, likelihood="bernoulli", max_iter=15,
-                               random_state=0),
-        X[~test], y[~test],
+        SVIMatrixFactorization(n_components=2, likelihood="bernoulli", max_iter=15, random_state=0),
+        X[~test],
+        y[~test],
     )
     p_true = expit(f[test])
     err_oracle = np.mean((p_true > 0.5) != y[test])
@@ -184,9 +196,7 @@ def test_binary_pmf_approaches_the_oracle():
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_allclose(proba[:, 1], mf.predict(X[test]))
     # score is R^2 of the probability against the 0/1 outcome (Brier skill).
-    assert mf.score(X[test], y[test]) == pytest.approx(
-        r2_score(y[test], proba[:, 1]), rel=1e-12
-    )
+    assert mf.score(X[test], y[test]) == pytest.approx(r2_score(y[test], proba[:, 1]), rel=1e-12)
 
 
 def test_ordinal_thresholds_are_learned():
@@ -196,8 +206,13 @@ def test_ordinal_thresholds_are_learned():
     y = 1 + (rng.rand(f.shape[0], 1) > np.cumsum(proba, axis=1)).sum(axis=1)  # ratings 1..5
     start = Ordinal(thresholds=[-1.5, -0.5, 0.5, 1.5], slope=2.0)
     fits = [
-        quiet_fit(SVIMatrixFactorization(n_components=1, likelihood=start, max_iter=10,
-                                         random_state=seed), X, y)
+        quiet_fit(
+            SVIMatrixFactorization(
+                n_components=1, likelihood=start, max_iter=10, random_state=seed
+            ),
+            X,
+            y,
+        )
         for seed in range(3)
     ]
     mf = fits[0]
@@ -219,9 +234,16 @@ def test_poisson_pmf_algorithms_fit_counts(algorithm):
     y = rng.poisson(np.exp(1.0 + 0.5 * f))
     test = rng.rand(y.shape[0]) < 0.2
     mf = quiet_fit(
-        SVIMatrixFactorization(n_components=2, likelihood="poisson", algorithm=algorithm,
-                               gradient_learning_rate=0.3, max_iter=40, random_state=0),
-        X[~test], y[~test],
+        SVIMatrixFactorization(
+            n_components=2,
+            likelihood="poisson",
+            algorithm=algorithm,
+            gradient_learning_rate=0.3,
+            max_iter=40,
+            random_state=0,
+        ),
+        X[~test],
+        y[~test],
     )
     assert not hasattr(mf, "predict_proba")
     rate = np.exp(1.0 + 0.5 * f[test])
@@ -241,9 +263,11 @@ def test_softplus_count_pmf_fits_large_counts():
     y = rng.poisson(truth)
     test = rng.rand(y.shape[0]) < 0.2
     mf = quiet_fit(
-        SVIMatrixFactorization(n_components=2, likelihood="poisson-softplus", max_iter=40,
-                               random_state=0),
-        X[~test], y[~test],
+        SVIMatrixFactorization(
+            n_components=2, likelihood="poisson-softplus", max_iter=40, random_state=0
+        ),
+        X[~test],
+        y[~test],
     )
     assert mf.likelihood_ == Poisson("softplus")
     mean = mf.predict(X[test])
@@ -254,8 +278,9 @@ def test_softplus_count_pmf_fits_large_counts():
 def test_partial_fit_stream_with_classes():
     X, f, rng = make_latent(60, 40, 2, 0.5, seed=8)
     y = np.where(rng.rand(f.shape[0]) < expit(2 * f), 5, 1)
-    mf = SVIMatrixFactorization(n_components=2, likelihood="bernoulli", batch_size=200,
-                                random_state=0)
+    mf = SVIMatrixFactorization(
+        n_components=2, likelihood="bernoulli", batch_size=200, random_state=0
+    )
     first = y[:100] == 5
     with pytest.raises(ValueError, match="two rating values"):
         SVIMatrixFactorization(likelihood="bernoulli").partial_fit(X[:100][first], y[:100][first])
@@ -291,9 +316,16 @@ def test_mc_ssvi_batch_steps_do_not_blow_up_on_binary_movielens(shared_data):
     test = np.random.RandomState(0).rand(rows.shape[0]) < 0.2
     codes = np.column_stack([np.unique(rows[:, j], return_inverse=True)[1] for j in (0, 1)])
     mf = quiet_fit(
-        SVIMatrixFactorization(n_components=10, likelihood="bernoulli", algorithm="mc-ssvi",
-                               tol=0, max_iter=20, random_state=2),
-        codes[~test], rows[~test, 2],
+        SVIMatrixFactorization(
+            n_components=10,
+            likelihood="bernoulli",
+            algorithm="mc-ssvi",
+            tol=0,
+            max_iter=20,
+            random_state=2,
+        ),
+        codes[~test],
+        rows[~test, 2],
     )
     proba = mf.predict_proba(codes[test])[:, 1]
     truth = rows[test, 2] == 5

@@ -74,8 +74,9 @@ def _set_posterior(est, X, resp):
 
 
 def _pair(ct, wp, K, **kw):
-    params = dict(n_components=K, covariance_type=ct, weight_concentration_prior_type=wp,
-                  random_state=0, **kw)
+    params = dict(
+        n_components=K, covariance_type=ct, weight_concentration_prior_type=wp, random_state=0, **kw
+    )
     return SVIBayesianGaussianMixture(**params), BayesianGaussianMixture(**params)
 
 
@@ -140,8 +141,12 @@ def _log_joint_labelled(est, X, labels, mu, lam):
     ``mu`` (K, d); ``lam``: (K, d, d), (d, d), (K, d) or (K,).
     """
     ct, d = est.covariance_type, X.shape[1]
-    m0, b0, nu0, c0 = (est.mean_prior_, est.mean_precision_prior_, est.degrees_of_freedom_prior_,
-                       est.covariance_prior_)
+    m0, b0, nu0, c0 = (
+        est.mean_prior_,
+        est.mean_precision_prior_,
+        est.degrees_of_freedom_prior_,
+        est.covariance_prior_,
+    )
     K = mu.shape[0]
     total = 0.0
     if ct in ("full", "tied"):
@@ -200,21 +205,30 @@ def test_hard_assignments_give_the_exact_posterior(ct):
         else:
             mu, lam = mu_s[:, 0, :], lam_s
         # q is of the means centred at est._centre (see natural_params_).
-        diffs.append(_q_log_density(est, mu, lam)
-                     - _log_joint_labelled(est, X, labels, mu + est._centre, lam))
+        diffs.append(
+            _q_log_density(est, mu, lam)
+            - _log_joint_labelled(est, X, labels, mu + est._centre, lam)
+        )
     assert np.ptp(diffs) < 1e-8 * max(1.0, abs(diffs[0]))
 
 
 def test_one_component_is_the_closed_form_normal_wishart_posterior():
     # Bishop, "Pattern recognition and machine learning", eqs. 10.60-10.63.
     rng = np.random.RandomState(3)
-    X = rng.multivariate_normal([1.0, -2.0, 0.5], [[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]],
-                                size=80)
+    X = rng.multivariate_normal(
+        [1.0, -2.0, 0.5], [[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 0.5]], size=80
+    )
     m0, beta0, nu0 = np.array([0.0, 1.0, 0.0]), 0.5, 5.0
     W0inv = np.diag([1.0, 2.0, 3.0])
     est = SVIBayesianGaussianMixture(
-        n_components=1, mean_prior=m0, mean_precision_prior=beta0, degrees_of_freedom_prior=nu0,
-        covariance_prior=W0inv, reg_covar=0.0, max_iter=1, tol=0.0,
+        n_components=1,
+        mean_prior=m0,
+        mean_precision_prior=beta0,
+        degrees_of_freedom_prior=nu0,
+        covariance_prior=W0inv,
+        reg_covar=0.0,
+        max_iter=1,
+        tol=0.0,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -263,14 +277,20 @@ def test_e_step_equals_sklearn_predict_proba(ct, wp):
 def test_plug_in_density_is_the_gaussian_mixture_at_the_posterior_means(ct):
     rng = np.random.RandomState(15)
     X = _blobs(rng, d=2)
-    est = SVIBayesianGaussianMixture(n_components=3, covariance_type=ct, density="plug-in",
-                                     random_state=0).fit(X)
-    covs = {"full": lambda c: c, "tied": lambda c: [c] * 3,
-            "diag": lambda c: [np.diag(v) for v in c],
-            "spherical": lambda c: [v * np.eye(2) for v in c]}[ct](est.covariances_)
+    est = SVIBayesianGaussianMixture(
+        n_components=3, covariance_type=ct, density="plug-in", random_state=0
+    ).fit(X)
+    covs = {
+        "full": lambda c: c,
+        "tied": lambda c: [c] * 3,
+        "diag": lambda c: [np.diag(v) for v in c],
+        "spherical": lambda c: [v * np.eye(2) for v in c],
+    }[ct](est.covariances_)
     Xt = _blobs(rng, n=20, d=2)
-    dens = sum(w * stats.multivariate_normal(m, c).pdf(Xt)
-               for w, m, c in zip(est.weights_, est.means_, covs))
+    dens = sum(
+        w * stats.multivariate_normal(m, c).pdf(Xt)
+        for w, m, c in zip(est.weights_, est.means_, covs)
+    )
     assert_allclose(est.score_samples(Xt), np.log(dens), rtol=1e-10)
     assert est.score(Xt) == pytest.approx(np.log(dens).mean())
 
@@ -284,8 +304,12 @@ def test_e_step_against_monte_carlo(ct):
     K, d = 3, 3
     X = _blobs(rng, n=90, d=d, k=K)
     resp = rng.dirichlet(np.ones(K), size=X.shape[0])
-    est = SVIBayesianGaussianMixture(n_components=K, covariance_type=ct, reg_covar=0.0,
-                                     weight_concentration_prior_type="dirichlet_distribution")
+    est = SVIBayesianGaussianMixture(
+        n_components=K,
+        covariance_type=ct,
+        reg_covar=0.0,
+        weight_concentration_prior_type="dirichlet_distribution",
+    )
     _set_posterior(est, X, resp)
     params = est.natural_params_
     x = X[:4]
@@ -323,12 +347,15 @@ def test_full_fit_equals_sklearn_fit():
         assert_allclose(ours.sample(7)[0], ref.sample(7)[0], rtol=1e-8)
 
 
-@pytest.mark.parametrize("ct,d,K", [("full", 3, 4), ("diag", 1, 3), ("spherical", 1, 3), ("tied", 3, 1)])
+@pytest.mark.parametrize(
+    "ct,d,K", [("full", 3, 4), ("diag", 1, 3), ("spherical", 1, 3), ("tied", 3, 1)]
+)
 def test_sklearn_converged_fit_is_a_fixed_point(ct, d, K):
     rng = np.random.RandomState(7)
     X = _blobs(rng, n=400, d=d, k=3)
-    ref = BayesianGaussianMixture(n_components=K, covariance_type=ct, reg_covar=0.0, tol=1e-12,
-                                  max_iter=2000, random_state=0).fit(X)
+    ref = BayesianGaussianMixture(
+        n_components=K, covariance_type=ct, reg_covar=0.0, tol=1e-12, max_iter=2000, random_state=0
+    ).fit(X)
     est = SVIBayesianGaussianMixture.from_sklearn(ref, warm_start=True, max_iter=1, tol=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -347,8 +374,9 @@ def test_elbo_against_monte_carlo(ct, wp):
     rng = np.random.RandomState(8)
     K, d = 3, 2
     X = _blobs(rng, n=40, d=d, k=K)
-    est = SVIBayesianGaussianMixture(n_components=K, covariance_type=ct, reg_covar=0.0,
-                                     weight_concentration_prior_type=wp)
+    est = SVIBayesianGaussianMixture(
+        n_components=K, covariance_type=ct, reg_covar=0.0, weight_concentration_prior_type=wp
+    )
     _set_posterior(est, X, rng.dirichlet(np.ones(K), size=X.shape[0]))
     elbo = est.elbo(X)
     params = est.natural_params_
@@ -365,16 +393,18 @@ def test_elbo_against_monte_carlo(ct, wp):
     if wp == "dirichlet_process":
         v = w_s[..., 0]
         log_pi = np.log(v) + np.concatenate(
-            [np.zeros((n_mc, 1)), np.cumsum(np.log1p(-v), axis=1)[:, :-1]], axis=1)
+            [np.zeros((n_mc, 1)), np.cumsum(np.log1p(-v), axis=1)[:, :-1]], axis=1
+        )
     else:
         log_pi = np.log(w_s)
-    log_ratio = (np.sum(np.atleast_2d(p_w.log_prob(w_s) - q_w.log_prob(w_s)).reshape(n_mc, -1), axis=1)
-                 + np.sum((p_c.log_prob(mu_s, lam_s) - q_c.log_prob(mu_s, lam_s)).reshape(n_mc, -1), axis=1))
+    log_ratio = np.sum(
+        np.atleast_2d(p_w.log_prob(w_s) - q_w.log_prob(w_s)).reshape(n_mc, -1), axis=1
+    ) + np.sum((p_c.log_prob(mu_s, lam_s) - q_c.log_prob(mu_s, lam_s)).reshape(n_mc, -1), axis=1)
     loglik = np.zeros(n_mc)
     for k in range(K):
         mu, lam = _component_draw(ct, mu_s, lam_s, k)
         logn = _log_normal_draws(ct, X - est._centre, mu, lam)  # q's means are centred
-        loglik += (resp[None, :, k] * (log_pi[:, k:k + 1] + logn)).sum(axis=1)
+        loglik += (resp[None, :, k] * (log_pi[:, k : k + 1] + logn)).sum(axis=1)
     entropy_z = -np.sum(resp * np.log(np.maximum(resp, 1e-300)))
     vals = loglik + log_ratio + entropy_z
     se = vals.std() / np.sqrt(n_mc)
@@ -386,9 +416,15 @@ def test_elbo_against_monte_carlo(ct, wp):
 def test_batch_elbo_never_decreases(ct, wp):
     rng = np.random.RandomState(9)
     X = _blobs(rng, n=300, d=3, k=4)
-    est = SVIBayesianGaussianMixture(n_components=6, covariance_type=ct, max_iter=60, tol=0.0,
-                                     weight_concentration_prior_type=wp, init_params="random",
-                                     random_state=0)
+    est = SVIBayesianGaussianMixture(
+        n_components=6,
+        covariance_type=ct,
+        max_iter=60,
+        tol=0.0,
+        weight_concentration_prior_type=wp,
+        init_params="random",
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X)
@@ -420,8 +456,12 @@ def _sklearn_random_data(scale=20, n_samples=200):
     data = {}
     for ct in COV_TYPES:
         draws = np.random.RandomState(0)
-        data[ct] = np.vstack([draws.multivariate_normal(m, c, int(np.round(w * n_samples)))
-                              for w, m, c in zip(weights, means, covariances[ct])])
+        data[ct] = np.vstack(
+            [
+                draws.multivariate_normal(m, c, int(np.round(w * n_samples)))
+                for w, m, c in zip(weights, means, covariances[ct])
+            ]
+        )
     return data
 
 
@@ -440,8 +480,12 @@ def test_monotonic_likelihood():
         for covar_type in COV_TYPES:
             X = data[covar_type]
             bgmm = SVIBayesianGaussianMixture(
-                weight_concentration_prior_type=prior_type, n_components=2 * 2,
-                covariance_type=covar_type, warm_start=True, max_iter=1, random_state=rng,
+                weight_concentration_prior_type=prior_type,
+                n_components=2 * 2,
+                covariance_type=covar_type,
+                warm_start=True,
+                max_iter=1,
+                random_state=rng,
                 tol=1e-3 / X.shape[0],
             )
             current_lower_bound = -np.inf
@@ -462,8 +506,12 @@ def test_predictive_density_against_monte_carlo(ct):
     rng = np.random.RandomState(10)
     K, d = 2, 2
     X = _blobs(rng, n=12, d=d, k=K)  # few samples: the Student-t tails matter
-    est = SVIBayesianGaussianMixture(n_components=K, covariance_type=ct, reg_covar=0.0,
-                                     weight_concentration_prior_type="dirichlet_distribution")
+    est = SVIBayesianGaussianMixture(
+        n_components=K,
+        covariance_type=ct,
+        reg_covar=0.0,
+        weight_concentration_prior_type="dirichlet_distribution",
+    )
     _set_posterior(est, X, rng.dirichlet(np.ones(K), size=X.shape[0]))
     x = np.array([[0.0, 0.0], [3.0, -1.0], [8.0, 8.0]])
     m = est._moments()
@@ -477,7 +525,11 @@ def test_predictive_density_against_monte_carlo(ct):
         dens = np.exp(logn)
         mc = dens.mean(axis=0)
         se = dens.std(axis=0) / np.sqrt(n_mc)
-        assert np.all(np.abs(mc - np.exp(ours[:, k])) < 5 * se + 1e-300), (mc, np.exp(ours[:, k]), se)
+        assert np.all(np.abs(mc - np.exp(ours[:, k])) < 5 * se + 1e-300), (
+            mc,
+            np.exp(ours[:, k]),
+            se,
+        )
 
 
 # --------------------------------------------------------------------------
@@ -493,17 +545,27 @@ def test_online_fit_and_stream_reach_the_batch_answer():
     centres = np.array([[-5.0, 0.0], [0.0, 5.0], [5.0, 0.0]])
     labels = rng.choice(3, size=6000, p=[0.5, 0.3, 0.2])
     X = centres[labels] + rng.normal(size=(6000, 2)) * [1.0, 0.5]
-    common = {"n_components": 3, "weight_concentration_prior_type": "dirichlet_distribution",
-                  "random_state": 0}
+    common = {
+        "n_components": 3,
+        "weight_concentration_prior_type": "dirichlet_distribution",
+        "random_state": 0,
+    }
     batch = SVIBayesianGaussianMixture(**common).fit(X)
-    online = SVIBayesianGaussianMixture(learning_method="online", batch_size=500, max_iter=30,
-                                        tol=0, learning_offset=1.0, learning_decay=0.6,
-                                        **common)
+    online = SVIBayesianGaussianMixture(
+        learning_method="online",
+        batch_size=500,
+        max_iter=30,
+        tol=0,
+        learning_offset=1.0,
+        learning_decay=0.6,
+        **common,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         online.fit(X)
-    stream = SVIBayesianGaussianMixture(batch_size=500, total_samples=X.shape[0],
-                                        learning_offset=1.0, learning_decay=0.6, **common)
+    stream = SVIBayesianGaussianMixture(
+        batch_size=500, total_samples=X.shape[0], learning_offset=1.0, learning_decay=0.6, **common
+    )
     for epoch in range(10):
         for chunk in np.array_split(X[rng.permutation(X.shape[0])], 6):
             stream.partial_fit(chunk)
@@ -567,7 +629,9 @@ def test_non_finite_input_is_rejected(bad):
     X[3, 1] = bad
     with pytest.raises(ValueError, match="NaN|infinity"):
         SVIBayesianGaussianMixture(n_components=2).fit(X)
-    est = SVIBayesianGaussianMixture(n_components=2).fit(np.random.RandomState(1).normal(size=(20, 2)))
+    est = SVIBayesianGaussianMixture(n_components=2).fit(
+        np.random.RandomState(1).normal(size=(20, 2))
+    )
     with pytest.raises(ValueError, match="NaN|infinity"):
         est.partial_fit(X)
     with pytest.raises(ValueError, match="NaN|infinity"):
@@ -590,7 +654,6 @@ def test_too_few_samples_and_wrong_feature_count_are_rejected():
         SVIBayesianGaussianMixture(covariance_prior=-np.eye(2)).fit(rng.normal(size=(30, 2)))
 
 
-
 def test_from_sklearn_continues_as_a_stream():
     # The imported posterior counts as sum_k N_k rows; a stream then adds to it.
     rng = np.random.RandomState(16)
@@ -599,7 +662,8 @@ def test_from_sklearn_continues_as_a_stream():
     est = SVIBayesianGaussianMixture.from_sklearn(ref, batch_size=100)
     assert est.n_samples_seen_ == pytest.approx(200)
     assert est.elbo(X[:200]) == pytest.approx(
-        SVIBayesianGaussianMixture.from_sklearn(ref).elbo(X[:200]))
+        SVIBayesianGaussianMixture.from_sklearn(ref).elbo(X[:200])
+    )
     est.partial_fit(X[200:])
     assert est.n_samples_seen_ == pytest.approx(400)
     # beta_k = beta0 + N_k: the posterior now counts the 400 rows.
@@ -616,8 +680,9 @@ def test_weighted_batch_fit_equals_the_rows_repeated_by_weight(ct):
     w = rng.randint(0, 4, size=X.shape[0])
     # A given start (a warm start from one posterior), so that no k-means
     # draw can differ; tol=0, so that both make the same 25 passes.
-    start = SVIBayesianGaussianMixture(n_components=4, covariance_type=ct, max_iter=1,
-                                       random_state=0)
+    start = SVIBayesianGaussianMixture(
+        n_components=4, covariance_type=ct, max_iter=1, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         start.fit(X)
@@ -642,8 +707,9 @@ def test_weighted_stream_and_online_fit_count_the_weight_sum():
     assert stream.n_samples_seen_ == pytest.approx(w.sum(), rel=1e-12)
     # total_samples='auto': beta = beta0 + N_k, N_k the weight sum seen.
     assert stream.mean_precision_[0] == pytest.approx(1.0 + w.sum(), rel=0.02)
-    online = SVIBayesianGaussianMixture(n_components=1, learning_method="online", batch_size=500,
-                                        max_iter=3, random_state=0)
+    online = SVIBayesianGaussianMixture(
+        n_components=1, learning_method="online", batch_size=500, max_iter=3, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         online.fit(X, sample_weight=w)
@@ -662,7 +728,9 @@ def test_zero_weight_samples_are_ignored():
     assert_allclose(a.means_, b.means_, rtol=1e-12)
     assert a.lower_bounds_ == pytest.approx(b.lower_bounds_, rel=1e-12)
     # fit_predict labels every sample, those of weight 0 too.
-    labels = SVIBayesianGaussianMixture(n_components=2, random_state=0).fit_predict(X, sample_weight=w)
+    labels = SVIBayesianGaussianMixture(n_components=2, random_state=0).fit_predict(
+        X, sample_weight=w
+    )
     assert labels.shape == (X.shape[0],)
 
 
@@ -699,8 +767,12 @@ def test_bad_sample_weight_is_rejected():
     est = SVIBayesianGaussianMixture(n_components=2)
     bad_nan = np.ones(20)
     bad_nan[3] = np.nan
-    for bad, match in [(-np.ones(20), "Negative"), (np.ones(19), "shape"), (np.zeros(20), "zero"),
-                       (bad_nan, "NaN")]:
+    for bad, match in [
+        (-np.ones(20), "Negative"),
+        (np.ones(19), "shape"),
+        (np.zeros(20), "zero"),
+        (bad_nan, "NaN"),
+    ]:
         with pytest.raises(ValueError, match=match):
             est.fit(X, sample_weight=bad)
         with pytest.raises(ValueError, match=match):
@@ -730,8 +802,9 @@ def test_online_fit_of_many_rows_stops_within_its_first_pass_at_the_batch_answer
         return centres[labels] + rng.normal(size=(n, 2))
 
     X, X_test = draw(150_000), draw(20_000)
-    est = SVIBayesianGaussianMixture(n_components=3, learning_method="online",
-                                     random_state=0).fit(X)
+    est = SVIBayesianGaussianMixture(n_components=3, learning_method="online", random_state=0).fit(
+        X
+    )
     ref = BayesianGaussianMixture(n_components=3, max_iter=500, random_state=0).fit(X)
     assert est.converged_ and est.n_iter_ == 1
     assert est.history_["samples"][-1] < X.shape[0]
@@ -753,8 +826,9 @@ def test_a_fit_stops_within_its_first_pass_only_after_every_row_took_a_step(monk
     monkeypatch.setattr(convergence.Convergence, "check", no_improvement)
     rng = np.random.RandomState(4)
     n = 40_000
-    mixture = SVIBayesianGaussianMixture(n_components=2, learning_method="online",
-                                         random_state=0).fit(rng.normal(size=(n, 2)))
+    mixture = SVIBayesianGaussianMixture(
+        n_components=2, learning_method="online", random_state=0
+    ).fit(rng.normal(size=(n, 2)))
     assert mixture.history_["samples"][-1] < n
     pairs = np.c_[rng.randint(300, size=n), rng.randint(200, size=n)]
     mf = SVIMatrixFactorization(n_components=2, learning_method="online", random_state=0)

@@ -60,18 +60,40 @@ def _cases():
     gp = dict(n_inducing=5, optimizer=None, batch_size=50, random_state=0, **ONLINE)
     return [
         ("gaussian_gamma", GaussianGammaVB(batch_size=50, **ONLINE), Xg, None),
-        ("mixture", SVIBayesianGaussianMixture(n_components=2, batch_size=50, random_state=0,
-                                               **ONLINE), Xg, None),
-        ("lda", SVILatentDirichletAllocation(n_components=3, batch_size=30, evaluate_every=1,
-                                             random_state=0, learning_method="online",
-                                             max_iter=4), counts, None),
+        (
+            "mixture",
+            SVIBayesianGaussianMixture(n_components=2, batch_size=50, random_state=0, **ONLINE),
+            Xg,
+            None,
+        ),
+        (
+            "lda",
+            SVILatentDirichletAllocation(
+                n_components=3,
+                batch_size=30,
+                evaluate_every=1,
+                random_state=0,
+                learning_method="online",
+                max_iter=4,
+            ),
+            counts,
+            None,
+        ),
         ("linear", SVILinearRegression(batch_size=50, **ONLINE), Xl, yl),
         ("logistic", SVILogisticRegression(batch_size=50, **quad, **ONLINE), Xl, yb),
         ("poisson", SVIPoissonRegression(batch_size=50, **quad, **ONLINE), Xl, yp),
-        ("overdispersed", SVIOverdispersedPoissonRegression(batch_size=50, random_state=0,
-                                                            **ONLINE), Xl, yp),
-        ("mf", SVIMatrixFactorization(n_components=2, batch_size=50, random_state=0, **ONLINE),
-         Xr, yr),
+        (
+            "overdispersed",
+            SVIOverdispersedPoissonRegression(batch_size=50, random_state=0, **ONLINE),
+            Xl,
+            yp,
+        ),
+        (
+            "mf",
+            SVIMatrixFactorization(n_components=2, batch_size=50, random_state=0, **ONLINE),
+            Xr,
+            yr,
+        ),
         ("sparse_gp_regressor", SVISparseGPRegressor(**gp), Xl, yl),
         ("sparse_gp_classifier", SVISparseGPClassifier(**gp), Xl, yb),
     ]
@@ -180,7 +202,8 @@ def test_monitors_nest_and_stay_on_their_thread():
         GaussianGammaVB(batch_size=50, **ONLINE).fit(X)
         # A fit on another thread does not see this thread's monitors.
         thread = threading.Thread(
-            target=lambda: other.append(GaussianGammaVB(batch_size=50, **ONLINE).fit(X)))
+            target=lambda: other.append(GaussianGammaVB(batch_size=50, **ONLINE).fit(X))
+        )
         thread.start()
         thread.join()
     GaussianGammaVB(batch_size=50, **ONLINE).fit(X)  # no monitor any more
@@ -215,8 +238,14 @@ def test_history_times_where_each_pass_went():
     h = est.history_
     wall = np.diff(np.concatenate([[0.0], h["time"]]))
     phases = h["local_time"] + h["global_time"] + h["bound_time"] + h["safety_time"]
-    for name in ("local_time", "global_time", "bound_time", "safety_time", "transfer_time",
-                 "serial_time"):
+    for name in (
+        "local_time",
+        "global_time",
+        "bound_time",
+        "safety_time",
+        "transfer_time",
+        "serial_time",
+    ):
         assert np.all(h[name] >= 0), name
     assert np.all(phases <= wall + 1e-9)
     assert np.all(h["serial_time"] <= wall + 1e-9)
@@ -228,8 +257,18 @@ def test_history_is_reset_by_fit_and_continued_by_partial_fit():
     X = np.random.RandomState(0).normal(size=(200, 2))
     est = GaussianGammaVB(batch_size=50, **ONLINE).fit(X)
     h = est.history_
-    assert h.dtype.names == ("time", "samples", "steps", "elbo", "local_time", "global_time",
-                             "bound_time", "safety_time", "transfer_time", "serial_time")
+    assert h.dtype.names == (
+        "time",
+        "samples",
+        "steps",
+        "elbo",
+        "local_time",
+        "global_time",
+        "bound_time",
+        "safety_time",
+        "transfer_time",
+        "serial_time",
+    )
     np.testing.assert_array_equal(h["samples"], [200, 400, 600, 800])
     np.testing.assert_array_equal(h["steps"], [4, 8, 12, 16])
     np.testing.assert_array_equal(h["elbo"], est.lower_bounds_)
@@ -274,8 +313,7 @@ def test_sample_weight_counts_in_the_samples_column():
 # --------------------------------------------------------------- step trace
 def test_step_trace_follows_the_schedule():
     X = np.random.RandomState(0).normal(size=(300, 2))
-    est = GaussianGammaVB(batch_size=20, learning_offset=5.0, learning_decay=0.6,
-                          **ONLINE).fit(X)
+    est = GaussianGammaVB(batch_size=20, learning_offset=5.0, learning_decay=0.6, **ONLINE).fit(X)
     trace = est.step_trace_
     t = np.arange(1, est.n_batch_iter_ + 1)
     np.testing.assert_array_equal(trace["t"], t)
@@ -382,7 +420,9 @@ def test_verbose_1_writes_one_line_per_pass_when_stderr_is_not_a_terminal(monkey
     for k, (line, bound) in enumerate(zip(lines, bounds), start=1):
         assert line.startswith(f"[GaussianGammaVB] pass {k}/4: ELBO = {bound:.10g}, ")
     assert all(line.startswith("[GaussianGammaVB] partial_fit: 2 step(s), ") for line in lines[-2:])
-    assert lines[-1].startswith(f"[GaussianGammaVB] partial_fit: 2 step(s), ELBO = {est.lower_bound_:.10g}")
+    assert lines[-1].startswith(
+        f"[GaussianGammaVB] partial_fit: 2 step(s), ELBO = {est.lower_bound_:.10g}"
+    )
     # The terminal got the same finished lines, after redraws within each pass.
     _, _, shown = runs["terminal"]
     assert shown.count("\r") > len(lines) and "minibatch 3/4" in shown
@@ -392,13 +432,15 @@ def test_verbose_1_writes_one_line_per_pass_when_stderr_is_not_a_terminal(monkey
         return line.split(" steps/s")[0].rsplit(",", 1)[0]
 
     assert [before_the_timings(line) for line in finished] == [
-        before_the_timings(line) for line in lines]
+        before_the_timings(line) for line in lines
+    ]
 
 
 def test_verbose_interval_keeps_every_kth_pass_line_and_the_last(capsys):
     X = np.random.RandomState(0).normal(size=(200, 2))
-    est = SVIBayesianGaussianMixture(n_components=2, max_iter=5, tol=0.0, verbose=1,
-                                     verbose_interval=2, random_state=0)
+    est = SVIBayesianGaussianMixture(
+        n_components=2, max_iter=5, tol=0.0, verbose=1, verbose_interval=2, random_state=0
+    )
     _fit(est, X, None)
     finished = [line.split("\r")[-1] for line in capsys.readouterr().err.split("\n")[:-1]]
     assert [line.split(":")[0].split()[-1] for line in finished] == ["2/5", "4/5", "5/5"]
@@ -431,9 +473,11 @@ def test_engine_warnings_point_at_the_users_line():
     X = np.random.RandomState(0).normal(size=(200, 3))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line(); SVIBayesianGaussianMixture(n_components=2, max_iter=2, n_init=2, random_state=0).fit(X)  # noqa: E702,E501
+        line = _line()
+        SVIBayesianGaussianMixture(n_components=2, max_iter=2, n_init=2, random_state=0).fit(X)  # noqa: E702,E501
         pipe = make_pipeline(StandardScaler(), GaussianGammaVB(max_iter=2, tol=1e-300))
-        pipe_line = _line(); pipe.fit(X)  # noqa: E702
+        pipe_line = _line()
+        pipe.fit(X)  # noqa: E702
     found = [(w.filename, w.lineno) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert found == [(__file__, line)] * 2 + [(__file__, pipe_line)]
 
@@ -443,11 +487,17 @@ def test_rejection_warning_points_at_the_users_line():
     X = 3 * rng.normal(size=(20, 4))
     y = (X @ [1.0, -1.0, 0.5, 0.0] > 0).astype(int)
     # S-DSVI with a large AdaGrad rate and rho = 1 overshoots: step safety rejects.
-    clf = SVILogisticRegression(learning_rate=1.0, algorithm="s-dsvi", gradient_learning_rate=10.0,
-                                expectation="quadrature", random_state=0)
+    clf = SVILogisticRegression(
+        learning_rate=1.0,
+        algorithm="s-dsvi",
+        gradient_learning_rate=10.0,
+        expectation="quadrature",
+        random_state=0,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line(); clf.partial_fit(X, y, classes=[0, 1])  # noqa: E702
+        line = _line()
+        clf.partial_fit(X, y, classes=[0, 1])  # noqa: E702
     assert clf.n_rejected_steps_ > 0
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
     assert clf.step_trace_["rejected"].sum() == clf.n_rejected_steps_

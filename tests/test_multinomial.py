@@ -108,8 +108,14 @@ def test_batch_fixed_point_is_a_stationary_point_of_the_elbo():
     # ELBO in q's mean vanishes; finite differences of the ELBO, written
     # out independently of the estimator, check it.
     X, y = _three_class_data(300, seed=1)
-    clf = SVILogisticRegression(prior_variance=1.0, learning_method="batch", tol=1e-12,
-                                max_iter=200, random_state=0, expectation="quadrature")
+    clf = SVILogisticRegression(
+        prior_variance=1.0,
+        learning_method="batch",
+        tol=1e-12,
+        max_iter=200,
+        random_state=0,
+        expectation="quadrature",
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
@@ -117,11 +123,13 @@ def test_batch_fixed_point_is_a_stationary_point_of_the_elbo():
     mean, cov = clf.posterior_mean_, clf.posterior_covariance_
     assert _elbo(X, y, mean, cov, prior_var) == pytest.approx(clf.elbo(X, y), rel=1e-10)
     h = 1e-4
-    grad = np.array([
-        (_elbo(X, y, mean + h * e, cov, prior_var) - _elbo(X, y, mean - h * e, cov, prior_var))
-        / (2 * h)
-        for e in np.eye(mean.size)
-    ])
+    grad = np.array(
+        [
+            (_elbo(X, y, mean + h * e, cov, prior_var) - _elbo(X, y, mean - h * e, cov, prior_var))
+            / (2 * h)
+            for e in np.eye(mean.size)
+        ]
+    )
     # The gradient at the start (mean 0, narrow) is of order 100; here:
     assert np.abs(grad).max() < 1e-3
 
@@ -147,24 +155,38 @@ def _bohning_reference(X, y, prior_var, k=3):
         grad = -((onehot - np.exp(f - lse[:, None])).T @ rows).ravel() + w / prior_var
         return -(np.sum(onehot * f) - lse.sum()) + 0.5 * np.sum(w * w / prior_var), grad
 
-    mean = minimize(loss, np.zeros(k * d), jac=True, method="L-BFGS-B",
-                    options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10000}).x
+    mean = minimize(
+        loss,
+        np.zeros(k * d),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 10000},
+    ).x
     curvature = 0.5 * (np.eye(k) - 1.0 / k)
     precision = np.diag(1.0 / prior_var) + np.kron(curvature, rows.T @ rows)
     cov = np.linalg.inv(precision)
     f = rows @ mean.reshape(k, d).T
-    kl = 0.5 * (np.sum((np.diag(cov) + mean**2) / prior_var) - mean.size
-                + np.sum(np.log(prior_var)) - np.linalg.slogdet(cov)[1])
-    bound = (np.sum(onehot * f) - logsumexp(f, axis=1).sum()
-             - 0.5 * np.sum(np.kron(curvature, rows.T @ rows) * cov) - kl)
+    kl = 0.5 * (
+        np.sum((np.diag(cov) + mean**2) / prior_var)
+        - mean.size
+        + np.sum(np.log(prior_var))
+        - np.linalg.slogdet(cov)[1]
+    )
+    bound = (
+        np.sum(onehot * f)
+        - logsumexp(f, axis=1).sum()
+        - 0.5 * np.sum(np.kron(curvature, rows.T @ rows) * cov)
+        - kl
+    )
     return mean, cov, bound
 
 
 def test_batch_default_is_the_map_with_bohnings_covariance():
     # expectation='auto' is Böhning's bound when every step is a batch step.
     X, y = _three_class_data(300, seed=1)
-    clf = SVILogisticRegression(prior_variance=1.0, learning_method="batch", tol=1e-12,
-                                max_iter=300, random_state=0)
+    clf = SVILogisticRegression(
+        prior_variance=1.0, learning_method="batch", tol=1e-12, max_iter=300, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
@@ -175,13 +197,11 @@ def test_batch_default_is_the_map_with_bohnings_covariance():
     assert clf.lower_bound_ == pytest.approx(bound, rel=1e-9)
     assert clf.elbo(X, y) == pytest.approx(bound, rel=1e-9)
     # A bound on the ELBO: below the exact ELBO of the same q (512-point rule).
-    assert clf.lower_bound_ < _elbo(X, y, clf.posterior_mean_, clf.posterior_covariance_,
-                                    prior_var)
+    assert clf.lower_bound_ < _elbo(X, y, clf.posterior_mean_, clf.posterior_covariance_, prior_var)
     # Every pass's ELBO is at least the last's.
     assert np.all(np.diff(clf.lower_bounds_) >= -1e-9 * np.abs(clf.lower_bounds_[1:]))
     # The same fit with every row in one minibatch of an online fit.
-    online = SVILogisticRegression(prior_variance=1.0, tol=1e-12, max_iter=300,
-                                   random_state=0)
+    online = SVILogisticRegression(prior_variance=1.0, tol=1e-12, max_iter=300, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         online.fit(X, y)
@@ -198,8 +218,9 @@ def test_extrapolated_passes_reach_the_plain_fixed_point_sooner():
             return False
 
     X, y = _three_class_data(300, seed=5)
-    common = dict(prior_variance=1.0, learning_method="batch", random_state=0, tol=1e-12,
-                  max_iter=3000)
+    common = dict(
+        prior_variance=1.0, learning_method="batch", random_state=0, tol=1e-12, max_iter=3000
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fast = SVILogisticRegression(**common).fit(X, y)
@@ -225,27 +246,27 @@ def test_bound_fit_keeps_no_rows_and_weights_count_as_repeats():
     import scipy.sparse as sp
 
     sparse = SVILogisticRegression(**kw).fit(sp.csr_matrix(X), y)
-    np.testing.assert_allclose(sparse.posterior_mean_, clf.posterior_mean_, rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(sparse.posterior_mean_, clf.posterior_mean_, rtol=1e-10, atol=1e-12)
     # Böhning's bound is the softmax's: one linear predictor has none.
     with pytest.raises(ValueError, match="more than two classes"):
         SVILogisticRegression(expectation="bound").fit(X, y == 0)
     # Ten times the rows, the same pickle size (up to the recorded history),
     # and no cached factorisation in it.
     small = len(pickle.dumps(clf))
-    large = len(pickle.dumps(SVILogisticRegression(**kw).fit(np.tile(X, (10, 1)),
-                                                             np.tile(y, 10))))
+    large = len(pickle.dumps(SVILogisticRegression(**kw).fit(np.tile(X, (10, 1)), np.tile(y, 10))))
     assert abs(large - small) < 0.1 * small
     assert "_factorization" not in pickle.loads(pickle.dumps(clf)).__dict__
     w = np.random.RandomState(0).randint(0, 3, size=400).astype(float)
     weighted = SVILogisticRegression(**kw).fit(X, y, sample_weight=w)
-    repeated = SVILogisticRegression(**kw).fit(np.repeat(X, w.astype(int), axis=0),
-                                               np.repeat(y, w.astype(int)))
+    repeated = SVILogisticRegression(**kw).fit(
+        np.repeat(X, w.astype(int), axis=0), np.repeat(y, w.astype(int))
+    )
     # Entries near zero differ by rounding (1.6e-13 on entries of 1.7, with
     # the oldest supported numpy): an absolute tolerance at the matrix's scale.
     cov = repeated.posterior_covariance_
-    np.testing.assert_allclose(weighted.posterior_covariance_, cov, rtol=1e-9,
-                               atol=1e-11 * np.abs(cov).max())
+    np.testing.assert_allclose(
+        weighted.posterior_covariance_, cov, rtol=1e-9, atol=1e-11 * np.abs(cov).max()
+    )
     np.testing.assert_allclose(weighted.posterior_mean_, repeated.posterior_mean_, atol=1e-6)
 
 
@@ -291,16 +312,24 @@ def test_two_class_softmax_equals_the_logistic_posterior():
     rng = np.random.RandomState(3)
     X = rng.normal(size=(500, 3))
     y = (rng.uniform(size=500) < 1 / (1 + np.exp(-X @ [1.0, -2.0, 0.5] - 0.3))).astype(int)
-    common = dict(learning_method="batch", expectation="quadrature", n_mc_samples=1024,
-                  tol=1e-12, max_iter=100, random_state=0)
+    common = dict(
+        learning_method="batch",
+        expectation="quadrature",
+        n_mc_samples=1024,
+        tol=1e-12,
+        max_iter=100,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        soft = _SoftmaxOnTwoClasses(prior_variance=0.5, intercept_prior_variance=50.0,
-                                    **common).fit(X, y)
-        logit = SVILogisticRegression(prior_variance=1.0, intercept_prior_variance=100.0,
-                                      **{**common, "n_mc_samples": 40}).fit(X, y)
+        soft = _SoftmaxOnTwoClasses(
+            prior_variance=0.5, intercept_prior_variance=50.0, **common
+        ).fit(X, y)
+        logit = SVILogisticRegression(
+            prior_variance=1.0, intercept_prior_variance=100.0, **{**common, "n_mc_samples": 40}
+        ).fit(X, y)
     T = np.kron([[-1.0, 1.0]], np.eye(4))  # u = w_1 - w_0, coefficients then intercept
-    S = np.kron([[1.0, 1.0]], np.eye(4))   # v = w_1 + w_0
+    S = np.kron([[1.0, 1.0]], np.eye(4))  # v = w_1 + w_0
     np.testing.assert_allclose(T @ soft.posterior_mean_, logit.posterior_mean_, atol=2e-3)
     np.testing.assert_allclose(
         T @ soft.posterior_covariance_ @ T.T, logit.posterior_covariance_, rtol=2e-2, atol=1e-5
@@ -363,7 +392,9 @@ def test_held_out_nll_on_digits_against_scikit_learn():
     ref = LogisticRegression(C=1.0, max_iter=5000).fit(X_tr, y_tr)
     nll, ref_nll = log_loss(y_te, clf.predict_proba(X_te)), log_loss(y_te, ref.predict_proba(X_te))
     assert nll < ref_nll + 0.025
-    assert accuracy_score(y_te, clf.predict(X_te)) >= accuracy_score(y_te, ref.predict(X_te)) - 0.005
+    assert (
+        accuracy_score(y_te, clf.predict(X_te)) >= accuracy_score(y_te, ref.predict(X_te)) - 0.005
+    )
 
 
 def _kron_rows(X, k):
@@ -433,8 +464,9 @@ def test_softmax_expectations_equal_a_row_by_row_reference():
         p = softmax(f, axis=1)
         assert e_log[i] == pytest.approx(mean[i, y[i]] - logsumexp(f, axis=1).mean(), abs=1e-10)
         np.testing.assert_allclose(e1[i], np.eye(k)[y[i]] - p.mean(axis=0), rtol=0, atol=1e-10)
-        np.testing.assert_allclose(e2[i], p.T @ p / len(z) - np.diag(p.mean(axis=0)),
-                                   rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            e2[i], p.T @ p / len(z) - np.diag(p.mean(axis=0)), rtol=0, atol=1e-10
+        )
     np.testing.assert_allclose(Softmax().expected_logpdf(y, mean, cov), e_log, rtol=0, atol=1e-10)
     proba = Softmax().predictive_proba(mean, cov)
     reference = np.array([softmax(mean[i] + z @ root[i].T, axis=1).mean(axis=0) for i in range(n)])
@@ -443,8 +475,9 @@ def test_softmax_expectations_equal_a_row_by_row_reference():
     mc = Softmax().expectations(y, mean, cov, "mc", 50, random_state=3)
     draws = np.random.RandomState(3).standard_normal((n, 50, k))  # one chunk: 130 rows
     f = mean[:, None, :] + np.einsum("nkl,nsl->nsk", root, draws)
-    np.testing.assert_allclose(mc[0], mean[np.arange(n), y] - logsumexp(f, axis=2).mean(axis=1),
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        mc[0], mean[np.arange(n), y] - logsumexp(f, axis=2).mean(axis=1), atol=1e-10
+    )
 
 
 def test_posterior_moments_and_kl_equal_the_gaussian_family():
@@ -496,8 +529,12 @@ def test_posterior_moments_by_either_inverse_equal_numpy(dim):
     memo = []
     eta1b = rng.normal(size=dim)
     diagonal = np.diag(rng.uniform(1.0, 2.0, size=dim))
-    for e1, p in ((eta1, precision), (eta1b, precision.copy()), (eta1b, precision + np.eye(dim)),
-                  (eta1, diagonal)):
+    for e1, p in (
+        (eta1, precision),
+        (eta1b, precision.copy()),
+        (eta1b, precision + np.eye(dim)),
+        (eta1, diagonal),
+    ):
         loc, cov, logdet = _gaussian_moments(Factor((e1, -0.5 * p), MultivariateGaussian), memo)
         inverse = np.linalg.inv(p)
         np.testing.assert_allclose(cov, inverse, rtol=0, atol=1e-12 * np.abs(inverse).max())
@@ -524,13 +561,15 @@ def test_default_prior_variance_and_held_out_nll_on_digits():
     np.testing.assert_array_equal(default.posterior_mean_, explicit.posterior_mean_)
     assert default.prior_variance_ == 5.0
     binary = SVILogisticRegression(learning_method="batch", random_state=0).fit(X, y == 0)
-    one = SVILogisticRegression(learning_method="batch", prior_variance=1.0,
-                                random_state=0).fit(X, y == 0)
+    one = SVILogisticRegression(learning_method="batch", prior_variance=1.0, random_state=0).fit(
+        X, y == 0
+    )
     np.testing.assert_array_equal(binary.posterior_mean_, one.posterior_mean_)
 
     X, y = load_digits(return_X_y=True)
-    X_tr, X_te, y_tr, y_te = train_test_split(X / 16.0, y, test_size=0.3, stratify=y,
-                                              random_state=0)
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        X / 16.0, y, test_size=0.3, stratify=y, random_state=0
+    )
     clf = SVILogisticRegression().fit(X_tr, y_tr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)

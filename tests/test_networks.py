@@ -42,8 +42,21 @@ def quickstart(lib, **update):
     return data, mu, tau, Q
 
 
-_NODE_NAMES = ("Bernoulli", "Beta", "Categorical", "Dirichlet", "Dot", "Gamma", "Gaussian",
-               "GaussianARD", "Mixture", "Multinomial", "Poisson", "SumMultiply", "Wishart")
+_NODE_NAMES = (
+    "Bernoulli",
+    "Beta",
+    "Categorical",
+    "Dirichlet",
+    "Dot",
+    "Gamma",
+    "Gaussian",
+    "GaussianARD",
+    "Mixture",
+    "Multinomial",
+    "Poisson",
+    "SumMultiply",
+    "Wishart",
+)
 
 
 def _library(name):
@@ -94,16 +107,22 @@ def test_quickstart_equals_gaussian_gamma_estimator():
     y.observe(data)
     Q = VB(y, mu, tau)
     Q.update(repeat=1000, tol=1e-15)
-    est = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
-                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
-                          max_iter=1000, tol=1e-15).fit(data[:, None])
+    est = GaussianGammaVB(
+        mean_prior=0.0,
+        mean_precision_prior=1e-6,
+        precision_shape_prior=1e-6,
+        precision_rate_prior=1e-6,
+        max_iter=1000,
+        tol=1e-15,
+    ).fit(data[:, None])
     m, mm = mu.get_moments()
     np.testing.assert_allclose(m, est.mean_[0], rtol=1e-8)
     np.testing.assert_allclose(mm - m**2, 1.0 / est.mean_precision_[0], rtol=1e-6)
     t, logt = tau.get_moments()
     np.testing.assert_allclose(t, est.precision_shape_[0] / est.precision_rate_[0], rtol=1e-8)
     np.testing.assert_allclose(
-        logt, digamma(est.precision_shape_[0]) - np.log(est.precision_rate_[0]), rtol=1e-8)
+        logt, digamma(est.precision_shape_[0]) - np.log(est.precision_rate_[0]), rtol=1e-8
+    )
     assert Q.compute_lowerbound() == pytest.approx(est.lower_bound_, rel=1e-9)
 
 
@@ -119,8 +138,9 @@ def test_bound_terms_closed_form():
     a, b = 2.0 + 3.5, 3.0 + 0.5 * np.sum((x - 1.0) ** 2)
     assert tau.get_moments()[0] == pytest.approx(a / b)
     # Exact log evidence of the conjugate model: the bound is tight here.
-    log_evidence = (2.0 * np.log(3.0) - gammaln(2.0) + gammaln(a) - a * np.log(b)
-                    - 3.5 * np.log(2 * np.pi))
+    log_evidence = (
+        2.0 * np.log(3.0) - gammaln(2.0) + gammaln(a) - a * np.log(b) - 3.5 * np.log(2 * np.pi)
+    )
     assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
 
 
@@ -163,19 +183,26 @@ def test_gaussian_mixture_recovers_clusters_and_bound_rises():
     means = means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
     np.testing.assert_allclose(means, [[0, 0], [0, 6], [6, 0], [6, 6]], atol=0.4)
     # E[Lambda] of each cluster close to the identity (unit-variance blobs).
-    np.testing.assert_allclose(Lambda.get_moments()[0], np.broadcast_to(np.eye(2), (4, 2, 2)),
-                               atol=0.35)
+    np.testing.assert_allclose(
+        Lambda.get_moments()[0], np.broadcast_to(np.eye(2), (4, 2, 2)), atol=0.35
+    )
 
 
 # ----------------------------------------------------------------- declaration errors
 def test_non_conjugate_parent_names_node_and_reason():
     tau = Gamma(1.0, 1.0, name="tau")
-    with pytest.raises(NetworkError, match=r"GaussianARD 'x': parent 'mu' is Gamma 'tau'.*"
-                                           r"conjugate only"):
+    with pytest.raises(
+        NetworkError,
+        match=r"GaussianARD 'x': parent 'mu' is Gamma 'tau'.*"
+        r"conjugate only",
+    ):
         GaussianARD(tau, 1.0, name="x")
     m = GaussianARD(0.0, 1.0, name="m")
-    with pytest.raises(NetworkError, match=r"Gamma 'g'.*shape parameter a is GaussianARD 'm'.*"
-                                           r"no conjugate prior"):
+    with pytest.raises(
+        NetworkError,
+        match=r"Gamma 'g'.*shape parameter a is GaussianARD 'm'.*"
+        r"no conjugate prior",
+    ):
         Gamma(m, 1.0, name="g")
     with pytest.raises(NetworkError, match=r"Dirichlet 'd'.*concentration.*no conjugate"):
         Dirichlet(Gamma(1.0, 1.0, plates=(3,)), name="d")
@@ -190,23 +217,31 @@ def test_unsupported_combinations():
     with pytest.raises(NetworkError, match=r"Mixture 'y'.*assignment z is Gamma"):
         Mixture(Gamma(1.0, 1.0), GaussianARD, 0.0, 1.0, name="y")
     with pytest.raises(NetworkError, match=r"Mixture 'y'.*3 categories.*cluster plate.*2"):
-        Mixture(Categorical([0.2, 0.3, 0.5], plates=(4,)), GaussianARD, [0.0, 1.0], 1.0,
-                name="y")
+        Mixture(Categorical([0.2, 0.3, 0.5], plates=(4,)), GaussianARD, [0.0, 1.0], 1.0, name="y")
 
 
 def test_plate_and_shape_mismatches():
     mu = GaussianARD(0.0, 1.0, plates=(3,), name="mu")
     with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates .*\(5,\).*\(3,\)"):
         GaussianARD(mu, 1.0, plates=(5,), name="y")
-    with pytest.raises(NetworkError, match=r"GaussianARD 'y': plates \(3,\), \(4,\) do not "
-                                           r"broadcast"):
+    with pytest.raises(
+        NetworkError,
+        match=r"GaussianARD 'y': plates \(3,\), \(4,\) do not "
+        r"broadcast",
+    ):
         GaussianARD(mu, Gamma(1.0, 1.0, plates=(4,)), name="y")
     v = GaussianARD(0.0, 1.0, shape=(2,), name="v")
-    with pytest.raises(NetworkError, match=r"GaussianARD 'w': parent 'mu' is GaussianARD 'v'.*"
-                                           r"shapes do not match"):
+    with pytest.raises(
+        NetworkError,
+        match=r"GaussianARD 'w': parent 'mu' is GaussianARD 'v'.*"
+        r"shapes do not match",
+    ):
         GaussianARD(v, 1.0, shape=(3,), name="w")
-    with pytest.raises(NetworkError, match=r"Gaussian 'x': parent 'mu'.*\(3,\).*Gaussian of "
-                                           r"shape \(2,\)"):
+    with pytest.raises(
+        NetworkError,
+        match=r"Gaussian 'x': parent 'mu'.*\(3,\).*Gaussian of "
+        r"shape \(2,\)",
+    ):
         Gaussian(np.zeros(3), Wishart(2, np.eye(2)), name="x")
     with pytest.raises(NetworkError, match=r"Wishart 'L'.*degrees of freedom"):
         Wishart(0.5, np.eye(2), name="L")
@@ -246,15 +281,16 @@ def vb_like_estimator(y, seed, passes):
     alpha, mu, Lambda = z.parents[0], Y.parents[1], Y.parents[2]
     z.initialize_from_random(np.random.RandomState(seed))
     Q = VB(Y, z, alpha, mu, Lambda)
-    Q.update(alpha, mu, Lambda, repeat=1, tol=-np.inf)   # the globals from the random start
+    Q.update(alpha, mu, Lambda, repeat=1, tol=-np.inf)  # the globals from the random start
     Q.update(z, alpha, mu, Lambda, repeat=passes, tol=-np.inf)
     return Q
 
 
 def test_batch_fit_is_vmp():
     y = blobs(500)
-    est = SVIBayesianNetwork(model=mixture_builder, max_iter=6, tol=0, init_max_iter=0,
-                             random_state=3).fit(y)
+    est = SVIBayesianNetwork(
+        model=mixture_builder, max_iter=6, tol=0, init_max_iter=0, random_state=3
+    ).fit(y)
     assert est.global_nodes_ == ["alpha", "mu", "Lambda"] and est.local_nodes_ == ["z"]
     Q = vb_like_estimator(y, 3, 6)
     np.testing.assert_allclose(est.lower_bounds_, Q.L[1:], rtol=1e-10)
@@ -272,8 +308,15 @@ def test_online_fit_reaches_batch_score():
     y = blobs(6000, seed=1)
     batch = SVIBayesianNetwork(model=mixture_builder, random_state=1).fit(y)
     # The online fit starts from 300 rows only; the rest is SVI's work.
-    online = SVIBayesianNetwork(model=mixture_builder, learning_method="online", init_rows=300,
-                                batch_size=300, max_iter=5, tol=0, random_state=1).fit(y)
+    online = SVIBayesianNetwork(
+        model=mixture_builder,
+        learning_method="online",
+        init_rows=300,
+        batch_size=300,
+        max_iter=5,
+        tol=0,
+        random_state=1,
+    ).fit(y)
     assert online.n_iter_ == 5 and online.n_batch_iter_ == 100
     assert online.score(y) == pytest.approx(batch.score(y), rel=0.01)
     # The batch fit found the four generating clusters.
@@ -296,9 +339,14 @@ def test_quickstart_as_estimator_equals_gaussian_gamma():
         return GaussianARD(mu, tau, plates=(n_rows,), name="y")
 
     est = SVIBayesianNetwork(model=builder, max_iter=1000, tol=1e-14).fit(data[:, None])
-    ref = GaussianGammaVB(mean_prior=0.0, mean_precision_prior=1e-6,
-                          precision_shape_prior=1e-6, precision_rate_prior=1e-6,
-                          max_iter=1000, tol=1e-14).fit(data[:, None])
+    ref = GaussianGammaVB(
+        mean_prior=0.0,
+        mean_precision_prior=1e-6,
+        precision_shape_prior=1e-6,
+        precision_rate_prior=1e-6,
+        max_iter=1000,
+        tol=1e-14,
+    ).fit(data[:, None])
     assert est.nodes_["mu"].get_moments()[0] == pytest.approx(ref.mean_[0], rel=1e-8)
     assert est.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-9)
 
@@ -319,11 +367,17 @@ def test_estimator_rejects_bad_models_and_data():
     def not_rows(n_rows):
         return GaussianARD(0.0, 1.0, plates=(3,), name="y")
 
-    with pytest.raises(NetworkError, match=r"GaussianARD 'y': the observed node's leading "
-                                           r"plate must be the rows"):
+    with pytest.raises(
+        NetworkError,
+        match=r"GaussianARD 'y': the observed node's leading "
+        r"plate must be the rows",
+    ):
         SVIBayesianNetwork(model=not_rows).fit(np.zeros((3, 1)))
-    with pytest.raises(ValueError, match=r"X has 3 columns, but the observed node Mixture 'y' "
-                                         r"takes 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"X has 3 columns, but the observed node Mixture 'y' "
+        r"takes 2",
+    ):
         SVIBayesianNetwork(model=mixture_builder).fit(np.zeros((5, 3)))
 
 
@@ -350,10 +404,17 @@ def test_hierarchical_globals_match_vb():
     assert est.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-10)
     for name, node in (("theta", theta), ("mu", mu), ("tau_between", tau_b)):
         # Both at the fixed point, reached in different orders.
-        np.testing.assert_allclose(est.nodes_[name].get_moments()[0], node.get_moments()[0],
-                                   rtol=1e-6)
-    online = SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=10,
-                                max_iter=20, tol=0, random_state=0).fit(Y)
+        np.testing.assert_allclose(
+            est.nodes_[name].get_moments()[0], node.get_moments()[0], rtol=1e-6
+        )
+    online = SVIBayesianNetwork(
+        model=school_builder,
+        learning_method="online",
+        batch_size=10,
+        max_iter=20,
+        tol=0,
+        random_state=0,
+    ).fit(Y)
     assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)
 
 
@@ -375,10 +436,17 @@ def test_gaussian_wishart_mixture_equals_bayesian_gaussian_mixture():
 
     net = SVIBayesianNetwork(model=builder, random_state=0, tol=1e-10, max_iter=2000).fit(y)
     ref = SVIBayesianGaussianMixture(
-        n_components=K, weight_concentration_prior_type="dirichlet_distribution",
-        weight_concentration_prior=a0, mean_precision_prior=b0, mean_prior=m0,
-        degrees_of_freedom_prior=nu0, covariance_prior=W, tol=1e-12, max_iter=2000,
-        random_state=0).fit(y)
+        n_components=K,
+        weight_concentration_prior_type="dirichlet_distribution",
+        weight_concentration_prior=a0,
+        mean_precision_prior=b0,
+        mean_prior=m0,
+        degrees_of_freedom_prior=nu0,
+        covariance_prior=W,
+        tol=1e-12,
+        max_iter=2000,
+        random_state=0,
+    ).fit(y)
     # Both at the same optimum (the four clusters): the same full ELBO.
     assert net.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-6)
     u = net.nodes_["mu_Lambda"].get_moments()
@@ -446,10 +514,12 @@ def test_beta_bernoulli_exact_posterior_and_evidence():
     Q = VB(y, p)
     Q.update(repeat=1)
     a, b = 2.0 + x.sum(), 3.0 + (1 - x).sum()
-    np.testing.assert_allclose(p.get_moments()[0], [digamma(a) - digamma(a + b),
-                                                    digamma(b) - digamma(a + b)], rtol=1e-12)
-    log_evidence = (gammaln(a) + gammaln(b) - gammaln(a + b)
-                    - (gammaln(2.0) + gammaln(3.0) - gammaln(5.0)))
+    np.testing.assert_allclose(
+        p.get_moments()[0], [digamma(a) - digamma(a + b), digamma(b) - digamma(a + b)], rtol=1e-12
+    )
+    log_evidence = (
+        gammaln(a) + gammaln(b) - gammaln(a + b) - (gammaln(2.0) + gammaln(3.0) - gammaln(5.0))
+    )
     assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
 
 
@@ -463,8 +533,9 @@ def test_gamma_poisson_exact_posterior_and_evidence():
     a, b = 2.0 + x.sum(), 0.5 + 5
     assert rate.get_moments()[0] == pytest.approx(a / b)
     # Negative binomial marginal: the conjugate model's exact evidence.
-    log_evidence = (2.0 * np.log(0.5) - gammaln(2.0) + gammaln(a) - a * np.log(b)
-                    - gammaln(x + 1.0).sum())
+    log_evidence = (
+        2.0 * np.log(0.5) - gammaln(2.0) + gammaln(a) - a * np.log(b) - gammaln(x + 1.0).sum()
+    )
     assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
 
 
@@ -477,9 +548,13 @@ def test_dirichlet_multinomial_exact_evidence():
     Q.update(repeat=1)
     alpha = np.array([1.0, 2.0, 0.5])
     post = alpha + counts.sum(axis=0)
-    log_evidence = (gammaln(alpha.sum()) - gammaln(alpha).sum() + gammaln(post).sum()
-                    - gammaln(post.sum())
-                    + np.sum(gammaln(counts.sum(axis=1) + 1.0) - gammaln(counts + 1.0).sum(1)))
+    log_evidence = (
+        gammaln(alpha.sum())
+        - gammaln(alpha).sum()
+        + gammaln(post).sum()
+        - gammaln(post.sum())
+        + np.sum(gammaln(counts.sum(axis=1) + 1.0) - gammaln(counts + 1.0).sum(1))
+    )
     assert Q.compute_lowerbound() == pytest.approx(log_evidence, rel=1e-12)
 
 
@@ -518,11 +593,18 @@ def test_pca_estimator_reaches_vb_and_threads_agree():
     assert est.lower_bound_ == pytest.approx(vb, rel=1e-3)
     # The noise precision is the generating one (0.5 ** -2), within sampling error.
     assert est.nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
-    threads = SVIBayesianNetwork(model=pca_builder, random_state=0, max_iter=1000, tol=1e-7,
-                                 n_jobs=2).fit(data)
+    threads = SVIBayesianNetwork(
+        model=pca_builder, random_state=0, max_iter=1000, tol=1e-7, n_jobs=2
+    ).fit(data)
     assert threads.lower_bound_ == pytest.approx(est.lower_bound_, rel=1e-12)
-    online = SVIBayesianNetwork(model=pca_builder, learning_method="online", batch_size=50,
-                                max_iter=5, tol=0, random_state=0).fit(data)
+    online = SVIBayesianNetwork(
+        model=pca_builder,
+        learning_method="online",
+        batch_size=50,
+        max_iter=5,
+        tol=0,
+        random_state=0,
+    ).fit(data)
     assert online.score(data) == pytest.approx(est.score(data), rel=0.01)
     assert est.transform(data[:5]).shape == (5, 3)
 
@@ -533,8 +615,15 @@ def test_row_weights_are_repeated_rows():
 
     y = blobs(300, seed=2)
     w = np.random.RandomState(0).randint(0, 3, size=len(y))
-    base = SVIBayesianNetwork(model=mixture_builder, random_state=0, max_iter=30, tol=0,
-                              total_samples=1000.0, batch_size=1000, step_safety=False)
+    base = SVIBayesianNetwork(
+        model=mixture_builder,
+        random_state=0,
+        max_iter=30,
+        tol=0,
+        total_samples=1000.0,
+        batch_size=1000,
+        step_safety=False,
+    )
     base.fit(y)
     weighted, repeated = copy.deepcopy(base), copy.deepcopy(base)
     weighted.partial_fit(y, sample_weight=w)
@@ -584,14 +673,23 @@ def test_joint_order_reaches_the_sequential_fixed_point_and_schedules_grid_searc
     rng = np.random.RandomState(0)
     Y = rng.normal(3.0, 2.0, size=8) + rng.normal(0, 1.5, size=(100, 8))
     seq = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500).fit(Y)
-    joint = SVIBayesianNetwork(model=school_builder, tol=1e-13, max_iter=500,
-                               update_order="joint").fit(Y)
+    joint = SVIBayesianNetwork(
+        model=school_builder, tol=1e-13, max_iter=500, update_order="joint"
+    ).fit(Y)
     assert joint.lower_bound_ == pytest.approx(seq.lower_bound_, rel=1e-10)
     # The schedule is an ordinary hyperparameter.
     search = GridSearchCV(
-        SVIBayesianNetwork(model=school_builder, learning_method="online", batch_size=20,
-                           max_iter=3, tol=0, random_state=0),
-        {"learning_decay": [0.6, 0.9]}, cv=2).fit(Y)
+        SVIBayesianNetwork(
+            model=school_builder,
+            learning_method="online",
+            batch_size=20,
+            max_iter=3,
+            tol=0,
+            random_state=0,
+        ),
+        {"learning_decay": [0.6, 0.9]},
+        cv=2,
+    ).fit(Y)
     assert search.best_params_["learning_decay"] in (0.6, 0.9)
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
@@ -616,7 +714,7 @@ def count_mixtures(lib, seed):
     np.random.seed(seed)
     alpha = lib.Dirichlet(np.ones(2))
     z = lib.Categorical(alpha, plates=(500, 1))
-    p = lib.Beta([1.0, 1.0], plates=(5, 2))    # a probability per feature and cluster
+    p = lib.Beta([1.0, 1.0], plates=(5, 2))  # a probability per feature and cluster
     y = lib.Mixture(z, lib.Bernoulli, p)
     y.observe(b)
     z.initialize_from_random()
@@ -629,8 +727,9 @@ def count_mixtures(lib, seed):
 def test_poisson_and_bernoulli_mixtures_match_bayespy():
     theirs, ours = _library("bayespy"), _library("skvi")
     for seed in range(2):
-        np.testing.assert_allclose(count_mixtures(ours, seed), count_mixtures(theirs, seed),
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            count_mixtures(ours, seed), count_mixtures(theirs, seed), rtol=1e-9
+        )
 
 
 # ----------------------------------------------------------------- SumMultiply, every form
@@ -653,13 +752,14 @@ def test_sum_multiply_matrix_times_vector_is_the_exact_multi_output_posterior():
     S = np.linalg.inv(t * Xd.T @ Xd + a * np.eye(3))
     np.testing.assert_allclose(W.get_moments()[0], t * (S @ Xd.T @ Y_obs).T, rtol=1e-10)
     second = W.get_moments()[1]
-    np.testing.assert_allclose(second[0, :, 0, :] - np.outer(W.u[0][0], W.u[0][0]), S,
-                               rtol=1e-9, atol=1e-14)
-    np.testing.assert_allclose(second[0, :, 1, :] - np.outer(W.u[0][0], W.u[0][1]), 0.0,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        second[0, :, 0, :] - np.outer(W.u[0][0], W.u[0][0]), S, rtol=1e-9, atol=1e-14
+    )
+    np.testing.assert_allclose(second[0, :, 1, :] - np.outer(W.u[0][0], W.u[0][1]), 0.0, atol=1e-12)
     cov = np.eye(30) / t + Xd @ Xd.T / a
-    evidence = sum(stats.multivariate_normal(np.zeros(30), cov).logpdf(Y_obs[:, i])
-                   for i in range(2))
+    evidence = sum(
+        stats.multivariate_normal(np.zeros(30), cov).logpdf(Y_obs[:, i]) for i in range(2)
+    )
     assert Q.compute_lowerbound() == pytest.approx(evidence, rel=1e-10)
 
 
@@ -724,8 +824,9 @@ def _sum_multiply_cases(lib):
 
 def test_sum_multiply_forms_match_bayespy():
     theirs = _library("bayespy")
-    np.testing.assert_allclose(_sum_multiply_cases(_library("skvi")),
-                               _sum_multiply_cases(theirs), rtol=1e-9)
+    np.testing.assert_allclose(
+        _sum_multiply_cases(_library("skvi")), _sum_multiply_cases(theirs), rtol=1e-9
+    )
 
 
 def test_sum_multiply_outer_product_moments_are_products_of_independent_moments():
@@ -769,8 +870,9 @@ def test_initialize_from_parameters_sets_q_to_those_parameters():
     w = GaussianARD(0.0, 1e-6, shape=(2,))
     w.initialize_from_parameters(np.array([1.0, 2.0]), np.array([4.0, 0.5]))
     np.testing.assert_allclose(w.get_moments()[0], [1.0, 2.0])
-    np.testing.assert_allclose(w.get_moments()[1],
-                               np.outer([1.0, 2.0], [1.0, 2.0]) + np.diag([0.25, 2.0]))
+    np.testing.assert_allclose(
+        w.get_moments()[1], np.outer([1.0, 2.0], [1.0, 2.0]) + np.diag([0.25, 2.0])
+    )
     tau = Gamma(1e-3, 1e-3)
     tau.initialize_from_parameters(3.0, 2.0)
     assert float(tau.get_moments()[0]) == pytest.approx(1.5)
@@ -853,8 +955,7 @@ def test_masked_observations_match_bayespy():
         Q.update(repeat=100, **kwargs)
         return Q.compute_lowerbound()
 
-    assert pca_with_missing(_library("skvi")) == pytest.approx(pca_with_missing(theirs),
-                                                              rel=1e-9)
+    assert pca_with_missing(_library("skvi")) == pytest.approx(pca_with_missing(theirs), rel=1e-9)
 
 
 def _semi_supervised(lib, split):
@@ -919,9 +1020,12 @@ def _hierarchical_normal_wishart():
     mu0.initialize_from_parameters(np.array([0.3, -0.2]), np.array([[2.0, 0.3], [0.3, 1.0]]))
     alpha.initialize_from_parameters(3.0, 2.0)
     V.initialize_from_parameters(6.0, np.array([[2.0, 0.4], [0.4, 1.5]]))
-    gw.initialize_from_parameters(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 2.0]]),
-                                  np.array([2.0, 0.5, 1.0]), np.array([4.0, 5.0, 6.0]),
-                                  np.array([[1.5, 0.2], [0.2, 0.8]]))
+    gw.initialize_from_parameters(
+        np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 2.0]]),
+        np.array([2.0, 0.5, 1.0]),
+        np.array([4.0, 5.0, 6.0]),
+        np.array([[1.5, 0.2], [0.2, 0.8]]),
+    )
     return mu0, alpha, V, gw
 
 
@@ -959,11 +1063,11 @@ def test_gaussian_wishart_expected_log_prior_matches_monte_carlo():
     total = np.zeros(S)
     for k in range(3):
         Lam = stats.wishart(df=dofs[k], scale=np.linalg.inv(W)).rvs(S, rng)
-        x = np.array([rng.multivariate_normal(means[k], np.linalg.inv(scales[k] * L))
-                      for L in Lam])
+        x = np.array([rng.multivariate_normal(means[k], np.linalg.inv(scales[k] * L)) for L in Lam])
         for s in range(S):
-            total[s] += (stats.multivariate_normal(m[s], np.linalg.inv(a[s] * Lam[s])).logpdf(x[s])
-                         + stats.wishart(df=5.0, scale=np.linalg.inv(Vs[s])).logpdf(Lam[s]))
+            total[s] += stats.multivariate_normal(m[s], np.linalg.inv(a[s] * Lam[s])).logpdf(
+                x[s]
+            ) + stats.wishart(df=5.0, scale=np.linalg.inv(Vs[s])).logpdf(Lam[s])
     # The node's formula leaves out the base measure (E log q leaves it out
     # too, so the bound is whole): -D/2 (log|Lambda| + log 2 pi) per plate.
     base = -np.sum(gw.get_moments()[3] + np.log(2 * np.pi))
@@ -1012,17 +1116,30 @@ def test_normal_wishart_mixture_from_the_same_start_takes_the_mixtures_steps():
     K = 4
     a0, b0, nu0, W, m0 = 0.5, 0.1, 3.0, np.cov(y.T), y.mean(axis=0)
     ref = SVIBayesianGaussianMixture(
-        n_components=K, weight_concentration_prior_type="dirichlet_distribution",
-        weight_concentration_prior=a0, mean_precision_prior=b0, mean_prior=m0,
-        degrees_of_freedom_prior=nu0, covariance_prior=W, reg_covar=0.0, init_params="random",
-        max_iter=1, warm_start=True, random_state=0)
+        n_components=K,
+        weight_concentration_prior_type="dirichlet_distribution",
+        weight_concentration_prior=a0,
+        mean_precision_prior=b0,
+        mean_prior=m0,
+        degrees_of_freedom_prior=nu0,
+        covariance_prior=W,
+        reg_covar=0.0,
+        init_params="random",
+        max_iter=1,
+        warm_start=True,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref.fit(y)
     # scikit-learn's covariances_ are E[Lambda]^-1, BayesPy's V is nu E[Lambda]^-1.
-    start = (ref.weight_concentration_.copy(), ref.means_.copy(), ref.mean_precision_.copy(),
-             ref.degrees_of_freedom_.copy(),
-             ref.covariances_ * ref.degrees_of_freedom_[:, None, None])
+    start = (
+        ref.weight_concentration_.copy(),
+        ref.means_.copy(),
+        ref.mean_precision_.copy(),
+        ref.degrees_of_freedom_.copy(),
+        ref.covariances_ * ref.degrees_of_freedom_[:, None, None],
+    )
 
     def builder(n_rows):
         alpha = Dirichlet(a0 * np.ones(K), name="alpha")
@@ -1086,9 +1203,9 @@ def test_cluster_plate_is_the_mixture_with_its_parameters_transposed(family):
     Y1, Q1, params1 = _mixture_with_clusters_on(-1, family)
     assert Y.plates == Y1.plates == (60, 3)
     assert Q.compute_lowerbound() == pytest.approx(Q1.compute_lowerbound(), rel=1e-12)
-    np.testing.assert_allclose(params[0].get_moments()[0],
-                               np.swapaxes(params1[0].get_moments()[0], 0, 1),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        params[0].get_moments()[0], np.swapaxes(params1[0].get_moments()[0], 0, 1), rtol=1e-10
+    )
 
 
 def test_cluster_plate_errors():
@@ -1105,8 +1222,9 @@ def _mixture_from_a_fixed_start(n_rows, K=4, D=2):
     z = Categorical(alpha, plates=(n_rows,), name="z")
     mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,), name="mu")
     Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,), name="Lambda")
-    mu.initialize_from_parameters(np.array([[1.0, 1.0], [5.0, 1.0], [1.0, 5.0], [5.0, 5.0]]),
-                                  np.identity(D))
+    mu.initialize_from_parameters(
+        np.array([[1.0, 1.0], [5.0, 1.0], [1.0, 5.0], [5.0, 5.0]]), np.identity(D)
+    )
     return Mixture(z, Gaussian, mu, Lambda, name="y")
 
 
@@ -1144,8 +1262,9 @@ def test_pca_with_missing_entries_is_vmp_with_a_mask():
         C.initialize_from_parameters(loadings, 1.0)
         return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y"), Xn, alpha, C, tau
 
-    est = SVIBayesianNetwork(model=lambda n: network(n)[0], init_params="model", max_iter=10,
-                             tol=0).fit(X)
+    est = SVIBayesianNetwork(
+        model=lambda n: network(n)[0], init_params="model", max_iter=10, tol=0
+    ).fit(X)
     assert est.global_nodes_ == ["alpha", "C", "tau"]
     Y, Xn, alpha, C, tau = network(300)
     Y.observe(data, mask=observed)
@@ -1177,9 +1296,15 @@ def test_each_plate_element_steps_by_its_own_counter_from_its_own_children(total
     # one step each; with total_samples='auto', N = n and the data part of
     # mu grows with it before each step, as any factor's.
     X = _sparse_columns(600, [1.0, 0.3, 0.02, 0.0], seed=3)
-    est = SVIBayesianNetwork(model=_column_means, learning_method="online", batch_size=100,
-                             step_safety=False, learning_offset=2.0, learning_decay=0.6,
-                             total_samples=total)
+    est = SVIBayesianNetwork(
+        model=_column_means,
+        learning_method="online",
+        batch_size=100,
+        step_safety=False,
+        learning_offset=2.0,
+        learning_decay=0.6,
+        total_samples=total,
+    )
     prior = np.array([[0.0], [-0.5]])  # (mean * precision, -precision / 2)
     lam = np.zeros((2, 4)) + prior
     t = np.zeros(4)
@@ -1217,8 +1342,9 @@ def test_online_fit_gives_rarely_observed_elements_their_exact_precision():
     n_j = (~np.isnan(X)).sum(axis=0)
     exact_precision = 1.0 + n_j
     exact_mean = np.nansum(X, axis=0) / exact_precision
-    est = SVIBayesianNetwork(model=_column_means, learning_method="online", max_iter=3, tol=0,
-                             random_state=0).fit(X)
+    est = SVIBayesianNetwork(
+        model=_column_means, learning_method="online", max_iter=3, tol=0, random_state=0
+    ).fit(X)
     mean, second = est.nodes_["mu"].get_moments()
     np.testing.assert_allclose(1.0 / (second - mean**2), exact_precision, rtol=5e-3)
     assert np.all(np.abs(mean - exact_mean) * np.sqrt(exact_precision) < 3.0)
@@ -1255,9 +1381,17 @@ def test_each_element_counts_the_observed_children_it_receives():
         tau = Gamma(1e-3, 1e-3, name="tau")
         return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y")
 
-    cases = [(mixture, {"alpha": [per_column.sum()], "mu": np.full(K, per_column.sum()),
-                        "tau": np.full(K, per_column.sum())}),
-             (pca, {"C": per_column, "tau": [per_column.sum()]})]
+    cases = [
+        (
+            mixture,
+            {
+                "alpha": [per_column.sum()],
+                "mu": np.full(K, per_column.sum()),
+                "tau": np.full(K, per_column.sum()),
+            },
+        ),
+        (pca, {"C": per_column, "tau": [per_column.sum()]}),
+    ]
     for builder, want in cases:
         est = SVIBayesianNetwork(model=builder)
         est.n_features_in_ = D
@@ -1269,5 +1403,6 @@ def test_each_element_counts_the_observed_children_it_receives():
         # Without NaN: every entry, the same for a row block and all the rows.
         full = est._row_counts(Rows(np.nan_to_num(X), None, w), sizes)
         for name, value in want.items():
-            np.testing.assert_allclose(full[name], np.full(len(np.ravel(value)),
-                                                           w.sum() * (D if name != "C" else 1)))
+            np.testing.assert_allclose(
+                full[name], np.full(len(np.ravel(value)), w.sum() * (D if name != "C" else 1))
+            )

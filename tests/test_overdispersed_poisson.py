@@ -59,9 +59,14 @@ def test_noise_step_fixed_point_is_a_stationary_point_of_the_elbo(bound):
     est, X, y = _fit(bound=bound, n=600, tol=1e-10)
     s = est.noise_scale_
     h = 1e-4 * s
-    grad = (_elbo_with_noise_scale(est, X, y, s + h) - _elbo_with_noise_scale(est, X, y, s - h)) / (2 * h)
-    curvature = (_elbo_with_noise_scale(est, X, y, s + h) - 2 * _elbo_with_noise_scale(est, X, y, s)
-                 + _elbo_with_noise_scale(est, X, y, s - h)) / h ** 2
+    grad = (_elbo_with_noise_scale(est, X, y, s + h) - _elbo_with_noise_scale(est, X, y, s - h)) / (
+        2 * h
+    )
+    curvature = (
+        _elbo_with_noise_scale(est, X, y, s + h)
+        - 2 * _elbo_with_noise_scale(est, X, y, s)
+        + _elbo_with_noise_scale(est, X, y, s - h)
+    ) / h**2
     # The step at the fixed point would move s by -grad / curvature.
     assert abs(grad / curvature) < 1e-3 * s
     assert curvature < 0
@@ -109,8 +114,13 @@ def test_elbo_data_term_against_scipy_quadrature():
 
         def log_z(a, sigma, yi=yi):
             sd = np.sqrt(sigma)
-            val, _ = integrate.quad(lambda f: stats.norm.pdf(f, a, sd) * np.exp(lik.logpdf(yi, f)),
-                                    a - 12 * sd, a + 12 * sd, epsabs=0, epsrel=1e-10)
+            val, _ = integrate.quad(
+                lambda f: stats.norm.pdf(f, a, sd) * np.exp(lik.logpdf(yi, f)),
+                a - 12 * sd,
+                a + 12 * sd,
+                epsabs=0,
+                epsrel=1e-10,
+            )
             return np.log(val)
 
         for zj, wj in zip(np.sqrt(2.0) * z, wz / np.sqrt(np.pi)):
@@ -133,13 +143,29 @@ def test_log_predictive_density_and_mean_against_scipy_quadrature():
         ma, va = xd @ m, xd @ V @ xd
 
         def density(f, sigma, g):
-            return g(f) * stats.norm.pdf(f, ma, np.sqrt(va + sigma)) * stats.rayleigh.pdf(sigma, scale=s)
+            return (
+                g(f)
+                * stats.norm.pdf(f, ma, np.sqrt(va + sigma))
+                * stats.rayleigh.pdf(sigma, scale=s)
+            )
 
         lo, hi = ma - 15, ma + 15
-        p, _ = integrate.dblquad(lambda f, sigma: density(f, sigma, lambda t: np.exp(lik.logpdf(yt[i], t))),
-                                 1e-9, 10 * s, lo, hi, epsabs=1e-12)
-        mu, _ = integrate.dblquad(lambda f, sigma: density(f, sigma, lambda t: np.logaddexp(0.0, t)),
-                                  1e-9, 10 * s, lo, hi, epsabs=1e-10)
+        p, _ = integrate.dblquad(
+            lambda f, sigma: density(f, sigma, lambda t: np.exp(lik.logpdf(yt[i], t))),
+            1e-9,
+            10 * s,
+            lo,
+            hi,
+            epsabs=1e-12,
+        )
+        mu, _ = integrate.dblquad(
+            lambda f, sigma: density(f, sigma, lambda t: np.logaddexp(0.0, t)),
+            1e-9,
+            10 * s,
+            lo,
+            hi,
+            epsabs=1e-10,
+        )
         assert ours[i] == pytest.approx(np.log(p), rel=1e-4)
         assert mean_ours[i] == pytest.approx(mu, rel=1e-4)
 
@@ -151,7 +177,6 @@ def test_mean_field_noise_is_the_root_of_the_cubic_and_locals_are_optimal():
     local = est._local_step(data, params)
     # Local factors: maximise E_{N(mu, tau)}[log p] - kappa((mu - a)^2 + tau)/2 + log(tau)/2.
     kappa = float(params["noise"].distribution.expected_inverse())
-    lik = Poisson("exp")
     for i in range(3):
         a = local["mean"][i]
 
@@ -161,14 +186,20 @@ def test_mean_field_noise_is_the_root_of_the_cubic_and_locals_are_optimal():
             e_log = yi * mu - np.exp(mu + tau / 2)  # exact for the exp link, up to log y!
             return -(e_log - 0.5 * kappa * ((mu - a) ** 2 + tau) + 0.5 * log_tau)
 
-        res = optimize.minimize(neg, [a, 0.0], method="Nelder-Mead",
-                                options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000})
+        res = optimize.minimize(
+            neg,
+            [a, 0.0],
+            method="Nelder-Mead",
+            options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000},
+        )
         assert local["mu"][i] == pytest.approx(res.x[0], abs=1e-5)
         assert local["tau"][i] == pytest.approx(np.exp(res.x[1]), rel=1e-4)
     # The noise scale: positive root of (2/s0^2) s^3 + (N/2 - 2) s - sqrt(pi/2)/2 sum R = 0
     # at the fixed point (R from the current factors).
     n, total = X.shape[0], float(np.sum(local["noise"]))
-    roots = np.roots([2.0 / est.noise_prior_scale ** 2, 0.0, n / 2 - 2.0, -0.5 * np.sqrt(np.pi / 2) * total])
+    roots = np.roots(
+        [2.0 / est.noise_prior_scale**2, 0.0, n / 2 - 2.0, -0.5 * np.sqrt(np.pi / 2) * total]
+    )
     root = max(r.real for r in roots if abs(r.imag) < 1e-9 and r.real > 0)
     assert est.noise_scale_ == pytest.approx(root, rel=1e-6)
 
@@ -180,8 +211,12 @@ def test_online_algorithms_approach_the_batch_fit(algorithm):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         online = SVIOverdispersedPoissonRegression(
-            algorithm=algorithm, batch_size=500, max_iter=8, random_state=0,
-            gradient_learning_rate=0.1).fit(X, y)
+            algorithm=algorithm,
+            batch_size=500,
+            max_iter=8,
+            random_state=0,
+            gradient_learning_rate=0.1,
+        ).fit(X, y)
     # Eight passes of four steps: the schedule's noise, not the optimum.
     assert_allclose(online.coef_, batch.coef_, atol=0.05)
     assert online.noise_variance_ == pytest.approx(batch.noise_variance_, rel=0.2)
@@ -192,7 +227,8 @@ def test_monte_carlo_expectations_agree_with_quadrature():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         mc = SVIOverdispersedPoissonRegression(
-            expectation="mc", batch_size=300, max_iter=10, tol=0, random_state=0).fit(X, y)
+            expectation="mc", batch_size=300, max_iter=10, tol=0, random_state=0
+        ).fit(X, y)
     # The paper's estimator: 10 outer draws of (x . w, sigma), log Z from 100
     # inner draws (the log of an average, biased low for informative counts).
     # Measured on these data: coefficients 0.04-0.05 and the noise variance

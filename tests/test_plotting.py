@@ -33,8 +33,10 @@ def fitted():
 
 
 def test_import_skvi_does_not_import_matplotlib():
-    code = ("import sys, skvi, skvi.plotting, skvi.engine; "
-            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
+    code = (
+        "import sys, skvi, skvi.plotting, skvi.engine; "
+        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -54,8 +56,14 @@ def test_plot_elbo_draws_each_history(fitted, x, field):
 
 def test_plot_elbo_skips_passes_without_elbo_and_draws_on_given_axes():
     counts = sp.csr_matrix(np.random.RandomState(0).poisson(0.5, size=(80, 20)).astype(float))
-    lda = SVILatentDirichletAllocation(n_components=2, learning_method="online", batch_size=20,
-                                       max_iter=4, evaluate_every=2, random_state=0).fit(counts)
+    lda = SVILatentDirichletAllocation(
+        n_components=2,
+        learning_method="online",
+        batch_size=20,
+        max_iter=4,
+        evaluate_every=2,
+        random_state=0,
+    ).fit(counts)
     fig, ax = plt.subplots()
     assert plot_elbo(lda, x="samples", ax=ax) is ax
     (line,) = ax.get_lines()
@@ -83,15 +91,23 @@ def test_plot_step_sizes_draws_the_trace(fitted):
     (line,) = ax.get_lines()
     t = np.arange(1, svi.n_batch_iter_ + 1)
     np.testing.assert_array_equal(line.get_xdata(), t)
-    np.testing.assert_allclose(line.get_ydata(), (t + 10.0) ** -0.7, rtol=1e-15)  # the default schedule
+    np.testing.assert_allclose(
+        line.get_ydata(), (t + 10.0) ** -0.7, rtol=1e-15
+    )  # the default schedule
 
 
 def test_plot_step_sizes_marks_rejected_steps():
     rng = np.random.RandomState(0)
     X = 3 * rng.normal(size=(60, 4))
     y = (X @ [1.0, -1.0, 0.5, 0.0] > 0).astype(int)
-    clf = SVILogisticRegression(learning_rate=1.0, algorithm="s-dsvi", gradient_learning_rate=10.0,
-                                expectation="quadrature", batch_size=20, random_state=0)
+    clf = SVILogisticRegression(
+        learning_rate=1.0,
+        algorithm="s-dsvi",
+        gradient_learning_rate=10.0,
+        expectation="quadrature",
+        batch_size=20,
+        random_state=0,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.partial_fit(X, y, classes=[0, 1])
@@ -142,7 +158,9 @@ def test_plot_top_words_labels_do_not_overlap(n_topics, n_words):
     # and axis label) stays clear of every other chart's, and inside the figure.
     rng = np.random.RandomState(1)
     counts = sp.csr_matrix(rng.poisson(0.4, size=(120, 40)).astype(float))
-    lda = SVILatentDirichletAllocation(n_components=n_topics, random_state=0, max_iter=3).fit(counts)
+    lda = SVILatentDirichletAllocation(n_components=n_topics, random_state=0, max_iter=3).fit(
+        counts
+    )
     words = np.array([f"{'abcdefghijklmno'[j % 15] * (3 + j % 9)}" for j in range(40)])
     axes = plot_top_words(lda, words, n_words=n_words)
     fig = axes[0].figure

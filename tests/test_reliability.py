@@ -55,7 +55,12 @@ def _glm_calls(cls):
     fitted = cls(max_iter=2, random_state=0).fit(X, y)
     return [
         ("fit", lambda B: cls(max_iter=2).fit(B, y)),
-        ("partial_fit", lambda B: cls().partial_fit(B, y, **({"classes": [0, 1]} if cls is SVILogisticRegression else {}))),
+        (
+            "partial_fit",
+            lambda B: cls().partial_fit(
+                B, y, **({"classes": [0, 1]} if cls is SVILogisticRegression else {})
+            ),
+        ),
         ("predict", fitted.predict),
         ("score", lambda B: fitted.score(B, y)),
     ]
@@ -64,7 +69,9 @@ def _glm_calls(cls):
 def _lda_calls():
     X = _counts()
     fitted = SVILatentDirichletAllocation(n_components=2, max_iter=2, random_state=0).fit(X)
-    threaded = SVILatentDirichletAllocation(n_components=2, max_iter=2, n_jobs=2, random_state=0).fit(X)
+    threaded = SVILatentDirichletAllocation(
+        n_components=2, max_iter=2, n_jobs=2, random_state=0
+    ).fit(X)
     return [
         ("fit", lambda B: SVILatentDirichletAllocation(n_components=2, max_iter=2).fit(B)),
         ("partial_fit", lambda B: SVILatentDirichletAllocation(n_components=2).partial_fit(B)),
@@ -124,10 +131,12 @@ def test_lda_empty_document_with_a_tiny_prior_gets_uniform_proportions(prior):
     from sklearn.decomposition import LatentDirichletAllocation
 
     X = sp.vstack([_counts(20, 10), sp.csr_matrix((1, 10))]).tocsr()
-    lda = SVILatentDirichletAllocation(n_components=10, doc_topic_prior=prior, max_iter=3,
-                                       random_state=0).fit(X)
-    ref = LatentDirichletAllocation(n_components=10, doc_topic_prior=prior, max_iter=3,
-                                    random_state=0).fit(X)
+    lda = SVILatentDirichletAllocation(
+        n_components=10, doc_topic_prior=prior, max_iter=3, random_state=0
+    ).fit(X)
+    ref = LatentDirichletAllocation(
+        n_components=10, doc_topic_prior=prior, max_iter=3, random_state=0
+    ).fit(X)
     np.testing.assert_allclose(lda.transform(X[-1:]), ref.transform(X[-1:]), rtol=1e-12)
     np.testing.assert_allclose(lda.transform(X[-1:]), 0.1, rtol=1e-12)
     assert np.isfinite(lda.score(X)) and np.isfinite(lda.bound_)
@@ -160,8 +169,9 @@ def test_lda_on_a_corpus_without_words_fits_as_scikit_learn(sparse):
     Z = np.zeros((5, 4))
     X = sp.csr_matrix(Z) if sparse else Z
     lda = SVILatentDirichletAllocation(max_iter=750).fit(X)
-    np.testing.assert_almost_equal(lda.components_.sum(axis=0), np.ones(lda.components_.shape[1]),
-                                   decimal=7)
+    np.testing.assert_almost_equal(
+        lda.components_.sum(axis=0), np.ones(lda.components_.shape[1]), decimal=7
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # its bound_ is 0 / 0
         ref = LatentDirichletAllocation(max_iter=750).fit(X)
@@ -197,8 +207,7 @@ def test_concurrent_predictions_on_one_fitted_estimator(monkeypatch):
 
     monkeypatch.setattr(executor_module, "MIN_BLOCK_NNZ", 1)
     X = _counts(200, 30)
-    lda = SVILatentDirichletAllocation(n_components=3, max_iter=2, n_jobs=2,
-                                       random_state=0).fit(X)
+    lda = SVILatentDirichletAllocation(n_components=3, max_iter=2, n_jobs=2, random_state=0).fit(X)
     expected = lda.transform(X)
     results, errors = [], []
 
@@ -238,7 +247,11 @@ def _partial_fit_cases():
     ]
 
 
-@pytest.mark.parametrize("est, args", _partial_fit_cases(), ids=lambda v: type(v).__name__ if not isinstance(v, tuple) else "")
+@pytest.mark.parametrize(
+    "est, args",
+    _partial_fit_cases(),
+    ids=lambda v: type(v).__name__ if not isinstance(v, tuple) else "",
+)
 def test_partial_fit_refuses_unknown_keywords(est, args):
     # A keyword the estimator does not declare was silently ignored: e.g.
     # sample_weight, before the estimators took it, counted every row once
@@ -277,16 +290,18 @@ def test_mf_ratings_whose_squares_overflow_are_a_clear_error():
     # Large but representable ratings fit to finite predictions; with the
     # prior on the mean as vague on their scale as the default is on a unit
     # scale (precision 1e-2 / 1e200), the mean is the ratings' mean.
-    large = SVIMatrixFactorization(n_components=1, max_iter=5, random_state=0,
-                                   mean_precision_prior=1e-2 / 1e200).fit(X, y / 1e100)
+    large = SVIMatrixFactorization(
+        n_components=1, max_iter=5, random_state=0, mean_precision_prior=1e-2 / 1e200
+    ).fit(X, y / 1e100)
     assert np.all(np.isfinite(large.predict(X)))
     assert large.global_mean_ == pytest.approx(2e100, rel=0.01)
 
 
 def test_mf_online_fit_on_all_zero_ratings_is_finite():
     X = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
-    mf = SVIMatrixFactorization(n_components=1, learning_method="online", batch_size=2,
-                                max_iter=3, random_state=0)
+    mf = SVIMatrixFactorization(
+        n_components=1, learning_method="online", batch_size=2, max_iter=3, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mf.fit(X, np.zeros(4))
@@ -307,8 +322,9 @@ def test_sparse_gp_sample_y_draws_from_the_predictive_distribution():
     rng = np.random.RandomState(0)
     X = rng.uniform(-3, 3, size=(60, 1))
     y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=60)
-    gp = SVISparseGPRegressor(kernel=RBF(0.7), noise_variance=0.05, n_inducing=6,
-                              optimizer=None, random_state=0).fit(X, y)
+    gp = SVISparseGPRegressor(
+        kernel=RBF(0.7), noise_variance=0.05, n_inducing=6, optimizer=None, random_state=0
+    ).fit(X, y)
     Xq = np.array([[-4.0], [-1.0], [0.0], [0.1], [2.5]])  # 0.0 and 0.1 strongly correlated
     mean, cov = gp.predict(Xq, return_cov=True)
     n = 40000
@@ -334,8 +350,8 @@ def test_lda_partial_fit_takes_a_list_of_lists_as_fit_does():
     ours = SVILatentDirichletAllocation(**params)
     ref = LatentDirichletAllocation(**params)
     for i in range(2):
-        ours.partial_fit(X[20 * i:20 * (i + 1)])
-        ref.partial_fit(X[20 * i:20 * (i + 1)])
+        ours.partial_fit(X[20 * i : 20 * (i + 1)])
+        ref.partial_fit(X[20 * i : 20 * (i + 1)])
     np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)
     assert ours.n_samples_seen_ == 40
     weighted = SVILatentDirichletAllocation(**params).partial_fit(X, sample_weight=[1.0] * 40)
@@ -349,10 +365,14 @@ def _poisson_fits():
 
     X = np.array([[-1.0], [2.0]])
     y = np.array([1.0, 4.0])
-    return X, y, [
-        cls(max_iter=20, random_state=0).fit(X, y)
-        for cls in (SVIPoissonRegression, SVIOverdispersedPoissonRegression)
-    ]
+    return (
+        X,
+        y,
+        [
+            cls(max_iter=20, random_state=0).fit(X, y)
+            for cls in (SVIPoissonRegression, SVIOverdispersedPoissonRegression)
+        ],
+    )
 
 
 def _sklearn_poisson_with_predictions(X, mu):
@@ -426,8 +446,9 @@ def test_mf_without_ratings_is_a_clear_error(method):
         mf.fit(np.empty((0, 3)))
     # After a fit, a later minibatch without ratings is an error too, and
     # leaves the fit as it was.
-    fitted = SVIMatrixFactorization(n_components=1, learning_method=method, max_iter=2,
-                                    random_state=0).fit(_counts(6, 4))
+    fitted = SVIMatrixFactorization(
+        n_components=1, learning_method=method, max_iter=2, random_state=0
+    ).fit(_counts(6, 4))
     before = fitted.predict(np.array([[0, 0], [1, 2]]))
     with pytest.raises(ValueError, match="no ratings"):
         fitted.partial_fit(sp.csr_matrix((6, 4)))
@@ -459,8 +480,9 @@ def test_heldout_word_probabilities_rejects_mismatched_or_negative_parts(which):
     if which == 0:  # CTM: sum_k E_q[theta_dk] beta_kw, the document's q fitted to obs
         theta = model.transform(obs)
         rows = np.repeat(np.arange(3), np.diff(held.indptr))
-        np.testing.assert_allclose(p, np.sum(theta[rows] * model.topic_word_[:, held.indices].T,
-                                             axis=1), rtol=1e-12)
+        np.testing.assert_allclose(
+            p, np.sum(theta[rows] * model.topic_word_[:, held.indices].T, axis=1), rtol=1e-12
+        )
     assert p.shape == (held.nnz,) and np.all((p > 0) & (p <= 1))
     cases = [
         (X[:2], X[3:6], "rows"),
@@ -485,25 +507,34 @@ def _scaled_models(s):
 
     # Quadrature and a tight tol: the fits reach their (scale-equivariant)
     # fixed points; the start, min(prior, 1 / (d max(E[x^2], 1))), is not.
-    glm = dict(prior_variance=1.0 / s**2, expectation="quadrature", max_iter=300, tol=1e-13,
-               random_state=0)
+    glm = dict(
+        prior_variance=1.0 / s**2, expectation="quadrature", max_iter=300, tol=1e-13, random_state=0
+    )
     return {
         "linear": SVILinearRegression(noise_precision=2.0, weight_precision=s**2, max_iter=3),
         "logistic": SVILogisticRegression(**glm),
         "multinomial": SVILogisticRegression(**glm),
         "poisson": SVIPoissonRegression(**glm),
         "overdispersed": SVIOverdispersedPoissonRegression(**glm),
-        "gaussian_gamma": GaussianGammaVB(mean_precision_prior=1e-3 / s**2,
-                                          precision_rate_prior=1e-3 * s**2, max_iter=200,
-                                          tol=1e-13),
+        "gaussian_gamma": GaussianGammaVB(
+            mean_precision_prior=1e-3 / s**2,
+            precision_rate_prior=1e-3 * s**2,
+            max_iter=200,
+            tol=1e-13,
+        ),
     }
 
 
 def _targets(name, n):
     rng = np.random.RandomState(1)
-    return {"linear": rng.normal(size=n), "logistic": np.arange(n) % 2,
-            "multinomial": np.arange(n) % 3, "poisson": rng.poisson(2.0, size=n),
-            "overdispersed": rng.poisson(2.0, size=n), "gaussian_gamma": None}[name]
+    return {
+        "linear": rng.normal(size=n),
+        "logistic": np.arange(n) % 2,
+        "multinomial": np.arange(n) % 3,
+        "poisson": rng.poisson(2.0, size=n),
+        "overdispersed": rng.poisson(2.0, size=n),
+        "gaussian_gamma": None,
+    }[name]
 
 
 def _outputs(est, X):
@@ -552,9 +583,13 @@ def test_huge_features_are_refused_and_large_ones_fit_as_scaled(name):
             fresh.fit(H, *args[1:])
     if name != "gaussian_gamma":
         with pytest.raises(ValueError, match="StandardScaler"):
-            fresh.partial_fit(huge, *args[1:], **({"classes": np.unique(y)}
-                                                 if "logistic" in name or name == "multinomial"
-                                                 else {}))
+            fresh.partial_fit(
+                huge,
+                *args[1:],
+                **(
+                    {"classes": np.unique(y)} if "logistic" in name or name == "multinomial" else {}
+                ),
+            )
     # Prediction on such rows from the unit-scale fit: the same error.
     for method in ("predict", "predict_proba", "transform", "score_samples"):
         if hasattr(unit, method):
@@ -614,8 +649,10 @@ def _mixture_pair(ct, **kw):
     from sklearn.mixture import BayesianGaussianMixture
 
     params = dict(n_components=2, covariance_type=ct, random_state=0, max_iter=500, **kw)
-    return (SVIBayesianGaussianMixture(tol=1e-13, **params),
-            BayesianGaussianMixture(tol=1e-12, **params))
+    return (
+        SVIBayesianGaussianMixture(tol=1e-13, **params),
+        BayesianGaussianMixture(tol=1e-12, **params),
+    )
 
 
 def _assert_monotone(bounds, rtol=1e-12):
@@ -642,9 +679,13 @@ def test_mixture_with_fewer_rows_than_features_fits_as_scikit_learn(ct):
     # it for 'tied', whose shared precision has eigenvalues near 1 / reg).
     _assert_monotone(ours.lower_bounds_, rtol=1e-8)
     # Singular in 'full' and 'tied' only: each feature varies.
-    np.testing.assert_allclose(ours.covariance_prior_,
-                               ref.covariance_prior_ + 1e-6 * np.eye(12) if ct in ("full", "tied")
-                               else ref.covariance_prior_, rtol=1e-12)
+    np.testing.assert_allclose(
+        ours.covariance_prior_,
+        ref.covariance_prior_ + 1e-6 * np.eye(12)
+        if ct in ("full", "tied")
+        else ref.covariance_prior_,
+        rtol=1e-12,
+    )
     if ct == "tied":  # skvi's tied update differs from scikit-learn's by design
         assert np.all(np.isfinite(ours.predict_proba(X)))
         np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
@@ -674,11 +715,13 @@ def test_mixture_on_identical_rows_fits_the_closed_form(ct):
     nu = np.broadcast_to(ours.degrees_of_freedom_, (2,))
     expected = (1.0 + nu - 2.0) * 1e-6 / nu
     if ct == "full":
-        np.testing.assert_allclose(ours.covariances_, expected[:, None, None] * np.eye(2),
-                                   rtol=1e-9, atol=1e-20)
+        np.testing.assert_allclose(
+            ours.covariances_, expected[:, None, None] * np.eye(2), rtol=1e-9, atol=1e-20
+        )
     elif ct == "tied":
-        np.testing.assert_allclose(ours.covariances_, expected[0] * np.eye(2), rtol=1e-9,
-                                   atol=1e-20)
+        np.testing.assert_allclose(
+            ours.covariances_, expected[0] * np.eye(2), rtol=1e-9, atol=1e-20
+        )
     elif ct == "diag":
         np.testing.assert_allclose(ours.covariances_, np.tile(expected[:, None], (1, 2)), rtol=1e-9)
     else:
@@ -725,8 +768,9 @@ def test_mixture_far_from_the_origin_fits_as_at_the_origin(ct):
     X[:30] += 4.0
     fits = []
     for c in (0.0, 1e8):
-        est = SVIBayesianGaussianMixture(n_components=2, covariance_type=ct, random_state=0,
-                                         max_iter=500, tol=1e-12)
+        est = SVIBayesianGaussianMixture(
+            n_components=2, covariance_type=ct, random_state=0, max_iter=500, tol=1e-12
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fits.append(est.fit(X + c))
@@ -752,8 +796,9 @@ def test_ctm_transform_after_a_valid_fit_is_finite(algorithm, seed):
 
     rng = np.random.RandomState(seed)
     X = rng.poisson(rng.uniform(0.3, 3), size=(rng.randint(8, 30), rng.randint(6, 25)))
-    ctm = SVICorrelatedTopicModel(n_components=8, algorithm=algorithm, init="random",
-                                  max_iter=3, random_state=seed)
+    ctm = SVICorrelatedTopicModel(
+        n_components=8, algorithm=algorithm, init="random", max_iter=3, random_state=seed
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ctm.fit(X)
@@ -787,8 +832,7 @@ def test_ctm_counts_beyond_the_limit_are_a_clear_error_and_large_ones_fold_in():
             getattr(ctm, method)(X * 1e150)
     with pytest.raises(ValueError, match="words, above the 1e\\+100"):
         SVICorrelatedTopicModel(n_components=3).fit(sp.csr_matrix(X * 1e150))
-    np.testing.assert_allclose(ctm.transform(X[:4] * 1e90), ctm.transform(X[:4] * 1e30),
-                               atol=1e-3)
+    np.testing.assert_allclose(ctm.transform(X[:4] * 1e90), ctm.transform(X[:4] * 1e30), atol=1e-3)
 
 
 # ------------------------------------------------------- linear regression
@@ -809,8 +853,15 @@ def test_linear_regression_online_steps_keep_the_posterior_positive_definite(dty
     X = (rng.standard_normal((2, 1)) * 1e6).astype(dtype)
     y = rng.standard_normal(2) * 1e-6
     kw = dict(fit_intercept=False, noise_precision=1e-6, weight_precision=1.0)
-    online = SVILinearRegression(learning_method="online", batch_size=2, max_iter=3,
-                                 learning_offset=1.0, step_safety=False, random_state=0, **kw)
+    online = SVILinearRegression(
+        learning_method="online",
+        batch_size=2,
+        max_iter=3,
+        learning_offset=1.0,
+        step_safety=False,
+        random_state=0,
+        **kw,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         online.fit(X, y)
@@ -835,16 +886,24 @@ def test_mixture_weight_concentration_below_its_representable_range_is_refused()
     X[:30] += 4.0
     for wt in ("dirichlet_process", "dirichlet_distribution"):
         with pytest.raises(InvalidParameterError, match="weight_concentration_prior"):
-            SVIBayesianGaussianMixture(n_components=3, weight_concentration_prior=1e-300,
-                                       weight_concentration_prior_type=wt).fit(X)
-        est = SVIBayesianGaussianMixture(n_components=3, weight_concentration_prior=1e-10,
-                                         weight_concentration_prior_type=wt, random_state=0)
+            SVIBayesianGaussianMixture(
+                n_components=3,
+                weight_concentration_prior=1e-300,
+                weight_concentration_prior_type=wt,
+            ).fit(X)
+        est = SVIBayesianGaussianMixture(
+            n_components=3,
+            weight_concentration_prior=1e-10,
+            weight_concentration_prior_type=wt,
+            random_state=0,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(X)
         _assert_monotone(est.lower_bounds_)
-        conc = np.ravel(est.weight_concentration_[1] if wt == "dirichlet_process"
-                        else est.weight_concentration_)
+        conc = np.ravel(
+            est.weight_concentration_[1] if wt == "dirichlet_process" else est.weight_concentration_
+        )
         # Exactly alpha0 + 0 where no sample went (to alpha - 1's rounding).
         np.testing.assert_allclose(conc.min(), 1e-10, rtol=1e-6)
         assert np.all(np.isfinite(est.score_samples(X)))
@@ -870,8 +929,9 @@ def test_overdispersed_poisson_noise_prior_scale_outside_its_working_range_is_re
     for scale in (1e-12, 100.0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = SVIOverdispersedPoissonRegression(noise_prior_scale=scale,
-                                                    random_state=0).fit(X, y)
+            est = SVIOverdispersedPoissonRegression(noise_prior_scale=scale, random_state=0).fit(
+                X, y
+            )
         mean, std = est.predict(X, return_std=True)
         assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
         assert np.all(np.isfinite(est.lower_bounds_)) and est.lower_bound_ < 0
@@ -890,8 +950,13 @@ def test_ctm_with_a_huge_gradient_learning_rate_stays_finite(algorithm):
     from skvi import SVICorrelatedTopicModel
 
     X = np.random.RandomState(0).poisson(1.0, size=(30, 6))
-    ctm = SVICorrelatedTopicModel(n_components=3, algorithm=algorithm,
-                                  gradient_learning_rate=1e300, max_iter=3, random_state=0)
+    ctm = SVICorrelatedTopicModel(
+        n_components=3,
+        algorithm=algorithm,
+        gradient_learning_rate=1e300,
+        max_iter=3,
+        random_state=0,
+    )
     with pytest.warns(ConvergenceWarning, match="rejected"):
         ctm.fit(X)
     assert np.all(np.isfinite(ctm.lower_bounds_))
@@ -919,8 +984,9 @@ def test_sparse_gp_inducing_points_that_cannot_work_are_a_clear_error(classifier
     rng = np.random.RandomState(0)
     X = rng.uniform(-3, 3, (40, 1))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=40)
-    cls, target = ((SVISparseGPClassifier, (y > 0).astype(int)) if classifier
-                   else (SVISparseGPRegressor, y))
+    cls, target = (
+        (SVISparseGPClassifier, (y > 0).astype(int)) if classifier else (SVISparseGPRegressor, y)
+    )
     kw = dict(kernel=RBF(0.7), optimizer=None, random_state=0)
     cases = [
         (np.empty((0, 1)), "inducing_points holds no points"),
@@ -985,8 +1051,14 @@ def test_mixture_huge_features_are_refused_and_large_ones_fit_as_scaled(ct):
     s = 1e99 / np.abs(X).max()
     fits = []
     for Xs in (X, X * s):
-        est = SVIBayesianGaussianMixture(n_components=2, covariance_type=ct, reg_covar=0.0,
-                                         random_state=0, max_iter=500, tol=1e-12)
+        est = SVIBayesianGaussianMixture(
+            n_components=2,
+            covariance_type=ct,
+            reg_covar=0.0,
+            random_state=0,
+            max_iter=500,
+            tol=1e-12,
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fits.append(est.fit(Xs))
@@ -1016,8 +1088,9 @@ def test_mf_factor_precision_below_its_working_range_is_refused(kw):
     with pytest.raises(InvalidParameterError, match="factor_precision"):
         SVIMatrixFactorization(n_components=2, factor_precision=1e-300, **kw).fit(pairs, y)
     for fp in (1e-100, 1e-6):
-        mf = SVIMatrixFactorization(n_components=2, max_iter=3, random_state=0, factor_precision=fp,
-                                    **kw)
+        mf = SVIMatrixFactorization(
+            n_components=2, max_iter=3, random_state=0, factor_precision=fp, **kw
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mf.fit(pairs, y)
@@ -1039,8 +1112,9 @@ def test_mf_init_scale_whose_fourth_power_overflows_is_refused():
             SVIMatrixFactorization(n_components=2, init_scale=scale).fit(pairs, y)
     for scale in (1e70, 1e-70):
         for method in ("batch", "online"):
-            mf = SVIMatrixFactorization(n_components=2, max_iter=2, random_state=0,
-                                        init_scale=scale, learning_method=method)
+            mf = SVIMatrixFactorization(
+                n_components=2, max_iter=2, random_state=0, init_scale=scale, learning_method=method
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 mf.fit(pairs, y)

@@ -83,7 +83,9 @@ def test_invalid_schedules_raise(schedule):
     with pytest.raises(ValueError):
         schedule.validate()
     with pytest.raises(ValueError):
-        GaussianGammaVB(learning_method="online", learning_rate=schedule).fit(np.ones((4, 1)) + np.arange(4)[:, None])
+        GaussianGammaVB(learning_method="online", learning_rate=schedule).fit(
+            np.ones((4, 1)) + np.arange(4)[:, None]
+        )
 
 
 def test_make_schedule_clones_and_never_mutates():
@@ -115,7 +117,9 @@ def _grid_data():
 
 def test_grid_search_over_learning_decay():
     X = _grid_data()
-    est = GaussianGammaVB(learning_method="online", batch_size=30, max_iter=3, tol=0.0, random_state=0)
+    est = GaussianGammaVB(
+        learning_method="online", batch_size=30, max_iter=3, tol=0.0, random_state=0
+    )
     cv = KFold(3, shuffle=True, random_state=0)
     grid = GridSearchCV(est, {"learning_decay": [0.6, 0.8, 1.0]}, cv=cv)
     with warnings.catch_warnings():
@@ -132,14 +136,24 @@ def test_grid_search_over_learning_decay():
 
 def test_grid_search_over_schedule_objects():
     X = _grid_data()
-    est = GaussianGammaVB(learning_method="online", batch_size=30, max_iter=3, tol=0.0, random_state=0)
-    schedules = [RobbinsMonro(decay=0.9), Constant(0.05), WarmupRobbinsMonro(n_warmup=3), AdaptiveRate()]
+    est = GaussianGammaVB(
+        learning_method="online", batch_size=30, max_iter=3, tol=0.0, random_state=0
+    )
+    schedules = [
+        RobbinsMonro(decay=0.9),
+        Constant(0.05),
+        WarmupRobbinsMonro(n_warmup=3),
+        AdaptiveRate(),
+    ]
     cv = KFold(3, shuffle=True, random_state=0)
     grid = GridSearchCV(est, {"learning_rate": schedules}, cv=cv)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         grid.fit(X)
-        scores = [cross_val_score(clone(est).set_params(learning_rate=s), X, cv=cv).mean() for s in schedules]
+        scores = [
+            cross_val_score(clone(est).set_params(learning_rate=s), X, cv=cv).mean()
+            for s in schedules
+        ]
     np.testing.assert_allclose(grid.cv_results_["mean_test_score"], scores, rtol=1e-12)
     best = schedules[int(np.argmax(scores))]
     assert type(grid.best_estimator_.learning_rate) is type(best)
@@ -153,8 +167,15 @@ def _decay_data():
 @pytest.mark.parametrize("decay", [0.5, 0.3, 0.0])
 def test_learning_decay_at_most_one_half_warns_at_the_callers_line(decay):
     X = _decay_data()
-    est = GaussianGammaVB(learning_method="online", batch_size=30, max_iter=2, tol=0.0,
-                          learning_offset=4.0, learning_decay=decay, random_state=0)
+    est = GaussianGammaVB(
+        learning_method="online",
+        batch_size=30,
+        max_iter=2,
+        tol=0.0,
+        learning_offset=4.0,
+        learning_decay=decay,
+        random_state=0,
+    )
     with pytest.warns(ConvergenceWarning, match=r"learning_decay=.* is outside \(0\.5, 1\]") as rec:
         est.fit(X)
     assert len(rec) == 1 and rec[0].filename == __file__
@@ -183,8 +204,9 @@ def test_learning_decay_in_range_or_unused_does_not_warn(params):
     X = _decay_data()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        GaussianGammaVB(learning_method="online", batch_size=30, max_iter=2, tol=0.0,
-                        random_state=0, **params).fit(X)
+        GaussianGammaVB(
+            learning_method="online", batch_size=30, max_iter=2, tol=0.0, random_state=0, **params
+        ).fit(X)
         GaussianGammaVB(total_samples=120, **params).partial_fit(X[:30])
 
 
@@ -195,8 +217,9 @@ def test_learning_decay_unused_by_batch_steps_does_not_warn():
         # Batch coordinate ascent takes rho = 1, and an online fit whose rows
         # fit in one minibatch takes batch steps.
         batch = GaussianGammaVB(learning_decay=0.2, tol=0.0, max_iter=3).fit(X)
-        GaussianGammaVB(learning_method="online", batch_size=500, learning_decay=0.2,
-                        tol=0.0, max_iter=3).fit(X)
+        GaussianGammaVB(
+            learning_method="online", batch_size=500, learning_decay=0.2, tol=0.0, max_iter=3
+        ).fit(X)
     assert np.all(batch.step_trace_["rho"] == 1.0)
 
 
@@ -204,8 +227,9 @@ def test_learning_decay_above_one_is_rejected():
     from sklearn.utils._param_validation import InvalidParameterError
 
     with pytest.raises(InvalidParameterError, match=r"learning_decay.*\[0\.0, 1\.0\]"):
-        GaussianGammaVB(learning_method="online", batch_size=30,
-                        learning_decay=1.2).fit(_decay_data())
+        GaussianGammaVB(learning_method="online", batch_size=30, learning_decay=1.2).fit(
+            _decay_data()
+        )
 
 
 def test_learning_decay_warning_covers_every_estimator_once():
@@ -217,10 +241,29 @@ def test_learning_decay_warning_covers_every_estimator_once():
     counts = CountVectorizer(min_df=3).fit_transform(load_topics_sample().data[:60])
     X = _decay_data()
     fits = [
-        (SVILatentDirichletAllocation(n_components=3, learning_method="online", batch_size=20,
-                                      max_iter=1, learning_decay=0.5, random_state=0), counts),
-        (SVIBayesianGaussianMixture(n_components=2, learning_method="online", batch_size=30,
-                                    max_iter=2, tol=0.0, learning_decay=0.5, random_state=0), X),
+        (
+            SVILatentDirichletAllocation(
+                n_components=3,
+                learning_method="online",
+                batch_size=20,
+                max_iter=1,
+                learning_decay=0.5,
+                random_state=0,
+            ),
+            counts,
+        ),
+        (
+            SVIBayesianGaussianMixture(
+                n_components=2,
+                learning_method="online",
+                batch_size=30,
+                max_iter=2,
+                tol=0.0,
+                learning_decay=0.5,
+                random_state=0,
+            ),
+            X,
+        ),
     ]
     for est, data in fits:
         with pytest.warns(ConvergenceWarning, match="learning_decay=0.5") as rec:
@@ -230,8 +273,10 @@ def test_learning_decay_warning_covers_every_estimator_once():
     # |S| / (n0 + n_seen), not the schedule: no warning there.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        SVILatentDirichletAllocation(n_components=3, total_samples="auto", learning_decay=0.5,
-                                     random_state=0).partial_fit(counts)
+        SVILatentDirichletAllocation(
+            n_components=3, total_samples="auto", learning_decay=0.5, random_state=0
+        ).partial_fit(counts)
     with pytest.warns(ConvergenceWarning, match="learning_decay=0.5"):
-        SVILatentDirichletAllocation(n_components=3, total_samples=1000, learning_decay=0.5,
-                                     random_state=0).partial_fit(counts)
+        SVILatentDirichletAllocation(
+            n_components=3, total_samples=1000, learning_decay=0.5, random_state=0
+        ).partial_fit(counts)

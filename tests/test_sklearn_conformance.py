@@ -20,6 +20,7 @@ from skvi import (
 )
 from skvi.networks import SVIBayesianNetwork
 
+
 def _network_mixture(n_rows, n_features):
     """A two-component Gaussian mixture declared node by node, as wide as X."""
     from skvi.networks import Categorical, Dirichlet, Gaussian, Mixture, Wishart
@@ -37,8 +38,9 @@ ESTIMATORS = [
     # Each document's E-step iterated to its fixed point, so that weighted
     # and repeated documents (whose random starts differ) give the same fit
     # in the sample-weight equivalence checks.
-    SVILatentDirichletAllocation(n_components=3, max_iter=5, mean_change_tol=1e-10,
-                                 max_doc_update_iter=10000),
+    SVILatentDirichletAllocation(
+        n_components=3, max_iter=5, mean_change_tol=1e-10, max_doc_update_iter=10000
+    ),
     SVIMatrixFactorization(n_components=2, max_iter=5),
     SVICorrelatedTopicModel(n_components=3, max_iter=5, init_passes=2, random_state=0),
     # tol=0: a fixed number of passes, so that weighted and repeated rows (whose
@@ -107,8 +109,7 @@ EXPECTED_FAILED_CHECKS = {
     # elsewhere than one weighted row; tests/test_networks.py checks that
     # weighted and repeated rows take the same steps from the same globals.
     "SVIBayesianNetwork": {
-        "check_sample_weight_equivalence_on_dense_data":
-            "the random start draws per row: repeated rows start differently",
+        "check_sample_weight_equivalence_on_dense_data": "the random start draws per row: repeated rows start differently",
     },
     "SVIMatrixFactorization": _MF_CHECKS,
     "SVICorrelatedTopicModel": _CTM_CHECKS,
@@ -116,7 +117,9 @@ EXPECTED_FAILED_CHECKS = {
     # label, which the check shuffles for the weighted fit only: the weighted
     # and the repeated rows then get different labels (fixed in 1.7).
     "SVISparseGPClassifier": (
-        {"check_sample_weight_equivalence_on_dense_data": "scikit-learn < 1.7 relabels y differently for the weighted and the repeated fit"}
+        {
+            "check_sample_weight_equivalence_on_dense_data": "scikit-learn < 1.7 relabels y differently for the weighted and the repeated fit"
+        }
         if parse_version(sklearn.__version__) < parse_version("1.7")
         else {}
     ),
@@ -126,6 +129,9 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}))
+@parametrize_with_checks(
+    ESTIMATORS,
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
+)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -33,8 +33,14 @@ def _nystrom(X, Z, kernel=KERNEL, jitter=0.0):
 
 
 def _fit(objective, Z, X, y, sample_weight=None, **kw):
-    kw = {"kernel": KERNEL, "noise_variance": NOISE, "inducing_points": Z, "optimizer": None,
-          "objective": objective, **kw}
+    kw = {
+        "kernel": KERNEL,
+        "noise_variance": NOISE,
+        "inducing_points": Z,
+        "optimizer": None,
+        "objective": objective,
+        **kw,
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return SVISparseGPRegressor(**kw).fit(X, y, sample_weight=sample_weight)
@@ -58,9 +64,12 @@ def test_titsias_and_fitc_objectives_equal_their_collapsed_closed_forms():
     fits = {obj: _fit(obj, Z, X, y) for obj in ("titsias", "fitc")}
     K, Q, _, _ = _nystrom(X, Z, jitter=fits["titsias"].jitter_)  # the model's 1e-10 floor
     n = len(y)
-    titsias = (multivariate_normal(np.zeros(n), Q + NOISE * np.eye(n)).logpdf(y)
-               - np.trace(K - Q) / (2 * NOISE))
-    fitc = multivariate_normal(np.zeros(n), Q + np.diag(np.diag(K - Q)) + NOISE * np.eye(n)).logpdf(y)
+    titsias = multivariate_normal(np.zeros(n), Q + NOISE * np.eye(n)).logpdf(y) - np.trace(
+        K - Q
+    ) / (2 * NOISE)
+    fitc = multivariate_normal(np.zeros(n), Q + np.diag(np.diag(K - Q)) + NOISE * np.eye(n)).logpdf(
+        y
+    )
     assert fits["titsias"].lower_bound_ == pytest.approx(titsias, rel=1e-8)
     assert fits["fitc"].lower_bound_ == pytest.approx(fitc, rel=1e-8)
 
@@ -76,8 +85,17 @@ def test_one_batch_step_is_the_closed_form_posterior_and_svi_converges_to_it():
     one = _fit("titsias", Z, X, y, max_iter=1)
     np.testing.assert_allclose(one.q_mean_, m, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(one.q_covariance_, S, rtol=1e-8, atol=1e-10)
-    online = _fit("titsias", Z, X, y, learning_method="online", batch_size=30, max_iter=40,
-                  tol=0, random_state=0)
+    online = _fit(
+        "titsias",
+        Z,
+        X,
+        y,
+        learning_method="online",
+        batch_size=30,
+        max_iter=40,
+        tol=0,
+        random_state=0,
+    )
     np.testing.assert_allclose(online.q_mean_, m, atol=0.02)
     np.testing.assert_allclose(online.q_covariance_, S, atol=2e-3)
 
@@ -99,7 +117,8 @@ def test_inducing_points_at_the_data_give_the_exact_gp():
     assert gp.lower_bound_ == pytest.approx(exact.log_marginal_likelihood_value_, rel=1e-6)
     np.testing.assert_allclose(
         gp.log_predictive_density(X_new, ref_mean),
-        -0.5 * np.log(2 * np.pi * (ref_std**2 + NOISE)), atol=1e-6,
+        -0.5 * np.log(2 * np.pi * (ref_std**2 + NOISE)),
+        atol=1e-6,
     )
 
 
@@ -134,8 +153,9 @@ def test_learned_hyperparameters_match_scikit_learn_with_inducing_points_at_the_
     # With Z = X the collapsed Titsias bound is the exact log marginal
     # likelihood, so its maximiser is scikit-learn's (noise as a WhiteKernel).
     X, y = _data(50, seed=2)
-    ref = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1), alpha=0.0,
-                                   random_state=0).fit(X, y)
+    ref = GaussianProcessRegressor(
+        C(1.0) * RBF(1.0) + WhiteKernel(0.1), alpha=0.0, random_state=0
+    ).fit(X, y)
     gp = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.1, inducing_points=X).fit(X, y)
     ref_k = ref.kernel_
     assert gp.kernel_.k2.length_scale == pytest.approx(ref_k.k1.k2.length_scale, rel=2e-3)
@@ -151,8 +171,9 @@ def test_hyperparameters_of_a_known_gp_are_recovered():
     X = rng.uniform(-4, 4, size=(600, 1))
     K = RBF(0.8)(X) + 1e-8 * np.eye(600)
     y = np.linalg.cholesky(K) @ rng.normal(size=600) + 0.2 * rng.normal(size=600)
-    gp = SVISparseGPRegressor(C(0.5) * RBF(2.0), noise_variance=0.5, n_inducing=40,
-                              random_state=0).fit(X, y)
+    gp = SVISparseGPRegressor(
+        C(0.5) * RBF(2.0), noise_variance=0.5, n_inducing=40, random_state=0
+    ).fit(X, y)
     assert gp.kernel_.k2.length_scale == pytest.approx(0.8, rel=0.15)
     assert gp.noise_variance_ == pytest.approx(0.04, rel=0.15)
 
@@ -163,9 +184,17 @@ def test_online_hyperparameter_steps_approach_the_batch_optimum():
     y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=2000)
     Z = np.linspace(-3, 3, 15)[:, None]
     batch = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.3, inducing_points=Z).fit(X, y)
-    online = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.3, inducing_points=Z,
-                                  learning_method="online", batch_size=200, max_iter=30, tol=0,
-                                  hyperparameter_learning_rate=1.0, random_state=0).fit(X, y)
+    online = SVISparseGPRegressor(
+        C(1.0) * RBF(1.0),
+        noise_variance=0.3,
+        inducing_points=Z,
+        learning_method="online",
+        batch_size=200,
+        max_iter=30,
+        tol=0,
+        hyperparameter_learning_rate=1.0,
+        random_state=0,
+    ).fit(X, y)
     assert online.noise_variance_ == pytest.approx(batch.noise_variance_, rel=0.2)
     assert online.score(X, y) == pytest.approx(batch.score(X, y), abs=0.01)
 
@@ -204,8 +233,9 @@ def test_classifier_fixed_point_satisfies_the_gaussian_vi_stationarity_condition
 
     X, y = _binary(30, seed=1)
     # 60 Gauss-Hermite nodes, so that the fitted rule is exact to the tolerance.
-    clf = SVISparseGPClassifier(RBF(1.0), inducing_points=X, optimizer=None, tol=1e-12,
-                                max_iter=200, n_mc_samples=60).fit(X, y)
+    clf = SVISparseGPClassifier(
+        RBF(1.0), inducing_points=X, optimizer=None, tol=1e-12, max_iter=200, n_mc_samples=60
+    ).fit(X, y)
     K = RBF(1.0)(X)
     L = np.linalg.cholesky(K + clf.jitter_ * np.mean(np.diag(K)) * np.eye(30))
     phi = np.linalg.solve(L, K).T
@@ -218,7 +248,10 @@ def test_classifier_fixed_point_satisfies_the_gaussian_vi_stationarity_condition
     d2 = np.empty(30)
     for i in range(30):
         sd = np.sqrt(s[i])
-        dens = lambda f, i=i, sd=sd: np.exp(-0.5 * ((f - mu[i]) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))  # noqa: E731
+
+        def dens(f, i=i, sd=sd):
+            return np.exp(-0.5 * ((f - mu[i]) / sd) ** 2) / (sd * np.sqrt(2 * np.pi))
+
         d1[i] = quad(lambda f: (y[i] - expit(f)) * dens(f), -np.inf, np.inf)[0]
         d2[i] = quad(lambda f: -expit(f) * (1 - expit(f)) * dens(f), -np.inf, np.inf)[0]
     precision = np.eye(30) - (phi * d2[:, None]).T @ phi
@@ -260,9 +293,17 @@ def test_classifier_online_algorithms_approach_the_batch_posterior(algorithm):
     X, y = _binary(2000, seed=2)
     Z = np.linspace(-3, 3, 12)[:, None]
     batch = SVISparseGPClassifier(RBF(1.0), inducing_points=Z, optimizer=None).fit(X, y)
-    online = SVISparseGPClassifier(RBF(1.0), inducing_points=Z, optimizer=None, algorithm=algorithm,
-                                   learning_method="online", batch_size=200, max_iter=30,
-                                   tol=0, random_state=0).fit(X, y)
+    online = SVISparseGPClassifier(
+        RBF(1.0),
+        inducing_points=Z,
+        optimizer=None,
+        algorithm=algorithm,
+        learning_method="online",
+        batch_size=200,
+        max_iter=30,
+        tol=0,
+        random_state=0,
+    ).fit(X, y)
     # Measured: 0.0006 (MC-SSVI), 0.015 (the AdaGrad mean steps of the others).
     X_new = np.linspace(-3, 3, 7)[:, None]
     np.testing.assert_allclose(online.predict_proba(X_new), batch.predict_proba(X_new), atol=0.03)
@@ -284,8 +325,16 @@ def test_predictive_objective_converges_with_the_projected_newton_step():
     rng = np.random.RandomState(0)
     X = rng.uniform(-3, 3, size=(500, 1))
     y = np.sin(2 * X[:, 0]) + 0.2 * rng.normal(size=500)
-    gp = _fit("predictive", None, X, y, kernel=C(1.0) * RBF(1.0), noise_variance=0.04,
-              n_inducing=10, random_state=0)
+    gp = _fit(
+        "predictive",
+        None,
+        X,
+        y,
+        kernel=C(1.0) * RBF(1.0),
+        noise_variance=0.04,
+        n_inducing=10,
+        random_state=0,
+    )
     assert gp.converged_
     assert gp.lower_bound_ > 84.0  # measured 84.65
 
@@ -294,10 +343,14 @@ def _central_differences(f, p, h=1e-6):
     return np.array([(f(p + h * e) - f(p - h * e)) / (2 * h) for e in np.eye(p.size)])
 
 
-@pytest.mark.parametrize("kernel", [
-    C(1.3) * RBF([0.7, 2.0]) + WhiteKernel(0.01),  # contracted on the fly (skvi.models._kernels)
-    C(1.3) * Matern([0.7, 2.0], nu=1.5) + WhiteKernel(0.01),  # via K([X; Z])'s gradient
-])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        C(1.3) * RBF([0.7, 2.0])
+        + WhiteKernel(0.01),  # contracted on the fly (skvi.models._kernels)
+        C(1.3) * Matern([0.7, 2.0], nu=1.5) + WhiteKernel(0.01),  # via K([X; Z])'s gradient
+    ],
+)
 def test_hyperparameter_gradients_equal_finite_differences_of_the_dense_closed_forms(kernel):
     # The collapsed objectives written with dense N x N matrices (with the
     # model's K_uu jitter, which moves with the kernel too), differenced;
@@ -316,8 +369,9 @@ def test_hyperparameter_gradients_equal_finite_differences_of_the_dense_closed_f
         noise = np.exp(params[-1])
         K, Q, _, _ = _nystrom(X, Z, k, jitter=gp.jitter_)
         if objective == "titsias":
-            return (multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y)
-                    - np.trace(K - Q) / (2 * noise))
+            return multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y) - np.trace(
+                K - Q
+            ) / (2 * noise)
         cov = Q + np.diag(np.diag(K - Q)) + noise * np.eye(n)
         return multivariate_normal(np.zeros(n), cov).logpdf(y)
 
@@ -340,8 +394,12 @@ def test_hyperparameter_gradients_equal_finite_differences_of_the_dense_closed_f
         K = k(Z)
         L = np.linalg.cholesky(K + gp.jitter_ * np.mean(np.diag(K)) * np.eye(7))
         phi = np.linalg.solve(L, k(Z, X)).T
-        var = (np.exp(params[-1]) + k.diag(X) - np.sum(phi**2, axis=1)
-               + np.einsum("ij,jk,ik->i", phi, V, phi))
+        var = (
+            np.exp(params[-1])
+            + k.diag(X)
+            - np.sum(phi**2, axis=1)
+            + np.einsum("ij,jk,ik->i", phi, V, phi)
+        )
         return np.sum(w * (-0.5 * np.log(2 * np.pi * var) - (y - phi @ m) ** 2 / (2 * var)))
 
     gp.objective = "predictive"
@@ -403,21 +461,34 @@ def test_a_kernel_without_free_hyperparameters_fits_with_the_optimizer_on():
 
     def negative_bound(log_noise):
         noise = np.exp(log_noise)
-        return -(multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y)
-                 - np.trace(K - Q) / (2 * noise))
+        return -(
+            multivariate_normal(np.zeros(n), Q + noise * np.eye(n)).logpdf(y)
+            - np.trace(K - Q) / (2 * noise)
+        )
 
-    best = minimize_scalar(negative_bound, bounds=(-8, 2), method="bounded",
-                           options={"xatol": 1e-10})
+    best = minimize_scalar(
+        negative_bound, bounds=(-8, 2), method="bounded", options={"xatol": 1e-10}
+    )
     assert gp.noise_variance_ == pytest.approx(np.exp(best.x), rel=1e-4)
     assert gp.kernel_ == kernel
-    online = _fit("titsias", Z, X, y, kernel=kernel, optimizer="fmin_l_bfgs_b",
-                  learning_method="online", batch_size=20, max_iter=3)
+    online = _fit(
+        "titsias",
+        Z,
+        X,
+        y,
+        kernel=kernel,
+        optimizer="fmin_l_bfgs_b",
+        learning_method="online",
+        batch_size=20,
+        max_iter=3,
+    )
     assert np.isfinite(online.noise_variance_) and online.kernel_ == kernel
 
     Xc, yc = _binary(60, seed=3)
     for method in ("batch", "online"):
-        kw = dict(inducing_points=Z, learning_method=method, batch_size=20, max_iter=5,
-                  random_state=0)
+        kw = dict(
+            inducing_points=Z, learning_method=method, batch_size=20, max_iter=5, random_state=0
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             learned = SVISparseGPClassifier(kernel, **kw).fit(Xc, yc)
@@ -425,11 +496,14 @@ def test_a_kernel_without_free_hyperparameters_fits_with_the_optimizer_on():
         np.testing.assert_array_equal(learned.q_mean_, kept.q_mean_)
 
 
-@pytest.mark.parametrize("kernel", [
-    C(1.3) * RBF([0.7, 2.0]) + WhiteKernel(0.01),
-    C(2.0, "fixed") * RBF([1.0]),  # a length-one list: one isotropic length scale
-    RBF(0.5, "fixed") + C(0.3),
-])
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        C(1.3) * RBF([0.7, 2.0]) + WhiteKernel(0.01),
+        C(2.0, "fixed") * RBF([1.0]),  # a length-one list: one isotropic length scale
+        RBF(0.5, "fixed") + C(0.3),
+    ],
+)
 def test_cross_covariance_contraction_equals_finite_differences(kernel):
     from skvi.models._kernels import cross_covariance
 
@@ -439,7 +513,8 @@ def test_cross_covariance_contraction_equals_finite_differences(kernel):
     np.testing.assert_allclose(K, kernel(X, Z), rtol=1e-13)
     theta = kernel.theta
     reference = _central_differences(
-        lambda t: np.sum(W * kernel.clone_with_theta(t)(X, Z)), theta, h=1e-5)
+        lambda t: np.sum(W * kernel.clone_with_theta(t)(X, Z)), theta, h=1e-5
+    )
     assert backward(W).shape == theta.shape
     np.testing.assert_allclose(backward(W), reference, rtol=1e-7, atol=1e-9)
 
@@ -500,8 +575,9 @@ def test_classifier_batch_and_online_hyperparameter_objectives_include_the_prior
     X, y = _binary(60, seed=4)
     Z = np.linspace(-2.5, 2.5, 6)[:, None]
     rows = Rows(X, y.astype(float))
-    clf = SVISparseGPClassifier(C(1.0) * RBF(1.0), inducing_points=Z, kernel_prior_scale=0.5,
-                                max_iter=2)
+    clf = SVISparseGPClassifier(
+        C(1.0) * RBF(1.0), inducing_points=Z, kernel_prior_scale=0.5, max_iter=2
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
@@ -525,8 +601,9 @@ def test_classifier_batch_and_online_hyperparameter_objectives_include_the_prior
     ctx = StepContext(online=True, t=1, rho=0.01, backoff=1.0, scale=1.0, prior={})
     clf._update_hyperparameters((grad, np.asarray(float(len(y)))), ctx)
     step = clf._hyper_vector() - theta
-    np.testing.assert_allclose(step, 0.01 * _central_differences(objective, theta) / len(y),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        step, 0.01 * _central_differences(objective, theta) / len(y), rtol=1e-6
+    )
 
 
 def test_classifier_on_separable_classes_converges_with_bounded_hyperparameters():
@@ -549,6 +626,7 @@ def test_classifier_on_separable_classes_converges_with_bounded_hyperparameters(
     assert clf.score(X, y) >= kept.score(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        flat = SVISparseGPClassifier(n_inducing=10, kernel_prior_scale=None, random_state=0,
-                                     max_iter=30).fit(X, y)
+        flat = SVISparseGPClassifier(
+            n_inducing=10, kernel_prior_scale=None, random_state=0, max_iter=30
+        ).fit(X, y)
     assert not flat.converged_ and np.exp(flat.kernel_.theta[0]) > 10 * variance

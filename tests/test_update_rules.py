@@ -45,9 +45,9 @@ class Problem:
         w = rng.normal(0.0, 1.0, (BATCH, D))
         self.alpha = rng.uniform(0.5, 2.0, BATCH)
         self.beta = rng.uniform(2.0, 6.0, BATCH)
-        self.y = np.einsum("bnd,bd->bn", self.X, w) + rng.normal(0.0, 1.0, (BATCH, N_OBS)) / np.sqrt(
-            self.beta[:, None]
-        )
+        self.y = np.einsum("bnd,bd->bn", self.X, w) + rng.normal(
+            0.0, 1.0, (BATCH, N_OBS)
+        ) / np.sqrt(self.beta[:, None])
         self.xtx = np.swapaxes(self.X, -1, -2) @ self.X
         self.xty = np.einsum("bnd,bn->bd", self.X, self.y)
         # A random current factor: mean and covariance (diagonal: variances).
@@ -63,7 +63,9 @@ class Problem:
         return self.alpha[:, None, None] * np.eye(D) + self.beta[:, None, None] * self.xtx
 
     def posterior_mean(self):
-        return np.linalg.solve(self.posterior_precision(), (self.beta[:, None] * self.xty)[..., None])[..., 0]
+        return np.linalg.solve(
+            self.posterior_precision(), (self.beta[:, None] * self.xty)[..., None]
+        )[..., 0]
 
     def posterior_cov(self):
         if self.diagonal:  # mean-field optimum
@@ -98,14 +100,18 @@ class Problem:
                 for i in range(D):
                     e = np.zeros(D)
                     e[i] = H
-                    g[b, i] = (self.elbo(b, m[b], V[b] + e) - self.elbo(b, m[b], V[b] - e)) / (2 * H)
+                    g[b, i] = (self.elbo(b, m[b], V[b] + e) - self.elbo(b, m[b], V[b] - e)) / (
+                        2 * H
+                    )
                 continue
             for i in range(D):
                 for j in range(D):
                     e = np.zeros((D, D))
                     e[i, j] += 0.5 * H
                     e[j, i] += 0.5 * H
-                    g[b, i, j] = (self.elbo(b, m[b], V[b] + e) - self.elbo(b, m[b], V[b] - e)) / (2 * H)
+                    g[b, i, j] = (self.elbo(b, m[b], V[b] + e) - self.elbo(b, m[b], V[b] - e)) / (
+                        2 * H
+                    )
         return g
 
     def fd_grad_C(self, m, C):
@@ -124,7 +130,9 @@ class Problem:
                     e = np.zeros((D, D))
                     e[i, j] = H
                     up, down = C[b] + e, C[b] - e
-                    g[b, i, j] = (self.elbo(b, m[b], up @ up.T) - self.elbo(b, m[b], down @ down.T)) / (2 * H)
+                    g[b, i, j] = (
+                        self.elbo(b, m[b], up @ up.T) - self.elbo(b, m[b], down @ down.T)
+                    ) / (2 * H)
         return g
 
     # ---- natural parameters
@@ -241,7 +249,9 @@ def test_natural_gradient_one_step_diagonal_with_orthogonal_design():
     new, _ = NaturalGradient().step(prob.current(), prob.target(prob.m), 1.0, 1.0, None)
     m, v = decode(new, True)
     assert_allclose(m, prob.posterior_mean(), rtol=1e-10, atol=1e-12)
-    assert_allclose(v, np.diagonal(np.linalg.inv(prob.posterior_precision()), axis1=-2, axis2=-1), rtol=1e-10)
+    assert_allclose(
+        v, np.diagonal(np.linalg.inv(prob.posterior_precision()), axis1=-2, axis2=-1), rtol=1e-10
+    )
 
 
 # --------------------------------------------------------------------------
@@ -264,7 +274,9 @@ def test_hybrid_first_steps_follow_finite_difference_gradients(diagonal):
     # The precision is the natural-gradient blend.
     p_cur = precision_of(cur, diagonal)
     p_tgt = precision_of(prob.target(prob.m), diagonal)
-    assert_allclose(precision_of(new, diagonal), (1 - rho) * p_cur + rho * p_tgt, rtol=1e-12, atol=1e-12)
+    assert_allclose(
+        precision_of(new, diagonal), (1 - rho) * p_cur + rho * p_tgt, rtol=1e-12, atol=1e-12
+    )
     assert_allclose(state["mean"], grad_a**2, rtol=1e-6)
 
     # Second step from the new factor: the accumulator sums both squared
@@ -348,7 +360,9 @@ def test_backoff_scales_ordinary_gradient_steps(rule_cls, diagonal):
         C0 = cholesky_factor(prob.V, diagonal)
         sign_c = np.sign(prob.fd_grad_C(prob.m, C0))
         assert_allclose(cholesky_factor(V_full, diagonal) - C0, LR * sign_c, rtol=1e-6, atol=1e-12)
-        assert_allclose(cholesky_factor(V_half, diagonal) - C0, 0.5 * LR * sign_c, rtol=1e-6, atol=1e-12)
+        assert_allclose(
+            cholesky_factor(V_half, diagonal) - C0, 0.5 * LR * sign_c, rtol=1e-6, atol=1e-12
+        )
 
 
 # --------------------------------------------------------------------------
@@ -379,7 +393,11 @@ def test_repeated_steps_converge_to_the_posterior(rule_cls, diagonal):
 # the factory
 # --------------------------------------------------------------------------
 def test_make_update_rule():
-    for name, cls in (("mc-ssvi", NaturalGradient), ("h-mc-ssvi", HybridGradient), ("s-dsvi", StandardGradient)):
+    for name, cls in (
+        ("mc-ssvi", NaturalGradient),
+        ("h-mc-ssvi", HybridGradient),
+        ("s-dsvi", StandardGradient),
+    ):
         rule = make_update_rule(name, 0.25)
         assert type(rule) is cls
         assert isinstance(rule, UpdateRule)
@@ -421,8 +439,9 @@ def test_per_factor_step_sizes_equal_separate_steps():
             np.testing.assert_allclose(together[1][i], alone[1], rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("rule", [NaturalGradient(), HybridGradient(0.3), StandardGradient(0.3)],
-                         ids=lambda r: r.name)
+@pytest.mark.parametrize(
+    "rule", [NaturalGradient(), HybridGradient(0.3), StandardGradient(0.3)], ids=lambda r: r.name
+)
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_a_factor_with_step_size_zero_keeps_its_value_and_state(rule, diagonal):
     # A row the minibatch does not reach steps by rho = 0: it must not move
@@ -451,8 +470,12 @@ def test_a_factor_with_step_size_zero_keeps_its_value_and_state(rule, diagonal):
             assert_array_equal(kept[key][1], state[key][1])
     moved = [0, 2]
     alone, _ = rule.step(
-        tuple(c[moved] for c in current), tuple(t[moved] for t in target), rho[moved], 1.0,
-        None if state is None else {k: v[moved] for k, v in state.items()})
+        tuple(c[moved] for c in current),
+        tuple(t[moved] for t in target),
+        rho[moved],
+        1.0,
+        None if state is None else {k: v[moved] for k, v in state.items()},
+    )
     for a, b in zip(new, alone):
         assert_allclose(a[moved], b, rtol=1e-12, atol=1e-12)
     # And with no state yet: the held factor's accumulators start at zero.

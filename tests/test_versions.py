@@ -49,8 +49,11 @@ ROOT = PACKAGE.parent
 
 def _copy_source_tree(dest):
     """The checkout's package and build files, without compiled kernels or build record."""
-    shutil.copytree(PACKAGE, dest / "skvi", ignore=shutil.ignore_patterns(
-        "*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"))
+    shutil.copytree(
+        PACKAGE,
+        dest / "skvi",
+        ignore=shutil.ignore_patterns("*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"),
+    )
     for name in ("setup.py", "pyproject.toml"):
         shutil.copy(ROOT / name, dest / name)
     assert not any(p.suffix in (".so", ".pyd") for p in (dest / "skvi").rglob("*"))
@@ -60,8 +63,11 @@ def _copy_source_tree(dest):
 def _installed_copy(site, kernels=True, record=None):
     """A package folder as pip installs it: no setup.py beside it, kernel files if asked."""
     package = site / "skvi"
-    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns(
-        "*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"))
+    shutil.copytree(
+        PACKAGE,
+        package,
+        ignore=shutil.ignore_patterns("*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"),
+    )
     if kernels:
         (package / "models" / "lda" / f"_lda_fast{SUFFIX}").write_bytes(b"")
         (package / "models" / "matrix_factorization" / f"_gaussian_fast{SUFFIX}").write_bytes(b"")
@@ -72,8 +78,14 @@ def _installed_copy(site, kernels=True, record=None):
 
 def _run_quickstart(cwd, pythonpath):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, pythonpath)))
-    return subprocess.run([sys.executable, "-m", "skvi"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "skvi"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_quickstart_in_a_checkout_says_the_source_tree_is_imported(tmp_path):
@@ -81,8 +93,11 @@ def test_quickstart_in_a_checkout_says_the_source_tree_is_imported(tmp_path):
     # the source tree (the current directory comes first on sys.path), whose
     # kernels are not built, while the installed copy has them.
     src = _copy_source_tree(tmp_path / "checkout")
-    installed = _installed_copy(tmp_path / "site-packages", kernels=True,
-                                record="KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'cc'\n")
+    installed = _installed_copy(
+        tmp_path / "site-packages",
+        kernels=True,
+        record="KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'cc'\n",
+    )
     proc = _run_quickstart(cwd=src, pythonpath=[tmp_path / "site-packages"])
     assert proc.returncode == 0, proc.stderr
     assert "q(mu)    = N(mean=26.1663, sd=1.3215)" in proc.stdout  # the numpy fallback runs
@@ -96,7 +111,8 @@ def test_quickstart_in_a_checkout_says_the_source_tree_is_imported(tmp_path):
 def test_a_source_tree_built_without_a_compiler_says_to_install_one(tmp_path):
     src = _copy_source_tree(tmp_path / "checkout")
     (src / "skvi" / "_build_info.py").write_text(
-        "KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n")
+        "KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n"
+    )
     proc = _run_quickstart(cwd=tmp_path, pythonpath=[src])
     assert proc.returncode == 0, proc.stderr
     message = " ".join(proc.stderr.split())
@@ -104,15 +120,27 @@ def test_a_source_tree_built_without_a_compiler_says_to_install_one(tmp_path):
     assert "No C compiler was found when skvi was built: install one" in message
 
 
-@pytest.mark.parametrize("record, says, not_says", [
-    ("KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n",
-     "No C compiler was found when skvi was built: install one", "could not compile"),
-    ("KERNELS = {'lda': False, 'gaussian': True}\nCOMPILER = 'gcc'\n",
-     "found the C compiler gcc but could not compile them", "install one"),
-    ("KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n",
-     "compiled when skvi was built but do not import", "install one"),
-    (None, "this install recorded nothing", "could not compile"),
-])
+@pytest.mark.parametrize(
+    "record, says, not_says",
+    [
+        (
+            "KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n",
+            "No C compiler was found when skvi was built: install one",
+            "could not compile",
+        ),
+        (
+            "KERNELS = {'lda': False, 'gaussian': True}\nCOMPILER = 'gcc'\n",
+            "found the C compiler gcc but could not compile them",
+            "install one",
+        ),
+        (
+            "KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n",
+            "compiled when skvi was built but do not import",
+            "install one",
+        ),
+        (None, "this install recorded nothing", "could not compile"),
+    ],
+)
 def test_an_installed_copy_advises_from_its_build_record(tmp_path, record, says, not_says):
     package = _installed_copy(tmp_path / "site-packages", kernels=False, record=record)
     message = _versions._missing_kernels_message(["LDA E-step"], package, path=[])
@@ -122,13 +150,24 @@ def test_an_installed_copy_advises_from_its_build_record(tmp_path, record, says,
 
 def test_a_source_tree_beside_an_installed_copy_without_kernels(tmp_path):
     src = _copy_source_tree(tmp_path / "checkout")
-    installed = _installed_copy(tmp_path / "site", kernels=False,
-                                record="KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n")
+    installed = _installed_copy(
+        tmp_path / "site",
+        kernels=False,
+        record="KERNELS = {'lda': False, 'gaussian': False}\nCOMPILER = None\n",
+    )
     message = _versions._missing_kernels_message(
-        ["LDA E-step", "Gaussian moments"], src / "skvi", path=[str(src), str(tmp_path / "site")])
+        ["LDA E-step", "Gaussian moments"], src / "skvi", path=[str(src), str(tmp_path / "site")]
+    )
     assert f"(nor in the installed skvi in {installed})" in message
     assert "No C compiler was found" in message
     # With a compiler recorded and nothing failed, it says how to build in place.
-    (installed / "_build_info.py").write_text("KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n")
-    message = _versions._missing_kernels_message(["LDA E-step"], src / "skvi", path=[str(tmp_path / "site")])
-    assert "Build them in this tree with 'pip install -e .'" in message and "install one" not in message
+    (installed / "_build_info.py").write_text(
+        "KERNELS = {'lda': True, 'gaussian': True}\nCOMPILER = 'gcc'\n"
+    )
+    message = _versions._missing_kernels_message(
+        ["LDA E-step"], src / "skvi", path=[str(tmp_path / "site")]
+    )
+    assert (
+        "Build them in this tree with 'pip install -e .'" in message
+        and "install one" not in message
+    )

@@ -165,8 +165,11 @@ def load_topics_sample(*, return_X_y=False):
     """
     path = resources.files(__name__).joinpath("data", "topics_sample.tsv")
     with path.open("r", encoding="utf-8") as fh:
-        rows = [line.rstrip("\n").split("\t", 1) for line in fh
-                if line.strip() and not line.startswith("#")]
+        rows = [
+            line.rstrip("\n").split("\t", 1)
+            for line in fh
+            if line.strip() and not line.startswith("#")
+        ]
     target_names = list(dict.fromkeys(theme for theme, _ in rows))
     index = {name: i for i, name in enumerate(target_names)}
     data = [text for _, text in rows]

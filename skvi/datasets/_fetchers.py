@@ -203,30 +203,42 @@ Minnesota or GroupLens."""
 
 _MOVIELENS = {
     "100k": dict(
-        folder="movielens-100k", archive="ml-100k.zip", member="ml-100k",
+        folder="movielens-100k",
+        archive="ml-100k.zip",
+        member="ml-100k",
         md5="0e33842e24a9c977be4e0107933c0723",
-        ratings="u.data", items="u.item",
+        ratings="u.data",
+        items="u.item",
         splits=tuple(f"u{k}.{part}" for k in range(1, 6) for part in ("base", "test")),
         shape=(100_000, 943, 1682),
         about="100,000 ratings (1 to 5 stars) of 1,682 movies by 943 users, collected "
-              "from September 1997 to April 1998; every user rated at least 20 movies.",
+        "from September 1997 to April 1998; every user rated at least 20 movies.",
     ),
     "1m": dict(
-        folder="movielens-1m", archive="ml-1m.zip", member="ml-1m",
+        folder="movielens-1m",
+        archive="ml-1m.zip",
+        member="ml-1m",
         md5="c4d9eecfca2ab87c1945afe126590906",
-        ratings="ratings.dat", items="movies.dat", splits=(),
+        ratings="ratings.dat",
+        items="movies.dat",
+        splits=(),
         shape=(1_000_209, 6040, None),
         about="1,000,209 ratings (1 to 5 stars) of about 3,900 movies by 6,040 users "
-              "who joined MovieLens in 2000; every user rated at least 20 movies.",
+        "who joined MovieLens in 2000; every user rated at least 20 movies.",
     ),
     "latest-small": dict(
-        folder="movielens-latest-small", archive="ml-latest-small.zip",
-        member="ml-latest-small", md5=None,  # changes with each release: the published .md5
-        ratings="ratings.csv", items="movies.csv", splits=(), shape=None,
+        folder="movielens-latest-small",
+        archive="ml-latest-small.zip",
+        member="ml-latest-small",
+        md5=None,  # changes with each release: the published .md5
+        ratings="ratings.csv",
+        items="movies.csv",
+        splits=(),
+        shape=None,
         about="The small version of GroupLens's latest release (about 100,000 ratings, "
-              "0.5 to 5 stars in half stars, of about 9,700 movies by about 600 users); "
-              "GroupLens updates it from time to time, so results may change between "
-              "downloads.",
+        "0.5 to 5 stars in half stars, of about 9,700 movies by about 600 users); "
+        "GroupLens updates it from time to time, so results may change between "
+        "downloads.",
     ),
 }
 
@@ -263,8 +275,11 @@ def _official_folds(folder, X, y, names):
         k = Xs[:, 0] * width + Xs[:, 1]
         pos = np.minimum(np.searchsorted(ordered, k), ordered.size - 1)
         index = order[pos]
-        if not (np.array_equal(ordered[pos], k) and np.array_equal(y[index], ys)
-                and np.all(Xs[:, 1] < width)):
+        if not (
+            np.array_equal(ordered[pos], k)
+            and np.array_equal(y[index], ys)
+            and np.all(Xs[:, 1] < width)
+        ):
             raise ValueError(f"{folder / name}: a rating is not in the full ratings file.")
         return index
 
@@ -292,8 +307,13 @@ def _download_movielens(variant, spec, folder, what):
                 for info in zf.infolist():
                     parts = info.filename.split("/")
                     # Only the plain files of the release's folder (no paths elsewhere).
-                    if (len(parts) == 2 and parts[0] == spec["member"] and parts[1]
-                            and not info.is_dir() and parts[1] not in (".", "..")):
+                    if (
+                        len(parts) == 2
+                        and parts[0] == spec["member"]
+                        and parts[1]
+                        and not info.is_dir()
+                        and parts[1] not in (".", "..")
+                    ):
                         with zf.open(info) as src, open(stage.path / parts[1], "wb") as dst:
                             shutil.copyfileobj(src, dst)
                         names.append(parts[1])
@@ -306,13 +326,16 @@ def _download_movielens(variant, spec, folder, what):
             X, _, _ = _read_ratings(stage.path / spec["ratings"])
             got = (X.shape[0], np.unique(X[:, 0]).size, np.unique(X[:, 1]).size)
             want = spec["shape"]
-            _check(all(w is None or g == w for g, w in zip(got, want)), what, url,
-                   f"has {got[0]} ratings by {got[1]} users, not the release's {want[0]} by {want[1]}")
+            _check(
+                all(w is None or g == w for g, w in zip(got, want)),
+                what,
+                url,
+                f"has {got[0]} ratings by {got[1]} users, not the release's {want[0]} by {want[1]}",
+            )
         stage.keep(names)
 
 
-def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
-                    return_X_y=False):
+def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True, return_X_y=False):
     """Load a MovieLens ratings data set (GroupLens), downloading it if needed.
 
     The ratings of one MovieLens release, as ``(user, item)`` id pairs and
@@ -478,60 +501,91 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
 
 # -------------------------------------------------------------------- LIBSVM
 _LIBSVM_TERMS = (
-    "From the LIBSVM data sets page of Chih-Chung Chang and Chih-Jen Lin (\"LIBSVM: a "
-    "library for support vector machines\", ACM Transactions on Intelligent Systems and "
+    'From the LIBSVM data sets page of Chih-Chung Chang and Chih-Jen Lin ("LIBSVM: a '
+    'library for support vector machines", ACM Transactions on Intelligent Systems and '
     "Technology 2(3), 2011), which asks users to cite the original source."
 )
 
 _LIBSVM = {
     "a9a": dict(
-        folder="a9a-adult-libsvm", train="a9a", test="a9a.t", n_features=123,
-        n_train=32_561, n_test=16_281, labels=(-1.0, 1.0),
+        folder="a9a-adult-libsvm",
+        train="a9a",
+        test="a9a.t",
+        n_features=123,
+        n_train=32_561,
+        n_test=16_281,
+        labels=(-1.0, 1.0),
         about="UCI Adult (census income > 50K USD; Ronny Kohavi and Barry Becker), "
-              "binarised by John C. Platt (\"Fast training of support vector machines "
-              "using sequential minimal optimization\", 1998): 123 binary features.",
+        'binarised by John C. Platt ("Fast training of support vector machines '
+        'using sequential minimal optimization", 1998): 123 binary features.',
     ),
     "w8a": dict(
-        folder="w8a-libsvm", train="w8a", test="w8a.t", n_features=300,
-        n_train=49_749, n_test=14_951, labels=(-1.0, 1.0),
-        about="Web page classification (John C. Platt, \"Fast training of support vector "
-              "machines using sequential minimal optimization\", 1998): 300 binary "
-              "keyword features.",
+        folder="w8a-libsvm",
+        train="w8a",
+        test="w8a.t",
+        n_features=300,
+        n_train=49_749,
+        n_test=14_951,
+        labels=(-1.0, 1.0),
+        about='Web page classification (John C. Platt, "Fast training of support vector '
+        'machines using sequential minimal optimization", 1998): 300 binary '
+        "keyword features.",
     ),
     "covtype.binary": dict(
-        folder="covtype-binary-libsvm", train="covtype.libsvm.binary.bz2", test=None,
-        n_features=54, n_train=581_012, labels=(1.0, 2.0),
+        folder="covtype-binary-libsvm",
+        train="covtype.libsvm.binary.bz2",
+        test=None,
+        n_features=54,
+        n_train=581_012,
+        labels=(1.0, 2.0),
         about="UCI Covertype (Jock A. Blackard and Denis J. Dean), forest cover type 2 "
-              "against the others: 54 features (10 quantitative, 44 binary), unscaled; "
-              "labels 1 and 2.",
+        "against the others: 54 features (10 quantitative, 44 binary), unscaled; "
+        "labels 1 and 2.",
     ),
     "rcv1.binary": dict(
-        folder="rcv1-binary-libsvm", train="rcv1_train.binary.bz2",
-        test="rcv1_test.binary.bz2", n_features=47_236, n_train=20_242, n_test=677_399,
+        folder="rcv1-binary-libsvm",
+        train="rcv1_train.binary.bz2",
+        test="rcv1_test.binary.bz2",
+        n_features=47_236,
+        n_train=20_242,
+        n_test=677_399,
         labels=(-1.0, 1.0),
         about="Reuters RCV1 news (David D. Lewis, Yiming Yang, Tony G. Rose and Fan Li, "
-              "\"RCV1: A new benchmark collection for text categorization research\", "
-              "JMLR 2004), categories CCAT and ECAT against GCAT and MCAT: 47,236 "
-              "cosine-normalised log TF-IDF features.  The test file is the larger one.",
+        '"RCV1: A new benchmark collection for text categorization research", '
+        "JMLR 2004), categories CCAT and ECAT against GCAT and MCAT: 47,236 "
+        "cosine-normalised log TF-IDF features.  The test file is the larger one.",
     ),
     "real-sim": dict(
-        folder="real-sim-libsvm", train="real-sim.bz2", test=None, n_features=20_958,
-        n_train=72_309, labels=(-1.0, 1.0),
+        folder="real-sim-libsvm",
+        train="real-sim.bz2",
+        test=None,
+        n_features=20_958,
+        n_train=72_309,
+        labels=(-1.0, 1.0),
         about="Usenet articles on real against simulated autos and aviation (Andrew "
-              "McCallum's SRAA collection): 20,958 normalised word features.",
+        "McCallum's SRAA collection): 20,958 normalised word features.",
     ),
     "news20.binary": dict(
-        folder="news20-binary-libsvm", train="news20.binary.bz2", test=None,
-        n_features=1_355_191, n_train=19_996, labels=(-1.0, 1.0),
+        folder="news20-binary-libsvm",
+        train="news20.binary.bz2",
+        test=None,
+        n_features=1_355_191,
+        n_train=19_996,
+        labels=(-1.0, 1.0),
         about="20 Newsgroups in two balanced halves (S. Sathiya Keerthi and Dennis "
-              "DeCoste, \"A modified finite Newton method for fast solution of large "
-              "scale linear SVMs\", JMLR 2005): 1,355,191 normalised features.",
+        'DeCoste, "A modified finite Newton method for fast solution of large '
+        'scale linear SVMs", JMLR 2005): 1,355,191 normalised features.',
     ),
     "ijcnn1": dict(
-        folder="ijcnn1-libsvm", train="ijcnn1.bz2", test="ijcnn1.t.bz2", n_features=22,
-        n_train=49_990, n_test=91_701, labels=(-1.0, 1.0),
+        folder="ijcnn1-libsvm",
+        train="ijcnn1.bz2",
+        test="ijcnn1.t.bz2",
+        n_features=22,
+        n_train=49_990,
+        n_test=91_701,
+        labels=(-1.0, 1.0),
         about="The IJCNN 2001 neural network competition (Danil Prokhorov): 22 features; "
-              "the training file holds the training and validation sets.",
+        "the training file holds the training and validation sets.",
     ),
 }
 
@@ -546,15 +600,18 @@ def _accepted(name):
 def _read_libsvm_checked(path, spec, n_rows, what, url):
     X, y = read_libsvm(path, n_features=spec["n_features"])
     if url is not None:
-        _check(X.shape[0] == n_rows, what, url,
-               f"has {X.shape[0]} rows, not the published {n_rows}")
-        _check(np.all(np.isin(y, spec["labels"])), what, url,
-               f"has labels other than {spec['labels']}")
+        _check(
+            X.shape[0] == n_rows, what, url, f"has {X.shape[0]} rows, not the published {n_rows}"
+        )
+        _check(
+            np.all(np.isin(y, spec["labels"])), what, url, f"has labels other than {spec['labels']}"
+        )
     return X, y
 
 
-def fetch_libsvm(name, *, subset="train", data_home=None, download_if_missing=True,
-                 return_X_y=False):
+def fetch_libsvm(
+    name, *, subset="train", data_home=None, download_if_missing=True, return_X_y=False
+):
     """Load a binary classification set of the LIBSVM data sets page, downloading it if needed.
 
     The sets from https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/
@@ -718,18 +775,35 @@ def fetch_libsvm(name, *, subset="train", data_home=None, download_if_missing=Tr
 
 # ------------------------------------------------------- UCI bag of words
 _UCI = {
-    "kos": dict(n_docs=3430, n_words=6906, n_tokens=467_714,
-                about="KOS blog entries (dailykos.com)."),
-    "nips": dict(n_docs=1500, n_words=12_419, n_tokens=None,
-                 about="NIPS full papers (books.nips.cc), about 1.9 million tokens."),
-    "enron": dict(n_docs=39_861, n_words=28_102, n_tokens=None,
-                  about="Enron e-mails (www.cs.cmu.edu/~enron), about 6.4 million tokens."),
-    "nytimes": dict(n_docs=300_000, n_words=102_660, n_tokens=None,
-                    about="New York Times news articles (LDC), about 100 million tokens "
-                          "(some 70 million non-zero counts: several GB of memory)."),
-    "pubmed": dict(n_docs=8_200_000, n_words=141_043, n_tokens=None,
-                   about="PubMed abstracts, about 730 million tokens (some 480 million "
-                         "non-zero counts: reading it needs tens of GB of memory)."),
+    "kos": dict(
+        n_docs=3430, n_words=6906, n_tokens=467_714, about="KOS blog entries (dailykos.com)."
+    ),
+    "nips": dict(
+        n_docs=1500,
+        n_words=12_419,
+        n_tokens=None,
+        about="NIPS full papers (books.nips.cc), about 1.9 million tokens.",
+    ),
+    "enron": dict(
+        n_docs=39_861,
+        n_words=28_102,
+        n_tokens=None,
+        about="Enron e-mails (www.cs.cmu.edu/~enron), about 6.4 million tokens.",
+    ),
+    "nytimes": dict(
+        n_docs=300_000,
+        n_words=102_660,
+        n_tokens=None,
+        about="New York Times news articles (LDC), about 100 million tokens "
+        "(some 70 million non-zero counts: several GB of memory).",
+    ),
+    "pubmed": dict(
+        n_docs=8_200_000,
+        n_words=141_043,
+        n_tokens=None,
+        about="PubMed abstracts, about 730 million tokens (some 480 million "
+        "non-zero counts: reading it needs tens of GB of memory).",
+    ),
 }
 _UCI_FOLDER = "uci-bag-of-words"
 
@@ -852,12 +926,20 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
                 _download(url, stage.path / file, what, folder)
             X, words = read_uci_bag_of_words(stage.path / docword, stage.path / vocab)
             want = (spec["n_docs"], spec["n_words"])
-            _check(X.shape == want, what, urls[0],
-                   f"has {X.shape[0]} documents x {X.shape[1]} words, not the published "
-                   f"{want[0]} x {want[1]}")
+            _check(
+                X.shape == want,
+                what,
+                urls[0],
+                f"has {X.shape[0]} documents x {X.shape[1]} words, not the published "
+                f"{want[0]} x {want[1]}",
+            )
             if spec["n_tokens"] is not None:
-                _check(int(X.sum()) == spec["n_tokens"], what, urls[0],
-                       f"has {int(X.sum())} tokens, not the published {spec['n_tokens']}")
+                _check(
+                    int(X.sum()) == spec["n_tokens"],
+                    what,
+                    urls[0],
+                    f"has {int(X.sum())} tokens, not the published {spec['n_tokens']}",
+                )
             stage.keep([docword, vocab])
         paths = [folder / docword, folder / vocab]
     descr = (

@@ -195,10 +195,14 @@ def read_uci_bag_of_words(docword_path, vocab_path=None):
         try:
             n_docs, n_words, nnz = (int(fh.readline()) for _ in range(3))
         except ValueError:
-            raise ValueError(f"{docword_path}: the three header lines D, W, NNZ are missing.") from None
+            raise ValueError(
+                f"{docword_path}: the three header lines D, W, NNZ are missing."
+            ) from None
         data = np.loadtxt(fh, dtype=np.int64, ndmin=2)
     if data.shape != (nnz, 3):
-        raise ValueError(f"{docword_path}: expected {nnz} lines 'docID wordID count', got {data.shape[0]}.")
+        raise ValueError(
+            f"{docword_path}: expected {nnz} lines 'docID wordID count', got {data.shape[0]}."
+        )
     if nnz and (data[:, :2].min() < 1 or data[:, 0].max() > n_docs or data[:, 1].max() > n_words):
         raise ValueError(f"{docword_path}: an id is outside 1..D or 1..W.")
     X = sp.csr_matrix(

@@ -45,13 +45,33 @@ from .stream import StreamTotal
 __all__ = ["REQUIRED_HOOKS", "OPTIONAL_HOOKS", "SVIEstimator"]
 
 #: The hooks every model implements (each has a stub that raises).
-REQUIRED_HOOKS = ("_prepare_data", "_initialize_globals", "_prior_natural", "_local_step",
-                  "_expected_stats", "_local_bound", "_global_bound")
+REQUIRED_HOOKS = (
+    "_prepare_data",
+    "_initialize_globals",
+    "_prior_natural",
+    "_local_step",
+    "_expected_stats",
+    "_local_bound",
+    "_global_bound",
+)
 #: The hooks a model may override; each has a documented default.
-OPTIONAL_HOOKS = ("_settings", "_on_params_updated", "_local_draws", "_update_factor",
-                  "_factor_target", "_hyperparameter_statistics", "_update_hyperparameters",
-                  "_data_summary", "_row_ids", "_row_counts", "_row_prior", "_grow_rows",
-                  "_row_summary", "_probe_loss", "_mean_parameters")
+OPTIONAL_HOOKS = (
+    "_settings",
+    "_on_params_updated",
+    "_local_draws",
+    "_update_factor",
+    "_factor_target",
+    "_hyperparameter_statistics",
+    "_update_hyperparameters",
+    "_data_summary",
+    "_row_ids",
+    "_row_counts",
+    "_row_prior",
+    "_grow_rows",
+    "_row_summary",
+    "_probe_loss",
+    "_mean_parameters",
+)
 
 #: Methods that take rows and return one value (or row of values) per row:
 #: on a dask collection they run blockwise and return a dask array.
@@ -79,8 +99,7 @@ class _State:
         self.settings = settings
         self.rng = random_state
         self.order = getattr(est, "update_order", "sequential")
-        self.schedule = make_schedule(est.learning_rate, est.learning_offset,
-                                      est.learning_decay)
+        self.schedule = make_schedule(est.learning_rate, est.learning_offset, est.learning_decay)
         self.prior = None
         self.safety = StepSafety(est.step_safety, settings)
         self.stream = StreamTotal()
@@ -101,8 +120,7 @@ class _State:
     def use(self, executor):
         """Run the next steps through ``executor`` (a fit's, or a ``partial_fit`` call's)."""
         self.executor = executor
-        self.data_factors = tuple(n for n in self.settings.data_factors
-                                  if not executor.resident(n))
+        self.data_factors = tuple(n for n in self.settings.data_factors if not executor.resident(n))
         self.joint = self.order == "joint" or len(self.data_factors) <= 1
 
     def local_steps(self, est, X, params):
@@ -204,16 +222,20 @@ class SVIEstimator(BaseEstimator):
             "(see docs/engine.md)."
         )
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         """Validated rows of (X, y, sample_weight) for the engine (``reset``: a new fit)."""
-        self._missing_hook("_prepare_data(X, y, sample_weight, reset, ...)",
-                           "the validated rows of the input")
+        self._missing_hook(
+            "_prepare_data(X, y, sample_weight, reset, ...)", "the validated rows of the input"
+        )
 
     def _initialize_globals(self, X, random_state, summary):
         """Initial natural parameters of every global factor, ``{name: tuple of arrays}``."""
-        self._missing_hook("_initialize_globals(X, random_state, summary)",
-                           "the initial natural parameters of every global factor")
+        self._missing_hook(
+            "_initialize_globals(X, random_state, summary)",
+            "the initial natural parameters of every global factor",
+        )
 
     def _prior_natural(self):
         """Natural parameters of every global factor's prior."""
@@ -221,13 +243,16 @@ class SVIEstimator(BaseEstimator):
 
     def _local_step(self, X, params):
         """The E-step of the rows X with the globals ``params`` fixed."""
-        self._missing_hook("_local_step(X, params)",
-                           "the E-step of a minibatch (return None if there is none)")
+        self._missing_hook(
+            "_local_step(X, params)", "the E-step of a minibatch (return None if there is none)"
+        )
 
     def _expected_stats(self, name, X, local, params):
         """Expected sufficient statistics of X for factor ``name``, summed over its rows."""
-        self._missing_hook("_expected_stats(name, X, local, params)",
-                           "the expected sufficient statistics of X for one global factor")
+        self._missing_hook(
+            "_expected_stats(name, X, local, params)",
+            "the expected sufficient statistics of X for one global factor",
+        )
 
     def _local_bound(self, X, local, params):
         """The data part of the ELBO of the rows X (``local`` None: the model's own local step)."""
@@ -235,8 +260,9 @@ class SVIEstimator(BaseEstimator):
 
     def _global_bound(self, params):
         """Minus the KL divergence of the global factors to their priors."""
-        self._missing_hook("_global_bound(params)",
-                           "minus the KL of the global factors to their priors")
+        self._missing_hook(
+            "_global_bound(params)", "minus the KL of the global factors to their priors"
+        )
 
     # --------------------------------------------------------- optional hooks
     @property
@@ -285,13 +311,17 @@ class SVIEstimator(BaseEstimator):
 
     def _grow_rows(self, name, n_new, rated, random_state):
         """Natural parameters of ``n_new`` rows added to group ``name`` by ``partial_fit``."""
-        self._missing_hook("_grow_rows(name, n_new, rated, random_state)",
-                           f"the rows partial_fit adds to the row group {name!r}")
+        self._missing_hook(
+            "_grow_rows(name, n_new, rated, random_state)",
+            f"the rows partial_fit adds to the row group {name!r}",
+        )
 
     def _row_summary(self, name, natural, steps, totals):
         """What the model needs of every row of a resident group, added over blocks."""
-        self._missing_hook("_row_summary(name, natural, steps, totals)",
-                           f"a summary of the rows of the resident group {name!r}")
+        self._missing_hook(
+            "_row_summary(name, natural, steps, totals)",
+            f"a summary of the rows of the resident group {name!r}",
+        )
 
     def _probe_loss(self, probe, params):
         """Expected loss per row of the probe rows under ``params`` (default None: no probe)."""
@@ -468,8 +498,11 @@ class SVIEstimator(BaseEstimator):
         run = _Run(self, "apply_statistics", start, st.elapsed)
         n = statistics.n_samples
         if total_samples is None:
-            total_samples = (max(self.n_samples_seen_, n) if self.total_samples == "auto"
-                             else float(self.total_samples))
+            total_samples = (
+                max(self.n_samples_seen_, n)
+                if self.total_samples == "auto"
+                else float(self.total_samples)
+            )
         scale = float(total_samples) / n if n else 0.0
         take_step(self, None, scale, online=True, stats=statistics)
         st.samples += n
@@ -530,7 +563,8 @@ class SVIEstimator(BaseEstimator):
         n_samples = data.shape[0]
         child = settings.children_per_row
         online = self.learning_method == "online" and (
-            child is not None or n_samples > self.batch_size)
+            child is not None or n_samples > self.batch_size
+        )
         st = self._start_fit(data, executor, settings, random_state, scheduled=online)
         run = _Run(self, "fit", start)
         conv = None
@@ -541,8 +575,11 @@ class SVIEstimator(BaseEstimator):
             self.n_samples_seen_ = n_count
             if self.step_safety and (online or settings.probe_batch_steps):
                 st.safety.set_probe(self, data, random_state)
-            n_batches = (1 if child is not None else len(even_batches(n_samples, self.batch_size))
-                         ) if online else 1
+            n_batches = (
+                (1 if child is not None else len(even_batches(n_samples, self.batch_size)))
+                if online
+                else 1
+            )
             conv = Convergence(self, online)
             conv.start(data, random_state, n_batches if online else None)
             if conv.mode == "bound":
@@ -556,8 +593,7 @@ class SVIEstimator(BaseEstimator):
                 times = st.clock.snapshot(executor)
                 pass_start = time.perf_counter()
                 if online:
-                    bound, stopped = self._online_pass(data, random_state, run, conv, it,
-                                                       n_batches)
+                    bound, stopped = self._online_pass(data, random_state, run, conv, it, n_batches)
                 else:
                     local = batch_pass(self, data, local, n_count)
                     stopped = run.per_step and run.step(1)
@@ -570,9 +606,15 @@ class SVIEstimator(BaseEstimator):
                     self.lower_bounds_.append(bound)
                 converged = not stopped and conv.end_pass(bound, st.n_accepted != accepted_before)
                 wall = time.perf_counter() - pass_start
-                st.history.append((run.elapsed(), st.samples, self.n_batch_iter_,
-                                   np.nan if bound is None else bound)
-                                  + st.clock.since(times, executor, wall))
+                st.history.append(
+                    (
+                        run.elapsed(),
+                        st.samples,
+                        self.n_batch_iter_,
+                        np.nan if bound is None else bound,
+                    )
+                    + st.clock.since(times, executor, wall)
+                )
                 if run.end_pass(bound, converged, stopped):
                     stopped = True
                 if converged:
@@ -584,8 +626,9 @@ class SVIEstimator(BaseEstimator):
                 # The full-data ELBO at the final globals by the model's own
                 # local step, for the model's fitted attributes.
                 with st.clock.phase("bound"):
-                    self._final_bound = (st.data_bound(self, data, None, self.natural_params_)
-                                         + self._global_bound(self.natural_params_))
+                    self._final_bound = st.data_bound(
+                        self, data, None, self.natural_params_
+                    ) + self._global_bound(self.natural_params_)
             self.lower_bound_ = self.lower_bounds_[-1] if self.lower_bounds_ else None
         finally:
             st.safety.forget()
@@ -593,8 +636,14 @@ class SVIEstimator(BaseEstimator):
                 conv.forget()
             st.elapsed = run.elapsed()
             run.close()
-        if (not self.converged_ and not run.stopped and settings.warn_not_converged
-                and conv.mode != "none" and self.tol > 0 and self.max_iter > 1):
+        if (
+            not self.converged_
+            and not run.stopped
+            and settings.warn_not_converged
+            and conv.mode != "none"
+            and self.tol > 0
+            and self.max_iter > 1
+        ):
             self._warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} passes "
                 f"(ELBO change above tol={self.tol}). Increase max_iter or tol.",
@@ -654,8 +703,10 @@ class SVIEstimator(BaseEstimator):
             return
         # Paquet's Alg. 1: one step updates every row of each group from up to
         # C of its own data points, so a "pass" over the rows is one step.
-        samples = {name: data[sample_children(ids, child, random_state)]
-                   for name, ids in self._row_ids(data).items()}
+        samples = {
+            name: data[sample_children(ids, child, random_state)]
+            for name, ids in self._row_ids(data).items()
+        }
         sample = ChildSample(samples)
         yield sample, self._sample_count(data) / self._sample_count(sample)
 
@@ -668,8 +719,11 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
             # A stream of unknown length whose model takes streaming Bayes'
             # steps uses the schedule for its first step's weight only.
-            bayes = (self.total_samples == "auto" and settings.stream_steps == "bayes"
-                     and not settings.pass_step)
+            bayes = (
+                self.total_samples == "auto"
+                and settings.stream_steps == "bayes"
+                and not settings.pass_step
+            )
             st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
             st.stream.remember(self, settings.initial_globals_are_data)
             self.n_samples_seen_ = 0
@@ -701,13 +755,15 @@ class SVIEstimator(BaseEstimator):
             n_call = st.samples - samples_before
             if n_call > 0 and not stopped:
                 total = st.stream.total if self.total_samples == "auto" else self.total_samples
-                end_of_pass(self, st.calls, min(st.schedule(st.calls), 1.0),
-                            float(total or n_call) / n_call)
+                end_of_pass(
+                    self, st.calls, min(st.schedule(st.calls), 1.0), float(total or n_call) / n_call
+                )
             st.elapsed = run.elapsed()
             elbo = getattr(self, "lower_bound_", None)
-            st.history.append((st.elapsed, st.samples, self.n_batch_iter_,
-                               np.nan if elbo is None else elbo)
-                              + st.clock.since(times, st.executor, time.perf_counter() - start))
+            st.history.append(
+                (st.elapsed, st.samples, self.n_batch_iter_, np.nan if elbo is None else elbo)
+                + st.clock.since(times, st.executor, time.perf_counter() - start)
+            )
             run.end_call(elbo, st.calls)
         finally:
             st.safety.forget()

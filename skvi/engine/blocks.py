@@ -16,8 +16,16 @@ from .rows import RowGroup, RowsOfBlock, block_row_counts, row_counts, row_weigh
 from .settings import settings_of
 from .statistics import Statistics
 
-__all__ = ["all_statistics", "block_row_counts", "bound", "factor_statistics",
-           "hyper_statistics", "local_step", "row_counts", "row_weights"]
+__all__ = [
+    "all_statistics",
+    "block_row_counts",
+    "bound",
+    "factor_statistics",
+    "hyper_statistics",
+    "local_step",
+    "row_counts",
+    "row_weights",
+]
 
 
 def sample_count(est, data):
@@ -45,8 +53,11 @@ def factor_statistics(est, data, local, name, params):
 def all_statistics(est, data, local, names, params, hyper=True):
     """Every named factor's statistics (and the hyperparameters') of a block, as Statistics."""
     factors = {name: est._expected_stats(name, data, local, params) for name in names}
-    return Statistics(est._sample_count(data), factors,
-                      est._hyperparameter_statistics(data, local) if hyper else None)
+    return Statistics(
+        est._sample_count(data),
+        factors,
+        est._hyperparameter_statistics(data, local) if hyper else None,
+    )
 
 
 def bound(est, data, local, params):
@@ -135,8 +146,11 @@ def _row_report(est, name, part, valid):
             # Rows the model cannot summarise (a covariance that is not
             # positive definite): a step no fit may keep.
             valid = finite = False
-    return {"summary": summary, "invalid": 0.0 if valid else 1.0,
-            "nonfinite": 0.0 if finite else 1.0}
+    return {
+        "summary": summary,
+        "invalid": 0.0 if valid else 1.0,
+        "nonfinite": 0.0 if finite else 1.0,
+    }
 
 
 def row_step(est, data, local, rows, params, name, ctx, schedule):

@@ -56,9 +56,11 @@ WINDOW = 4
 
 def relative_change(tol):
     """The default test: ``|b - a| / |a| < tol``."""
+
     def converged(previous, current):
         change = abs(current - previous) / max(abs(previous), np.finfo(float).tiny)
         return change < tol
+
     return converged
 
 
@@ -150,7 +152,8 @@ class Convergence:
         self.sample = self.est._svi.executor.sample(self.est, data, rows)
         executor = st.executor
         self.scale = executor.count(self.est, data) / max(
-            executor.count(self.est, self.sample), 1e-300)
+            executor.count(self.est, self.sample), 1e-300
+        )
         # Checks at most CHECKS_PER_PASS times a pass, and no more often than
         # their rows cost CHECK_COST of the steps' rows.
         rows = max(n / CHECKS_PER_PASS, size / CHECK_COST)
@@ -171,8 +174,7 @@ class Convergence:
         stops within its first pass: a stop would leave them at their start.
         """
         st = self.est._svi
-        return any(np.any((group.steps == 0) & (group.totals > 0))
-                   for group in st.rows.values())
+        return any(np.any((group.steps == 0) & (group.totals > 0)) for group in st.rows.values())
 
     def check(self):
         """The ELBO on the sample now; True when the fit has stopped improving."""

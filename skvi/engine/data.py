@@ -139,8 +139,12 @@ class Rows:
             out = stack(matrices)
             return out.asformat(matrices[0].format) if sp.issparse(out) else out
 
-        return Rows(join_matrices([p.X for p in parts]), join([p.y for p in parts]),
-                    join([p.weight for p in parts]), join_matrices([p.design for p in parts]))
+        return Rows(
+            join_matrices([p.X for p in parts]),
+            join([p.y for p in parts]),
+            join([p.weight for p in parts]),
+            join_matrices([p.design for p in parts]),
+        )
 
     def weighted(self, values):
         """``values`` times the row weights (unchanged without weights).

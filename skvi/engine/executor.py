@@ -33,8 +33,15 @@ from joblib import effective_n_jobs
 from . import blocks as _fn
 from .statistics import sum_statistics
 
-__all__ = ["Executor", "SerialExecutor", "ThreadExecutor", "backend_for", "even_batches",
-           "local_executor", "register_backend"]
+__all__ = [
+    "Executor",
+    "SerialExecutor",
+    "ThreadExecutor",
+    "backend_for",
+    "even_batches",
+    "local_executor",
+    "register_backend",
+]
 
 #: Fewest rows of a dense minibatch block worth a thread of its own.
 MIN_BLOCK_ROWS = 2048
@@ -421,8 +428,9 @@ class ThreadExecutor(SerialExecutor):
                 results[i] = task(items[i])
 
         try:
-            futures = [self._pool.submit(worker)
-                       for _ in range(min(self.n_workers, len(items)) - 1)]
+            futures = [
+                self._pool.submit(worker) for _ in range(min(self.n_workers, len(items)) - 1)
+            ]
             worker()
             for f in futures:
                 f.result()

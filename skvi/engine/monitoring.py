@@ -54,9 +54,7 @@ HISTORY_DTYPE = np.dtype(
     + [(f"{phase}_time", "f8") for phase in PHASES]
     + [("transfer_time", "f8"), ("serial_time", "f8")]
 )
-TRACE_DTYPE = np.dtype(
-    [("t", "i8"), ("rho", "f8"), ("rejected", "i4"), ("accepted", "?")]
-)
+TRACE_DTYPE = np.dtype([("t", "i8"), ("rho", "f8"), ("rejected", "i4"), ("accepted", "?")])
 
 _local = threading.local()
 
@@ -190,12 +188,35 @@ class FitRecord:
     """
 
     __slots__ = (
-        "estimator", "event", "t", "rho", "elbo", "elapsed", "samples_seen",
-        "pass_index", "batch", "n_batches", "rejected", "accepted",
+        "estimator",
+        "event",
+        "t",
+        "rho",
+        "elbo",
+        "elapsed",
+        "samples_seen",
+        "pass_index",
+        "batch",
+        "n_batches",
+        "rejected",
+        "accepted",
     )
 
-    def __init__(self, estimator, event, t, rho, elbo, elapsed, samples_seen,
-                 pass_index, batch=0, n_batches=None, rejected=0, accepted=True):
+    def __init__(
+        self,
+        estimator,
+        event,
+        t,
+        rho,
+        elbo,
+        elapsed,
+        samples_seen,
+        pass_index,
+        batch=0,
+        n_batches=None,
+        rejected=0,
+        accepted=True,
+    ):
         self.estimator = estimator
         self.event = event
         self.t = t
@@ -210,9 +231,7 @@ class FitRecord:
         self.accepted = accepted
 
     def __repr__(self):
-        fields = ", ".join(
-            f"{name}={getattr(self, name)!r}" for name in self.__slots__[1:]
-        )
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__[1:])
         return f"FitRecord({type(self.estimator).__name__}, {fields})"
 
 
@@ -266,8 +285,10 @@ class PhaseClock:
         totals, parallel, transfer = before
         return tuple(
             [self.totals[p] - totals[p] for p in PHASES]
-            + [executor.transfer_seconds - transfer,
-               max(wall - (executor.parallel_seconds - parallel), 0.0)]
+            + [
+                executor.transfer_seconds - transfer,
+                max(wall - (executor.parallel_seconds - parallel), 0.0),
+            ]
         )
 
 
@@ -460,10 +481,18 @@ class _Run:
         if rho is None:
             rho = st.last_step[0] if st.last_step is not None else np.nan
         return FitRecord(
-            est, event, t=est.n_batch_iter_, rho=float(rho), elbo=elbo,
-            elapsed=self.elapsed(now), samples_seen=float(st.samples),
-            pass_index=self.pass_index, batch=batch, n_batches=self.n_batches,
-            rejected=int(rejected), accepted=bool(accepted),
+            est,
+            event,
+            t=est.n_batch_iter_,
+            rho=float(rho),
+            elbo=elbo,
+            elapsed=self.elapsed(now),
+            samples_seen=float(st.samples),
+            pass_index=self.pass_index,
+            batch=batch,
+            n_batches=self.n_batches,
+            rejected=int(rejected),
+            accepted=bool(accepted),
         )
 
     def _eta(self, now, batch):
@@ -500,7 +529,10 @@ class _Run:
             record = self._record("step", now, elbo, batch, rejected, accepted, rho)
             if self.debug:
                 logger.debug(
-                    "[%s] step %d: rho = %.6g%s%s", self.name, record.t, rho,
+                    "[%s] step %d: rho = %.6g%s%s",
+                    self.name,
+                    record.t,
+                    rho,
                     f", {rejected} attempt(s) rejected" if rejected else "",
                     "" if accepted else ", skipped",
                     extra={"skvi": record},

@@ -14,8 +14,12 @@ import re
 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-__all__ = ["ENGINE_PARAMETER_CONSTRAINTS", "ENGINE_PARAMETER_DOCS", "document_engine_parameters",
-           "learning_decay_warning"]
+__all__ = [
+    "ENGINE_PARAMETER_CONSTRAINTS",
+    "ENGINE_PARAMETER_DOCS",
+    "document_engine_parameters",
+    "learning_decay_warning",
+]
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
@@ -42,61 +46,102 @@ ENGINE_PARAMETER_CONSTRAINTS = {
 
 #: ``(type, description)`` of every engine parameter, in numpydoc form.
 ENGINE_PARAMETER_DOCS = {
-    "learning_method": ("{'batch', 'online'}", """
+    "learning_method": (
+        "{'batch', 'online'}",
+        """
         ``'batch'``: coordinate ascent, every step on all the rows with
         ``rho = 1``.  ``'online'``: stochastic natural-gradient steps on
         shuffled minibatches of at most ``batch_size`` rows (when one
-        minibatch would hold all the rows, ``fit`` takes batch steps)."""),
-    "batch_size": ("int", """
+        minibatch would hold all the rows, ``fit`` takes batch steps).""",
+    ),
+    "batch_size": (
+        "int",
+        """
         Largest number of rows per minibatch: ``fit`` (online) and
         ``partial_fit`` cut their rows into ``ceil(n / batch_size)``
-        near-equal minibatches."""),
-    "max_iter": ("int", """
-        Most passes over the data in ``fit``."""),
-    "tol": ("float", """
+        near-equal minibatches.""",
+    ),
+    "max_iter": (
+        "int",
+        """
+        Most passes over the data in ``fit``.""",
+    ),
+    "tol": (
+        "float",
+        """
         A batch ``fit`` stops when the ELBO's relative change between two
         passes falls below ``tol``; an online ``fit`` when the smoothed ELBO
         on a small sample of its rows has stopped improving beyond its noise
-        and ``tol`` (``docs/watching.md``); 0 runs ``max_iter`` passes."""),
-    "learning_offset": ("float", """
+        and ``tol`` (``docs/watching.md``); 0 runs ``max_iter`` passes.""",
+    ),
+    "learning_offset": (
+        "float",
+        """
         ``tau`` of the schedule ``rho_t = (t + tau) ** -kappa`` (Hoffman et
-        al.'s ``tau0``, gensim's ``offset``)."""),
-    "learning_decay": ("float", """
+        al.'s ``tau0``, gensim's ``offset``).""",
+    ),
+    "learning_decay": (
+        "float",
+        """
         ``kappa`` of that schedule, in ``(0.5, 1]`` for Robbins-Monro
         convergence (Hoffman et al.'s ``kappa``, gensim's ``decay``).  A
         value of 0.5 or less is accepted with a ``ConvergenceWarning`` when
-        the steps follow it (an online ``fit``, ``partial_fit``)."""),
-    "learning_rate": ("None, float or Schedule", """
+        the steps follow it (an online ``fit``, ``partial_fit``).""",
+    ),
+    "learning_rate": (
+        "None, float or Schedule",
+        """
         A :mod:`skvi.schedules` object, or a float for a constant step, that
-        replaces ``learning_offset`` and ``learning_decay``."""),
-    "total_samples": ("'auto' or float", """
+        replaces ``learning_offset`` and ``learning_decay``.""",
+    ),
+    "total_samples": (
+        "'auto' or float",
+        """
         The ``N`` of the ``N / |S|`` scaling in ``partial_fit`` (``fit``
         uses its number of rows).  ``'auto'`` follows the samples seen so
         far: the choice for a stream of unknown length
-        (``docs/streaming.md``)."""),
-    "update_order": ("{'sequential', 'joint'}", """
+        (``docs/streaming.md``).""",
+    ),
+    "update_order": (
+        "{'sequential', 'joint'}",
+        """
         With several global factors: ``'sequential'`` (Paquet's option (a))
         updates each from statistics computed with the ones already updated;
-        ``'joint'`` (option (b)) computes every target from one snapshot."""),
-    "step_safety": ("bool", """
+        ``'joint'`` (option (b)) computes every target from one snapshot.""",
+    ),
+    "step_safety": (
+        "bool",
+        """
         Reject a step that makes a factor invalid or overshoots, halve the
         step size and retry (``docs/step_safety.md``).  Without it invalid
-        factors are accepted, but a non-finite step is always skipped."""),
-    "random_state": ("int, RandomState instance or None", """
+        factors are accepted, but a non-finite step is always skipped.""",
+    ),
+    "random_state": (
+        "int, RandomState instance or None",
+        """
         Seeds the initialisation, the minibatches and any Monte Carlo
-        draws."""),
-    "n_jobs": ("int or None", """
+        draws.""",
+    ),
+    "n_jobs": (
+        "int or None",
+        """
         Threads for a fit's blocks of rows and its global step's column
-        blocks (None: one; -1: all cores)."""),
-    "verbose": ("int", """
+        blocks (None: one; -1: all cores).""",
+    ),
+    "verbose": (
+        "int",
+        """
         0: quiet; 1: progress on standard error (a line redrawn in place on
         a terminal, one line per pass otherwise); 2: records to the
-        ``skvi`` logger (``docs/watching.md``)."""),
+        ``skvi`` logger (``docs/watching.md``).""",
+    ),
 }
 
 _SECTION = re.compile(r"\n([ \t]*)Parameters\n[ \t]*-+\n")
-_NEXT_SECTION = re.compile(r"\n\s*(Attributes|Returns|Yields|Raises|See Also|Notes|References|"
-                           r"Examples)\n\s*-+\n")
+_NEXT_SECTION = re.compile(
+    r"\n\s*(Attributes|Returns|Yields|Raises|See Also|Notes|References|"
+    r"Examples)\n\s*-+\n"
+)
 
 
 def document_engine_parameters(cls):
@@ -140,10 +185,13 @@ def document_engine_parameters(cls):
     indent = match.group(1)
     end = _NEXT_SECTION.search(doc, match.end())
     end = len(doc) if end is None else end.start()
-    section = doc[match.end():end]
-    missing = [n for n in names
-               if not re.search(rf"^{indent}{n}\b.* :", section, flags=re.MULTILINE)
-               and not re.search(rf"^{indent}(\w+, )*{n}(, \w+)* :", section, flags=re.MULTILINE)]
+    section = doc[match.end() : end]
+    missing = [
+        n
+        for n in names
+        if not re.search(rf"^{indent}{n}\b.* :", section, flags=re.MULTILINE)
+        and not re.search(rf"^{indent}(\w+, )*{n}(, \w+)* :", section, flags=re.MULTILINE)
+    ]
     if not missing:
         return cls
     lines = []

@@ -17,8 +17,15 @@ what the blocks hold and the summed summary the model's closed forms need.
 
 import numpy as np
 
-__all__ = ["ChildSample", "ResidentRows", "RowGroup", "RowGroups", "RowsOfBlock", "counts_of_ids",
-           "sample_children"]
+__all__ = [
+    "ChildSample",
+    "ResidentRows",
+    "RowGroup",
+    "RowGroups",
+    "RowsOfBlock",
+    "counts_of_ids",
+    "sample_children",
+]
 
 
 class RowGroup:
@@ -218,8 +225,13 @@ class ResidentRows:
 
     def __getstate__(self):
         # The handles live with the fit's cluster: a copy keeps the summary.
-        return {"states": [], "reports": [], "summary": self.summary, "finite": self.finite,
-                "backend": None}
+        return {
+            "states": [],
+            "reports": [],
+            "summary": self.summary,
+            "finite": self.finite,
+            "backend": None,
+        }
 
     def __setstate__(self, state):
         for key, value in state.items():
@@ -257,8 +269,10 @@ def counts_of_ids(est, data, sizes):
     """
     weights = row_weights(data)
     ids = est._row_ids(data)
-    return {name: np.bincount(ids[name], weights=weights, minlength=size).astype(float)
-            for name, size in sizes.items()}
+    return {
+        name: np.bincount(ids[name], weights=weights, minlength=size).astype(float)
+        for name, size in sizes.items()
+    }
 
 
 def row_counts(est, data, sizes):
@@ -293,8 +307,9 @@ class RowGroups(dict):
             rows = natural[name]
             if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
                 axes = settings.row_axes.get(name, 1)
-                self[name] = RowGroup(int(np.prod(rows[0].shape[:axes])),
-                                      share=name in settings.row_shares)
+                self[name] = RowGroup(
+                    int(np.prod(rows[0].shape[:axes])), share=name in settings.row_shares
+                )
 
     def count(self, est, executor, data):
         """``N_i`` of every group in memory from all the rows of the fit, summed over blocks."""

@@ -252,8 +252,11 @@ class StepSafety:
         unexpected = est.n_rejected_steps_ - self.backtracks
         if unexpected > rejected_before and not self.rejection_warned:
             self.rejection_warned = True
-            now = ("is back to its schedule" if self.backoff >= 1.0
-                   else f"is now scaled by {self.backoff:g}")
+            now = (
+                "is back to its schedule"
+                if self.backoff >= 1.0
+                else f"is now scaled by {self.backoff:g}"
+            )
             est._warn(
                 f"{type(est).__name__}: {est.n_rejected_steps_} step(s) were "
                 "rejected by step safety (an invalid global factor or an "
@@ -262,4 +265,3 @@ class StepSafety:
                 "larger batch_size.",
                 ConvergenceWarning,
             )
-

@@ -139,21 +139,45 @@ class ModelSettings:
     (('precision', 'mean'), 'blend')
     """
 
-    def __init__(self, factors, *, row_groups=(), row_axes=None, row_shares=(),
-                 resident_row_groups=(), hierarchical=(), update_rules=None, local_depends_on_globals=True, parallel=False,
-                 scheduled_row_steps=False, initial_globals_are_data=False,
-                 batch_steps="blend", elbo_tolerance=1e-9, extrapolate=False,
-                 probe_batch_steps=False,
-                 probe_growth=1.0, children_per_row=None, pass_step=False, batches="even",
-                 convergence=None,
-                 evaluate_every=None, final_bound=False, warn_not_converged=True,
-                 start_sample_size=None, transient=(), stream_steps="schedule"):
+    def __init__(
+        self,
+        factors,
+        *,
+        row_groups=(),
+        row_axes=None,
+        row_shares=(),
+        resident_row_groups=(),
+        hierarchical=(),
+        update_rules=None,
+        local_depends_on_globals=True,
+        parallel=False,
+        scheduled_row_steps=False,
+        initial_globals_are_data=False,
+        batch_steps="blend",
+        elbo_tolerance=1e-9,
+        extrapolate=False,
+        probe_batch_steps=False,
+        probe_growth=1.0,
+        children_per_row=None,
+        pass_step=False,
+        batches="even",
+        convergence=None,
+        evaluate_every=None,
+        final_bound=False,
+        warn_not_converged=True,
+        start_sample_size=None,
+        transient=(),
+        stream_steps="schedule",
+    ):
         if batch_steps not in ("blend", "no_decrease", "line_search"):
-            raise ValueError(f"batch_steps must be 'blend', 'no_decrease' or 'line_search', "
-                             f"got {batch_steps!r}.")
+            raise ValueError(
+                f"batch_steps must be 'blend', 'no_decrease' or 'line_search', got {batch_steps!r}."
+            )
         if extrapolate and batch_steps == "blend":
-            raise ValueError("extrapolate needs batch steps judged by the ELBO "
-                             "(batch_steps='no_decrease' or 'line_search').")
+            raise ValueError(
+                "extrapolate needs batch steps judged by the ELBO "
+                "(batch_steps='no_decrease' or 'line_search')."
+            )
         if batches not in ("even", "remainder"):
             raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
         if stream_steps not in ("schedule", "bayes"):

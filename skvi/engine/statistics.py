@@ -30,8 +30,15 @@ matrix factorization), merged by their union.
 
 import numpy as np
 
-__all__ = ["Distinct", "Moments", "RowStatistics", "Samples", "Statistics", "add_statistics",
-           "sum_statistics"]
+__all__ = [
+    "Distinct",
+    "Moments",
+    "RowStatistics",
+    "Samples",
+    "Statistics",
+    "add_statistics",
+    "sum_statistics",
+]
 
 
 class RowStatistics:
@@ -91,9 +98,7 @@ class RowStatistics:
             out[at_b] += b
             return out
 
-        values = tuple(
-            merge(a, b, np.result_type(a, b)) for a, b in zip(self.values, other.values)
-        )
+        values = tuple(merge(a, b, np.result_type(a, b)) for a, b in zip(self.values, other.values))
         counts = None
         if self.counts is not None and other.counts is not None:
             counts = merge(self.counts, other.counts, np.float64)
@@ -134,8 +139,7 @@ class RowStatistics:
             return out
 
         values = tuple(
-            merge(arrays, np.result_type(*arrays))
-            for arrays in zip(*(p.values for p in parts))
+            merge(arrays, np.result_type(*arrays)) for arrays in zip(*(p.values for p in parts))
         )
         counts = None
         if all(p.counts is not None for p in parts):
@@ -248,8 +252,9 @@ class Moments:
         mean = self.mean + delta * (other.total / total)
         weight = self.total * other.total / total
         cross = np.outer(delta, delta) if self.scatter.ndim == 2 else delta * delta
-        return Moments(self.n_rows + other.n_rows, total, mean,
-                       self.scatter + other.scatter + weight * cross)
+        return Moments(
+            self.n_rows + other.n_rows, total, mean, self.scatter + other.scatter + weight * cross
+        )
 
     def covariance(self, ddof=0, diagonal=False):
         """The scatter over ``total - ddof``, or only its diagonal (the variances).
@@ -349,8 +354,10 @@ def add_statistics(a, b):
     if isinstance(a, dict):
         return {k: add_statistics(v, b[k]) for k, v in a.items()}
     if isinstance(a, tuple):
-        return tuple(x + y if isinstance(x, (Moments, Distinct)) else np.asarray(np.add(x, y))
-                     for x, y in zip(a, b))
+        return tuple(
+            x + y if isinstance(x, (Moments, Distinct)) else np.asarray(np.add(x, y))
+            for x, y in zip(a, b)
+        )
     return a + b
 
 
@@ -376,9 +383,11 @@ def sum_statistics(parts):
     if len(parts) > 2 and all(isinstance(p, Statistics) for p in parts):
         if any(set(p.factors) != set(parts[0].factors) for p in parts):
             raise ValueError("Statistics of different factors cannot be added.")
-        return Statistics(sum(p.n_samples for p in parts),
-                          sum_statistics([p.factors for p in parts]),
-                          sum_statistics([p.hyper for p in parts]))
+        return Statistics(
+            sum(p.n_samples for p in parts),
+            sum_statistics([p.factors for p in parts]),
+            sum_statistics([p.hyper for p in parts]),
+        )
     total = None
     for part in parts:
         total = add_statistics(total, part)

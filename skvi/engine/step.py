@@ -87,8 +87,19 @@ class StepContext:
     (True, 3, 0.5)
     """
 
-    def __init__(self, online, t, rho, backoff, scale, prior, grads=None, in_pass=False,
-                 end_of_pass=False, n_batch=None):
+    def __init__(
+        self,
+        online,
+        t,
+        rho,
+        backoff,
+        scale,
+        prior,
+        grads=None,
+        in_pass=False,
+        end_of_pass=False,
+        n_batch=None,
+    ):
         self.online = online
         self.n_batch = n_batch
         self.in_pass = in_pass
@@ -155,7 +166,8 @@ def blend(current, target, rho, grads=None):
 def all_finite(params):
     """Whether every array of every factor in ``params`` is finite."""
     return all(
-        value.finite if isinstance(value, ResidentRows)
+        value.finite
+        if isinstance(value, ResidentRows)
         else all(np.all(np.isfinite(a)) for a in value)
         for value in params.values()
     )
@@ -207,8 +219,10 @@ def as_rows(arrays, axes):
     arrays = tuple(np.asarray(a) for a in arrays)
     if axes == 1:
         return tuple(a.shape for a in arrays), arrays
-    return (tuple(a.shape for a in arrays),
-            tuple(a.reshape((-1,) + a.shape[axes:]) for a in arrays))
+    return (
+        tuple(a.shape for a in arrays),
+        tuple(a.reshape((-1,) + a.shape[axes:]) for a in arrays),
+    )
 
 
 def row_prior(est, name, rows, ctx):
@@ -239,8 +253,9 @@ def _factor_step(est, st, name, params, stats, ctx, pending):
     """Update one factor inside a step; returns (new, valid)."""
     settings = st.settings
     if isinstance(stats, RowStatistics) and name in settings.row_groups:
-        st.rows[name].prepare(stats.rows, stats.counts, ctx, st.schedule,
-                              settings.scheduled_row_steps)
+        st.rows[name].prepare(
+            stats.rows, stats.counts, ctx, st.schedule, settings.scheduled_row_steps
+        )
     else:
         ctx.row_scale = ctx.row_rho = None
         ctx.rule_state = st.rule_states.get(name)
@@ -280,8 +295,9 @@ def _global_update(est, st, X, local, ctx, stats):
         if stats is None and X is not None and local is not None:
             # On a cluster the hyperparameters' statistics come in the same
             # round trip, from the snapshot; in memory after the step.
-            stats = st.executor.sum(est, _fn.all_statistics, X, local, st.data_factors,
-                                    snapshot, st.executor.remote)
+            stats = st.executor.sum(
+                est, _fn.all_statistics, X, local, st.data_factors, snapshot, st.executor.remote
+            )
         ok = True
         for name in names:
             s = None if stats is None else stats.factors.get(name)
@@ -320,9 +336,17 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
     summed = stats
     try:
         for _ in range(MAX_BACKOFF + 1):
-            ctx = StepContext(online, t, base_rho * safety.backoff, safety.backoff, scale,
-                              st.prior, [] if want_grads else None, in_pass=st.in_pass,
-                              n_batch=n_batch)
+            ctx = StepContext(
+                online,
+                t,
+                base_rho * safety.backoff,
+                safety.backoff,
+                scale,
+                st.prior,
+                [] if want_grads else None,
+                in_pass=st.in_pass,
+                n_batch=n_batch,
+            )
             with st.clock.phase("global"):
                 params, pending, ok, summed = _global_update(est, st, X, local, ctx, summed)
             with st.clock.phase("safety"):
@@ -382,7 +406,8 @@ def end_of_pass(est, t, rho, scale):
     st = est._svi
     if not st.settings.pass_step:
         return
-    ctx = StepContext(online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior,
-                      end_of_pass=True)
+    ctx = StepContext(
+        online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior, end_of_pass=True
+    )
     if est._update_hyperparameters(None, ctx):
         st.model_changed(est)

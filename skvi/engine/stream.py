@@ -51,10 +51,10 @@ class StreamTotal:
     """
 
     def __init__(self):
-        self.parts = {}     # factor -> what the initial globals add to the prior
-        self.weight = {}    # factor -> prod(1 - rho_t): what remains of that part
-        self.nonzero = {}   # factor -> whether the part is not all zero
-        self.total = None   # N of the last step
+        self.parts = {}  # factor -> what the initial globals add to the prior
+        self.weight = {}  # factor -> prod(1 - rho_t): what remains of that part
+        self.nonzero = {}  # factor -> whether the part is not all zero
+        self.total = None  # N of the last step
         self.initial_rows = None  # n0: the rows the initial part counts for
 
     def remember(self, est, all_data):

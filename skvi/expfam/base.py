@@ -322,9 +322,7 @@ class ExponentialFamily:
             Entropy of each factor, from the generic exponential-family
             identity.
         """
-        return self.log_normalizer() - self._inner(
-            self.natural, self.expected_stats()
-        )
+        return self.log_normalizer() - self._inner(self.natural, self.expected_stats())
 
     def kl(self, other):
         """KL(self || other), ``<eta_q - eta_p, E_q[t]> - A_q + A_p``.

@@ -148,9 +148,7 @@ class Dirichlet(ExponentialFamily):
             ``E[log x_k]`` for each factor and category.
         """
         alpha = self.concentration
-        return special.digamma(alpha) - special.digamma(
-            np.sum(alpha, axis=-1, keepdims=True)
-        )
+        return special.digamma(alpha) - special.digamma(np.sum(alpha, axis=-1, keepdims=True))
 
     def expected_stats(self):
         """Expected statistics ``(E[log x],)``.
@@ -172,9 +170,7 @@ class Dirichlet(ExponentialFamily):
             The log-normaliser of each factor.
         """
         alpha = self.concentration
-        return np.sum(special.gammaln(alpha), axis=-1) - special.gammaln(
-            np.sum(alpha, axis=-1)
-        )
+        return np.sum(special.gammaln(alpha), axis=-1) - special.gammaln(np.sum(alpha, axis=-1))
 
     def entropy(self):
         """Differential entropy ``A - sum((alpha - 1) E[log x])``.
@@ -185,9 +181,7 @@ class Dirichlet(ExponentialFamily):
             Entropy of each factor.
         """
         alpha = self.concentration
-        return self.log_normalizer() - np.sum(
-            (alpha - 1.0) * self.expected_log(), axis=-1
-        )
+        return self.log_normalizer() - np.sum((alpha - 1.0) * self.expected_log(), axis=-1)
 
     def kl(self, other):
         """KL(self || other) for another (broadcastable) :class:`Dirichlet`.
@@ -272,9 +266,10 @@ class Dirichlet(ExponentialFamily):
         rng = _check_random_state(random_state)
         shape = _size_tuple(size) + self.concentration.shape
         alpha = np.broadcast_to(self.concentration, shape).astype(np.float64)
-        log_g = np.log(rng.standard_gamma(alpha + 1.0, size=shape)) + np.log(
-            _uniform_open0(rng, shape)
-        ) / alpha
+        log_g = (
+            np.log(rng.standard_gamma(alpha + 1.0, size=shape))
+            + np.log(_uniform_open0(rng, shape)) / alpha
+        )
         log_g -= np.max(log_g, axis=-1, keepdims=True)
         g = np.exp(log_g)
         x = g / np.sum(g, axis=-1, keepdims=True)

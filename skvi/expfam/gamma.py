@@ -53,9 +53,7 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, shape, rate):
         dtype = _float_dtype(shape, rate)
-        a, b = np.broadcast_arrays(
-            np.asarray(shape, dtype=dtype), np.asarray(rate, dtype=dtype)
-        )
+        a, b = np.broadcast_arrays(np.asarray(shape, dtype=dtype), np.asarray(rate, dtype=dtype))
         self.shape = np.array(a)
         self.rate = np.array(b)
 
@@ -187,12 +185,7 @@ class Gamma(ExponentialFamily):
             Entropy of each factor.
         """
         a = self.shape
-        return (
-            a
-            - np.log(self.rate)
-            + special.gammaln(a)
-            + (1.0 - a) * special.digamma(a)
-        )
+        return a - np.log(self.rate) + special.gammaln(a) + (1.0 - a) * special.digamma(a)
 
     def kl(self, other):
         """KL(self || other) for another (broadcastable) :class:`Gamma`.
@@ -246,12 +239,7 @@ class Gamma(ExponentialFamily):
         a, b = self.shape, self.rate
         with np.errstate(invalid="ignore", divide="ignore"):
             xpos = np.where(x >= 0, x, 1.0)
-            lp = (
-                a * np.log(b)
-                - special.gammaln(a)
-                + special.xlogy(a - 1.0, xpos)
-                - b * xpos
-            )
+            lp = a * np.log(b) - special.gammaln(a) + special.xlogy(a - 1.0, xpos) - b * xpos
         return np.where(x >= 0, lp, -np.inf)
 
     def sample(self, size=None, random_state=None):

@@ -168,9 +168,7 @@ class Gaussian(ExponentialFamily):
         ndarray of shape batch_shape
             The log-normaliser of each factor.
         """
-        return 0.5 * (
-            self.precision * self.loc**2 - np.log(self.precision) + _LOG_2PI
-        )
+        return 0.5 * (self.precision * self.loc**2 - np.log(self.precision) + _LOG_2PI)
 
     def entropy(self):
         """Differential entropy ``(1 + log(2 pi) - log(precision)) / 2``.
@@ -204,12 +202,7 @@ class Gaussian(ExponentialFamily):
         """
         self._check_other(other)
         ratio = other.precision / self.precision
-        kl = 0.5 * (
-            ratio
-            - 1.0
-            - np.log(ratio)
-            + other.precision * (self.loc - other.loc) ** 2
-        )
+        kl = 0.5 * (ratio - 1.0 - np.log(ratio) + other.precision * (self.loc - other.loc) ** 2)
         return np.maximum(kl, 0.0)
 
     def log_prob(self, x):
@@ -227,11 +220,7 @@ class Gaussian(ExponentialFamily):
             Log densities, with the broadcast shape of ``x`` and the batch shape.
         """
         x = np.asarray(x)
-        return 0.5 * (
-            np.log(self.precision)
-            - _LOG_2PI
-            - self.precision * (x - self.loc) ** 2
-        )
+        return 0.5 * (np.log(self.precision) - _LOG_2PI - self.precision * (x - self.loc) ** 2)
 
     def sample(self, size=None, random_state=None):
         """Draw samples of shape ``size + batch_shape``.
@@ -254,9 +243,7 @@ class Gaussian(ExponentialFamily):
         rng = _check_random_state(random_state)
         shape = _size_tuple(size) + self.batch_shape
         z = rng.standard_normal(shape)
-        return (self.loc + z / np.sqrt(self.precision)).astype(
-            self.dtype, copy=False
-        )
+        return (self.loc + z / np.sqrt(self.precision)).astype(self.dtype, copy=False)
 
     def mean(self):
         """Mean ``E[x] = loc``.

@@ -193,9 +193,7 @@ class MultivariateGaussian(ExponentialFamily):
         eta1 = _as_float(eta1)
         eta2 = _as_float(eta2)
         batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
-        ok = np.all(np.isfinite(eta1), axis=-1) & np.all(
-            np.isfinite(eta2), axis=(-2, -1)
-        )
+        ok = np.all(np.isfinite(eta1), axis=-1) & np.all(np.isfinite(eta2), axis=(-2, -1))
         ok = np.broadcast_to(ok & _symmetric_mask(eta2), batch)
         # Test the very matrix from_natural factorises, so that a factor
         # called valid can always be built (it matters at the edge of
@@ -336,13 +334,7 @@ class MultivariateGaussian(ExponentialFamily):
         trace = np.sum(other.precision * self.covariance, axis=(-2, -1))
         diff = other.loc - self.loc
         quad = np.einsum("...i,...ij,...j->...", diff, other.precision, diff)
-        kl = 0.5 * (
-            trace
-            + quad
-            - self.dim
-            + self._logdet_precision()
-            - other._logdet_precision()
-        )
+        kl = 0.5 * (trace + quad - self.dim + self._logdet_precision() - other._logdet_precision())
         return np.maximum(kl, 0.0).astype(np.result_type(self.dtype, other.dtype), copy=False)
 
     def log_prob(self, x):

@@ -94,9 +94,7 @@ class NormalGamma(_SharedPrecisionMeans, ExponentialFamily):
         shape = np.asarray(shape, dtype=dtype)
         rate = np.asarray(rate, dtype=dtype)
         if loc.ndim < 2:
-            raise ValueError(
-                f"NormalGamma: loc must have shape (..., J, d); got {loc.shape}."
-            )
+            raise ValueError(f"NormalGamma: loc must have shape (..., J, d); got {loc.shape}.")
         d = loc.shape[-1]
         full = np.broadcast_shapes(
             loc.shape[:-1], beta.shape, shape.shape + (1,), rate.shape + (1,)
@@ -271,9 +269,7 @@ class NormalGamma(_SharedPrecisionMeans, ExponentialFamily):
         ndarray of shape batch_shape
             The log-normaliser of each factor.
         """
-        return self._cast(
-            self.precision().log_normalizer() + self._gauss_log_normalizer()
-        )
+        return self._cast(self.precision().log_normalizer() + self._gauss_log_normalizer())
 
     def entropy(self):
         """Differential entropy of each factor.
@@ -289,11 +285,7 @@ class NormalGamma(_SharedPrecisionMeans, ExponentialFamily):
         """
         g = self.precision()
         d, n = self.dim, self.n_means
-        ent = (
-            g.entropy()
-            + self._gauss_log_normalizer()
-            + 0.5 * d * n * (1.0 - g.expected_log())
-        )
+        ent = g.entropy() + self._gauss_log_normalizer() + 0.5 * d * n * (1.0 - g.expected_log())
         return self._cast(ent)
 
     def kl(self, other):
@@ -358,15 +350,10 @@ class NormalGamma(_SharedPrecisionMeans, ExponentialFamily):
         lam_pos = np.where(pos, lam, 1.0)
         sq = np.sum((mu - self.loc) ** 2, axis=-1)
         lp_n = np.sum(
-            0.5 * d * (np.log(self.beta) - _LOG_2PI)
-            - 0.5 * self.beta * lam_pos[..., None] * sq,
+            0.5 * d * (np.log(self.beta) - _LOG_2PI) - 0.5 * self.beta * lam_pos[..., None] * sq,
             axis=-1,
         )
-        lp = (
-            self.precision().log_prob(lam_pos)
-            + lp_n
-            + 0.5 * self.n_means * d * np.log(lam_pos)
-        )
+        lp = self.precision().log_prob(lam_pos) + lp_n + 0.5 * self.n_means * d * np.log(lam_pos)
         return self._cast(np.where(pos, lp, -np.inf))
 
     def sample(self, size=None, random_state=None):

@@ -269,9 +269,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         if not np.all(np.isfinite(self.beta) & (self.beta > 0)):
             raise ValueError(f"{name}: beta must be finite and strictly positive.")
         if not np.all(np.isfinite(self.df) & (self.df > self.dim - 1)):
-            raise ValueError(
-                f"{name}: df must be finite and greater than d - 1 = {self.dim - 1}."
-            )
+            raise ValueError(f"{name}: df must be finite and greater than d - 1 = {self.dim - 1}.")
         if not np.all(np.isfinite(self.scale)):
             raise ValueError(f"{name}: scale must be finite.")
         ok = _symmetric_mask(self.scale)
@@ -312,9 +310,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         ndarray of shape batch_shape
             The log-normaliser of each factor.
         """
-        return self._cast(
-            self.precision().log_normalizer() + self._gauss_log_normalizer()
-        )
+        return self._cast(self.precision().log_normalizer() + self._gauss_log_normalizer())
 
     def entropy(self):
         """Differential entropy of each factor.
@@ -380,10 +376,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         ratio = other.beta / self.beta
         diff = other.loc - self.loc
         quad = np.einsum("...ji,...ik,...jk->...j", diff, self.scale, diff)
-        kl_g = 0.5 * (
-            d * (ratio - 1.0 - np.log(ratio))
-            + other.beta * df_q[..., None] * quad
-        )
+        kl_g = 0.5 * (d * (ratio - 1.0 - np.log(ratio)) + other.beta * df_q[..., None] * quad)
         return self._cast(np.maximum(kl_w + np.sum(kl_g, axis=-1), 0.0))
 
     def log_prob(self, mu, lam):
@@ -411,9 +404,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
         _, logdet = np.linalg.slogdet(lam)
         diff = mu - self.loc
         quad = np.einsum("...ji,...ik,...jk->...j", diff, lam, diff)
-        lp_g = np.sum(
-            0.5 * d * (np.log(self.beta) - _LOG_2PI) - 0.5 * self.beta * quad, axis=-1
-        )
+        lp_g = np.sum(0.5 * d * (np.log(self.beta) - _LOG_2PI) - 0.5 * self.beta * quad, axis=-1)
         return self._cast(lp_w + lp_g + 0.5 * self.n_means * logdet)
 
     def sample(self, size=None, random_state=None):

@@ -358,11 +358,7 @@ class Rayleigh(ExponentialFamily):
         ValueError
             If ``n_points`` is not a positive integer.
         """
-        if (
-            not isinstance(n_points, numbers.Integral)
-            or isinstance(n_points, bool)
-            or n_points < 1
-        ):
+        if not isinstance(n_points, numbers.Integral) or isinstance(n_points, bool) or n_points < 1:
             raise ValueError(f"n_points must be a positive integer, got {n_points!r}.")
         t, w = _rayleigh_gauss_rule(int(n_points))
         nodes = self.scale[..., None] * (_SQRT_2 * t).astype(self.dtype)

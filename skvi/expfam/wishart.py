@@ -79,9 +79,7 @@ class Wishart(ExponentialFamily):
         dtype = _float_dtype(df, scale)
         scale = np.asarray(scale, dtype=dtype)
         if scale.ndim < 2 or scale.shape[-1] != scale.shape[-2]:
-            raise ValueError(
-                f"Wishart: scale must have shape (..., d, d); got {scale.shape}."
-            )
+            raise ValueError(f"Wishart: scale must have shape (..., d, d); got {scale.shape}.")
         df = np.asarray(df, dtype=dtype)
         d = scale.shape[-1]
         batch = np.broadcast_shapes(df.shape, scale.shape[:-2])

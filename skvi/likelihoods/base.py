@@ -107,9 +107,7 @@ class Likelihood:
                 z = rng.standard_normal(mean.shape + (n_samples,))
             w = np.full(n_samples, 1.0 / n_samples)
         else:
-            raise ValueError(
-                f"method must be one of {_EXPECTATION_METHODS}, got {method!r}."
-            )
+            raise ValueError(f"method must be one of {_EXPECTATION_METHODS}, got {method!r}.")
         return mean[..., None] + sd[..., None] * z, w
 
     def expectations(self, y, mean, var, method="mc", n_samples=10, random_state=None):
@@ -139,8 +137,7 @@ class Likelihood:
         value, d1, d2 = self.logpdf_and_derivatives(y, f)
         return value @ w, d1 @ w, d2 @ w
 
-    def expected_logpdf(self, y, mean, var, method="quadrature", n_samples=20,
-                        random_state=None):
+    def expected_logpdf(self, y, mean, var, method="quadrature", n_samples=20, random_state=None):
         """``E_q[log p(y | f)]`` alone: the first output of :meth:`expectations`.
 
         Examples
@@ -294,9 +291,7 @@ class Likelihood:
          [10.8795  2.2322  0.5976]]
         """
         if method not in _EXPECTATION_METHODS:
-            raise ValueError(
-                f"method must be one of {_EXPECTATION_METHODS}, got {method!r}."
-            )
+            raise ValueError(f"method must be one of {_EXPECTATION_METHODS}, got {method!r}.")
         y, mean, var = np.broadcast_arrays(
             np.asarray(y, dtype=float),
             np.asarray(mean, dtype=float),

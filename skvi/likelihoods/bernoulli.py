@@ -41,8 +41,7 @@ class Bernoulli(Likelihood):
         e = np.exp(-np.abs(z))
         big = 1.0 / (1.0 + e)  # sigmoid(|z|)
         fit = np.where(z >= 0, big, e * big)  # sigmoid(z): the probability of y
-        return (np.minimum(z, 0.0) - np.log1p(e), sign * (1.0 - fit),
-                -fit * (1.0 - fit))
+        return (np.minimum(z, 0.0) - np.log1p(e), sign * (1.0 - fit), -fit * (1.0 - fit))
 
     def conditional_mean(self, f):
         return expit(f)

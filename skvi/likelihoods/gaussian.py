@@ -43,7 +43,9 @@ class Gaussian(Likelihood):
         return (y - f) / self.noise_variance
 
     def d2logpdf(self, y, f):
-        return np.broadcast_to(-1.0 / self.noise_variance, np.broadcast_shapes(np.shape(y), np.shape(f)))
+        return np.broadcast_to(
+            -1.0 / self.noise_variance, np.broadcast_shapes(np.shape(y), np.shape(f))
+        )
 
     def conditional_mean(self, f):
         return f

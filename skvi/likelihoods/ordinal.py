@@ -86,7 +86,7 @@ class Ordinal(Likelihood):
 
     def d2logpdf(self, y, f):
         a, c = self._cuts(y, f)
-        return -self.slope**2 * (expit(a) * expit(-a) + expit(c) * expit(-c))
+        return -(self.slope**2) * (expit(a) * expit(-a) + expit(c) * expit(-c))
 
     def dlogpdf_dthresholds(self, y, f):
         """``d log p(y | f) / d b_j`` for every threshold ``b_j``.

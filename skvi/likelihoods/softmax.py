@@ -307,8 +307,9 @@ class Softmax:
         gradient[rows, y] += 1.0
         return mean[rows, y] - shift - np.log(total), gradient
 
-    def expected_logpdf(self, y, mean, cov, method="quadrature", n_samples=PREDICTIVE_POINTS,
-                        random_state=None):
+    def expected_logpdf(
+        self, y, mean, cov, method="quadrature", n_samples=PREDICTIVE_POINTS, random_state=None
+    ):
         """``E_q[log p(y | f)]`` alone (the first output of :meth:`expectations`), shape (n,)."""
         y = np.asarray(y).astype(np.intp)
         out = np.empty(np.shape(mean)[0])

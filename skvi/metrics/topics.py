@@ -133,7 +133,9 @@ def split_document_tokens(X, *, random_state=None):
     obs_counts = np.bincount(token_nz[order][observed], minlength=nnz).astype(np.float64)
 
     X_observed = sp.csr_matrix((obs_counts, X.indices.copy(), X.indptr.copy()), shape=X.shape)
-    X_heldout = sp.csr_matrix((X.data - obs_counts, X.indices.copy(), X.indptr.copy()), shape=X.shape)
+    X_heldout = sp.csr_matrix(
+        (X.data - obs_counts, X.indices.copy(), X.indptr.copy()), shape=X.shape
+    )
     X_observed.eliminate_zeros()
     X_heldout.eliminate_zeros()
     return X_observed, X_heldout
@@ -149,13 +151,10 @@ def _topic_parameters(model):
         )
     lam = np.asarray(model.components_, dtype=np.float64)
     if lam.ndim != 2 or lam.shape[0] < 1 or lam.shape[1] < 1:
-        raise ValueError(
-            f"model.components_ must be a non-empty 2-d array, got shape {lam.shape}."
-        )
+        raise ValueError(f"model.components_ must be a non-empty 2-d array, got shape {lam.shape}.")
     if not np.all(np.isfinite(lam)) or np.any(lam <= 0):
         raise ValueError(
-            "model.components_ must hold finite, positive variational Dirichlet "
-            "parameters."
+            "model.components_ must hold finite, positive variational Dirichlet parameters."
         )
     n_topics = lam.shape[0]
     alpha = np.array(model.doc_topic_prior_, dtype=np.float64)
@@ -396,9 +395,7 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
         or not isinstance(top_n, numbers.Integral)
         or not 2 <= top_n <= n_words
     ):
-        raise ValueError(
-            f"top_n must be an int in [2, n_words={n_words}], got {top_n!r}."
-        )
+        raise ValueError(f"top_n must be an int in [2, n_words={n_words}], got {top_n!r}.")
     whom = "topic_coherence"
     X = check_counts(X, whom)
     _check_n_words(X, n_words, whom)

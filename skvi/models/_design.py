@@ -5,8 +5,14 @@ import scipy.sparse as sp
 
 from ..engine.data import Rows
 
-__all__ = ["column_squares", "design_of", "design_rows", "row_quadratic", "weighted_gram",
-           "with_intercept"]
+__all__ = [
+    "column_squares",
+    "design_of",
+    "design_rows",
+    "row_quadratic",
+    "weighted_gram",
+    "with_intercept",
+]
 
 
 def row_quadratic(X, V):
@@ -79,8 +85,9 @@ def column_squares(X, weights):
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
-    squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),
-                            shape=X.shape)
+    squares = sp.csr_matrix(
+        (np.square(X.data, dtype=np.float64), X.indices, X.indptr), shape=X.shape
+    )
     return np.asarray(squares.T @ weights).ravel()
 
 

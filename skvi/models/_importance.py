@@ -23,13 +23,15 @@ def importance_average(log_weights, n_samples, entries_per_draw):
 
 
 def check_sampling(n_samples, inflation, whom):
-    if not (isinstance(n_samples, numbers.Integral) and not isinstance(n_samples, bool)
-            and n_samples >= 1):
+    if not (
+        isinstance(n_samples, numbers.Integral)
+        and not isinstance(n_samples, bool)
+        and n_samples >= 1
+    ):
         raise ValueError(f"n_samples passed to {whom} must be a positive int, got {n_samples!r}.")
     if not (isinstance(inflation, numbers.Real) and 0 <= inflation < np.inf):
         raise ValueError(
-            f"inflation passed to {whom} must be a finite non-negative number, got "
-            f"{inflation!r}."
+            f"inflation passed to {whom} must be a finite non-negative number, got {inflation!r}."
         )
 
 
@@ -41,7 +43,5 @@ def check_topics(topic_word, n_words, whom):
             f"got {beta.shape}."
         )
     if not (np.all(beta > 0) and np.allclose(beta.sum(axis=1), 1.0, rtol=1e-6)):
-        raise ValueError(
-            f"topic_word passed to {whom} must hold positive rows that sum to 1."
-        )
+        raise ValueError(f"topic_word passed to {whom} must hold positive rows that sum to 1.")
     return beta

@@ -76,8 +76,11 @@ def cross_covariance(kernel, X, Z):
             # d K / d log l_k = K (x_k - z_k)^2 / l_k^2, summed against W
             # without forming the (n, m, d) array.
             WK = W * K
-            per_dim = (np.sum(WK, axis=1) @ Xs**2 + np.sum(WK, axis=0) @ Zs**2
-                       - 2.0 * np.sum(Xs * (WK @ Zs), axis=0))
+            per_dim = (
+                np.sum(WK, axis=1) @ Xs**2
+                + np.sum(WK, axis=0) @ Zs**2
+                - 2.0 * np.sum(Xs * (WK @ Zs), axis=0)
+            )
             return per_dim if kernel.anisotropic else np.array([np.sum(per_dim)])
 
         return K, backward

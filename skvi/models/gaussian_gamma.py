@@ -114,8 +114,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # stream (Newcomb's data in six minibatches: mean 20.0 +- 0.5 against
     # the batch 26.2 +- 1.3; precision first: 27.4 +- 1.9).  Batch fits
     # reach the same fixed point in either order.
-    _settings = ModelSettings({"precision": Gamma, "mean": Gaussian},
-                              local_depends_on_globals=False, parallel=True)
+    _settings = ModelSettings(
+        {"precision": Gamma, "mean": Gaussian}, local_depends_on_globals=False, parallel=True
+    )
 
     def __init__(
         self,
@@ -258,8 +259,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
             self._priors = self._check_priors(X.shape[1])
         return Rows(X, None, check_row_weights(sample_weight, X))
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         return self._rows(X, reset, sample_weight)
 
     def _check_priors(self, n_features):

@@ -182,8 +182,10 @@ def _block_moments(Xd, loc, cov, k):
     col_d, col_e = _upper_pairs(d)
     cls_a, cls_b = _upper_pairs(k)
     blocks = cov.reshape(k, d, k, d)
-    pairs = (blocks[cls_a[None, :], col_d[:, None], cls_b[None, :], col_e[:, None]]
-             + blocks[cls_a[None, :], col_e[:, None], cls_b[None, :], col_d[:, None]])
+    pairs = (
+        blocks[cls_a[None, :], col_d[:, None], cls_b[None, :], col_e[:, None]]
+        + blocks[cls_a[None, :], col_e[:, None], cls_b[None, :], col_d[:, None]]
+    )
     pairs[col_d == col_e] *= 0.5
     upper = np.empty((n, cls_a.size))
     for rows in _row_chunks(n, col_d.size):
@@ -225,8 +227,11 @@ class _BayesianGLM(SVIEstimator):
     """Shared code of the GLM estimators; subclasses set the likelihood."""
 
     _parameter_constraints = {
-        "prior_variance": [None, Interval(numbers.Real, 0, None, closed="neither"),
-                           StrOptions({"auto"})],
+        "prior_variance": [
+            None,
+            Interval(numbers.Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
         "fit_intercept": ["boolean"],
         "intercept_prior_variance": [Interval(numbers.Real, 0, None, closed="neither")],
         **UPDATE_RULE_PARAMETER_CONSTRAINTS,
@@ -396,8 +401,11 @@ class _BayesianGLM(SVIEstimator):
         # runs on ``n_jobs`` threads whatever the expectations.
         deterministic = self._expectation_rule()[0] in ("quadrature", "bound")
         return ModelSettings(
-            self._factors(), update_rules=self._update_rules(), parallel=True,
-            batch_steps="line_search" if deterministic else "no_decrease", probe_growth=0.25,
+            self._factors(),
+            update_rules=self._update_rules(),
+            parallel=True,
+            batch_steps="line_search" if deterministic else "no_decrease",
+            probe_growth=0.25,
             extrapolate=self._extrapolates(),
             transient=("_memo", "_factorization", "_grams"),
         )
@@ -422,8 +430,12 @@ class _BayesianGLM(SVIEstimator):
         minibatch: ``_prepare_data``), and no state beyond the factor:
         ``'mc-ssvi'``'s steps and a fixed prior variance.
         """
-        return (self._n_outputs > 1 and getattr(self, "_batch_steps_only", False)
-                and self.algorithm == "mc-ssvi" and self.prior_variance != "auto")
+        return (
+            self._n_outputs > 1
+            and getattr(self, "_batch_steps_only", False)
+            and self.algorithm == "mc-ssvi"
+            and self.prior_variance != "auto"
+        )
 
     def _update_rules(self):
         return {"weights": make_update_rule(self.algorithm, self.gradient_learning_rate)}
@@ -454,8 +466,10 @@ class _BayesianGLM(SVIEstimator):
             method = "bound" if self._bound_extrapolates() else self._auto_expectation
         if method == "bound":
             if self._n_outputs == 1:
-                raise ValueError("expectation='bound' is Böhning's bound of the softmax: it "
-                                 "needs more than two classes.")
+                raise ValueError(
+                    "expectation='bound' is Böhning's bound of the softmax: it "
+                    "needs more than two classes."
+                )
             return method, 0
         points = self.n_mc_samples
         if method == "quadrature":
@@ -488,8 +502,9 @@ class _BayesianGLM(SVIEstimator):
     def _initialize_globals(self, data, random_state, summary):
         self._n_weights = (data.X.shape[1] + int(self.fit_intercept)) * self._n_outputs
         if self.prior_variance is None:
-            self._prior_var = (SOFTMAX_PRIOR_VARIANCE if self._n_outputs > 1
-                               else DEFAULT_PRIOR_VARIANCE)
+            self._prior_var = (
+                SOFTMAX_PRIOR_VARIANCE if self._n_outputs > 1 else DEFAULT_PRIOR_VARIANCE
+            )
         elif self.prior_variance == "auto":
             self._prior_var = DEFAULT_PRIOR_VARIANCE
         else:
@@ -525,8 +540,7 @@ class _BayesianGLM(SVIEstimator):
         X = data.X
         w = np.ones(X.shape[0]) if data.weight is None else data.weight
         squares = column_squares(X, w)
-        return (np.asarray(float(np.sum(w))), squares,
-                self._target_sums(data.y, w))
+        return (np.asarray(float(np.sum(w))), squares, self._target_sums(data.y, w))
 
     def _target_sums(self, y, weight):
         """What ``_baseline`` needs of the targets, summed over rows (``sum_i w_i y_i``)."""
@@ -577,7 +591,12 @@ class _BayesianGLM(SVIEstimator):
             return log_p, {"design": Xd, "mean": mean, "e1": e1, "e2": None}
         mean, var = self._linear_moments(Xd, params)
         e_log, e1, e2 = self._likelihood.expectations(
-            data.y, mean, var, method=method, n_samples=points, random_state=draws,
+            data.y,
+            mean,
+            var,
+            method=method,
+            n_samples=points,
+            random_state=draws,
         )
         return e_log, {"design": Xd, "mean": mean, "e1": e1, "e2": e2}
 
@@ -622,8 +641,12 @@ class _BayesianGLM(SVIEstimator):
         # Steps are batch steps in a batch fit and in an online fit of at
         # most batch_size rows (one minibatch: the engine takes batch steps).
         batch = self.learning_method == "batch" or data.shape[0] <= self.batch_size
-        if (local is None and remember and batch
-                and self._expectation_rule() == ("quadrature", points)):
+        if (
+            local is None
+            and remember
+            and batch
+            and self._expectation_rule() == ("quadrature", points)
+        ):
             # The bound's quadrature is the local step's: keep it for the
             # next E-step at these globals (``_recall``).
             e_log, local = self._rows_expectations(data, params, "quadrature", points)
@@ -659,8 +682,9 @@ class _BayesianGLM(SVIEstimator):
         # + sum_j log v_j + log |Lambda_q|) / 2.
         loc, cov, logdet = self._moments(params)
         v = self._prior_variances(loc.size)
-        kl = 0.5 * (np.sum((np.diagonal(cov) + loc * loc) / v) - loc.size
-                    + np.sum(np.log(v)) + logdet)
+        kl = 0.5 * (
+            np.sum((np.diagonal(cov) + loc * loc) / v) - loc.size + np.sum(np.log(v)) + logdet
+        )
         return float(-max(kl, 0.0))
 
     def _probe_loss(self, probe, params):
@@ -674,7 +698,6 @@ class _BayesianGLM(SVIEstimator):
         points = _BOUND_POINTS if self._n_outputs == 1 else _PROBE_POINTS
         loss = -self._expected_log_likelihood(probe, None, params, points)
         return loss / max(self._sample_count(probe), 1e-300)
-
 
     def _mean_parameters(self, name, factor, which):
         # E[w] and E[w w^T] from the cached factorisation (the family's
@@ -706,14 +729,13 @@ class _BayesianGLM(SVIEstimator):
         self.posterior_mean_ = loc.copy()
         self.posterior_covariance_ = cov.copy()
         self.coef_ = blocks[:, :n_features].copy()
-        self.intercept_ = (
-            blocks[:, -1].copy() if self.fit_intercept else np.zeros(self._n_outputs)
-        )
+        self.intercept_ = blocks[:, -1].copy() if self.fit_intercept else np.zeros(self._n_outputs)
         self.prior_variance_ = self._prior_var
 
     # ------------------------------------------------------------ fitting API
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         X, y = self._check_X_y(X, y, reset=reset)
         if vocabulary is not None:  # one block of a fit on a cluster: every block's labels
             classes = vocabulary.get("classes")
@@ -722,7 +744,8 @@ class _BayesianGLM(SVIEstimator):
             # Whether every step of this fit is a batch step (see _expectation_rule).
             self._batch_steps_only = not partial and (
                 self.learning_method == "batch"
-                or (vocabulary is None and X.shape[0] <= self.batch_size))
+                or (vocabulary is None and X.shape[0] <= self.batch_size)
+            )
         return self._rows(X, y, check_row_weights(sample_weight, X))
 
     def _predictive_moments(self, X):

@@ -193,34 +193,49 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         check_is_fitted(self)
         check_sparse_structure(X)
-        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
-                          dtype=[np.float64, np.float32])
+        X = validate_data(
+            self, X, reset=False, accept_sparse=["csr", "csc"], dtype=[np.float64, np.float32]
+        )
         check_feature_magnitude(X, type(self).__name__)
         Xd = self._design(X)
         q = self.natural_params_["weights"].distribution
         mean = np.asarray(Xd @ q.loc).ravel()
         if not return_std:
             return mean
-        cov = self.natural_params_["weights"].cached("covariance", lambda f: f.distribution.covariance)
+        cov = self.natural_params_["weights"].cached(
+            "covariance", lambda f: f.distribution.covariance
+        )
         return mean, np.sqrt(np.maximum(row_quadratic(Xd, cov), 0.0) + 1.0 / self.alpha_)
 
     # ------------------------------------------------------------- input
     def _rows(self, X, y, reset, sample_weight=None):
         check_sparse_structure(X)
-        X, y = validate_data(self, X, y, reset=reset, accept_sparse=["csr", "csc"],
-                             dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=reset,
+            accept_sparse=["csr", "csc"],
+            dtype=[np.float64, np.float32],
+            y_numeric=True,
+        )
         check_feature_magnitude(X, type(self).__name__)
         if sp.issparse(X):
             X = X.tocsr()
-        return design_rows(X, np.asarray(y, dtype=np.float64), check_row_weights(sample_weight, X),
-                           self.fit_intercept)
+        return design_rows(
+            X,
+            np.asarray(y, dtype=np.float64),
+            check_row_weights(sample_weight, X),
+            self.fit_intercept,
+        )
 
     @staticmethod
     def _weights(data):
         return np.ones(data.shape[0]) if data.weight is None else data.weight
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         return self._rows(X, y, reset=reset, sample_weight=sample_weight)
 
     def _design(self, X):
@@ -237,8 +252,12 @@ n_samples_seen_, converged_, n_rejected_steps_
             factors["weight_precision"] = Gamma
         # The weight precisions' children are the weights, in memory; the
         # local step only sums the rows' statistics.
-        return ModelSettings(factors, hierarchical=("weight_precision",),
-                             local_depends_on_globals=False, parallel=True)
+        return ModelSettings(
+            factors,
+            hierarchical=("weight_precision",),
+            local_depends_on_globals=False,
+            parallel=True,
+        )
 
     @property
     def _n_coef(self):
@@ -249,9 +268,14 @@ n_samples_seen_, converged_, n_rejected_steps_
         n_lambda = d if self.ard else 1
         return {
             "noise": (np.array(-self.alpha_2), np.array(self.alpha_1 - 1.0)),
-            "weights": (np.zeros(d + int(self.fit_intercept)),
-                        np.zeros((d + int(self.fit_intercept),) * 2)),
-            "weight_precision": (np.full(n_lambda, -self.lambda_2), np.full(n_lambda, self.lambda_1 - 1.0)),
+            "weights": (
+                np.zeros(d + int(self.fit_intercept)),
+                np.zeros((d + int(self.fit_intercept),) * 2),
+            ),
+            "weight_precision": (
+                np.full(n_lambda, -self.lambda_2),
+                np.full(n_lambda, self.lambda_1 - 1.0),
+            ),
         }
 
     def _initialize_globals(self, data, random_state, summary):
@@ -292,8 +316,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         fixed = self.noise_precision if name == "noise" else self.weight_precision
         if fixed is not None:
             return np.asarray(float(fixed))
-        return params[name].distribution.mean() if hasattr(params[name], "distribution") else \
-            Gamma.from_natural(*params[name]).mean()
+        return (
+            params[name].distribution.mean()
+            if hasattr(params[name], "distribution")
+            else Gamma.from_natural(*params[name]).mean()
+        )
 
     def _factor_target(self, name, current, stats, ctx):
         # The weights' prior is N(0, diag(E[lambda])): its message moves with q(lambda).
@@ -329,7 +356,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             return np.array(-0.5 * self._sq_residual(local, params)), np.array(0.5 * local["n"])
         # The weight precisions: the children are the weights themselves.
         q = params["weights"].distribution
-        sq = (q.loc ** 2 + q.variance)[: self._n_coef]
+        sq = (q.loc**2 + q.variance)[: self._n_coef]
         if self.ard:
             return -0.5 * sq, np.full(self._n_coef, 0.5)
         return np.array([-0.5 * np.sum(sq)]), np.array([0.5 * self._n_coef])

@@ -34,6 +34,8 @@ _INIT_ROWS_PER_PARAMETER = 50
 def _init_rows(n_components, n_features):
     """Rows of the subsample an SVI fit starts from (k-means on them)."""
     return max(_INIT_ROWS, _INIT_ROWS_PER_PARAMETER * n_components * int(n_features))
+
+
 #: Values (rows x components x features) of the temporaries of one block of
 #: the E-step: 2**20 doubles, 8 MiB.
 _BLOCK_VALUES = 1 << 20
@@ -271,7 +273,11 @@ n_samples_seen_, n_rejected_steps_
         "mean_precision_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
         "mean_prior": [None, "array-like"],
         "degrees_of_freedom_prior": [None, Interval(numbers.Real, 0.0, None, closed="neither")],
-        "covariance_prior": [None, "array-like", Interval(numbers.Real, 0.0, None, closed="neither")],
+        "covariance_prior": [
+            None,
+            "array-like",
+            Interval(numbers.Real, 0.0, None, closed="neither"),
+        ],
         "density": [StrOptions({"predictive", "plug-in", "bound"})],
         "warm_start": ["boolean"],
         "verbose_interval": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -378,8 +384,9 @@ n_samples_seen_, n_rejected_steps_
         start_rows = _init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
         if elsewhere and warm:
             # A warm start's globals travel to the worker that starts the fit.
-            self._warm_globals = {name: tuple(np.asarray(a) for a in f)
-                                  for name, f in self.natural_params_.items()}
+            self._warm_globals = {
+                name: tuple(np.asarray(a) for a in f) for name, f in self.natural_params_.items()
+            }
         elif elsewhere and sample_weight is not None and shape[0] > start_rows:
             self._warn(
                 f"{type(self).__name__}: on a cluster the start's {start_rows} rows are drawn "
@@ -509,20 +516,29 @@ n_samples_seen_, n_rejected_steps_
         """
         check_is_fitted(self)
         if n_samples < 1:
-            raise ValueError(f"Invalid value for 'n_samples': {n_samples}. It must be at least one.")
+            raise ValueError(
+                f"Invalid value for 'n_samples': {n_samples}. It must be at least one."
+            )
         rng = check_random_state(self.random_state)
         counts = rng.multinomial(n_samples, self.weights_)
         d = self.n_features_in_
         if self.covariance_type in ("full", "tied"):
-            covs = self.covariances_ if self.covariance_type == "full" else \
-                [self.covariances_] * self.n_components
-            parts = [rng.multivariate_normal(mean, cov, int(c))
-                     for mean, cov, c in zip(self.means_, covs, counts)]
+            covs = (
+                self.covariances_
+                if self.covariance_type == "full"
+                else [self.covariances_] * self.n_components
+            )
+            parts = [
+                rng.multivariate_normal(mean, cov, int(c))
+                for mean, cov, c in zip(self.means_, covs, counts)
+            ]
         else:
             scale = np.sqrt(self.covariances_)
             scale = scale[:, None] * np.ones(d) if scale.ndim == 1 else scale
-            parts = [mean + rng.standard_normal(size=(c, d)) * s
-                     for mean, s, c in zip(self.means_, scale, counts)]
+            parts = [
+                mean + rng.standard_normal(size=(c, d)) * s
+                for mean, s, c in zip(self.means_, scale, counts)
+            ]
         labels = np.concatenate([np.full(c, k, dtype=int) for k, c in enumerate(counts)])
         return np.vstack(parts), labels
 
@@ -566,8 +582,13 @@ n_samples_seen_, n_rejected_steps_
         est.n_features_in_ = mixture.means_.shape[1]
         if hasattr(mixture, "feature_names_in_"):
             est.feature_names_in_ = mixture.feature_names_in_
-        for name in ("weight_concentration_prior_", "mean_precision_prior_", "mean_prior_",
-                     "degrees_of_freedom_prior_", "covariance_prior_"):
+        for name in (
+            "weight_concentration_prior_",
+            "mean_precision_prior_",
+            "mean_prior_",
+            "degrees_of_freedom_prior_",
+            "covariance_prior_",
+        ):
             setattr(est, name, getattr(mixture, name))
         est._centre = np.asarray(est.mean_prior_, dtype=np.float64).copy()
         m = mixture.means_ - est._centre
@@ -576,12 +597,16 @@ n_samples_seen_, n_rejected_steps_
         _K, d = m.shape
         ct = est.covariance_type
         if ct == "full":
-            comp = NormalWishart(m[:, None, :], beta[:, None], nu, np.linalg.inv(cov * nu[:, None, None]))
+            comp = NormalWishart(
+                m[:, None, :], beta[:, None], nu, np.linalg.inv(cov * nu[:, None, None])
+            )
         elif ct == "tied":
             comp = NormalWishart(m, beta, nu, np.linalg.inv(cov * nu))
         elif ct == "diag":
             a = np.tile(0.5 * nu[:, None], (1, d))
-            comp = NormalGamma(m[:, :, None, None], np.tile(beta[:, None, None], (1, d, 1)), a, cov * a)
+            comp = NormalGamma(
+                m[:, :, None, None], np.tile(beta[:, None, None], (1, d, 1)), a, cov * a
+            )
         else:
             a = 0.5 * d * nu
             comp = NormalGamma(m[:, None, :], beta[:, None], a, cov * a)
@@ -600,8 +625,13 @@ n_samples_seen_, n_rejected_steps_
         """
         # The first rows set the default priors (their covariance): 2 at least.
         check = reset and whole
-        X = validate_data(self, X, reset=reset, dtype=[np.float64, np.float32],
-                          ensure_min_samples=2 if check else 1)
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            ensure_min_samples=2 if check else 1,
+        )
         check_feature_magnitude(X, type(self).__name__)
         X = np.asarray(X, dtype=np.float64)
         if check:
@@ -622,8 +652,9 @@ n_samples_seen_, n_rejected_steps_
                 f"{self.n_components}, n_samples = {n}{which}"
             )
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         # On a cluster (a vocabulary given) each block is checked alone; the
         # row counts on their sum (_adopt_data_summary).
         return self._rows(X, reset=reset, sample_weight=sample_weight, whole=vocabulary is None)
@@ -635,7 +666,8 @@ n_samples_seen_, n_rejected_steps_
         # a stream with total_samples='auto' it is their data part.  The
         # tolerance is per sample, as scikit-learn's.
         return ModelSettings(
-            {"weights": Dirichlet, "components": comp}, initial_globals_are_data=True,
+            {"weights": Dirichlet, "components": comp},
+            initial_globals_are_data=True,
             convergence=self._per_sample_converged,
             start_sample_size=_init_rows(self.n_components, getattr(self, "n_features_in_", 0)),
         )
@@ -669,7 +701,9 @@ n_samples_seen_, n_rejected_steps_
         d = moments.mean.shape[0]
         K = self.n_components
         self.weight_concentration_prior_ = (
-            1.0 / K if self.weight_concentration_prior is None else float(self.weight_concentration_prior)
+            1.0 / K
+            if self.weight_concentration_prior is None
+            else float(self.weight_concentration_prior)
         )
         self.mean_precision_prior_ = (
             1.0 if self.mean_precision_prior is None else float(self.mean_precision_prior)
@@ -683,9 +717,12 @@ n_samples_seen_, n_rejected_steps_
                     f"The parameter 'means' should have the shape of ({d},), "
                     f"but got {self.mean_prior_.shape}"
                 )
-        if not (self.warm_start and hasattr(self, "natural_params_")
-                and getattr(self, "_centre", None) is not None
-                and self._centre.shape == self.mean_prior_.shape):
+        if not (
+            self.warm_start
+            and hasattr(self, "natural_params_")
+            and getattr(self, "_centre", None) is not None
+            and self._centre.shape == self.mean_prior_.shape
+        ):
             # The origin of the components' natural parameters; a warm start
             # keeps the one its posterior is expressed in.
             self._centre = self.mean_prior_.copy()
@@ -729,8 +766,9 @@ n_samples_seen_, n_rejected_steps_
                         "Pass covariance_prior, or a positive reg_covar (added to its "
                         "diagonal)."
                     )
-                cov = cov + (self.reg_covar * np.eye(d) if ct in ("full", "tied")
-                             else self.reg_covar)
+                cov = cov + (
+                    self.reg_covar * np.eye(d) if ct in ("full", "tied") else self.reg_covar
+                )
             self.covariance_prior_ = cov
         elif ct in ("full", "tied"):
             cov = check_array(self.covariance_prior, ensure_2d=False, dtype=np.float64)
@@ -759,8 +797,11 @@ n_samples_seen_, n_rejected_steps_
 
     def _prior_natural(self):
         K, d = self.n_components, self.mean_prior_.shape[0]
-        alpha, beta0, nu0 = (self.weight_concentration_prior_, self.mean_precision_prior_,
-                             self.degrees_of_freedom_prior_)
+        alpha, beta0, nu0 = (
+            self.weight_concentration_prior_,
+            self.mean_precision_prior_,
+            self.degrees_of_freedom_prior_,
+        )
         m0, cov0 = self.mean_prior_ - self._centre, self.covariance_prior_
         if self.weight_concentration_prior_type == "dirichlet_process":
             weights = Dirichlet(np.tile([1.0, alpha], (K, 1)))
@@ -768,18 +809,30 @@ n_samples_seen_, n_rejected_steps_
             weights = Dirichlet(np.full(K, alpha))
         ct = self.covariance_type
         if ct == "full":
-            comp = NormalWishart(np.tile(m0, (K, 1, 1)), np.full((K, 1), beta0), np.full(K, nu0),
-                                 np.tile(np.linalg.inv(cov0), (K, 1, 1)))
+            comp = NormalWishart(
+                np.tile(m0, (K, 1, 1)),
+                np.full((K, 1), beta0),
+                np.full(K, nu0),
+                np.tile(np.linalg.inv(cov0), (K, 1, 1)),
+            )
         elif ct == "tied":
             comp = NormalWishart(np.tile(m0, (K, 1)), np.full(K, beta0), nu0, np.linalg.inv(cov0))
         elif ct == "diag":
             # One Normal-Gamma per component and feature: lambda ~ Gamma(nu/2, rate=cov/2).
-            comp = NormalGamma(np.tile(m0[:, None, None], (K, 1, 1, 1)), np.full((K, d, 1), beta0),
-                               np.full((K, d), 0.5 * nu0), np.tile(0.5 * cov0, (K, 1)))
+            comp = NormalGamma(
+                np.tile(m0[:, None, None], (K, 1, 1, 1)),
+                np.full((K, d, 1), beta0),
+                np.full((K, d), 0.5 * nu0),
+                np.tile(0.5 * cov0, (K, 1)),
+            )
         else:
             # One precision for the d coordinates: Gamma(d nu / 2, rate=d cov / 2).
-            comp = NormalGamma(np.tile(m0, (K, 1, 1)), np.full((K, 1), beta0),
-                               np.full(K, 0.5 * d * nu0), np.full(K, 0.5 * d * cov0))
+            comp = NormalGamma(
+                np.tile(m0, (K, 1, 1)),
+                np.full((K, 1), beta0),
+                np.full(K, 0.5 * d * nu0),
+                np.full(K, 0.5 * d * cov0),
+            )
         return {"weights": weights.natural, "components": comp.natural}
 
     # ------------------------------------------------------------ initialisation
@@ -816,8 +869,10 @@ n_samples_seen_, n_rejected_steps_
             resp *= sub_weight[:, None]
         stats = self._statistics(sub, resp)
         prior = self._prior_natural()
-        return {name: tuple(p + scale * s for p, s in zip(prior[name], stats[name]))
-                for name in _FACTORS}
+        return {
+            name: tuple(p + scale * s for p, s in zip(prior[name], stats[name]))
+            for name in _FACTORS
+        }
 
     def _weighted_subsample(self, X, weight, limit, random_state):
         """The rows of a weighted start: ``(rows, their weights, scale to the weight sum)``.
@@ -845,8 +900,11 @@ n_samples_seen_, n_rejected_steps_
         n, K = X.shape[0], self.n_components
         resp = np.zeros((n, K))
         if self.init_params == "kmeans":
-            labels = KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state).fit(
-                X, sample_weight=sample_weight).labels_
+            labels = (
+                KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state)
+                .fit(X, sample_weight=sample_weight)
+                .labels_
+            )
             resp[np.arange(n), labels] = 1.0
         elif self.init_params == "random":
             resp = random_state.uniform(size=(n, K))
@@ -884,12 +942,19 @@ n_samples_seen_, n_rejected_steps_
             comp = (sx, -0.5 * sxx, -0.5 * nk, np.asarray(0.5 * n))
         elif ct == "diag":
             sxx = resp.T @ (X * X) + nk[:, None] * reg
-            comp = (sx[:, :, None, None], -0.5 * sxx, np.broadcast_to(-0.5 * nk[:, None, None], (K, d, 1)),
-                    np.broadcast_to(0.5 * nk[:, None], (K, d)))
+            comp = (
+                sx[:, :, None, None],
+                -0.5 * sxx,
+                np.broadcast_to(-0.5 * nk[:, None, None], (K, d, 1)),
+                np.broadcast_to(0.5 * nk[:, None], (K, d)),
+            )
         else:
             sxx = resp.T @ np.einsum("ij,ij->i", X, X) + nk * d * reg
             comp = (sx[:, None, :], -0.5 * sxx, -0.5 * nk[:, None], 0.5 * d * nk)
-        return {"weights": weights, "components": tuple(np.array(c, dtype=np.float64) for c in comp)}
+        return {
+            "weights": weights,
+            "components": tuple(np.array(c, dtype=np.float64) for c in comp),
+        }
 
     def _moments(self, params=None):
         """Posterior moments of the components in scikit-learn's terms.
@@ -914,21 +979,45 @@ n_samples_seen_, n_rejected_steps_
             else:
                 means, beta = q.loc, q.beta
                 logdet, trace = np.full(K, logdet), np.full(K, np.trace(prec))
-            return {"means": means, "beta": beta, "nu": q.df, "precision": prec,
-                    "logdet": logdet, "trace": trace, "d": d}
+            return {
+                "means": means,
+                "beta": beta,
+                "nu": q.df,
+                "precision": prec,
+                "logdet": logdet,
+                "trace": trace,
+                "d": d,
+            }
         a, b = q.shape, q.rate
         elog = special.digamma(a) - np.log(b)
         if ct == "diag":
             means, beta = q.loc[:, :, 0, 0], q.beta[:, 0, 0]
             prec = a / b
-            return {"means": means, "beta": beta, "nu": 2.0 * a[:, 0], "precision": prec,
-                    "logdet": elog.sum(axis=1), "trace": prec.sum(axis=1), "a": a, "b": b,
-                    "d": means.shape[1]}
+            return {
+                "means": means,
+                "beta": beta,
+                "nu": 2.0 * a[:, 0],
+                "precision": prec,
+                "logdet": elog.sum(axis=1),
+                "trace": prec.sum(axis=1),
+                "a": a,
+                "b": b,
+                "d": means.shape[1],
+            }
         means, beta = q.loc[:, 0, :], q.beta[:, 0]
         d = means.shape[1]
         prec = a / b
-        return {"means": means, "beta": beta, "nu": 2.0 * a / d, "precision": prec,
-                "logdet": d * elog, "trace": d * prec, "a": a, "b": b, "d": d}
+        return {
+            "means": means,
+            "beta": beta,
+            "nu": 2.0 * a / d,
+            "precision": prec,
+            "logdet": d * elog,
+            "trace": d * prec,
+            "a": a,
+            "b": b,
+            "d": d,
+        }
 
     def _quadratic(self, X, means, precision):
         """``(x - m_k)^T P_k (x - m_k)`` for every sample and component, shape (n, K).
@@ -941,7 +1030,7 @@ n_samples_seen_, n_rejected_steps_
         Xc = X - self._centre
         mc = means
         if ct == "full":
-            chol = np.linalg.cholesky(precision)                      # (K, d, d)
+            chol = np.linalg.cholesky(precision)  # (K, d, d)
             y = (Xc @ chol.transpose(1, 0, 2).reshape(d, K * d)).reshape(-1, K, d)
             y -= np.einsum("ki,kij->kj", mc, chol)
             return np.einsum("nkj,nkj->nk", y, y)
@@ -949,13 +1038,21 @@ n_samples_seen_, n_rejected_steps_
             chol = np.linalg.cholesky(precision)
             y, my = Xc @ chol, mc @ chol
             return np.maximum(
-                np.einsum("ni,ni->n", y, y)[:, None] - 2.0 * (y @ my.T) + np.einsum("ki,ki->k", my, my),
-                0.0)
+                np.einsum("ni,ni->n", y, y)[:, None]
+                - 2.0 * (y @ my.T)
+                + np.einsum("ki,ki->k", my, my),
+                0.0,
+            )
         if ct == "diag":
             pm = precision * mc
             return np.maximum(
-                (Xc * Xc) @ precision.T - 2.0 * (Xc @ pm.T) + np.einsum("ki,ki->k", pm, mc), 0.0)
-        sq = np.einsum("ni,ni->n", Xc, Xc)[:, None] - 2.0 * (Xc @ mc.T) + np.einsum("ki,ki->k", mc, mc)
+                (Xc * Xc) @ precision.T - 2.0 * (Xc @ pm.T) + np.einsum("ki,ki->k", pm, mc), 0.0
+            )
+        sq = (
+            np.einsum("ni,ni->n", Xc, Xc)[:, None]
+            - 2.0 * (Xc @ mc.T)
+            + np.einsum("ki,ki->k", mc, mc)
+        )
         return precision * np.maximum(sq, 0.0)
 
     def _expected_log_weights(self, params):
@@ -971,8 +1068,13 @@ n_samples_seen_, n_rejected_steps_
         m = self._moments(params)
         d = X.shape[1]
         quad = self._quadratic(X, m["means"], m["precision"])
-        const = (0.5 * m["logdet"] - 0.5 * d / m["beta"] - 0.5 * d * _LOG_2PI
-                 - 0.5 * reg_covar * m["trace"] + self._expected_log_weights(params))
+        const = (
+            0.5 * m["logdet"]
+            - 0.5 * d / m["beta"]
+            - 0.5 * d * _LOG_2PI
+            - 0.5 * reg_covar * m["trace"]
+            + self._expected_log_weights(params)
+        )
         return const - 0.5 * quad
 
     def _local_step(self, X, params):
@@ -982,16 +1084,19 @@ n_samples_seen_, n_rejected_steps_
         block = max(256, _BLOCK_VALUES // (self.n_components * X.shape[1]))
         stats, neg_entropy = None, 0.0
         for start in range(0, X.shape[0], block):
-            Xb = X[start:start + block]
+            Xb = X[start : start + block]
             resp, log_resp = _softmax(self._log_rho(Xb, params))
             if weight is not None:
                 # A sample of weight w is w samples: w times its statistics and entropy.
-                resp *= weight[start:start + block, None]
+                resp *= weight[start : start + block, None]
             # sum r log r, with 0 log 0 = 0 (r underflows to 0 where log r < -745)
             neg_entropy += float(np.einsum("nk,nk->", resp, np.maximum(log_resp, -745.0)))
             part = self._statistics(Xb, resp)
-            stats = part if stats is None else {
-                name: tuple(a + b for a, b in zip(stats[name], part[name])) for name in part}
+            stats = (
+                part
+                if stats is None
+                else {name: tuple(a + b for a, b in zip(stats[name], part[name])) for name in part}
+            )
         return {"stats": stats, "neg_entropy": neg_entropy}
 
     def _expected_stats(self, name, X, local, params):
@@ -1005,7 +1110,9 @@ n_samples_seen_, n_rejected_steps_
         # (n: the weight sum with weights).
         total = 0.0
         for name in _FACTORS:
-            expected = params[name].cached("expected_stats", lambda f: f.distribution.expected_stats())
+            expected = params[name].cached(
+                "expected_stats", lambda f: f.distribution.expected_stats()
+            )
             total += sum(float(np.sum(s * e)) for s, e in zip(local["stats"][name], expected))
         return total - 0.5 * X.count() * X.X.shape[1] * _LOG_2PI - local["neg_entropy"]
 
@@ -1047,28 +1154,42 @@ n_samples_seen_, n_rejected_steps_
             c = dof / np.broadcast_to(m["nu"], beta.shape) * shrink
             quad = c * self._quadratic(X, m["means"], m["precision"])
             half_logdet = 0.5 * (self._log_det_precision(m) + d * np.log(c))
-            return (special.gammaln(0.5 * (dof + d)) - special.gammaln(0.5 * dof)
-                    - 0.5 * d * np.log(dof * np.pi) + half_logdet
-                    - 0.5 * (dof + d) * np.log1p(quad / dof))
+            return (
+                special.gammaln(0.5 * (dof + d))
+                - special.gammaln(0.5 * dof)
+                - 0.5 * d * np.log(dof * np.pi)
+                + half_logdet
+                - 0.5 * (dof + d) * np.log1p(quad / dof)
+            )
         a, b = m["a"], m["b"]
         if ct == "spherical":
             dof = 2.0 * a
             lam = shrink * a / b
             quad = self._quadratic(X, m["means"], lam)
-            return (special.gammaln(0.5 * (dof + d)) - special.gammaln(0.5 * dof)
-                    - 0.5 * d * np.log(dof * np.pi) + 0.5 * d * np.log(lam)
-                    - 0.5 * (dof + d) * np.log1p(quad / dof))
+            return (
+                special.gammaln(0.5 * (dof + d))
+                - special.gammaln(0.5 * dof)
+                - 0.5 * d * np.log(dof * np.pi)
+                + 0.5 * d * np.log(lam)
+                - 0.5 * (dof + d) * np.log1p(quad / dof)
+            )
         # diag: independent univariate t densities, one per feature.
         dof = 2.0 * a  # (K, d)
         lam = shrink[:, None] * a / b
         out = np.empty((X.shape[0], self.n_components))
         X = X - self._centre  # the means' origin
-        const = np.sum(special.gammaln(0.5 * (dof + 1.0)) - special.gammaln(0.5 * dof)
-                       - 0.5 * np.log(dof * np.pi) + 0.5 * np.log(lam), axis=1)
+        const = np.sum(
+            special.gammaln(0.5 * (dof + 1.0))
+            - special.gammaln(0.5 * dof)
+            - 0.5 * np.log(dof * np.pi)
+            + 0.5 * np.log(lam),
+            axis=1,
+        )
         for k in range(self.n_components):
             diff = X - m["means"][k]
-            out[:, k] = const[k] - np.sum(0.5 * (dof[k] + 1.0) * np.log1p(lam[k] * diff * diff / dof[k]),
-                                          axis=1)
+            out[:, k] = const[k] - np.sum(
+                0.5 * (dof[k] + 1.0) * np.log1p(lam[k] * diff * diff / dof[k]), axis=1
+            )
         return out
 
     # ------------------------------------------------------------ attributes
@@ -1098,7 +1219,8 @@ n_samples_seen_, n_rejected_steps_
             eye = np.eye(prec.shape[-1])
             if ct == "full":
                 self.precisions_cholesky_ = np.stack(
-                    [linalg.solve_triangular(c, eye, lower=True).T for c in cov_chol])
+                    [linalg.solve_triangular(c, eye, lower=True).T for c in cov_chol]
+                )
             else:
                 self.precisions_cholesky_ = linalg.solve_triangular(cov_chol, eye, lower=True).T
         else:

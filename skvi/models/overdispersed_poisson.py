@@ -88,7 +88,8 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             _EXPECTATION_DOC,
             """    n_mc_samples : int, default=10
         Outer draws of ``(x . w, sigma)`` per row with ``expectation='mc'``.
-""")
+""",
+        )
         + """
     Attributes
     ----------
@@ -231,9 +232,16 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             # E_q[log N(f_i | x_i . w, sigma)] is Gaussian in w: the GLM
             # target with E1 = kappa (mu_i - a_i), E2 = -kappa.
             resid = (mu - mean) ** 2 + tau + var
-            return {"design": Xd, "mean": mean, "e1": kappa * (mu - mean),
-                    "e2": np.full_like(mean, -kappa), "noise": resid,
-                    "mu": mu, "tau": tau, "e_log": e_log}
+            return {
+                "design": Xd,
+                "mean": mean,
+                "e1": kappa * (mu - mean),
+                "e2": np.full_like(mean, -kappa),
+                "noise": resid,
+                "mu": mu,
+                "tau": tau,
+                "e_log": e_log,
+            }
         e1, e2, noise = self._optimal_or_simple(y, mean, var, q_noise)
         return {"design": Xd, "mean": mean, "e1": e1, "e2": e2, "noise": noise}
 
@@ -249,7 +257,9 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         s_nodes, ws = q_noise.quadrature(_NOISE_NODES)
         n = mean.shape[0]
         shape = (n, z.size, ws.size)
-        a = np.broadcast_to(mean[:, None, None] + np.sqrt(var)[:, None, None] * z[None, :, None], shape)
+        a = np.broadcast_to(
+            mean[:, None, None] + np.sqrt(var)[:, None, None] * z[None, :, None], shape
+        )
         sigma = np.broadcast_to(np.asarray(s_nodes)[None, None, :], shape)
         return a.reshape(n, -1), sigma.reshape(n, -1), np.outer(wz, ws).ravel()
 
@@ -263,17 +273,26 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             s_nodes, ws = q_noise.quadrature(_NOISE_NODES)
             v = var[:, None] + np.asarray(s_nodes)[None, :]
             _, d1, d2 = lik.expectations(
-                np.broadcast_to(y[:, None], v.shape), np.broadcast_to(mean[:, None], v.shape), v,
-                method="quadrature", n_samples=_F_NODES)
+                np.broadcast_to(y[:, None], v.shape),
+                np.broadcast_to(mean[:, None], v.shape),
+                v,
+                method="quadrature",
+                n_samples=_F_NODES,
+            )
             h = 0.5 * d2  # d/dv of E_{N(a, v)}[log p] (heat equation)
             sig = np.asarray(s_nodes)[None, :]
             return d1 @ ws, d2 @ ws, (h * sig) @ ws / (4.0 * s * s)
         a, sigma, w = self._outer_nodes(mean, var, q_noise)
         method = "mc" if self.expectation == "mc" else "quadrature"
         n_inner = 100 if method == "mc" else _F_NODES
-        _, g1, g2 = lik.log_marginal(np.broadcast_to(y[:, None], a.shape), a, sigma,
-                                     method=method, n_samples=n_inner,
-                                     random_state=self._mc_random_state)
+        _, g1, g2 = lik.log_marginal(
+            np.broadcast_to(y[:, None], a.shape),
+            a,
+            sigma,
+            method=method,
+            n_samples=n_inner,
+            random_state=self._mc_random_state,
+        )
         h = 0.5 * (g2 + g1 * g1)  # d log Z / dv
         # d E_q[g(sigma)] / d E[sigma^2] = E[g'(sigma) sigma] / (4 s^2) for
         # sigma = s eps, eps ~ Rayleigh(1), E[sigma^2] = 2 s^2.
@@ -313,9 +332,12 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             # Appendix A.4: given the rows' expected squared residuals R_i, the
             # optimal s solves (2 / s0^2) s^3 + (N / 2 - 2) s - sqrt(pi/2) / 2 sum R = 0.
             total, n = ctx.scale * float(stats[0]), ctx.scale * float(stats[1])
-            roots = np.roots([2.0 / self.noise_prior_scale ** 2, 0.0, 0.5 * n - 2.0,
-                              -0.5 * _SQRT_HALF_PI * total])
-            s_opt = max(r.real for r in roots if abs(r.imag) <= 1e-9 * max(1.0, abs(r)) and r.real > 0)
+            roots = np.roots(
+                [2.0 / self.noise_prior_scale**2, 0.0, 0.5 * n - 2.0, -0.5 * _SQRT_HALF_PI * total]
+            )
+            s_opt = max(
+                r.real for r in roots if abs(r.imag) <= 1e-9 * max(1.0, abs(r)) and r.real > 0
+            )
             target = -0.5 / float(s_opt) ** 2
         else:
             target = float(super()._factor_target(name, current, stats, ctx)[0])
@@ -341,20 +363,30 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             else:
                 mu, tau, e_log = local["mu"], local["tau"], local["e_log"]
             resid = (mu - mean) ** 2 + tau + var
-            per_row = (e_log - 0.5 * np.log(2.0 * np.pi) - 0.5 * float(q_noise.expected_log())
-                       - 0.5 * kappa * resid + 0.5 * np.log(2.0 * np.pi * np.e * tau))
+            per_row = (
+                e_log
+                - 0.5 * np.log(2.0 * np.pi)
+                - 0.5 * float(q_noise.expected_log())
+                - 0.5 * kappa * resid
+                + 0.5 * np.log(2.0 * np.pi * np.e * tau)
+            )
             return float(np.sum(data.weighted(per_row)))
         if self.bound == "simple":
             s_nodes, ws = q_noise.quadrature(_NOISE_NODES)
             v = var[:, None] + np.asarray(s_nodes)[None, :]
             e_log, _, _ = lik.expectations(
-                np.broadcast_to(y[:, None], v.shape), np.broadcast_to(mean[:, None], v.shape), v,
-                method="quadrature", n_samples=_F_NODES)
+                np.broadcast_to(y[:, None], v.shape),
+                np.broadcast_to(mean[:, None], v.shape),
+                v,
+                method="quadrature",
+                n_samples=_F_NODES,
+            )
             return float(np.sum(data.weighted(e_log @ ws)))
         # The rule of the fitting steps, deterministic whatever ``expectation``.
         a, sigma, w = self._outer_nodes(mean, var, q_noise, method="quadrature")
-        log_z, _, _ = lik.log_marginal(np.broadcast_to(y[:, None], a.shape), a, sigma,
-                                       method="quadrature", n_samples=_F_NODES)
+        log_z, _, _ = lik.log_marginal(
+            np.broadcast_to(y[:, None], a.shape), a, sigma, method="quadrature", n_samples=_F_NODES
+        )
         return float(np.sum(data.weighted(log_z @ w)))
 
     def _global_bound(self, params):
@@ -427,7 +459,10 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         if y.shape[0] != mean.shape[0]:
             raise ValueError(f"X has {mean.shape[0]} rows but y has {y.shape[0]}.")
         log_z, _, _ = self._likelihood.log_marginal(
-            y[:, None], np.broadcast_to(mean[:, None], v.shape), v, method="quadrature",
-            n_samples=_PREDICTIVE_F_NODES)
+            y[:, None],
+            np.broadcast_to(mean[:, None], v.shape),
+            v,
+            method="quadrature",
+            n_samples=_PREDICTIVE_F_NODES,
+        )
         return special.logsumexp(log_z + np.log(ws), axis=1)
-

@@ -107,8 +107,11 @@ class _SparseGP(SVIEstimator):
             except np.linalg.LinAlgError:
                 continue
             pivots = np.diag(chol)
-            if (np.all(np.isfinite(chol)) and np.min(pivots) > 0
-                    and (np.min(pivots) / np.max(pivots)) ** 2 > MIN_PIVOT_RATIO):
+            if (
+                np.all(np.isfinite(chol))
+                and np.min(pivots) > 0
+                and (np.min(pivots) / np.max(pivots)) ** 2 > MIN_PIVOT_RATIO
+            ):
                 return (chol, jitter) if with_jitter else chol
         raise np.linalg.LinAlgError(
             "K_uu is not (well) positive definite even with a relative jitter of "
@@ -158,7 +161,9 @@ class _SparseGP(SVIEstimator):
     def _q_moments(self, params=None):
         """Mean and covariance of the whitened q(v); the covariance cached with the factor."""
         factor = (self.natural_params_ if params is None else params)["inducing"]
-        return factor.distribution.loc, factor.cached("covariance", lambda f: f.distribution.covariance)
+        return factor.distribution.loc, factor.cached(
+            "covariance", lambda f: f.distribution.covariance
+        )
 
     def _latent_moments(self, X):
         """Validated X's whitened features and the mean and variance of f under q."""
@@ -176,8 +181,9 @@ class _SparseGP(SVIEstimator):
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
 
     # ----------------------------------------------------------- model hooks
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         if vocabulary is not None:  # one block of a fit on a cluster
             if getattr(self, "objective", None) == "optimal":
                 raise NotImplementedError(
@@ -203,8 +209,9 @@ class _SparseGP(SVIEstimator):
     def _settings_for(self, **kwargs):
         # The inducing points' k-means of a fit on a cluster takes at most
         # _KMEANS_ROWS rows drawn over the blocks.
-        return ModelSettings({"inducing": MultivariateGaussian},
-                             start_sample_size=_KMEANS_ROWS, **kwargs)
+        return ModelSettings(
+            {"inducing": MultivariateGaussian}, start_sample_size=_KMEANS_ROWS, **kwargs
+        )
 
     def _prior_natural(self):
         m = self.inducing_points_.shape[0]
@@ -286,8 +293,9 @@ class _SparseGP(SVIEstimator):
         if not gradient:
             phi, kdiag = self._features(data.X, kernel, chol)
             c = kdiag - np.sum(phi * phi, axis=1)
-            value = self._row_partials(data, phi @ loc, row_quadratic(phi, cov),
-                                       np.maximum(c, 0.0), extra, objective)[0]
+            value = self._row_partials(
+                data, phi @ loc, row_quadratic(phi, cov), np.maximum(c, 0.0), extra, objective
+            )[0]
             return float(np.sum(data.weighted(value)))
         value, grad = 0.0, np.zeros(params.size)
         chol_bar = np.zeros((m, m))
@@ -297,7 +305,7 @@ class _SparseGP(SVIEstimator):
         diag_grad = diagonal_gradient(kernel, data.X)
         block = max(HYPER_BLOCK, m)
         for start in range(0, data.shape[0], block):
-            part = data[start:start + block]
+            part = data[start : start + block]
             nb = part.shape[0]
             fast = cross_covariance(kernel, part.X, Z) if diag_grad is not None else None
             if fast is not None:
@@ -309,19 +317,20 @@ class _SparseGP(SVIEstimator):
             if features is None:
                 phi = sla.solve_triangular(chol, kxu.T, lower=True).T
             else:
-                phi = features[start:start + block]
+                phi = features[start : start + block]
             phi_cov = phi @ cov
             c = kdiag - np.sum(phi * phi, axis=1)
             values, d_mean, d_s, d_c, d_extra = self._row_partials(
-                part, phi @ loc, np.sum(phi_cov * phi, axis=1), np.maximum(c, 0.0), extra,
-                objective)
+                part, phi @ loc, np.sum(phi_cov * phi, axis=1), np.maximum(c, 0.0), extra, objective
+            )
             d_c = np.where(c < 0.0, 0.0, d_c)  # clipped: c does not move
             d_mean, d_s, d_c = part.weighted(d_mean), part.weighted(d_s), part.weighted(d_c)
             value += float(np.sum(part.weighted(values)))
             grad[n_theta:] += np.sum(part.weighted(d_extra), axis=0)
             # The rows' gradient in phi, then in K_Xu = phi L^T and in L.
-            phi_bar = (d_mean[:, None] * loc + 2.0 * d_s[:, None] * phi_cov
-                       - 2.0 * d_c[:, None] * phi)
+            phi_bar = (
+                d_mean[:, None] * loc + 2.0 * d_s[:, None] * phi_cov - 2.0 * d_c[:, None] * phi
+            )
             kxu_bar = phi_bar @ chol_inv
             chol_bar -= kxu_bar.T @ phi
             # Contract with the kernel's gradients: K_Xu and diag K_XX.
@@ -338,13 +347,18 @@ class _SparseGP(SVIEstimator):
         # K_uu's jitter, jitter * mean(diag K_uu), moves with the kernel too
         # (unless the mean hit its floor in _cholesky).
         d_scale = np.mean(np.diagonal(dKuu), axis=-1) if scale > 1e-300 else 0.0
-        grad[:n_theta] += (np.tensordot(kuu_bar, dKuu, axes=([0, 1], [0, 1]))
-                           + jitter * np.trace(kuu_bar) * d_scale)
+        grad[:n_theta] += (
+            np.tensordot(kuu_bar, dKuu, axes=([0, 1], [0, 1]))
+            + jitter * np.trace(kuu_bar) * d_scale
+        )
         return value, grad
 
     def _learns_hyperparameters_by_steps(self):
-        return (self.optimizer is not None and self.learning_method == "online"
-                and self._hyper_vector().size > 0)
+        return (
+            self.optimizer is not None
+            and self.learning_method == "online"
+            and self._hyper_vector().size > 0
+        )
 
     def _hyperparameter_statistics(self, data, local):
         if data is None or not self._learns_hyperparameters_by_steps():
@@ -362,16 +376,23 @@ class _SparseGP(SVIEstimator):
                 prior, prior_grad = self._log_hyperprior(p)
                 return -(value + prior) / rows, -(grad + prior_grad) / rows
 
-            res = minimize(objective, self._hyper_vector(), jac=True, method="L-BFGS-B",
-                           bounds=self._hyper_bounds(), options={"maxiter": 20})
+            res = minimize(
+                objective,
+                self._hyper_vector(),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=self._hyper_bounds(),
+                options={"maxiter": 20},
+            )
             return {"target": res.x}
         # The gradient of the objective in the log hyperparameters with q
         # fixed (whitened, so the KL does not depend on them), summed over
         # the rows with their count, so that blocks add; q is the local
         # step's (a worker has no other), and the kernel has not moved since
         # the local step computed the features.
-        _, grad = self._data_term(data, self._hyper_vector(), q=local["q"], gradient=True,
-                                  features=local["phi"])
+        _, grad = self._data_term(
+            data, self._hyper_vector(), q=local["q"], gradient=True, features=local["phi"]
+        )
         return (grad, np.asarray(float(self._sample_count(data))))
 
     def _update_hyperparameters(self, hyper, ctx):
@@ -390,7 +411,6 @@ class _SparseGP(SVIEstimator):
             new = self._hyper_vector() + np.clip(step, -0.5, 0.5)
         self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
         return True
-
 
 
 class SVISparseGPRegressor(RegressorMixin, _SparseGP):
@@ -711,7 +731,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         mean = phi @ loc
         c = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0)
         value, d_mean, d_s, _, _ = self._row_partials(
-            data, mean, row_quadratic(phi, cov), c, [np.log(self.noise_variance_)])
+            data, mean, row_quadratic(phi, cov), c, [np.log(self.noise_variance_)]
+        )
         return value, mean, d_mean, 2.0 * d_s
 
     def _optimal_terms(self, X, y, phi, q=None, kernel=None, noise=None):
@@ -828,11 +849,13 @@ n_samples_seen_, converged_, n_rejected_steps_
         chol = sla.cho_factor(precision, lower=True)
         mean = sla.cho_solve(chol, phi.T @ (wd * data.y))
         cov = sla.cho_solve(chol, np.eye(phi.shape[1]))
-        value, grad = self._data_term(data, params, q=(mean, cov), gradient=True,
-                                      objective=objective, features=phi)
+        value, grad = self._data_term(
+            data, params, q=(mean, cov), gradient=True, objective=objective, features=phi
+        )
         # KL(N(mean, cov) || N(0, I)), with log det cov = -log det precision.
-        kl = 0.5 * (np.trace(cov) + mean @ mean - mean.size
-                    + 2.0 * np.sum(np.log(np.diag(chol[0]))))
+        kl = 0.5 * (
+            np.trace(cov) + mean @ mean - mean.size + 2.0 * np.sum(np.log(np.diag(chol[0])))
+        )
         return value - kl, grad
 
     def _optimize_hyperparameters(self, data, kernel, noise, random_state):
@@ -1111,7 +1134,9 @@ n_samples_seen_, converged_, n_rejected_steps_
             self.classes_ = found
         unknown = ~np.isin(y, self.classes_)
         if np.any(unknown):
-            raise ValueError(f"y contains labels not in classes_: {np.unique(y[unknown]).tolist()}.")
+            raise ValueError(
+                f"y contains labels not in classes_: {np.unique(y[unknown]).tolist()}."
+            )
         target = (y == self.classes_[1]).astype(np.float64)
         return Rows(X, target, check_row_weights(sample_weight, X))
 
@@ -1140,13 +1165,18 @@ n_samples_seen_, converged_, n_rejected_steps_
         """
         params = np.asarray(params, dtype=np.float64)
         centre = getattr(self, "_hyperprior_centre", None)
-        if (self.kernel_prior_scale is None or self.optimizer is None or centre is None
-                or centre.size != params.size):
+        if (
+            self.kernel_prior_scale is None
+            or self.optimizer is None
+            or centre is None
+            or centre.size != params.size
+        ):
             return 0.0, np.zeros(params.size)
         var = float(self.kernel_prior_scale) ** 2
         diff = params - centre
-        value = (-0.5 * float(np.sum(diff * diff)) / var
-                 - 0.5 * params.size * np.log(2.0 * np.pi * var))
+        value = -0.5 * float(np.sum(diff * diff)) / var - 0.5 * params.size * np.log(
+            2.0 * np.pi * var
+        )
         return value, -diff / var
 
     # ----------------------------------------------------------- model hooks
@@ -1157,8 +1187,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         # Newton step starting from the full step each pass).
         quadrature = self.expectation == "quadrature"
         return self._settings_for(
-            update_rules={"inducing": make_update_rule(self.algorithm,
-                                                       self.gradient_learning_rate)},
+            update_rules={
+                "inducing": make_update_rule(self.algorithm, self.gradient_learning_rate)
+            },
             batch_steps="line_search" if quadrature else "no_decrease",
         )
 
@@ -1177,16 +1208,26 @@ n_samples_seen_, converged_, n_rejected_steps_
         # hyperparameters: the objective that both steps raise.
         return super()._global_bound(params) + self._log_hyperprior(self._hyper_vector())[0]
 
-
     def _local_step(self, data, params, draws=None):
         phi, kdiag = self._features(data.X)
         mean, var = self._moments(data, phi, kdiag, params)
         _, e1, e2 = self._likelihood.expectations(
-            data.y, mean, var, method=self.expectation, n_samples=self.n_mc_samples,
+            data.y,
+            mean,
+            var,
+            method=self.expectation,
+            n_samples=self.n_mc_samples,
             random_state=draws,
         )
-        return {"phi": phi, "kdiag": kdiag, "mean": mean, "e1": e1, "e2": e2,
-                "q": self._q_moments(params), "kernel": self.kernel_}
+        return {
+            "phi": phi,
+            "kdiag": kdiag,
+            "mean": mean,
+            "e1": e1,
+            "e2": e2,
+            "q": self._q_moments(params),
+            "kernel": self.kernel_,
+        }
 
     def _expected_stats(self, name, data, local, params):
         phi = local["phi"]
@@ -1203,5 +1244,3 @@ n_samples_seen_, converged_, n_rejected_steps_
         mean, var = self._moments(data, phi, kdiag, params)
         e_log = self._likelihood.expected_logpdf(data.y, mean, var, "quadrature", 20)
         return float(np.sum(data.weighted(e_log)))
-
-

@@ -92,8 +92,10 @@ def _row_axes_of_children(a, b, glob):
             fa, fb = _full_plates(child, index), _full_plates(b[key], index)
             axis = [i for i, (x, y) in enumerate(zip(fa, fb)) if x != y]
             if len(fa) != len(fb) or len(axis) != 1:
-                raise NetworkError(f"{child.describe()}: its plates {fa} do not have one axis of "
-                                   f"rows (builds of 2 and 3 rows give {fa} and {fb})")
+                raise NetworkError(
+                    f"{child.describe()}: its plates {fa} do not have one axis of "
+                    f"rows (builds of 2 and 3 rows give {fa} and {fb})"
+                )
             entries.append((key, index, axis[0]))
         out[g] = entries
     return out
@@ -114,8 +116,7 @@ def _child_counts(child, index, axis, parent, weight):
     off = max(off, 0)
     reduce = tuple(i for i in range(L) if i < off or pplates[i - off] == 1)
     m = child._mask
-    clusters_elsewhere = (isinstance(child, Mixture) and index > 0
-                          and child._cluster_plate != -1)
+    clusters_elsewhere = isinstance(child, Mixture) and index > 0 and child._cluster_plate != -1
     if m is None:
         rows = float(full[axis] if weight is None else np.sum(weight))
         per_row = math.prod(full[i] for i in reduce if i != axis)
@@ -312,15 +313,18 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _build(self, n_rows):
         """A fresh network for ``n_rows`` rows: (nodes by name, observed node's name)."""
         if self.model is None:
-            raise ValueError("SVIBayesianNetwork needs model=builder, a function of n_rows "
-                             "that returns the observed node.")
+            raise ValueError(
+                "SVIBayesianNetwork needs model=builder, a function of n_rows "
+                "that returns the observed node."
+            )
         if _takes_features(self.model):
             observed = self.model(n_rows, self.n_features_in_)
         else:
             observed = self.model(n_rows)
         if not isinstance(observed, Stochastic):
-            raise NetworkError(f"the model must return the observed node (a stochastic node), "
-                               f"got {observed!r}")
+            raise NetworkError(
+                f"the model must return the observed node (a stochastic node), got {observed!r}"
+            )
         nodes = _Network(discover(observed))
         y_name = next(n for n, node in nodes.items() if node is observed)
         return nodes, y_name
@@ -337,11 +341,15 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         local = [n for n in a if a[n].plates != b[n].plates]
         observed = a[y_name]
         if y_name not in local or not observed.plates or observed.plates[0] != 2:
-            raise NetworkError(f"{observed.describe()}: the observed node's leading plate must "
-                               f"be the rows (n_rows), got plates {observed.plates}")
+            raise NetworkError(
+                f"{observed.describe()}: the observed node's leading plate must "
+                f"be the rows (n_rows), got plates {observed.plates}"
+            )
         if observed.children:
-            raise NetworkError(f"{observed.describe()}: the observed node must be a leaf; it has "
-                               f"children {[c.describe() for c, _ in observed.children]}")
+            raise NetworkError(
+                f"{observed.describe()}: the observed node must be a leaf; it has "
+                f"children {[c.describe() for c, _ in observed.children]}"
+            )
         latent_local = [n for n in local if n != y_name and isinstance(a[n], Stochastic)]
         glob = [n for n in a if n not in local]
         for n in glob:
@@ -359,10 +367,14 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         # elements: each element is scaled by its own N_m / C_m and steps by
         # its own counter (Paquet's Alg. 1).
         groups = tuple(n for n in glob if self._reach[n])
-        return ModelSettings({n: _NodeFamily(self, n) for n in glob},
-                             row_groups=groups, row_shares=groups,
-                             row_axes={n: len(nodes[n].plates) for n in groups},
-                             local_depends_on_globals=True, parallel=True)
+        return ModelSettings(
+            {n: _NodeFamily(self, n) for n in glob},
+            row_groups=groups,
+            row_shares=groups,
+            row_axes={n: len(nodes[n].plates) for n in groups},
+            local_depends_on_globals=True,
+            parallel=True,
+        )
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -376,8 +388,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         for n in glob:
             factor = params[n]
             node = nodes[n]
-            u, g = factor.cached("network_moments", lambda f: node._moments_and_cgf(
-                [np.asarray(a) for a in f]))
+            u, g = factor.cached(
+                "network_moments", lambda f: node._moments_and_cgf([np.asarray(a) for a in f])
+            )
             node.phi = [np.asarray(a) for a in factor]
             node.u, node.g = u, g
 
@@ -386,9 +399,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if observed._kind.name in ("categorical", "poisson", "bernoulli", "beta"):
             want = observed.plates[1:]
         if int(np.prod(want)) != X.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} columns, but the observed node "
-                             f"{observed.describe()} takes {int(np.prod(want))} per row "
-                             f"(plates and shape {want}).")
+            raise ValueError(
+                f"X has {X.shape[1]} columns, but the observed node "
+                f"{observed.describe()} takes {int(np.prod(want))} per row "
+                f"(plates and shape {want})."
+            )
         return X.reshape((X.shape[0],) + want)
 
     @staticmethod
@@ -399,9 +414,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             return True
         axes = tuple(range(len(observed.plates), values.ndim))
         if axes and np.any(missing.any(axis=axes) & ~missing.all(axis=axes)):
-            raise ValueError(f"X has NaN in some but not all of the {values.shape[-1]} values "
-                             f"of an element of {observed.describe()}; an element is missing "
-                             "whole or not at all.")
+            raise ValueError(
+                f"X has NaN in some but not all of the {values.shape[-1]} values "
+                f"of an element of {observed.describe()}; an element is missing "
+                "whole or not at all."
+            )
         return ~missing.all(axis=axes) if axes else ~missing
 
     def _local_network(self, X, params, init_random=None):
@@ -421,8 +438,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                 node = nodes[n]
                 tail = len(node.plates) - (len(node.plates) - rows) - 1
                 node._row_weight = np.broadcast_to(
-                    X.weight.reshape((-1,) + (1,) * tail),
-                    node.plates[len(node.plates) - rows:]).copy()
+                    X.weight.reshape((-1,) + (1,) * tail), node.plates[len(node.plates) - rows :]
+                ).copy()
         for n in latent_local:
             if init_random is not None:
                 nodes[n].initialize_from_random(init_random)
@@ -496,8 +513,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return total
 
     # ------------------------------------------------------------ engine hooks
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
         weight = check_row_weights(sample_weight, X)
         if reset:
@@ -508,8 +526,10 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
 
     def _prior_natural(self):
         nodes, _, _, glob = self._template()
-        return {n: tuple(nodes[n]._full(nodes[n]._phi_from_parents(nodes[n]._parent_moments())))
-                for n in glob}
+        return {
+            n: tuple(nodes[n]._full(nodes[n]._phi_from_parents(nodes[n]._parent_moments())))
+            for n in glob
+        }
 
     def _initialize_globals(self, X, random_state, summary):
         nodes, _, latent_local, glob = self._template()
@@ -519,9 +539,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             params = {}
             for n in glob:
                 if fresh[n].phi is None:
-                    raise NetworkError(f"{fresh[n].describe()}: init_params='model' needs a q "
-                                       "for every global node; this one was set to a value "
-                                       "(initialize_from_parameters sets a q)")
+                    raise NetworkError(
+                        f"{fresh[n].describe()}: init_params='model' needs a q "
+                        "for every global node; this one was set to a value "
+                        "(initialize_from_parameters sets a q)"
+                    )
                 params[n] = tuple(np.array(a, dtype=np.float64) for a in fresh[n].phi)
             return params
         params = {}
@@ -578,9 +600,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         node = local[name]
         size = int(np.prod(node.plates))
         counts = self._counts(local, name, X.weight).reshape(size)
-        return RowStatistics(np.arange(size),
-                             tuple(np.asarray(v).reshape((size,) + d)
-                                   for v, d in zip(stats, node.dims)), counts)
+        return RowStatistics(
+            np.arange(size),
+            tuple(np.asarray(v).reshape((size,) + d) for v, d in zip(stats, node.dims)),
+            counts,
+        )
 
     def _row_counts(self, X, sizes):
         if not sizes:
@@ -588,8 +612,10 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         values = np.asarray(X.X, dtype=np.float64)
         if not np.isnan(values).any():  # every row's elements: one row's, times the rows
             nodes, _ = self._build(1)
-            return {name: float(X.count()) * self._counts(nodes, name, None).reshape(size)
-                    for name, size in sizes.items()}
+            return {
+                name: float(X.count()) * self._counts(nodes, name, None).reshape(size)
+                for name, size in sizes.items()
+            }
         _, y_name, _, _ = self._template()
         out = {name: np.zeros(size) for name, size in sizes.items()}
         for rows in gen_batches(values.shape[0], COUNT_ROWS):
@@ -609,8 +635,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         node = self._template()[0][name]
         size = int(np.prod(node.plates))
         every = rows.shape[0] == size
-        prior = (p.reshape((size,) + d) for p, d in zip(self._global_base(name, ctx.params),
-                                                        node.dims))
+        prior = (
+            p.reshape((size,) + d) for p, d in zip(self._global_base(name, ctx.params), node.dims)
+        )
         return tuple(p if every else p[rows] for p in prior)
 
     def _factor_target(self, name, current, stats, ctx):
@@ -663,8 +690,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             raise NetworkError("the network has no local latent node to transform to")
         name = self.transform_node or latent_local[0]
         if name not in latent_local:
-            raise ValueError(f"transform_node={name!r} is not a local latent node; "
-                             f"they are {latent_local}")
+            raise ValueError(
+                f"transform_node={name!r} is not a local latent node; they are {latent_local}"
+            )
         u = np.asarray(nodes[name].get_moments()[0])
         return u.reshape(rows.shape[0], -1)
 

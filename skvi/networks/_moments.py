@@ -24,8 +24,8 @@ def _outer(x, ndim):
     """``x x^T`` over the last ``ndim`` axes of x: shape ``plates + shape + shape``."""
     if ndim == 0:
         return x * x
-    shape = x.shape[x.ndim - ndim:]
-    plates = x.shape[:x.ndim - ndim]
+    shape = x.shape[x.ndim - ndim :]
+    plates = x.shape[: x.ndim - ndim]
     flat = x.reshape(plates + (-1,))
     return (flat[..., :, None] * flat[..., None, :]).reshape(plates + shape + shape)
 
@@ -59,8 +59,7 @@ class MomentsKind:
         self.describe = describe
 
     def __eq__(self, other):
-        return isinstance(other, MomentsKind) and (self.name, self.dims) == (other.name,
-                                                                               other.dims)
+        return isinstance(other, MomentsKind) and (self.name, self.dims) == (other.name, other.dims)
 
     def __hash__(self):
         return hash((self.name, self.dims))
@@ -88,8 +87,7 @@ class MomentsKind:
 
     @classmethod
     def wishart_dof(cls, D):
-        return cls("wishart_dof", ((), ()), f"fixed Wishart degrees of freedom (> {D - 1})",
-                   size=D)
+        return cls("wishart_dof", ((), ()), f"fixed Wishart degrees of freedom (> {D - 1})", size=D)
 
     @classmethod
     def dirichlet(cls, K):
@@ -121,8 +119,7 @@ class MomentsKind:
 
     @classmethod
     def gaussian_wishart(cls, D):
-        return cls("gaussian_wishart", ((D,), (), (D, D), ()),
-                   f"Gaussian-Wishart of dimension {D}")
+        return cls("gaussian_wishart", ((D,), (), (D, D), ()), f"Gaussian-Wishart of dimension {D}")
 
     # ------------------------------------------------------ fixed values
     def value_shape(self):
@@ -142,12 +139,12 @@ class MomentsKind:
         if name == "gaussian":
             shape = self.dims[0]
             nd = len(shape)
-            if x.ndim < nd or x.shape[x.ndim - nd:] != shape:
+            if x.ndim < nd or x.shape[x.ndim - nd :] != shape:
                 try:
                     full = np.broadcast_shapes(x.shape, shape)
                 except ValueError:
                     full = None
-                if full is None or full[len(full) - nd:] != shape:
+                if full is None or full[len(full) - nd :] != shape:
                     raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
                 x = np.broadcast_to(x, full).copy()
             return [x, _outer(x, nd)]
@@ -175,8 +172,9 @@ class MomentsKind:
         if name == "dirichlet":
             K = self.dims[0][0]
             if x.ndim < 1 or x.shape[-1] != K or np.any(x < 0):
-                raise ValueError(f"a value of shape {x.shape} is not a probability vector "
-                                 f"of {K} categories")
+                raise ValueError(
+                    f"a value of shape {x.shape} is not a probability vector of {K} categories"
+                )
             with np.errstate(divide="ignore"):
                 return [np.log(x)]
         if name == "beta":
@@ -212,5 +210,4 @@ def multigammaln_vec(a, D):
     if a.ndim == 0:
         return np.asarray(multigammaln(float(a), D))
     j = np.arange(D)
-    return (0.25 * D * (D - 1) * np.log(np.pi)
-            + gammaln(a[..., None] - 0.5 * j).sum(axis=-1))
+    return 0.25 * D * (D - 1) * np.log(np.pi) + gammaln(a[..., None] - 0.5 * j).sum(axis=-1)

@@ -18,7 +18,6 @@ Arrays carry plates first and the variable's own axes last; plates
 broadcast right-aligned, as in BayesPy.
 """
 
-
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, expit
 from sklearn.utils import check_random_state
@@ -27,9 +26,22 @@ from ._moments import MomentsKind, _logdet_pd, _outer, multigammaln_vec
 from ._plates import NetworkError, broadcast_plates, plate_total, sum_to_plates
 
 __all__ = [
-    "Node", "Constant", "Stochastic", "SumMultiply", "GaussianARD", "Gaussian", "GaussianWishart", "Gamma",
+    "Node",
+    "Constant",
+    "Stochastic",
+    "SumMultiply",
+    "GaussianARD",
+    "Gaussian",
+    "GaussianWishart",
+    "Gamma",
     "Wishart",
-    "Dirichlet", "Categorical", "Beta", "Bernoulli", "Poisson", "Multinomial", "Mixture",
+    "Dirichlet",
+    "Categorical",
+    "Beta",
+    "Bernoulli",
+    "Poisson",
+    "Multinomial",
+    "Mixture",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -39,8 +51,8 @@ def _diag(a, ndim):
     """Diagonal matrices over the last ``ndim`` axes: ``plates + shape -> plates + shape + shape``."""
     if ndim == 0:
         return a
-    shape = a.shape[a.ndim - ndim:]
-    plates = a.shape[:a.ndim - ndim]
+    shape = a.shape[a.ndim - ndim :]
+    plates = a.shape[: a.ndim - ndim]
     D = int(np.prod(shape))
     flat = a.reshape(plates + (D,))
     out = np.zeros(plates + (D, D))
@@ -53,8 +65,8 @@ def _get_diag(a, ndim):
     """The diagonal of ``plates + shape + shape`` matrices: ``plates + shape``."""
     if ndim == 0:
         return a
-    shape = a.shape[a.ndim - ndim:]
-    plates = a.shape[:a.ndim - 2 * ndim]
+    shape = a.shape[a.ndim - ndim :]
+    plates = a.shape[: a.ndim - 2 * ndim]
     D = int(np.prod(shape))
     flat = a.reshape(plates + (D, D))
     return np.diagonal(flat, axis1=-2, axis2=-1).reshape(plates + shape)
@@ -158,7 +170,7 @@ class Node:
         if m is None:
             return None
         parent = self.parents[index]
-        full = (self._plates_to_parent(index) if isinstance(self, Stochastic) else self.plates)
+        full = self._plates_to_parent(index) if isinstance(self, Stochastic) else self.plates
         m = np.broadcast_to(m.reshape(m.shape + (1,) * (len(full) - m.ndim)), full)
         return sum_to_plates(m, parent.plates, 0, full) > 0
 
@@ -178,8 +190,10 @@ class Node:
         x : array-like
             The data.
         """
-        raise NetworkError(f"{self.describe()}: only a stochastic node can be observed; this "
-                           "one is fixed or computed from its parents")
+        raise NetworkError(
+            f"{self.describe()}: only a stochastic node can be observed; this "
+            "one is fixed or computed from its parents"
+        )
 
     def get_moments(self):
         """The node's current moments ``E_q[u(x)]``, BayesPy's convention (a list of arrays).
@@ -221,7 +235,7 @@ class Constant(Node):
             u = kind.fixed(value)
         except ValueError as err:
             raise NetworkError(f"{name or 'a fixed parent'}: {err}") from None
-        plates = u[0].shape[:u[0].ndim - len(kind.dims[0])]
+        plates = u[0].shape[: u[0].ndim - len(kind.dims[0])]
         super().__init__(kind, plates, name)
         self.u = u
         self.observed = True
@@ -236,7 +250,8 @@ def _as_parent(child, slot, value, kind):
         if value._kind.name == kind.name and value._kind != kind:
             raise NetworkError(
                 f"{child}: parent '{slot}' is {value.describe()} of {value._kind.describe}, "
-                f"but the node needs a {kind.describe}: shapes do not match")
+                f"but the node needs a {kind.describe}: shapes do not match"
+            )
         if value._kind != kind:
             raise NetworkError(
                 f"{child}: parent '{slot}' is {value.describe()} with "
@@ -304,8 +319,9 @@ class Stochastic(Node):
         self._kind = kind
         label = self.describe()
         nodes = [_as_parent(label, slot, value, k) for slot, value, k in parents]
-        implied = broadcast_plates(label, *[self._plates_from_parent(i, p.plates)
-                                            for i, p in enumerate(nodes)])
+        implied = broadcast_plates(
+            label, *[self._plates_from_parent(i, p.plates) for i, p in enumerate(nodes)]
+        )
         if plates is None:
             plates = implied
         else:
@@ -313,7 +329,8 @@ class Stochastic(Node):
             if broadcast_plates(label, plates, implied) != plates:
                 raise NetworkError(
                     f"{label}: plates {plates} do not hold the parents' plates {implied} "
-                    "(each parent plate must be 1 or equal the node's)")
+                    "(each parent plate must be 1 or equal the node's)"
+                )
         super().__init__(kind, plates, name)
         self.parents = nodes
         self._slots = [slot for slot, _, _ in parents]
@@ -327,8 +344,9 @@ class Stochastic(Node):
             self._u = None
 
     u = _from_prior("_u", "The current moments (a list of arrays; the prior's until an update).")
-    phi = _from_prior("_phi", "The natural parameters of q (None for a point mass or an "
-                              "observed node).")
+    phi = _from_prior(
+        "_phi", "The natural parameters of q (None for a point mass or an observed node)."
+    )
     g = _from_prior("_g", "The log normaliser of q, per plate element.")
 
     # ---------------------------------------------------------- formulas
@@ -377,12 +395,13 @@ class Stochastic(Node):
             u = [ui * w.reshape(w.shape + (1,) * len(d)) for ui, d in zip(self.u, self.dims)]
             m = self._message(index, u, self._parent_moments(), w)
         full = self._plates_to_parent(index)
-        return [sum_to_plates(mi, parent.plates, len(d), full)
-                for mi, d in zip(m, parent.dims)]
+        return [sum_to_plates(mi, parent.plates, len(d), full) for mi, d in zip(m, parent.dims)]
 
     def _full(self, arrays):
-        return [np.broadcast_to(a, self.plates + d).astype(np.float64, copy=True)
-                for a, d in zip(arrays, self.dims)]
+        return [
+            np.broadcast_to(a, self.plates + d).astype(np.float64, copy=True)
+            for a, d in zip(arrays, self.dims)
+        ]
 
     #: ``(mask, moments, f)`` of the observed elements of a node observed in
     #: part that has children (its other elements are latent), or None.
@@ -397,8 +416,10 @@ class Stochastic(Node):
     def _with_fixed(self, u):
         """The moments ``u`` with the observed elements' in their places."""
         mask, u_obs, _ = self._fixed
-        return [np.where(mask.reshape(mask.shape + (1,) * len(d)), uo, ui)
-                for ui, uo, d in zip(u, u_obs, self.dims)]
+        return [
+            np.where(mask.reshape(mask.shape + (1,) * len(d)), uo, ui)
+            for ui, uo, d in zip(u, u_obs, self.dims)
+        ]
 
     # ---------------------------------------------------------- public
     def update(self):
@@ -450,13 +471,17 @@ class Stochastic(Node):
         if self._kind.name in ("categorical", "poisson", "bernoulli"):
             want = self.plates
         if x.shape != want:
-            raise NetworkError(f"{self.describe()}: observed data of shape {x.shape}, but the "
-                               f"node's plates and shape are {want}")
+            raise NetworkError(
+                f"{self.describe()}: observed data of shape {x.shape}, but the "
+                f"node's plates and shape are {want}"
+            )
         try:
             mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.plates)
         except ValueError:
-            raise NetworkError(f"{self.describe()}: a mask of shape {np.shape(mask)} does not "
-                               f"broadcast to the plates {self.plates}") from None
+            raise NetworkError(
+                f"{self.describe()}: a mask of shape {np.shape(mask)} does not "
+                f"broadcast to the plates {self.plates}"
+            ) from None
         self._mask = None
         self._fixed = None
         if not mask.all():
@@ -502,8 +527,9 @@ class Stochastic(Node):
             A value of shape ``plates + shape``.
         """
         u, self._point_f = self._fixed_moments_and_f(np.asarray(x))
-        self.u = [np.broadcast_to(a, self.plates + d).astype(np.float64)
-                  for a, d in zip(u, self.dims)]
+        self.u = [
+            np.broadcast_to(a, self.plates + d).astype(np.float64) for a, d in zip(u, self.dims)
+        ]
         if self._fixed is not None:
             self.u = self._with_fixed(self.u)
         self.phi = None
@@ -518,8 +544,11 @@ class Stochastic(Node):
             The draw's randomness (None: numpy's global state, as BayesPy).
         """
         rng = check_random_state(random_state)
-        phi = self.phi if self.phi is not None else self._full(
-            self._phi_from_parents(self._parent_moments()))
+        phi = (
+            self.phi
+            if self.phi is not None
+            else self._full(self._phi_from_parents(self._parent_moments()))
+        )
         self.initialize_from_value(self._random(phi, rng))
 
     def initialize_from_parameters(self, *params):
@@ -540,8 +569,10 @@ class Stochastic(Node):
         0.5
         """
         if len(params) != len(self.parents):
-            raise NetworkError(f"{self.describe()}: {len(params)} parameters given, but the "
-                               f"node has {len(self.parents)} parents")
+            raise NetworkError(
+                f"{self.describe()}: {len(params)} parameters given, but the "
+                f"node has {len(self.parents)} parents"
+            )
         up = []
         for parent, value in zip(self.parents, params):
             if isinstance(value, Node):
@@ -565,8 +596,11 @@ class Stochastic(Node):
         >>> GaussianARD(0.0, 1.0, plates=(3,)).random().shape
         (3,)
         """
-        phi = self.phi if self.phi is not None else self._full(
-            self._phi_from_parents(self._parent_moments()))
+        phi = (
+            self.phi
+            if self.phi is not None
+            else self._full(self._phi_from_parents(self._parent_moments()))
+        )
         return self._random(phi, check_random_state(None))
 
     def lower_bound_contribution(self):
@@ -670,20 +704,24 @@ class GaussianARD(Stochastic):
                 # BayesPy's: a mean's leading variable axes beyond the
                 # shape are plates of this node (independent elements).
                 mu = _AxesAsPlates(mu, extra)
-        super().__init__([("mu", mu, MomentsKind.gaussian(self.shape)),
-                          ("alpha", alpha, MomentsKind.gamma())],
-                         MomentsKind.gaussian(self.shape), plates, name)
+        super().__init__(
+            [("mu", mu, MomentsKind.gaussian(self.shape)), ("alpha", alpha, MomentsKind.gamma())],
+            MomentsKind.gaussian(self.shape),
+            plates,
+            name,
+        )
 
     def _plates_from_parent(self, index, plates):
         if index == 1 and self._nd:
-            tail = plates[-self._nd:] if len(plates) >= self._nd else plates
+            tail = plates[-self._nd :] if len(plates) >= self._nd else plates
             try:
                 np.broadcast_shapes(tail, self.shape)
             except ValueError:
                 raise NetworkError(
                     f"{self.describe()}: the trailing plates {tuple(tail)} of alpha must "
-                    f"broadcast to the shape {self.shape}") from None
-            return plates[:-self._nd] if len(plates) > self._nd else ()
+                    f"broadcast to the shape {self.shape}"
+                ) from None
+            return plates[: -self._nd] if len(plates) > self._nd else ()
         return plates
 
     def _plates_to_parent(self, index):
@@ -719,7 +757,7 @@ class GaussianARD(Stochastic):
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
         k = int(np.prod(self.shape))
-        return [x, _outer(x, self._nd)], np.full(x.shape[:x.ndim - self._nd], -0.5 * k * _LOG_2PI)
+        return [x, _outer(x, self._nd)], np.full(x.shape[: x.ndim - self._nd], -0.5 * k * _LOG_2PI)
 
     def _message(self, index, u, up, n):
         a, _ = self._alpha(up)
@@ -745,9 +783,9 @@ def _gaussian_valid(phi, nd):
     if nd == 0:
         return bool(np.all(phi[1] < 0))
     P = -2.0 * phi[1]
-    D = int(np.prod(P.shape[P.ndim - nd:]))
+    D = int(np.prod(P.shape[P.ndim - nd :]))
     try:
-        np.linalg.cholesky(P.reshape(P.shape[:P.ndim - 2 * nd] + (D, D)))
+        np.linalg.cholesky(P.reshape(P.shape[: P.ndim - 2 * nd] + (D, D)))
     except np.linalg.LinAlgError:
         return False
     return True
@@ -757,9 +795,9 @@ def _gaussian_moments(phi, shape):
     """Moments and log normaliser of Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``."""
     nd = len(shape)
     D = int(np.prod(shape))
-    plates0 = phi[0].shape[:phi[0].ndim - nd]
+    plates0 = phi[0].shape[: phi[0].ndim - nd]
     phi0 = phi[0].reshape(plates0 + (D,))
-    P = -2.0 * phi[1].reshape(phi[1].shape[:phi[1].ndim - 2 * nd] + (D, D))
+    P = -2.0 * phi[1].reshape(phi[1].shape[: phi[1].ndim - 2 * nd] + (D, D))
     L = np.linalg.cholesky(P)
     Cov = np.linalg.inv(P)
     Cov = 0.5 * (Cov + np.swapaxes(Cov, -1, -2))
@@ -773,7 +811,7 @@ def _gaussian_moments(phi, shape):
 
 def _gaussian_random(u, shape, rng):
     D = int(np.prod(shape))
-    plates = u[0].shape[:u[0].ndim - len(shape)]
+    plates = u[0].shape[: u[0].ndim - len(shape)]
     mean = u[0].reshape(plates + (D,))
     cov = u[1].reshape(plates + (D, D)) - mean[..., :, None] * mean[..., None, :]
     L = np.linalg.cholesky(cov)
@@ -816,11 +854,15 @@ class Gaussian(Stochastic):
         self.D = D
         self.shape = (D,)
         if self._joint:
-            slots = [("mu", mu, MomentsKind.gaussian_wishart(D)),
-                     ("Lambda", Lambda, MomentsKind.gamma())]
+            slots = [
+                ("mu", mu, MomentsKind.gaussian_wishart(D)),
+                ("Lambda", Lambda, MomentsKind.gamma()),
+            ]
         else:
-            slots = [("mu", mu, MomentsKind.gaussian((D,))),
-                     ("Lambda", Lambda, MomentsKind.wishart(D))]
+            slots = [
+                ("mu", mu, MomentsKind.gaussian((D,))),
+                ("Lambda", Lambda, MomentsKind.wishart(D)),
+            ]
         super().__init__(slots, MomentsKind.gaussian((D,)), plates, name)
 
     def _joint_parent(self, up):
@@ -829,12 +871,20 @@ class Gaussian(Stochastic):
             s, log_s = up[1]
             Lmu, muLmu, Lam, logdet = up[0]
             s = np.asarray(s)
-            return [s[..., None] * Lmu, s * muLmu, s[..., None, None] * Lam,
-                    logdet + self.D * log_s]
+            return [
+                s[..., None] * Lmu,
+                s * muLmu,
+                s[..., None, None] * Lam,
+                logdet + self.D * log_s,
+            ]
         m, mm = up[0]
         Lam, logdet = up[1]
-        return [np.einsum("...ij,...j->...i", Lam, m), np.einsum("...ij,...ij->...", Lam, mm),
-                Lam, logdet]
+        return [
+            np.einsum("...ij,...j->...i", Lam, m),
+            np.einsum("...ij,...ij->...", Lam, mm),
+            Lam,
+            logdet,
+        ]
 
     def _valid_natural(self, phi):
         return _gaussian_valid(phi, 1)
@@ -859,11 +909,18 @@ class Gaussian(Stochastic):
         if self._joint:
             s = np.asarray(up[1][0])
             if index == 0:  # to the joint node: [s x, -s n / 2, -s x x' / 2, n / 2]
-                return [s[..., None] * u[0], -0.5 * s * n, -0.5 * s[..., None, None] * u[1],
-                        0.5 * n * np.ones(np.shape(s))]
+                return [
+                    s[..., None] * u[0],
+                    -0.5 * s * n,
+                    -0.5 * s[..., None, None] * u[1],
+                    0.5 * n * np.ones(np.shape(s)),
+                ]
             Lmu, muLmu, Lam, _ = up[0]
-            quad = (np.einsum("...ij,...ij->...", Lam, u[1])
-                    - 2.0 * np.einsum("...i,...i->...", Lmu, u[0]) + n * muLmu)
+            quad = (
+                np.einsum("...ij,...ij->...", Lam, u[1])
+                - 2.0 * np.einsum("...i,...i->...", Lmu, u[0])
+                + n * muLmu
+            )
             return [-0.5 * quad, 0.5 * self.D * n * np.ones(np.shape(quad))]
         if index == 0:
             Lam = up[1][0]
@@ -894,8 +951,10 @@ def _last_dim(mu, Lambda):
         m = np.asarray(mu)
         if m.ndim >= 1:
             return m.shape[-1]
-    raise NetworkError("Gaussian: cannot tell the dimension D from mu and Lambda "
-                       "(give Lambda as a D x D matrix or a Wishart node)")
+    raise NetworkError(
+        "Gaussian: cannot tell the dimension D from mu and Lambda "
+        "(give Lambda as a D x D matrix or a Wishart node)"
+    )
 
 
 class GaussianWishart(Stochastic):
@@ -941,8 +1000,10 @@ class GaussianWishart(Stochastic):
     def __init__(self, mu, alpha, n, V, plates=None, name=""):
         label = f"GaussianWishart '{name}'" if name else "GaussianWishart (unnamed)"
         if isinstance(n, Node):
-            raise NetworkError(f"{label}: the degrees of freedom n is {n.describe()}, but "
-                               "they have no conjugate prior: give them as an array")
+            raise NetworkError(
+                f"{label}: the degrees of freedom n is {n.describe()}, but "
+                "they have no conjugate prior: give them as an array"
+            )
 
         def shape_of(value):
             if isinstance(value, Node):
@@ -951,14 +1012,22 @@ class GaussianWishart(Stochastic):
 
         D = shape_of(V)[-1] if len(shape_of(V)) >= 2 else 0
         if D < 1 or tuple(shape_of(mu)[-1:]) != (D,):
-            raise NetworkError(f"{label}: mu of shape {shape_of(mu)} and V of shape "
-                               f"{shape_of(V)} do not make a D-dimensional mean and matrix")
+            raise NetworkError(
+                f"{label}: mu of shape {shape_of(mu)} and V of shape "
+                f"{shape_of(V)} do not make a D-dimensional mean and matrix"
+            )
         self.D = D
-        super().__init__([("mu", mu, MomentsKind.gaussian((D,))),
-                          ("alpha", alpha, MomentsKind.gamma()),
-                          ("n", n, MomentsKind.wishart_dof(D)),
-                          ("V", V, MomentsKind.wishart(D))],
-                         MomentsKind.gaussian_wishart(D), plates, name)
+        super().__init__(
+            [
+                ("mu", mu, MomentsKind.gaussian((D,))),
+                ("alpha", alpha, MomentsKind.gamma()),
+                ("n", n, MomentsKind.wishart_dof(D)),
+                ("V", V, MomentsKind.wishart(D)),
+            ],
+            MomentsKind.gaussian_wishart(D),
+            plates,
+            name,
+        )
 
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] >= 0):
@@ -1000,11 +1069,18 @@ class GaussianWishart(Stochastic):
         ld = _logdet_pd(V)
         EL = n[..., None, None] * np.linalg.inv(V)
         ELm = np.einsum("...ij,...j->...i", EL, m)
-        u = [ELm, np.einsum("...i,...i->...", m, ELm) + D / a, EL,
-             digamma(0.5 * n[..., None] - 0.5 * np.arange(D)).sum(axis=-1)
-             + D * np.log(2.0) - ld]
-        g = (0.5 * D * np.log(a) + 0.5 * n * ld - 0.5 * n * D * np.log(2.0)
-             - multigammaln_vec(0.5 * n, D))
+        u = [
+            ELm,
+            np.einsum("...i,...i->...", m, ELm) + D / a,
+            EL,
+            digamma(0.5 * n[..., None] - 0.5 * np.arange(D)).sum(axis=-1) + D * np.log(2.0) - ld,
+        ]
+        g = (
+            0.5 * D * np.log(a)
+            + 0.5 * n * ld
+            - 0.5 * n * D * np.log(2.0)
+            - multigammaln_vec(0.5 * n, D)
+        )
         return u, g
 
     def _message(self, index, u, up, n):
@@ -1017,8 +1093,11 @@ class GaussianWishart(Stochastic):
             return [a[..., None] * u[0], -0.5 * a[..., None, None] * u[2]]
         if index == 1:
             m, mm = up[0]
-            quad = (u[1] - 2.0 * np.einsum("...i,...i->...", m, u[0])
-                    + np.einsum("...ij,...ij->...", u[2], mm))
+            quad = (
+                u[1]
+                - 2.0 * np.einsum("...i,...i->...", m, u[0])
+                + np.einsum("...ij,...ij->...", u[2], mm)
+            )
             return [-0.5 * quad, 0.5 * self.D * n * np.ones(np.shape(quad))]
         if index == 3:
             return [-0.5 * u[2], 0.5 * up[2][0] * n]
@@ -1038,12 +1117,15 @@ class _AxesAsPlates(Node):
 
     def __init__(self, node, k):
         dims = node._kind.dims[0]
-        super().__init__(MomentsKind.gaussian(dims[k:]), node.plates + dims[:k],
-                         node.name and f"{node.name}[axes as plates]")
+        super().__init__(
+            MomentsKind.gaussian(dims[k:]),
+            node.plates + dims[:k],
+            node.name and f"{node.name}[axes as plates]",
+        )
         self.parents = [node]
         node.children.append((self, 0))
         a = "abcdefgh"[:k]
-        b = "ijklmnop"[:len(dims) - k]
+        b = "ijklmnop"[: len(dims) - k]
         self._a, self._b = a, b
         self._sizes = dims[:k]
 
@@ -1061,7 +1143,7 @@ class _AxesAsPlates(Node):
         if m is None:
             return None
         k = len(self._sizes)
-        return m.reshape(m.shape[:m.ndim - k] + (-1,)).any(axis=-1)
+        return m.reshape(m.shape[: m.ndim - k] + (-1,)).any(axis=-1)
 
     def _message_to_parent(self, index):
         d0, d1 = self.dims
@@ -1075,10 +1157,11 @@ class _AxesAsPlates(Node):
         a, b = self._a, self._b
         eyes = [np.eye(n) for n in self._sizes]
         pairs = ",".join(f"{c}{c.upper()}" for c in a)
-        m1 = np.einsum(f"...{a}{b}{b.upper()},{pairs}->...{a}{b}{a.upper()}{b.upper()}",
-                       m1, *eyes)
-        return [sum_to_plates(mi, parent.plates, len(d), self.plates[:len(parent.plates)])
-                for mi, d in zip((m0, m1), parent.dims)]
+        m1 = np.einsum(f"...{a}{b}{b.upper()},{pairs}->...{a}{b}{a.upper()}{b.upper()}", m1, *eyes)
+        return [
+            sum_to_plates(mi, parent.plates, len(d), self.plates[: len(parent.plates)])
+            for mi, d in zip((m0, m1), parent.dims)
+        ]
 
 
 class SumMultiply(Node):
@@ -1131,31 +1214,40 @@ class SumMultiply(Node):
         nodes = []
         for i, (op, ks) in enumerate(zip(operands, keysets)):
             if len(set(ks)) != len(ks):
-                raise NetworkError(f"{label}: the keys {''.join(map(str, ks))!r} of operand {i} "
-                                   "repeat an axis (a diagonal is not a sum of products)")
+                raise NetworkError(
+                    f"{label}: the keys {''.join(map(str, ks))!r} of operand {i} "
+                    "repeat an axis (a diagonal is not a sum of products)"
+                )
             if isinstance(op, Node):
                 if op._kind.name != "gaussian" or len(op._kind.dims[0]) != len(ks):
-                    raise NetworkError(f"{label}: operand {i} is {op.describe()}, but it needs "
-                                       f"a Gaussian node with {len(ks)} variable axes")
+                    raise NetworkError(
+                        f"{label}: operand {i} is {op.describe()}, but it needs "
+                        f"a Gaussian node with {len(ks)} variable axes"
+                    )
                 shape = op._kind.dims[0]
             else:
                 value = np.asarray(op, dtype=np.float64)
                 if value.ndim < len(ks):
-                    raise NetworkError(f"{label}: operand {i} has {value.ndim} axes, fewer than "
-                                       f"its {len(ks)} keys")
-                shape = value.shape[value.ndim - len(ks):]
+                    raise NetworkError(
+                        f"{label}: operand {i} has {value.ndim} axes, fewer than its {len(ks)} keys"
+                    )
+                shape = value.shape[value.ndim - len(ks) :]
             for k, n in zip(ks, shape):
                 if sizes.get(k, 1) not in (1, n) and n != 1:
-                    raise NetworkError(f"{label}: the axes of key {k!r} have sizes {sizes[k]} "
-                                       f"and {n}, which do not broadcast")
+                    raise NetworkError(
+                        f"{label}: the axes of key {k!r} have sizes {sizes[k]} "
+                        f"and {n}, which do not broadcast"
+                    )
                 sizes[k] = max(sizes.get(k, 1), n)
             nodes.append(_as_parent(label, f"operand {i}", op, MomentsKind.gaussian(shape)))
         if not any(isinstance(op, Node) for op in operands):
             raise NetworkError(f"{label}: at least one operand must be a node")
         ids = [id(op) for op in operands if isinstance(op, Node)]
         if len(set(ids)) != len(ids):
-            raise NetworkError(f"{label}: a node is an operand twice; the operands of a "
-                               "product must be independent nodes")
+            raise NetworkError(
+                f"{label}: a node is an operand twice; the operands of a "
+                "product must be independent nodes"
+            )
         if len(set(keys_out)) != len(keys_out):
             raise NetworkError(f"{label}: the output keys repeat an axis")
         missing = [k for k in keys_out if k not in sizes]
@@ -1189,8 +1281,10 @@ class SumMultiply(Node):
             keys_out = list(args.pop()) if len(args) % 2 else []
             operands, keysets = args[::2], [list(k) for k in args[1::2]]
         if len(keysets) != len(operands) or not operands:
-            raise NetworkError(f"{label}: {len(keysets)} sets of keys for {len(operands)} "
-                               "operands; give one per operand, as in 'ij,j->i'")
+            raise NetworkError(
+                f"{label}: {len(keysets)} sets of keys for {len(operands)} "
+                "operands; give one per operand, as in 'ij,j->i'"
+            )
         return keysets, keys_out, operands
 
     def _primed(self, keys):
@@ -1204,10 +1298,15 @@ class SumMultiply(Node):
         if cached is not None and all(a is b for a, b in zip(cached[0], key)):
             return cached[1]
         first = ",".join("..." + k for k in self._keys) + "->..." + self._out
-        second = (",".join("..." + self._primed(k) for k in self._keys)
-                  + "->..." + self._primed(self._out))
-        u = [np.einsum(first, *[k[0] for k in key], optimize=True),
-             np.einsum(second, *[k[1] for k in key], optimize=True)]
+        second = (
+            ",".join("..." + self._primed(k) for k in self._keys)
+            + "->..."
+            + self._primed(self._out)
+        )
+        u = [
+            np.einsum(first, *[k[0] for k in key], optimize=True),
+            np.einsum(second, *[k[1] for k in key], optimize=True),
+        ]
         self._u_cache = (key, u)
         return u
 
@@ -1310,10 +1409,16 @@ class Gamma(Stochastic):
     def __init__(self, a, b, plates=None, name=""):
         if isinstance(a, Node):
             label = f"Gamma '{name}'" if name else "Gamma (unnamed)"
-            raise NetworkError(f"{label}: the shape parameter a is {a.describe()}, but a "
-                               "Gamma's shape has no conjugate prior: give it as an array")
-        super().__init__([("a", a, MomentsKind.gamma_shape()), ("b", b, MomentsKind.gamma())],
-                         MomentsKind.gamma(), plates, name)
+            raise NetworkError(
+                f"{label}: the shape parameter a is {a.describe()}, but a "
+                "Gamma's shape has no conjugate prior: give it as an array"
+            )
+        super().__init__(
+            [("a", a, MomentsKind.gamma_shape()), ("b", b, MomentsKind.gamma())],
+            MomentsKind.gamma(),
+            plates,
+            name,
+        )
 
     def _valid_natural(self, phi):
         return bool(super()._valid_natural(phi) and np.all(phi[0] < 0) and np.all(phi[1] > 0))
@@ -1370,22 +1475,31 @@ class Wishart(Stochastic):
     def __init__(self, n, V, plates=None, name=""):
         if isinstance(V, Node):
             if V._kind.name != "wishart":
-                raise NetworkError(f"Wishart '{name}': parent 'V' is {V.describe()}, but a "
-                                   "Wishart is conjugate only to a Wishart V (or an array)")
+                raise NetworkError(
+                    f"Wishart '{name}': parent 'V' is {V.describe()}, but a "
+                    "Wishart is conjugate only to a Wishart V (or an array)"
+                )
             D = V._kind.dims[0][0]
         else:
             V_arr = np.asarray(V, dtype=np.float64)
             if V_arr.ndim < 2 or V_arr.shape[-1] != V_arr.shape[-2]:
-                raise NetworkError(f"Wishart '{name}': V must be a square matrix, "
-                                   f"got shape {V_arr.shape}")
+                raise NetworkError(
+                    f"Wishart '{name}': V must be a square matrix, got shape {V_arr.shape}"
+                )
             D = V_arr.shape[-1]
         if isinstance(n, Node):
-            raise NetworkError(f"Wishart '{name}': the degrees of freedom n is "
-                               f"{n.describe()}, but they have no conjugate prior: give "
-                               "them as an array")
+            raise NetworkError(
+                f"Wishart '{name}': the degrees of freedom n is "
+                f"{n.describe()}, but they have no conjugate prior: give "
+                "them as an array"
+            )
         self.D = D
-        super().__init__([("n", n, MomentsKind.wishart_dof(D)), ("V", V, MomentsKind.wishart(D))],
-                         MomentsKind.wishart(D), plates, name)
+        super().__init__(
+            [("n", n, MomentsKind.wishart_dof(D)), ("V", V, MomentsKind.wishart(D))],
+            MomentsKind.wishart(D),
+            plates,
+            name,
+        )
 
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
@@ -1463,13 +1577,17 @@ class Dirichlet(Stochastic):
 
     def __init__(self, alpha, plates=None, name=""):
         if isinstance(alpha, Node):
-            raise NetworkError(f"{type(self).__name__} '{name}': the concentration alpha is "
-                               f"{alpha.describe()}, but it has no conjugate prior: give it "
-                               "as an array")
+            raise NetworkError(
+                f"{type(self).__name__} '{name}': the concentration alpha is "
+                f"{alpha.describe()}, but it has no conjugate prior: give it "
+                "as an array"
+            )
         K = np.shape(alpha)[-1] if np.ndim(alpha) else 0
         if K < 2:
-            raise NetworkError(f"{type(self).__name__} '{name}': alpha must have a last axis "
-                               f"of at least 2 categories, got shape {np.shape(alpha)}")
+            raise NetworkError(
+                f"{type(self).__name__} '{name}': alpha must have a last axis "
+                f"of at least 2 categories, got shape {np.shape(alpha)}"
+            )
         self.K = K
         kind = MomentsKind.beta() if self._kind_name == "beta" else MomentsKind.dirichlet(K)
         super().__init__([("alpha", alpha, MomentsKind.concentration(K))], kind, plates, name)
@@ -1523,8 +1641,9 @@ class Beta(Dirichlet):
 
     def __init__(self, alpha, plates=None, name=""):
         if not isinstance(alpha, Node) and np.shape(alpha)[-1:] != (2,):
-            raise NetworkError(f"Beta '{name}': alpha must have a last axis of size 2, "
-                               f"got shape {np.shape(alpha)}")
+            raise NetworkError(
+                f"Beta '{name}': alpha must have a last axis of size 2, got shape {np.shape(alpha)}"
+            )
         super().__init__(alpha, plates, name)
 
     def _fixed_moments_and_f(self, x):
@@ -1564,8 +1683,9 @@ class Categorical(Stochastic):
         if K < 1:
             raise NetworkError(f"Categorical '{name}': p must have a last axis of categories")
         self.K = K
-        super().__init__([("p", p, MomentsKind.dirichlet(K))], MomentsKind.categorical(K),
-                         plates, name)
+        super().__init__(
+            [("p", p, MomentsKind.dirichlet(K))], MomentsKind.categorical(K), plates, name
+        )
 
     def _phi_from_parents(self, up):
         return [up[0][0]]
@@ -1620,9 +1740,14 @@ class Multinomial(Stochastic):
             raise NetworkError(f"Multinomial '{name}': the number of draws n must be fixed")
         self.n = np.asarray(n, dtype=np.float64)
         n_plates = self.n.shape
-        super().__init__([("p", p, MomentsKind.dirichlet(K))], MomentsKind.multinomial(K),
-                         broadcast_plates(f"Multinomial '{name}'", n_plates, plates or ())
-                         if plates is not None or n_plates else None, name)
+        super().__init__(
+            [("p", p, MomentsKind.dirichlet(K))],
+            MomentsKind.multinomial(K),
+            broadcast_plates(f"Multinomial '{name}'", n_plates, plates or ())
+            if plates is not None or n_plates
+            else None,
+            name,
+        )
 
     def _phi_from_parents(self, up):
         return [up[0][0]]
@@ -1710,8 +1835,7 @@ class Poisson(Stochastic):
     _discrete = True
 
     def __init__(self, l, plates=None, name=""):
-        super().__init__([("lambda", l, MomentsKind.gamma())], MomentsKind.poisson(), plates,
-                         name)
+        super().__init__([("lambda", l, MomentsKind.gamma())], MomentsKind.poisson(), plates, name)
 
     def _phi_from_parents(self, up):
         return [up[0][1]]
@@ -1779,9 +1903,15 @@ class _ClusterAxisLast(Node):
         for child, i in self.children:
             m = child._message_to_parent(i)
             total = m if total is None else [a + b for a, b in zip(total, m)]
-        return [sum_to_plates(self._move(np.broadcast_to(m, self.plates + d), len(d), back=True),
-                              parent.plates, len(d), self._full)
-                for m, d in zip(total, self.dims)]
+        return [
+            sum_to_plates(
+                self._move(np.broadcast_to(m, self.plates + d), len(d), back=True),
+                parent.plates,
+                len(d),
+                self._full,
+            )
+            for m, d in zip(total, self.dims)
+        ]
 
 
 class Mixture(Stochastic):
@@ -1826,14 +1956,19 @@ class Mixture(Stochastic):
     def __init__(self, z, family, *params, cluster_plate=-1, plates=None, name="", **kwargs):
         label = f"Mixture '{name}'" if name else "Mixture (unnamed)"
         if not isinstance(cluster_plate, (int, np.integer)) or cluster_plate >= 0:
-            raise NetworkError(f"{label}: cluster_plate must be a negative axis, got "
-                               f"{cluster_plate!r}")
+            raise NetworkError(
+                f"{label}: cluster_plate must be a negative axis, got {cluster_plate!r}"
+            )
         if not (isinstance(family, type) and issubclass(family, Stochastic)) or family is Mixture:
-            raise NetworkError(f"{label}: the mixed family must be a node class such as "
-                               f"Gaussian or GaussianARD, got {family!r}")
+            raise NetworkError(
+                f"{label}: the mixed family must be a node class such as "
+                f"Gaussian or GaussianARD, got {family!r}"
+            )
         if isinstance(z, Node) and z._kind.name != "categorical":
-            raise NetworkError(f"{label}: the assignment z is {z.describe()}, but a mixture's "
-                               "assignment must be a Categorical node (or categories)")
+            raise NetworkError(
+                f"{label}: the assignment z is {z.describe()}, but a mixture's "
+                "assignment must be a Categorical node (or categories)"
+            )
         try:
             # The family's formulas with the clusters' parameters, not a node
             # of the network: its parents do not count it as a child.
@@ -1843,8 +1978,10 @@ class Mixture(Stochastic):
             if cluster_plate != -1:
                 # Each parameter seen with the cluster axis moved last.
                 if len(proto.plates) < -cluster_plate:
-                    raise NetworkError(f"{label}: the parameters have plates {proto.plates}, "
-                                       f"no axis {cluster_plate} for the clusters")
+                    raise NetworkError(
+                        f"{label}: the parameters have plates {proto.plates}, "
+                        f"no axis {cluster_plate} for the clusters"
+                    )
                 moved = []
                 for i, parent in enumerate(proto.parents):
                     extra = len(proto._plates_to_parent(i)) - len(proto.plates)
@@ -1866,8 +2003,10 @@ class Mixture(Stochastic):
             Kz = int(np.max(z)) + 1 if np.size(z) else K
             Kz = max(Kz, K)
         if K not in (1, Kz):
-            raise NetworkError(f"{label}: z has {Kz} categories but the parameters' cluster "
-                               f"plate (their last plate) has {K}")
+            raise NetworkError(
+                f"{label}: z has {Kz} categories but the parameters' cluster "
+                f"plate (their last plate) has {K}"
+            )
         self.K = Kz
         self._n_params = len(params)
         parents = [("z", z, MomentsKind.categorical(Kz))]
@@ -1911,8 +2050,9 @@ class Mixture(Stochastic):
         out = []
         for phik, d in zip(self._cluster_phi(up), self.dims):
             nd = len(d)
-            phik = np.broadcast_to(phik, phik.shape[:phik.ndim - nd - 1]
-                                   + (self.K,) + phik.shape[phik.ndim - nd:])
+            phik = np.broadcast_to(
+                phik, phik.shape[: phik.ndim - nd - 1] + (self.K,) + phik.shape[phik.ndim - nd :]
+            )
             out.append(_weighted_k(z, phik, nd))
         return out
 
@@ -1951,12 +2091,11 @@ class Mixture(Stochastic):
             z = z * np.broadcast_to(w, self.plates)[..., None]
         stats, counts = _cluster_stats(z, self.u, self.dims, self.plates, self._proto.plates)
         m = self._proto._message(index - 1, stats, up[1:], counts)
-        full = stats[0].shape[:stats[0].ndim - len(self.dims[0])]
+        full = stats[0].shape[: stats[0].ndim - len(self.dims[0])]
         if index - 1 < len(self._proto.parents):
-            extra = self._proto._plates_to_parent(index - 1)[len(self._proto.plates):]
+            extra = self._proto._plates_to_parent(index - 1)[len(self._proto.plates) :]
             full = full + extra
-        return [sum_to_plates(mi, parent.plates, len(d), full)
-                for mi, d in zip(m, parent.dims)]
+        return [sum_to_plates(mi, parent.plates, len(d), full) for mi, d in zip(m, parent.dims)]
 
 
 def _inner_k(u, phik, nd, K):
@@ -1965,9 +2104,9 @@ def _inner_k(u, phik, nd, K):
     ``u``: ``plates + dims``; ``phik``: ``pplates + (K,) + dims``.  One matrix
     product when the parameters have no plates but the clusters.
     """
-    D = int(np.prod(u.shape[u.ndim - nd:])) if nd else 1
-    plates = u.shape[:u.ndim - nd]
-    pp = phik.shape[:phik.ndim - nd]
+    D = int(np.prod(u.shape[u.ndim - nd :])) if nd else 1
+    plates = u.shape[: u.ndim - nd]
+    pp = phik.shape[: phik.ndim - nd]
     Kp = pp[-1] if pp else 1
     if all(p == 1 for p in pp[:-1]):
         uf = u.reshape((-1, D))
@@ -1981,8 +2120,8 @@ def _inner_k(u, phik, nd, K):
 
 def _weighted_k(z, phik, nd):
     """``sum_k z_k phi_k``: the mixture's expected natural parameters, ``plates + dims``."""
-    pp = phik.shape[:phik.ndim - nd]
-    dims = phik.shape[phik.ndim - nd:]
+    pp = phik.shape[: phik.ndim - nd]
+    dims = phik.shape[phik.ndim - nd :]
     K = pp[-1]
     if all(p == 1 for p in pp[:-1]):
         D = int(np.prod(dims)) if nd else 1

@@ -53,7 +53,7 @@ def sum_to_plates(m, plates, ndim, full=None):
         The summed message, broadcastable to ``plates + dims``.
     """
     m = np.asarray(m, dtype=np.float64)
-    mp = m.shape[:m.ndim - ndim]
+    mp = m.shape[: m.ndim - ndim]
     if full is None:
         full = mp
     L = max(len(full), len(mp), len(plates))

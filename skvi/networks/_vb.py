@@ -16,8 +16,10 @@ def check_acyclic(nodes):
         mark = state.get(id(node))
         if mark == 1:
             cycle = " -> ".join(n.describe() for n in path + [node])
-            raise NetworkError(f"{node.describe()}: the network has a cycle ({cycle}); a "
-                               "Bayesian network must be a directed acyclic graph")
+            raise NetworkError(
+                f"{node.describe()}: the network has a cycle ({cycle}); a "
+                "Bayesian network must be a directed acyclic graph"
+            )
         if mark == 2:
             return
         state[id(node)] = 1
@@ -144,7 +146,10 @@ class VB:
             The sum of every node's term.
         """
         if not ignore_masked:
-            raise NetworkError("compute_lowerbound(ignore_masked=False) is not supported: "
-                               "masked elements are integrated out")
-        return float(sum(n.lower_bound_contribution() for n in self.model
-                         if isinstance(n, Stochastic)))
+            raise NetworkError(
+                "compute_lowerbound(ignore_masked=False) is not supported: "
+                "masked elements are integrated out"
+            )
+        return float(
+            sum(n.lower_bound_contribution() for n in self.model if isinstance(n, Stochastic))
+        )

@@ -72,9 +72,7 @@ def make_schedule(learning_rate, learning_offset, learning_decay):
         schedule = RobbinsMonro(offset=learning_offset, decay=learning_decay)
     elif isinstance(learning_rate, Schedule):
         schedule = clone(learning_rate)
-    elif isinstance(learning_rate, numbers.Real) and not isinstance(
-        learning_rate, bool
-    ):
+    elif isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, bool):
         schedule = Constant(float(learning_rate))
     else:
         raise ValueError(

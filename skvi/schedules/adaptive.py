@@ -68,8 +68,10 @@ class AdaptiveRate(Schedule):
     def observe(self, gradient_sq_norm, gradient_parts):
         state = getattr(self, "_state", None)
         flat = [np.asarray(g, dtype=np.float64).ravel() for g in gradient_parts]
-        if state is None or len(flat) != len(state["g_bar"]) or any(
-            f.shape != g.shape for f, g in zip(flat, state["g_bar"])
+        if (
+            state is None
+            or len(flat) != len(state["g_bar"])
+            or any(f.shape != g.shape for f, g in zip(flat, state["g_bar"]))
         ):
             # The first gradient (or the first after the global parameters
             # changed shape, e.g. new rows were added) seeds the averages.  A

@@ -36,16 +36,10 @@ class WarmupRobbinsMonro(Schedule):
         self.decay = decay
 
     def validate(self):
-        if isinstance(self.n_warmup, bool) or not isinstance(
-            self.n_warmup, numbers.Integral
-        ):
-            raise ValueError(
-                f"n_warmup must be a non-negative integer, got {self.n_warmup!r}."
-            )
+        if isinstance(self.n_warmup, bool) or not isinstance(self.n_warmup, numbers.Integral):
+            raise ValueError(f"n_warmup must be a non-negative integer, got {self.n_warmup!r}.")
         if self.n_warmup < 0:
-            raise ValueError(
-                f"n_warmup must be a non-negative integer, got {self.n_warmup!r}."
-            )
+            raise ValueError(f"n_warmup must be a non-negative integer, got {self.n_warmup!r}.")
         _check_real("offset", self.offset, low=0.0)
         _check_real("decay", self.decay, low=0.5, high=1.0, low_open=True)
 

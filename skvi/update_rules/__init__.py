@@ -103,7 +103,5 @@ def make_update_rule(algorithm, gradient_learning_rate=1.0):
     try:
         cls = _RULES[algorithm]
     except KeyError:
-        raise ValueError(
-            f"algorithm must be one of {sorted(_RULES)}, got {algorithm!r}."
-        ) from None
+        raise ValueError(f"algorithm must be one of {sorted(_RULES)}, got {algorithm!r}.") from None
     return cls(gradient_learning_rate)

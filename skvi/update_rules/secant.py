@@ -55,5 +55,7 @@ class SecantFixedPoint(UpdateRule):
                 slope = np.where(ok & np.isfinite(slope) & (slope < 1.0), slope, 0.0)
                 factor = np.minimum(1.0 / (1.0 - slope), MAX_ACCELERATION)
             new.append(c + rho * factor * (t - c))
-        return tuple(new), (tuple(np.asarray(c, dtype=float) for c in current),
-                            tuple(np.asarray(t, dtype=float) for t in target))
+        return tuple(new), (
+            tuple(np.asarray(c, dtype=float) for c in current),
+            tuple(np.asarray(t, dtype=float) for t in target),
+        )

@@ -482,8 +482,13 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         X = self._check_counts(X, reset=False)
         mean, scale = self._fold_in(X)
         return ctm_log_evidence(
-            X, self._mu, self._sigma, self.topic_word_, n_samples=n_samples,
-            inflation=inflation, posterior=(mean, self._covariances(scale)),
+            X,
+            self._mu,
+            self._sigma,
+            self.topic_word_,
+            n_samples=n_samples,
+            inflation=inflation,
+            posterior=(mean, self._covariances(scale)),
             random_state=random_state,
         )
 
@@ -530,8 +535,9 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         X = self._check_counts(X, reset=reset)
         return Documents(X, start + np.arange(X.shape[0]))
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         if sample_weight is not None:
             raise TypeError(f"{type(self).__name__} takes no sample_weight.")
         start = 0
@@ -565,17 +571,23 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         # in batch too.  The draws are made before a minibatch is cut.
         family = MultivariateGaussian if self.covariance == "full" else Gaussian
         return ModelSettings(
-            {"documents": family}, row_groups=("documents",),
-            resident_row_groups=("documents",), scheduled_row_steps=True,
-            update_rules={"documents": self._rule}, parallel=True,
+            {"documents": family},
+            row_groups=("documents",),
+            resident_row_groups=("documents",),
+            scheduled_row_steps=True,
+            update_rules={"documents": self._rule},
+            parallel=True,
             pass_step=self.update_model_every == "pass",
             transient=("document_mean_", "document_covariance_"),
         )
 
     @property
     def _rule(self):
-        return None if self.algorithm == "mc-ssvi" else make_update_rule(
-            self.algorithm, self.gradient_learning_rate)
+        return (
+            None
+            if self.algorithm == "mc-ssvi"
+            else make_update_rule(self.algorithm, self.gradient_learning_rate)
+        )
 
     def _prior_documents(self, n, mean=None):
         """Natural parameters of ``n`` documents with the prior's covariance.
@@ -599,8 +611,10 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             # A short batch LDA fit: its topics, and its documents' topic
             # proportions as the logits' means (and mu, Sigma from them).
             lda = SVILatentDirichletAllocation(
-                n_components=self.n_components, learning_method="batch",
-                max_iter=self.init_passes, random_state=random_state,
+                n_components=self.n_components,
+                learning_method="batch",
+                max_iter=self.init_passes,
+                random_state=random_state,
             ).fit(X.X)
             self._set_topics(lda.components_)
             docs = self._prior_documents(X.shape[0])
@@ -654,7 +668,8 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         """
         if self.bound == "mean_field":
             expected = kernels.mean_field_bound_derivatives(
-                X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts)
+                X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts
+            )
             # Its curvature is diagonal already.
             return expected._replace(H_hat=np.diagonal(expected.H_hat, axis1=-2, axis2=-1))
         if hessian and self.covariance == "diagonal":
@@ -662,16 +677,31 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         weights = None
         if self.expectation == "quadrature":
             eps, weights = self._quadrature_rule()
-        function = (kernels.expected_gradient_hessian if self.bound == "optimal"
-                    else kernels.simple_bound_derivatives)
-        return function(X, mean, scale, self.topic_word_, eps.shape[0], hessian=hessian,
-                        topic_counts=topic_counts, eps=eps, weights=weights)
+        function = (
+            kernels.expected_gradient_hessian
+            if self.bound == "optimal"
+            else kernels.simple_bound_derivatives
+        )
+        return function(
+            X,
+            mean,
+            scale,
+            self.topic_word_,
+            eps.shape[0],
+            hessian=hessian,
+            topic_counts=topic_counts,
+            eps=eps,
+            weights=weights,
+        )
 
     def _quadrature_rule(self):
         """The Gauss-Hermite nodes, shaped (S, 1, K - 1) as common draws, and weights."""
         rule = getattr(self, "_rule_cache", None)
-        if rule is None or rule[0].shape[-1] != self._dim or rule[1].size != (
-                self.n_mc_samples ** self._dim):
+        if (
+            rule is None
+            or rule[0].shape[-1] != self._dim
+            or rule[1].size != (self.n_mc_samples**self._dim)
+        ):
             nodes, weights = kernels.gauss_hermite_rule(self._dim, self.n_mc_samples)
             rule = self._rule_cache = (nodes[:, None, :], weights)
         return rule
@@ -702,8 +732,7 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         if gamma.ndim == mean.ndim:
             curvature = np.maximum(-gamma, 0.0)
             return expected.g_hat + curvature * mean, curvature
-        return (expected.g_hat - (gamma @ mean[..., None])[..., 0],
-                kernels.psd_projection(-gamma))
+        return (expected.g_hat - (gamma @ mean[..., None])[..., 0], kernels.psd_projection(-gamma))
 
     def _move_documents(self, old, parts, prior, rho, backoff, state):
         """Step documents ``old`` towards ``prior + parts`` by the update rule.
@@ -739,8 +768,13 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         rows = stats.rows
         old1, old2 = current[0][rows], current[1][rows]
         (new1, new2), (tgt1, tgt2), state = self._move_documents(
-            (old1, old2), stats.values, ctx.prior["documents"], ctx.row_rho, ctx.backoff,
-            ctx.rule_state)
+            (old1, old2),
+            stats.values,
+            ctx.prior["documents"],
+            ctx.row_rho,
+            ctx.backoff,
+            ctx.rule_state,
+        )
         if self._rule is not None:
             ctx.keep_rule_state(state)
         if ctx.grads is not None:
@@ -760,20 +794,23 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         within ``_MAX_LOGIT`` (``Sigma``, the means' spread, stays finite).
         """
         n = eta1.shape[0]
-        finite = (np.all(np.isfinite(eta1), axis=1)
-                  & np.all(np.isfinite(eta2.reshape(n, -1)), axis=1))
+        finite = np.all(np.isfinite(eta1), axis=1) & np.all(
+            np.isfinite(eta2.reshape(n, -1)), axis=1
+        )
         with np.errstate(all="ignore"):
             if self.covariance == "diagonal":
                 precision = np.where(finite[:, None], -2.0 * eta2, 1.0)
                 mean = np.where(finite[:, None], eta1, 0.0) / precision
-                return (finite & np.all(precision > 0, axis=1)
-                        & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1))
+                return (
+                    finite
+                    & np.all(precision > 0, axis=1)
+                    & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1)
+                )
             precision = -(eta2 + np.swapaxes(eta2, -1, -2))
             precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
             w = np.linalg.eigvalsh(precision)
             bound = np.linalg.norm(np.where(finite[:, None], eta1, 0.0), axis=1) / w[:, 0]
-            return (finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1])
-                    & (bound <= _MAX_LOGIT))
+            return finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1]) & (bound <= _MAX_LOGIT)
 
     def _safe_document_step(self, eta, parts, prior, rho, state):
         """One step of every document, each with its own step safety.
@@ -794,8 +831,13 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             backoff *= 0.5
             rows = np.flatnonzero(bad)
             retry, _, retry_state = self._move_documents(
-                (eta[0][rows], eta[1][rows]), (parts[0][rows], parts[1][rows]), prior,
-                rho[rows] * backoff, backoff, _state_rows(state, rows))
+                (eta[0][rows], eta[1][rows]),
+                (parts[0][rows], parts[1][rows]),
+                prior,
+                rho[rows] * backoff,
+                backoff,
+                _state_rows(state, rows),
+            )
             ok = self._valid_documents(*retry)
             kept = rows[ok]
             new[0][kept], new[1][kept] = retry[0][ok], retry[1][ok]
@@ -865,9 +907,13 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         else:
             logdet = 2.0 * np.sum(np.log(np.diagonal(scale, axis1=1, axis2=2)), axis=1)
         fitted, seen = steps > 0, totals > 0
-        return (Moments.of(mean[fitted]), np.sum(cov[fitted], axis=0),
-                Moments.of(mean[seen]), np.sum(cov[seen], axis=0),
-                float(np.sum(logdet[seen])))
+        return (
+            Moments.of(mean[fitted]),
+            np.sum(cov[fitted], axis=0),
+            Moments.of(mean[seen]),
+            np.sum(cov[seen], axis=0),
+            float(np.sum(logdet[seen])),
+        )
 
     # ------------------------------------------------------------------ ELBO
     def _data_bounds(self, X, mean, scale):
@@ -878,13 +924,18 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             eps, weights = self._quadrature_rule()
         else:
             eps = np.random.RandomState(_BOUND_SEED).standard_normal(
-                (self.n_mc_samples, 1, self._dim))
+                (self.n_mc_samples, 1, self._dim)
+            )
             weights = None
         if self.bound == "simple":
             return self._expectations(X, mean, scale, eps=eps, hessian=False).loglik_hat
-        eta = mean + (eps * scale if scale.ndim == mean.ndim
-                      else np.einsum("nij,snj->sni", scale, np.broadcast_to(
-                          eps, (eps.shape[0],) + mean.shape)))
+        eta = mean + (
+            eps * scale
+            if scale.ndim == mean.ndim
+            else np.einsum(
+                "nij,snj->sni", scale, np.broadcast_to(eps, (eps.shape[0],) + mean.shape)
+            )
+        )
         loglik = kernels.log_likelihood(X, eta, self.topic_word_)
         return loglik.mean(axis=0) if weights is None else weights @ loglik
 
@@ -913,10 +964,14 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         logdet = np.linalg.slogdet(self._sigma)[1]
         delta = moments.mean - self._mu
         spread = moments.scatter + n * np.outer(delta, delta)
-        trace_cov = (np.sum(np.diagonal(precision) * cov_sum) if cov_sum.ndim == 1
-                     else np.sum(precision * cov_sum))
-        kl = 0.5 * (trace_cov + np.sum(precision * spread) - n * self._dim + n * logdet
-                    - logdet_sum)
+        trace_cov = (
+            np.sum(np.diagonal(precision) * cov_sum)
+            if cov_sum.ndim == 1
+            else np.sum(precision * cov_sum)
+        )
+        kl = 0.5 * (
+            trace_cov + np.sum(precision * spread) - n * self._dim + n * logdet - logdet_sum
+        )
         return -float(kl)
 
     # -------------------------------------------------------------- fold-in
@@ -927,8 +982,10 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         blocks of them fold in on ``n_jobs`` threads to the same result.
         """
         parts = self._map_row_blocks(self._fold_in_rows, X)
-        return (np.concatenate([mean for mean, _ in parts]),
-                np.concatenate([scale for _, scale in parts]))
+        return (
+            np.concatenate([mean for mean, _ in parts]),
+            np.concatenate([scale for _, scale in parts]),
+        )
 
     def _fold_in_rows(self, X):
         n = X.shape[0]
@@ -944,8 +1001,7 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
             parts = self._statistics_parts(self._expectations(X, mean, scale, eps=eps), mean)
             # The schedule of the fit, restarted for the new documents; an
             # invalid step is halved, as the fit's step safety does.
-            eta, state = self._safe_document_step(eta, parts, prior, np.full(n, schedule(t)),
-                                                  state)
+            eta, state = self._safe_document_step(eta, parts, prior, np.full(n, schedule(t)), state)
         return self._moments(*eta)
 
     # --------------------------------------------------------------- results
@@ -956,10 +1012,12 @@ class SVICorrelatedTopicModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         if isinstance(documents, ResidentRows):  # on the workers of a cluster: lazy arrays
             d, diagonal = self._dim, self.covariance == "diagonal"
             self.document_mean_ = documents.map_rows(
-                functools.partial(_document_moment, diagonal=diagonal, which=0), (d,))
+                functools.partial(_document_moment, diagonal=diagonal, which=0), (d,)
+            )
             self.document_covariance_ = documents.map_rows(
                 functools.partial(_document_moment, diagonal=diagonal, which=1),
-                (d,) if diagonal else (d, d))
+                (d,) if diagonal else (d, d),
+            )
         else:
             mean, scale = self._moments(*documents)
             self.document_mean_ = mean

@@ -20,8 +20,18 @@ from . import kernels
 __all__ = ["ctm_log_evidence", "gaussian_log_density", "laplace_posterior"]
 
 
-def ctm_log_evidence(X, prior_mean, prior_covariance, topic_word, *, n_samples=1000,
-                     inflation=1.0, posterior=None, max_iter=100, random_state=None):
+def ctm_log_evidence(
+    X,
+    prior_mean,
+    prior_covariance,
+    topic_word,
+    *,
+    n_samples=1000,
+    inflation=1.0,
+    posterior=None,
+    max_iter=100,
+    random_state=None,
+):
     """Importance-sampling estimate of ``log p(w_d)`` under the correlated topic model.
 
     ``eta_d ~ N(mu, Sigma)``, ``theta_d = softmax([eta_d, 0])`` and each
@@ -113,9 +123,11 @@ def ctm_log_evidence(X, prior_mean, prior_covariance, topic_word, *, n_samples=1
     def log_weights(size):
         eps = rng.standard_normal((size, n_docs, d))
         eta = mean + np.einsum("nij,snj->sni", proposal, eps)
-        return (kernels.log_likelihood(X, eta, beta)
-                + gaussian_log_density(eta - mu, prior)
-                - gaussian_log_density(eta - mean, proposal))
+        return (
+            kernels.log_likelihood(X, eta, beta)
+            + gaussian_log_density(eta - mu, prior)
+            - gaussian_log_density(eta - mean, proposal)
+        )
 
     return importance_average(log_weights, n_samples, n_docs * d)
 
@@ -170,8 +182,9 @@ def laplace_posterior(X, prior_mean, prior_covariance, topic_word, *, max_iter=1
 
     def objective(rows, eta):
         diff = eta - mu
-        return (kernels.log_likelihood(X[rows], eta, topic_word)
-                - 0.5 * np.einsum("ni,ij,nj->n", diff, precision, diff))
+        return kernels.log_likelihood(X[rows], eta, topic_word) - 0.5 * np.einsum(
+            "ni,ij,nj->n", diff, precision, diff
+        )
 
     def curvature(rows, eta):
         g, H = kernels.gradient_hessian(X[rows], eta, topic_word)

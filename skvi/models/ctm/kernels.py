@@ -130,7 +130,7 @@ class _Layout:
             # A chunk's (pieces, width, K) and (pieces, K, K) temporaries.
             per_chunk = max(1, max_len // max(width, n_topics))
             for lo in range(0, members.size, per_chunk):
-                idx = members[lo:lo + per_chunk]
+                idx = members[lo : lo + per_chunk]
                 offsets = np.arange(width)
                 nz = start[idx, None] + offsets
                 nz = np.where(offsets < length[idx, None], nz, nnz)
@@ -205,8 +205,11 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     diagonal = isinstance(hessian, str) and hessian == "diagonal"
     if hessian is not False and hessian is not True and not diagonal:
         raise ValueError(f"hessian must be True, False or 'diagonal', got {hessian!r}.")
-    outer = (np.zeros(lead + (n_docs, dim) if diagonal else lead + (n_docs, dim, dim))
-             if hessian else None)
+    outer = (
+        np.zeros(lead + (n_docs, dim) if diagonal else lead + (n_docs, dim, dim))
+        if hessian
+        else None
+    )
     # Each non-zero's expected topic responsibilities times its count.
     per_nz = np.zeros((layout.counts.size, n_topics)) if topic_counts else None
 
@@ -250,7 +253,8 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     if per_nz is not None:
         nnz = layout.counts.size - 1
         select = sp.csr_matrix(
-            (np.ones(nnz), (layout.cols[:nnz], np.arange(nnz))), shape=(X.shape[1], nnz))
+            (np.ones(nnz), (layout.cols[:nnz], np.arange(nnz))), shape=(X.shape[1], nnz)
+        )
         extra = (np.asarray((select @ per_nz[:nnz]).T) / n_samples,)
     if psum is None:
         return (loglik, None, None, *extra)
@@ -272,8 +276,11 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     if diagonal:
         if average:
             H /= n_samples
-            square = (np.einsum("snk,snk->nk", head, head) / n_samples if weights is None
-                      else np.einsum("s,snk,snk->nk", weights, head, head))
+            square = (
+                np.einsum("snk,snk->nk", head, head) / n_samples
+                if weights is None
+                else np.einsum("s,snk,snk->nk", weights, head, head)
+            )
         else:
             square = head * head
         H += N[:, None] * square
@@ -419,7 +426,9 @@ def _check_gaussian(mean, spread, n_docs, name):
     mean = np.asarray(mean, dtype=np.float64)
     spread = np.asarray(spread, dtype=np.float64)
     if mean.ndim != 2 or mean.shape[0] != n_docs:
-        raise ValueError(f"mean has shape {mean.shape}; expected (n_docs, K - 1) with n_docs = {n_docs}.")
+        raise ValueError(
+            f"mean has shape {mean.shape}; expected (n_docs, K - 1) with n_docs = {n_docs}."
+        )
     if spread.shape not in (mean.shape, mean.shape + mean.shape[-1:]):
         raise ValueError(
             f"{name} has shape {spread.shape}; expected {mean.shape} (diagonal) "
@@ -440,7 +449,15 @@ def _sample(mean, factor, n_samples, rng, eps=None):
 
 
 def expected_gradient_hessian(
-    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None,
+    X,
+    mean,
+    cov_factor,
+    beta,
+    n_samples,
+    rng=None,
+    hessian=True,
+    topic_counts=False,
+    eps=None,
     weights=None,
 ):
     """Monte Carlo means of gradient, Hessian and log-likelihood under ``q``.
@@ -506,13 +523,28 @@ def expected_gradient_hessian(
     beta = _check_beta(beta, mean.shape[1] + 1, X.shape[1])
     eta = _sample(mean, cov_factor, n_samples, rng, eps)
     loglik, g, H, *counts = _evaluate(
-        X, eta, beta, gradient=True, hessian=hessian, average=True, topic_counts=topic_counts,
-        weights=weights)
+        X,
+        eta,
+        beta,
+        gradient=True,
+        hessian=hessian,
+        average=True,
+        topic_counts=topic_counts,
+        weights=weights,
+    )
     return MonteCarloDerivatives(g, H, loglik, counts[0] if counts else None)
 
 
 def simple_bound_derivatives(
-    X, mean, cov_factor, beta, n_samples, rng=None, hessian=True, topic_counts=False, eps=None,
+    X,
+    mean,
+    cov_factor,
+    beta,
+    n_samples,
+    rng=None,
+    hessian=True,
+    topic_counts=False,
+    eps=None,
     weights=None,
 ):
     """The data part of the simple structured bound and its derivatives, by Monte Carlo.
@@ -616,8 +648,8 @@ def _at_the_mean(X, mean, beta, topic_counts):
     dim = mean.shape[1]
     words = np.asarray(X.sum(axis=1)).ravel()
     loglik_m, g_m, _, *counts = _evaluate(
-        X, mean[None], beta, gradient=True, hessian=False, average=True,
-        topic_counts=topic_counts)
+        X, mean[None], beta, gradient=True, hessian=False, average=True, topic_counts=topic_counts
+    )
     c_head = g_m + words[:, None] * topic_proportions(mean)[:, :dim]
     return words, loglik_m, c_head, counts
 
@@ -751,7 +783,8 @@ def gauss_hermite_rule(dim, n_points):
     w = w / np.sqrt(2.0 * np.pi)
     nodes = np.stack([g.ravel() for g in np.meshgrid(*([z] * dim), indexing="ij")], axis=-1)
     weights = np.prod(
-        np.stack([g.ravel() for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=-1), axis=-1)
+        np.stack([g.ravel() for g in np.meshgrid(*([w] * dim), indexing="ij")], axis=-1), axis=-1
+    )
     return nodes, weights
 
 

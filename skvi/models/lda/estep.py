@@ -30,8 +30,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-__all__ = ["add_rows", "blend", "e_step", "e_step_numpy", "exp_digamma_diff",
-           "exp_dirichlet_expectation", "heldout_probabilities", "mixture_probabilities"]
+__all__ = [
+    "add_rows",
+    "blend",
+    "e_step",
+    "e_step_numpy",
+    "exp_digamma_diff",
+    "exp_dirichlet_expectation",
+    "heldout_probabilities",
+    "mixture_probabilities",
+]
 
 try:  # pragma: no cover - depends on the build
     from . import _lda_fast
@@ -129,8 +137,9 @@ def _theta_weights(gamma, expected_theta):
     return exp_dirichlet_expectation(gamma)
 
 
-def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None,
-                 expected_theta=False):
+def e_step_numpy(
+    X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None, expected_theta=False
+):
     """Run the E-step on CSR ``X`` with numpy, updating ``gamma`` in place.
 
     Parameters
@@ -201,19 +210,25 @@ def e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None,
     return n_updates, loglik
 
 
-def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None,
-           expected_theta=False):
+def e_step(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t=None, expected_theta=False):
     """Run the E-step with the compiled kernel when built, else numpy.
 
     Same parameters and returns as :func:`e_step_numpy`.
     """
     if _lda_fast is not None:
         return _lda_fast.e_step(
-            X.indptr, X.indices, X.data, exp_elog_beta_t, alpha, gamma,
-            int(max_iter), float(tol), sstats_t, bool(expected_theta),
+            X.indptr,
+            X.indices,
+            X.data,
+            exp_elog_beta_t,
+            alpha,
+            gamma,
+            int(max_iter),
+            float(tol),
+            sstats_t,
+            bool(expected_theta),
         )
-    return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t,
-                        expected_theta)
+    return e_step_numpy(X, exp_elog_beta_t, alpha, gamma, max_iter, tol, sstats_t, expected_theta)
 
 
 def exp_digamma_diff(values, totals, rows=None, offset=0.0):
@@ -248,8 +263,9 @@ def blend(out, x, a, b, rows=None, values=None, scale=0.0, lower=-np.inf):
         totals = np.empty(x.shape[1], dtype=np.float64)
         if rows is not None:
             values = np.ascontiguousarray(values, dtype=out.dtype)
-        valid = _lda_fast.blend(out, x, float(a), float(b), totals, rows, values, float(scale),
-                                float(lower))
+        valid = _lda_fast.blend(
+            out, x, float(a), float(b), totals, rows, values, float(scale), float(lower)
+        )
         return totals, valid
     np.multiply(x, a, out=out)
     out += b

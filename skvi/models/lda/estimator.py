@@ -19,9 +19,7 @@ from .evidence import lda_log_evidence
 __all__ = ["SVILatentDirichletAllocation"]
 
 
-class SVILatentDirichletAllocation(
-    ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
-):
+class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator):
     """Latent Dirichlet allocation fitted by batch or stochastic variational inference.
 
     A drop-in replacement for
@@ -278,9 +276,14 @@ class SVILatentDirichletAllocation(
         # the perplexity's change (perp_tol); bound_ is the training
         # perplexity at the end.
         return ModelSettings(
-            {"topics": Dirichlet}, parallel=True, batches="remainder",
-            evaluate_every=self.evaluate_every, convergence=self._perplexity_converged,
-            final_bound=True, warn_not_converged=False, transient=("_buffers",),
+            {"topics": Dirichlet},
+            parallel=True,
+            batches="remainder",
+            evaluate_every=self.evaluate_every,
+            convergence=self._perplexity_converged,
+            final_bound=True,
+            warn_not_converged=False,
+            transient=("_buffers",),
             stream_steps="bayes",
         )
 
@@ -424,8 +427,10 @@ class SVILatentDirichletAllocation(
         return heldout_probabilities(
             np.asarray(self.components_, dtype=np.float64),
             np.asarray(self._alpha_vector(), dtype=np.float64),
-            X_observed, X_heldout,
-            self.max_doc_update_iter, self.mean_change_tol,
+            X_observed,
+            X_heldout,
+            self.max_doc_update_iter,
+            self.mean_change_tol,
         )
 
     def log_evidence(self, X, *, n_samples=1000, inflation=1.0, random_state=None):
@@ -470,9 +475,13 @@ class SVILatentDirichletAllocation(
         X = self._check_docs(X, reset=False)
         lam = np.asarray(self.components_, dtype=np.float64)
         return lda_log_evidence(
-            X, np.asarray(self._alpha_vector(), dtype=np.float64),
-            lam / lam.sum(axis=1, keepdims=True), n_samples=n_samples, inflation=inflation,
-            max_iter=self.max_doc_update_iter, tol=self.mean_change_tol,
+            X,
+            np.asarray(self._alpha_vector(), dtype=np.float64),
+            lam / lam.sum(axis=1, keepdims=True),
+            n_samples=n_samples,
+            inflation=inflation,
+            max_iter=self.max_doc_update_iter,
+            tol=self.mean_change_tol,
             random_state=random_state,
         )
 
@@ -501,7 +510,10 @@ class SVILatentDirichletAllocation(
             return Xv if np.all(weight == 1.0) else Rows(Xv, None, weight)
         check_sparse_structure(X)
         X = validate_data(
-            self, X, reset=reset, accept_sparse=("csr", "csc"),
+            self,
+            X,
+            reset=reset,
+            accept_sparse=("csr", "csc"),
             dtype=[np.float64, np.float32],
         )
         check_non_negative(X, f"{type(self).__name__} (input X)")
@@ -515,8 +527,9 @@ class SVILatentDirichletAllocation(
             X = X.astype(self._dtype, copy=False)
         return X
 
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         return self._check_docs(_with_weights(X, sample_weight), reset)
 
     def _data_summary(self, data):
@@ -528,7 +541,8 @@ class SVILatentDirichletAllocation(
         # Each document's E-step starts from a random gamma, drawn for the
         # whole minibatch before its blocks run.
         return random_state.gamma(100.0, 0.01, (data.shape[0], self.n_components)).astype(
-            self._dtype)
+            self._dtype
+        )
 
     def _check_priors(self):
         K = self.n_components
@@ -592,15 +606,21 @@ class SVILatentDirichletAllocation(
         The online update computes them while writing the new topics (see
         :meth:`_update_factor`) and hands them over with the new value.
         """
-        return topics.cached(
-            "totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1]
-        )
+        return topics.cached("totals", lambda f: f[0].sum(axis=1, dtype=np.float64) + f[0].shape[1])
 
     def _run_e_step(self, X, eb_t, gamma, sstats_t=None, max_iter=None, expected_theta=False):
         if max_iter is None:
             max_iter = self.max_doc_update_iter
-        return e_step(X, eb_t, self._alpha_vector(), gamma, max_iter, self.mean_change_tol,
-                      sstats_t, expected_theta)
+        return e_step(
+            X,
+            eb_t,
+            self._alpha_vector(),
+            gamma,
+            max_iter,
+            self.mean_change_tol,
+            sstats_t,
+            expected_theta,
+        )
 
     def _local_step(self, data, params, draws):
         X, weight = _docs(data)
@@ -625,12 +645,19 @@ class SVILatentDirichletAllocation(
             # in the counts, phinorm_dw does not depend on them).
             self._run_e_step(Xc, eb_t, gamma, expected_theta=cvb0)
             Xc = _weighted_counts(Xc, weight)
-            _, loglik = self._run_e_step(Xc, eb_t, gamma.copy(), sstats_t, max_iter=0,
-                                         expected_theta=cvb0)
+            _, loglik = self._run_e_step(
+                Xc, eb_t, gamma.copy(), sstats_t, max_iter=0, expected_theta=cvb0
+            )
         sstats_t *= eb_t
         # With weights, "X" holds the weighted counts (for _local_bound).
-        return {"gamma": gamma, "cols": cols, "X": Xc, "sstats": sstats_t, "loglik": loglik,
-                "weight": weight}
+        return {
+            "gamma": gamma,
+            "cols": cols,
+            "X": Xc,
+            "sstats": sstats_t,
+            "loglik": loglik,
+            "weight": weight,
+        }
 
     def _expected_stats(self, name, X, local, params):
         # Non-zero only at the words of the minibatch (rows of the
@@ -652,9 +679,16 @@ class SVILatentDirichletAllocation(
             lo, hi = np.searchsorted(cols, [words.start, words.stop])
             # Untouched words are convex combinations of valid values; the
             # touched ones must stay above -1 (lambda > 0).
-            return blend(new.T[words], natural.T[words], 1.0 - rho, rho * float(prior),
-                         rows=cols[lo:hi] - words.start, values=sstats[lo:hi],
-                         scale=rho * scale, lower=-1.0)
+            return blend(
+                new.T[words],
+                natural.T[words],
+                1.0 - rho,
+                rho * float(prior),
+                rows=cols[lo:hi] - words.start,
+                values=sstats[lo:hi],
+                scale=rho * scale,
+                lower=-1.0,
+            )
 
         parts = self._map_columns(part, natural.shape[1])
         totals = parts[0][0] if len(parts) == 1 else np.sum([p[0] for p in parts], axis=0)
@@ -673,7 +707,11 @@ class SVILatentDirichletAllocation(
         page-faulting) a topics-sized array at every step.
         """
         buffers = getattr(self, "_buffers", None)
-        if buffers is None or buffers[0].shape != natural.shape or buffers[0].dtype != natural.dtype:
+        if (
+            buffers is None
+            or buffers[0].shape != natural.shape
+            or buffers[0].dtype != natural.dtype
+        ):
             buffers = self._buffers = [np.empty_like(natural, order="F") for _ in range(2)]
         return buffers[1] if buffers[0] is natural else buffers[0]
 
@@ -717,7 +755,7 @@ class SVILatentDirichletAllocation(
         parts = self._map_columns(part, V)
         sum_gammaln = np.sum([p[0] for p in parts], axis=0)
         cross = np.sum([p[1] for p in parts], axis=0)
-        kl = (gammaln(totals) - sum_gammaln - gammaln(V * eta) + V * gammaln(eta) + cross)
+        kl = gammaln(totals) - sum_gammaln - gammaln(V * eta) + V * gammaln(eta) + cross
         return -float(np.sum(np.maximum(kl, 0.0)))
 
     def _perplexity_converged(self, previous, bound):
@@ -762,6 +800,7 @@ class SVILatentDirichletAllocation(
         In column blocks of words on the fit's executor (scipy's digamma, as
         scikit-learn's ``exp_dirichlet_component_``).
         """
+
         def compute(factor):
             natural = factor[0]
             total = digamma(natural.sum(axis=1, dtype=np.float64) + natural.shape[1])
@@ -769,11 +808,11 @@ class SVILatentDirichletAllocation(
 
             def part(words):
                 lam = natural[:, words] + 1.0
-                out[words] = np.exp(digamma(lam) - total[:, None]).astype(
-                    self._dtype, copy=False).T
+                out[words] = np.exp(digamma(lam) - total[:, None]).astype(self._dtype, copy=False).T
 
             self._map_columns(part, natural.shape[1])
             return out
+
         return topics.cached("exp_elog_beta_t", compute)
 
     def _on_params_updated(self):
@@ -878,5 +917,3 @@ def _dirichlet_newton(alpha, n, logphat, rho):
     if np.all(np.isfinite(new)) and np.all(new > 0):
         return new
     return alpha
-
-

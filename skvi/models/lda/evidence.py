@@ -18,8 +18,18 @@ from .estep import e_step
 __all__ = ["lda_log_evidence"]
 
 
-def lda_log_evidence(X, doc_topic_prior, topic_word, *, n_samples=1000, inflation=1.0,
-                     posterior=None, max_iter=100, tol=1e-3, random_state=None):
+def lda_log_evidence(
+    X,
+    doc_topic_prior,
+    topic_word,
+    *,
+    n_samples=1000,
+    inflation=1.0,
+    posterior=None,
+    max_iter=100,
+    tol=1e-3,
+    random_state=None,
+):
     """Importance-sampling estimate of ``log p(w_d)`` under LDA.
 
     ``theta_d ~ Dirichlet(alpha)`` and each word ``w ~ sum_k theta_dk
@@ -100,17 +110,21 @@ def lda_log_evidence(X, doc_topic_prior, topic_word, *, n_samples=1000, inflatio
         log_g = np.log(rng.standard_gamma(proposal + 1.0, size=(size,) + proposal.shape))
         log_g += np.log1p(-rng.random_sample((size,) + proposal.shape)) / proposal
         log_theta = log_g - logsumexp(log_g, axis=-1, keepdims=True)
-        return (_sequence_log_likelihood(X, log_theta, beta)
-                + _log_dirichlet(log_theta, alpha) - _log_dirichlet(log_theta, proposal))
+        return (
+            _sequence_log_likelihood(X, log_theta, beta)
+            + _log_dirichlet(log_theta, alpha)
+            - _log_dirichlet(log_theta, proposal)
+        )
 
     return importance_average(log_weights, n_samples, max(n_docs, X.nnz) * n_topics)
 
 
 def _log_dirichlet(log_theta, concentration):
-    return (gammaln(concentration.sum(axis=-1)) - gammaln(concentration).sum(axis=-1)
-            + np.sum((concentration - 1.0) * log_theta, axis=-1))
-
-
+    return (
+        gammaln(concentration.sum(axis=-1))
+        - gammaln(concentration).sum(axis=-1)
+        + np.sum((concentration - 1.0) * log_theta, axis=-1)
+    )
 
 
 def _sequence_log_likelihood(X, log_theta, beta):
@@ -122,6 +136,7 @@ def _sequence_log_likelihood(X, log_theta, beta):
     beta_cols = beta[:, X.indices].T  # (nnz, K)
     theta = np.exp(log_theta)
     p = np.einsum("snk,nk->sn", theta[:, rows], beta_cols)
-    per_doc = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
-                            shape=(X.shape[0], rows.size))
+    per_doc = sp.csr_matrix(
+        (np.ones(rows.size), (rows, np.arange(rows.size))), shape=(X.shape[0], rows.size)
+    )
     return np.asarray(per_doc @ (X.data * np.log(p)).T).T

@@ -112,8 +112,12 @@ class GaussianRatings(RatingsStrategy):
         s_g, s_rg, s_gg = self.prediction_sums(mf, prep, params)
         n = prep["n"]
         return (
-            prep["sum_r2"] - 2.0 * mu * prep["sum_r"] + n * (mu * mu + var_mu)
-            - 2.0 * s_rg + 2.0 * mu * s_g + s_gg
+            prep["sum_r2"]
+            - 2.0 * mu * prep["sum_r"]
+            + n * (mu * mu + var_mu)
+            - 2.0 * s_rg
+            + 2.0 * mu * s_g
+            + s_gg
         )
 
     def node_stats(self, mf, name, prep, params, rng=None):
@@ -171,7 +175,9 @@ class GaussianRatings(RatingsStrategy):
         """Posterior means of new users (rows of ``prep``) with everything else fixed."""
         side = prep["users"]
         ones = np.ones(side.nodes.shape[0])
-        eta1, eta2 = mf._node_target("users", *self.node_stats(mf, "users", prep, params), params, ones)
+        eta1, eta2 = mf._node_target(
+            "users", *self.node_stats(mf, "users", prep, params), params, ones
+        )
         # The exact posterior mean given the fixed globals; it is also the
         # fixed point of the coordinate updates of the diagonal family.
         return np.linalg.solve(-2.0 * eta2, eta1[..., None])[..., 0]

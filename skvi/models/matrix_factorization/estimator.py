@@ -95,8 +95,9 @@ _ALG1_MIN_PASSES = 5.0
 
 def _all_rows(rows, n):
     """Whether ``rows`` is ``0, 1, ..., n - 1`` (every node, in order)."""
-    return rows.shape[0] == n and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1
-                                               and np.array_equal(rows, np.arange(n))))
+    return rows.shape[0] == n and (
+        n == 0 or (rows[0] == 0 and rows[-1] == n - 1 and np.array_equal(rows, np.arange(n)))
+    )
 
 
 class SVIMatrixFactorization(
@@ -418,7 +419,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.random_state = random_state
         self.verbose = verbose
 
-
     # ------------------------------------------------------------ public API
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of ratings.
@@ -708,7 +708,9 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "of each rating (its ratings go in y)."
             )
         if shape[0] < 1:
-            raise ValueError(f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
+            raise ValueError(
+                f"Found array with 0 sample(s) (shape={shape}) while a minimum of 1 is required."
+            )
         if reset:
             self.n_features_in_ = 2
         return tuple(columns)
@@ -834,7 +836,6 @@ n_samples_seen_, converged_, n_rejected_steps_
             ratings = lik.validate_targets(ratings)
         return Ratings(data.users, data.items, ratings, data.weights)
 
-
     @property
     def user_ids_(self):
         """The user ids in row order of ``user_mean_`` and the other user attributes."""
@@ -868,7 +869,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             local_depends_on_globals=not self._conjugate,
             probe_batch_steps=not self._conjugate,
             children_per_row=self.children_per_node if self.learning_method == "online" else None,
-            convergence=self._converged, warn_not_converged=not alg1,
+            convergence=self._converged,
+            warn_not_converged=not alg1,
             transient=("_prep",),
         )
 
@@ -920,8 +922,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         with np.errstate(all="ignore"):
             fourth = (scale * scale) ** 2
             # 1e16 of room for the sums over ratings and components.
-            usable = (fourth > 0 and np.isfinite(1e16 * fourth)
-                      and np.isfinite(1e16 / fourth))
+            usable = fourth > 0 and np.isfinite(1e16 * fourth) and np.isfinite(1e16 / fourth)
         if scale > 0 and not usable:
             # The tight start's precision is init_scale**-2, the nodes'
             # second moments init_scale**2, and a prediction's E[(u . v)^2]
@@ -936,9 +937,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         self._wishart_hyper = (float(wishart[0]), float(wishart[1]))
         return float(prior[0]), float(prior[1])
 
-
-    def _prepare_data(self, X, y, sample_weight, reset, classes=None, vocabulary=None,
-                      partial=False):
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
         if reset:
             self._hyper = self._check_prior_params()
         if reset or partial:
@@ -954,8 +955,15 @@ n_samples_seen_, converged_, n_rejected_steps_
                     "and elbo need known ids); add new users and items with partial_fit."
                 )
             return data
-        return self._ratings(X, y, reset=reset, grow=partial, classes=classes,
-                             sample_weight=sample_weight, vocabulary=vocabulary)
+        return self._ratings(
+            X,
+            y,
+            reset=reset,
+            grow=partial,
+            classes=classes,
+            sample_weight=sample_weight,
+            vocabulary=vocabulary,
+        )
 
     # ------------------------------------------------------ on a dask cluster
     def _data_vocabulary(self, X, y, sample_weight):
@@ -978,8 +986,10 @@ n_samples_seen_, converged_, n_rejected_steps_
                 "(children_per_node=None) or learning_method='batch'."
             )
         if (
-            self.learning_method == "batch" and self.learn_thresholds
-            and not self._conjugate and self._ordinal_likelihood()
+            self.learning_method == "batch"
+            and self.learn_thresholds
+            and not self._conjugate
+            and self._ordinal_likelihood()
         ):
             raise NotImplementedError(
                 "A batch fit learns the ordinal thresholds from every rating at every "
@@ -1024,7 +1034,6 @@ n_samples_seen_, converged_, n_rejected_steps_
     @property
     def _dim(self):
         return self.n_components + 1
-
 
     def _prior_precision(self, name, params=None):
         """E[prior precision] of side ``name``'s nodes (factors then bias).
@@ -1100,7 +1109,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         df = 2.0 * float(eta2) + self._dim + 1.0
         return -0.5 * df * (b0 / a0) * np.eye(self._dim), eta2
 
-
     def _initialize_globals(self, data, random_state, summary):
         self._adopt_data_summary(summary)
         params = {}
@@ -1108,7 +1116,8 @@ n_samples_seen_, converged_, n_rejected_steps_
         # every node; the gradient rules of the other likelihoods step away
         # from the start instead (measured worse on the binary MovieLens task).
         tight = (
-            self._strategy.closed_form and self.learning_method == "batch"
+            self._strategy.closed_form
+            and self.learning_method == "batch"
             and not self._in_partial_fit
         )
         for name in ("users", "items"):
@@ -1118,7 +1127,9 @@ n_samples_seen_, converged_, n_rejected_steps_
             )
         if tight:
             params = self._strategy.start_nodes(self, data, params, random_state)
-        params.update(self._strategy.initial_scalars(self, self._rating_moments, data, random_state))
+        params.update(
+            self._strategy.initial_scalars(self, self._rating_moments, data, random_state)
+        )
         if self.factor_precision is None:
             for name in ("users", "items"):
                 params[SIDES[name].precision] = self._initial_precision_natural()
@@ -1161,7 +1172,6 @@ n_samples_seen_, converged_, n_rejected_steps_
         if not np.all(np.isfinite(moments.logdet)):
             return None
         return moments
-
 
     def _moments(self, name, params):
         """Moments of every node of side ``name`` under ``params`` (cached by the factor)."""
@@ -1214,7 +1224,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         n_fitted = params[name][0].shape[0]
         counts = self._row_totals(name)
         if (
-            nodes.size and nodes[0] >= 0 and nodes[-1] < min(n_fitted, counts.shape[0])
+            nodes.size
+            and nodes[0] >= 0
+            and nodes[-1] < min(n_fitted, counts.shape[0])
             and np.all(counts[nodes] > 0)
         ):
             return self._moments(name, params), nodes
@@ -1295,7 +1307,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             return RowStatistics(side.nodes, (weight * h, weight * P), side.counts)
         if name in ("mean", "noise"):
             return self._strategy.scalar_stats(
-                self, name, prep, params, rng=self._block_draws(prep, name))
+                self, name, prep, params, rng=self._block_draws(prep, name)
+            )
         # A prior precision: its children are the fitted nodes of its side.
         side = "users" if name == "user_precision" else "items"
         n, second, _ = self._fitted_sums(side, params)
@@ -1382,7 +1395,9 @@ n_samples_seen_, converged_, n_rejected_steps_
             old1, old2 = current[0][nodes], current[1][nodes]
         rule = self._node_rule
         if (
-            _gaussian_fast is not None and rule is None and self.covariance == "full"
+            _gaussian_fast is not None
+            and rule is None
+            and self.covariance == "full"
             and ctx.grads is None
         ):
             # The compiled step: target, blend and moments in one loop.
@@ -1405,8 +1420,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             new1, new2 = self._diagonal_update(old1, old2, tgt1, tgt2, rho_i)
         if ctx.grads is not None:
             ctx.grads.extend([tgt1 - old1, tgt2 - old2])
-        return self._with_nodes(name, current, nodes, new1, new2,
-                                self._safe_moments(new1, new2))
+        return self._with_nodes(name, current, nodes, new1, new2, self._safe_moments(new1, new2))
 
     def _natural_step(self, name, old1, old2, h, P, ctx):
         """Compiled natural-gradient step of full-covariance nodes.
@@ -1425,15 +1439,25 @@ n_samples_seen_, converged_, n_rejected_steps_
         sub = Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
         c = np.ascontiguousarray
         failed = _gaussian_fast.natural_step(
-            c(old1, dtype=np.float64), c(old2, dtype=np.float64),
-            c(h, dtype=np.float64), c(P, dtype=np.float64),
+            c(old1, dtype=np.float64),
+            c(old2, dtype=np.float64),
+            c(h, dtype=np.float64),
+            c(P, dtype=np.float64),
             c(np.broadcast_to(ctx.row_scale, (n,)), dtype=np.float64),
-            c(alpha, dtype=np.float64), c(np.broadcast_to(ctx.row_rho, (n,)), dtype=np.float64),
-            new1, new2, sub.mean, sub.second, sub.var, sub.logdet,
+            c(alpha, dtype=np.float64),
+            c(np.broadcast_to(ctx.row_rho, (n,)), dtype=np.float64),
+            new1,
+            new2,
+            sub.mean,
+            sub.second,
+            sub.var,
+            sub.logdet,
         )
         valid = (
-            failed == 0 and np.all(np.isfinite(sub.logdet))
-            and np.all(np.isfinite(new1)) and np.all(np.isfinite(new2))
+            failed == 0
+            and np.all(np.isfinite(sub.logdet))
+            and np.all(np.isfinite(new1))
+            and np.all(np.isfinite(new2))
         )
         return new1, new2, sub if valid else None
 
@@ -1474,14 +1498,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         r = rho
         for k in range(d):
             src = mean if sequential else snap
-            coupling = np.einsum("nj,nj->n", prec_full[:, k, :], src) - prec_full[:, k, k] * src[:, k]
+            coupling = (
+                np.einsum("nj,nj->n", prec_full[:, k, :], src) - prec_full[:, k, k] * src[:, k]
+            )
             t1 = tgt1[:, k] - coupling
             t2 = -0.5 * prec_full[:, k, k]
             new1[:, k] = old1[:, k] + r * (t1 - old1[:, k])
             new2[:, k] = old2[:, k] + r * (t2 - old2[:, k])
             mean[:, k] = new1[:, k] / (-2.0 * new2[:, k])
         return new1, new2
-
 
     def _probe_loss(self, probe, params):
         """Expected loss per probe rating, for the engine's step safety.
@@ -1537,16 +1562,25 @@ n_samples_seen_, converged_, n_rejected_steps_
         mean = np.empty(n)
         var = np.empty(n)
         k = self.n_components
-        if (_gaussian_fast is not None and np.all(self._known("users", params, users))
-                and np.all(self._known("items", params, items))):
+        if (
+            _gaussian_fast is not None
+            and np.all(self._known("users", params, users))
+            and np.all(self._known("items", params, items))
+        ):
             # The compiled loop reads each pair's moments in place: the
             # gathered d x d copies below were most of a binary fit's time.
             w, y = self._moments("users", params), self._moments("items", params)
             c64 = np.ascontiguousarray
             _gaussian_fast.rating_moments(
-                c64(users, dtype=np.int64), c64(items, dtype=np.int64),
-                c64(w.mean, dtype=np.float64), c64(w.second, dtype=np.float64),
-                c64(y.mean, dtype=np.float64), c64(y.second, dtype=np.float64), mean, var)
+                c64(users, dtype=np.int64),
+                c64(items, dtype=np.int64),
+                c64(w.mean, dtype=np.float64),
+                c64(w.second, dtype=np.float64),
+                c64(y.mean, dtype=np.float64),
+                c64(y.second, dtype=np.float64),
+                mean,
+                var,
+            )
             return mean + mu, var + var_mu
         for chunk in gen_batches(n, _CHUNK):
             w = self._node_moments("users", params, users[chunk])

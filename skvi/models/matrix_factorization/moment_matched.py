@@ -89,8 +89,12 @@ class MomentMatchedRatings(GLMRatings):
             return prep
         base = prep.get("base", prep)
         # The ordinal thresholds are replaced, not changed in place, when learned.
-        key = (params["users"], params["items"], params["mean"],
-               getattr(mf.likelihood_, "thresholds", None))
+        key = (
+            params["users"],
+            params["items"],
+            params["mean"],
+            getattr(mf.likelihood_, "thresholds", None),
+        )
         hit = base.get("_pseudo")
         if hit is not None and all(a is b for a, b in zip(hit[0], key)):
             return hit[1]

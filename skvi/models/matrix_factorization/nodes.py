@@ -99,9 +99,9 @@ class Ratings:
         """The ratings of several blocks stacked (a probe drawn over the blocks)."""
         weights = None
         if any(p.weights is not None for p in parts):
-            weights = np.concatenate([
-                np.ones(p.shape[0]) if p.weights is None else p.weights for p in parts
-            ])
+            weights = np.concatenate(
+                [np.ones(p.shape[0]) if p.weights is None else p.weights for p in parts]
+            )
         return cls(
             np.concatenate([p.users for p in parts]),
             np.concatenate([p.items for p in parts]),
@@ -133,8 +133,17 @@ class BatchSide:
     """
 
     __slots__ = (
-        "nodes", "counts", "other_nodes", "row", "col", "ratings", "weights",
-        "_ones", "_values", "_order", "_indptr",
+        "nodes",
+        "counts",
+        "other_nodes",
+        "row",
+        "col",
+        "ratings",
+        "weights",
+        "_ones",
+        "_values",
+        "_order",
+        "_indptr",
     )
 
     def __init__(self, nodes, counts, other_nodes, row, col, ratings, weights=None):
@@ -169,8 +178,9 @@ class BatchSide:
         >>> other.counts.tolist(), other.values.toarray().tolist()
         ([1.0, 2.0], [[0.0, 5.0], [2.0, 12.0]])
         """
-        other = BatchSide(self.nodes, self.counts, self.other_nodes, self.row, self.col,
-                          ratings, weights)
+        other = BatchSide(
+            self.nodes, self.counts, self.other_nodes, self.row, self.col, ratings, weights
+        )
         # Grouped once, here, for every reweighting of these ratings.
         other._order, other._indptr = self.order, self.indptr
         return other
@@ -365,12 +375,19 @@ def aggregate(side, other, partner_rows=None):
     agg.sx, agg.rx = np.empty((n, d)), np.empty((n, d))
     agg.so, agg.ro, agg.soo = np.empty(n), np.empty(n), np.empty(n)
     _gaussian_fast.aggregate_sorted(
-        side.indptr, np.ascontiguousarray(partner, dtype=np.int64),
+        side.indptr,
+        np.ascontiguousarray(partner, dtype=np.int64),
         np.ascontiguousarray(side.ratings[order], dtype=np.float64),
         np.empty(0) if w is None else np.ascontiguousarray(w[order], dtype=np.float64),
         np.ascontiguousarray(other.mean, dtype=np.float64),
         np.ascontiguousarray(other.second, dtype=np.float64),
-        agg.A, agg.B, agg.sx, agg.rx, agg.so, agg.ro, agg.soo,
+        agg.A,
+        agg.B,
+        agg.sx,
+        agg.rx,
+        agg.so,
+        agg.ro,
+        agg.soo,
     )
     return agg
 
@@ -389,7 +406,8 @@ def inner_rows(S, rows, A):
     if _gaussian_fast is None:
         return float(np.einsum("nij,nij->", S[rows], A))
     return _gaussian_fast.inner_rows(
-        np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(S, dtype=np.float64),
+        np.ascontiguousarray(rows, dtype=np.int64),
         np.ascontiguousarray(A, dtype=np.float64),
     )
 

@@ -175,7 +175,8 @@ def side_statistics(
                 draws = partner_mean[c][:, None, :] + partner_root[c][:, None, :] * eps
             else:
                 draws = partner_mean[c][:, None, :] + np.matmul(
-                    eps, np.swapaxes(partner_root[c], 1, 2))
+                    eps, np.swapaxes(partner_root[c], 1, 2)
+                )
             offset = draws[..., k].copy()
             x = draws
             x[..., k] = 1.0
@@ -199,10 +200,14 @@ def side_statistics(
         w_p = -d2 / s1
         if fast:
             _gaussian_fast.accumulate_node_stats(
-                r, x, np.ascontiguousarray(w_h, dtype=np.float64),
+                r,
+                x,
+                np.ascontiguousarray(w_h, dtype=np.float64),
                 np.ascontiguousarray(w_p, dtype=np.float64),
                 no_weights if weights is None else np.ascontiguousarray(weights[sl], np.float64),
-                h, P)
+                h,
+                P,
+            )
             continue
         h_rows = np.matmul(w_h[:, None, :], x)[:, 0, :]
         p_rows = np.matmul(np.swapaxes(x * w_p[..., None], 1, 2), x).reshape(n_c, d * d)
@@ -337,9 +342,22 @@ class GLMRatings(RatingsStrategy):
         method = "quadrature" if mf._expectation == "gaussian" else mf._expectation
         n_f = 1 if method == "mc" else F_NODES
         return side_statistics(
-            mf.likelihood_, side.ratings, side.row, side.col, node.mean, cov,
-            p_mean, p_root, mu, var_mu, mf.n_mc_samples, method, n_f,
-            mf._mc_rng if rng is None else rng, side.nodes.shape[0], want_node_stats,
+            mf.likelihood_,
+            side.ratings,
+            side.row,
+            side.col,
+            node.mean,
+            cov,
+            p_mean,
+            p_root,
+            mu,
+            var_mu,
+            mf.n_mc_samples,
+            method,
+            n_f,
+            mf._mc_rng if rng is None else rng,
+            side.nodes.shape[0],
+            want_node_stats,
             side.weights,
         )
 
@@ -431,7 +449,8 @@ class GLMRatings(RatingsStrategy):
                 edges = np.concatenate(([-np.inf], trial.thresholds, [np.inf]))
                 grad_b = np.empty(trial.thresholds.size)
                 value = _gaussian_fast.ordinal_threshold_objective(
-                    y64, f, w64, c64, edges, trial.slope, grad_b)
+                    y64, f, w64, c64, edges, trial.slope, grad_b
+                )
                 n = n_fast
             elif weights is None:
                 value, grad_b = trial.threshold_objective(y, f, w)
@@ -444,8 +463,14 @@ class GLMRatings(RatingsStrategy):
             return -value / n, -grad_theta / n
 
         theta = np.log(np.diff(lik.thresholds))
-        res = minimize(objective, theta, jac=True, method="L-BFGS-B",
-                       bounds=[(-10.0, 10.0)] * n_gaps, options={"maxiter": THRESHOLD_ITER})
+        res = minimize(
+            objective,
+            theta,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(-10.0, 10.0)] * n_gaps,
+            options={"maxiter": THRESHOLD_ITER},
+        )
         if not np.all(np.isfinite(res.x)):
             return
         step = min(float(rho), 1.0)
