@@ -89,7 +89,7 @@ def _run_quickstart(cwd, pythonpath):
 
 
 def test_quickstart_in_a_checkout_says_the_source_tree_is_imported(tmp_path):
-    # README: 'pip install . && python -m skvi' in the checkout's root imports
+    # 'pip install . && python -m skvi' in the checkout's root imports
     # the source tree (the current directory comes first on sys.path), whose
     # kernels are not built, while the installed copy has them.
     src = _copy_source_tree(tmp_path / "checkout")
