@@ -19,12 +19,16 @@
 :mod:`skvi.engine.factor`, :mod:`skvi.engine.statistics`
     A global factor's value with its moments, and summed statistics: the
     map-reduce split's currency.
+:mod:`skvi.engine.check`
+    :func:`check_model`: a model's hooks checked against the engine's
+    contract, naming the hook that breaks it.
 :mod:`skvi.engine.monitoring`
     :func:`monitor`, the ``verbose`` display and log, ``history_`` and
     ``step_trace_``.
 """
 
 from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator
+from .check import ContractError, check_model
 from .data import Rows, check_row_weights
 from .executor import even_batches
 from .factor import Factor
@@ -36,6 +40,7 @@ from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, a
 from .step import MAX_BACKOFF, StepContext
 
 __all__ = [
+    "ContractError",
     "Distinct",
     "ENGINE_PARAMETER_CONSTRAINTS",
     "Factor",
@@ -53,6 +58,7 @@ __all__ = [
     "Statistics",
     "StepContext",
     "add_statistics",
+    "check_model",
     "check_row_weights",
     "even_batches",
     "monitor",

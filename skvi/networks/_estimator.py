@@ -655,6 +655,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self._set_globals(nodes, glob, params)
         return float(sum(nodes[n].lower_bound_contribution() for n in glob))
 
+    def _mean_parameters(self, name, factor, which):
+        # A global node's moments, which pair with its natural parameters.
+        node = self._template()[0][name]
+        moments, _ = node._moments_and_cgf([np.asarray(a) for a in factor])
+        return [moments[j] for j in which]
+
     def _on_params_updated(self):
         nodes, _, latent_local, glob = self._template()
         self._set_globals(nodes, glob, self.natural_params_)
