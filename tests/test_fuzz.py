@@ -498,3 +498,76 @@ def test_absurd_hyperparameters_are_a_clear_error_or_finite_everywhere(name, par
             _quiet(est.fit, *_args(name, X, rng))
         return
     _fit_or_clear_error(est, _args(name, X, rng))
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.parametrize("method", ["elbo", "compute_statistics", "apply_statistics"])
+def test_the_engine_s_methods_before_fit_raise_not_fitted(name, method):
+    # scikit-learn's NotFittedError, naming the class, as predict's is.
+    from sklearn.exceptions import NotFittedError
+
+    from skvi.engine import Statistics
+
+    rng = np.random.RandomState(0)
+    X = (
+        rng.poisson(1.0, size=(12, 6)).astype(np.float64)
+        if name in COUNTS
+        else rng.normal(size=(12, 3))
+    )
+    est = ESTIMATORS[name]()
+    args = (Statistics(12, {}),) if method == "apply_statistics" else _args(name, X, rng)
+    with pytest.raises(NotFittedError, match=f"{type(est).__name__}.*{method}.*fit"):
+        getattr(est, method)(*args)
+
+
+STRUCTURAL_CHANGES = [
+    ("SVIBayesianGaussianMixture", "covariance_type", "diag"),
+    ("SVIBayesianGaussianMixture", "n_components", 3),
+    ("SVIMatrixFactorization", "likelihood", "bernoulli"),
+    ("SVIMatrixFactorization", "n_components", 3),
+    ("SVILogisticRegression", "fit_intercept", False),
+    ("SVILinearRegression", "ard", True),
+    ("SVILinearRegression", "fit_intercept", False),
+    ("SVILatentDirichletAllocation", "n_components", 3),
+    ("SVICorrelatedTopicModel", "n_components", 2),
+    ("GaussianGammaVB", "mean_prior", 3.0),
+    ("SVIPoissonRegression", "prior_variance", 7.0),
+]
+
+
+@pytest.mark.parametrize(
+    "name, param, value", STRUCTURAL_CHANGES, ids=[f"{n}.{p}" for n, p, _ in STRUCTURAL_CHANGES]
+)
+def test_partial_fit_after_set_params_of_the_model_names_it(name, param, value):
+    # A parameter that fixed the model the stream's posterior was started
+    # with cannot change under it: a ValueError names it and says to call
+    # fit; set back, the stream goes on as if nothing happened.
+    rng = np.random.RandomState(0)
+    X = (
+        rng.poisson(1.0, size=(40, 6)).astype(np.float64)
+        if name in COUNTS
+        else rng.normal(size=(40, 3))
+    )
+    args = _args(name, X, rng)
+    est = _quiet(ESTIMATORS[name]().partial_fit, *args)
+    before = est.get_params()[param]
+    assert not np.array_equal(np.asarray(before, dtype=object), np.asarray(value, dtype=object))
+    est.set_params(**{param: value})
+    with pytest.raises(ValueError, match=rf"partial_fit: {param}=.*call fit"):
+        est.partial_fit(*args)
+    est.set_params(**{param: before})
+    other = _quiet(_quiet(ESTIMATORS[name]().partial_fit, *args).partial_fit, *args)
+    _quiet(est.partial_fit, *args)
+    for a, b in zip(_predictions(est, args), _predictions(other, args)):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_partial_fit_after_set_params_of_the_schedule_follows_it():
+    # rho_t = (t + offset)^-decay from the next step on, t counting on.
+    X = np.random.RandomState(0).normal(size=(50, 2))
+    est = GaussianGammaVB(batch_size=10, learning_offset=10.0, learning_decay=0.7)
+    est.partial_fit(X)
+    est.set_params(learning_offset=1.0, learning_decay=0.5).partial_fit(X)
+    t = np.arange(1, 11)
+    expected = np.where(t <= 5, (t + 10.0) ** -0.7, (t + 1.0) ** -0.5)
+    np.testing.assert_allclose(est.step_trace_["rho"], expected, rtol=1e-12)

@@ -3,6 +3,9 @@
 :mod:`skvi.engine.base`
     :class:`SVIEstimator`: ``fit``, ``partial_fit``, the passes and steps
     every estimator runs, and the hooks a model implements.
+:mod:`skvi.engine.state`
+    :class:`~skvi.engine.state.FitState`: what the engine keeps during and
+    between the steps of a fit.
 :mod:`skvi.engine.settings`
     :class:`ModelSettings`: what a model declares (its factors, row groups,
     how batch steps are judged, ...).

@@ -20,7 +20,6 @@ A model supplies hooks and declarative :class:`~skvi.engine.ModelSettings`
 (``docs/engine.md``).
 """
 
-import copy
 import functools
 import inspect
 import time
@@ -30,17 +29,15 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state, gen_batches
 
-from ..schedules import make_schedule
 from . import blocks as _fn
 from .acceleration import batch_pass
 from .convergence import Convergence
-from .executor import SerialExecutor, backend_for, cut, even_batches, local_executor
-from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, PhaseClock, _Run, _Table, warn_user
+from .executor import backend_for, cut, even_batches, local_executor
+from .monitoring import _Run, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning
-from .rows import ChildSample, ResidentRows, RowGroups, counts_of_ids, sample_children
-from .safety import StepSafety
+from .rows import ChildSample, ResidentRows, counts_of_ids, sample_children
 from .step import end_of_pass, factor_target, row_prior, take_step, update_factor
-from .stream import StreamTotal
+from .state import FitState
 
 __all__ = ["REQUIRED_HOOKS", "OPTIONAL_HOOKS", "SVIEstimator"]
 
@@ -90,62 +87,6 @@ def _blockwise_elsewhere(method):
 
     wrapper._blockwise_elsewhere = True
     return wrapper
-
-
-class _State:
-    """Everything the engine keeps during and between the steps of a fit; no model reads it."""
-
-    def __init__(self, est, settings, executor, random_state):
-        self.settings = settings
-        self.rng = random_state
-        self.order = getattr(est, "update_order", "sequential")
-        self.schedule = make_schedule(est.learning_rate, est.learning_offset, est.learning_decay)
-        self.prior = None
-        self.safety = StepSafety(est.step_safety, settings)
-        self.stream = StreamTotal()
-        self.rows = RowGroups()
-        self.clock = PhaseClock()
-        self.trace = _Table(TRACE_DTYPE)
-        self.history = _Table(HISTORY_DTYPE)
-        self.use(executor)
-        self.rule_states = {}
-        self.n_accepted = 0
-        self.elapsed = 0.0
-        self.samples = 0.0
-        self.calls = 0
-        self.last_step = None
-        self.in_pass = False
-        self.view_version = 0  # bumped when the model changes: workers' copies are stale
-
-    def use(self, executor):
-        """Run the next steps through ``executor`` (a fit's, or a ``partial_fit`` call's)."""
-        self.executor = executor
-        self.data_factors = tuple(n for n in self.settings.data_factors if not executor.resident(n))
-        self.joint = self.order == "joint" or len(self.data_factors) <= 1
-
-    def local_steps(self, est, X, params):
-        return self.executor.local_steps(est, X, params, self.rng)
-
-    def data_bound(self, est, X, local, params):
-        return float(self.executor.sum(est, _fn.bound, X, local, params))
-
-    def as_factor(self, name, natural):
-        return self.settings.as_factor(name, natural)
-
-    def portable(self):
-        """A copy to pickle: no executor, no settings, no probe rows."""
-        other = copy.copy(self)
-        other.executor, other.settings = SerialExecutor(), None
-        other.safety = copy.copy(self.safety)
-        other.safety.settings = None
-        other.safety.forget()
-        return other
-
-    def model_changed(self, est):
-        """The model's own parameters moved: the prior, the workers' copies, the known bound."""
-        self.prior = est._prior_natural()
-        self.view_version += 1
-        self.safety.known_bound = None
 
 
 class SVIEstimator(BaseEstimator):
@@ -394,6 +335,8 @@ class SVIEstimator(BaseEstimator):
             The updated estimator.
         """
         first = not hasattr(self, "natural_params_")
+        if not first:
+            self._svi.follow_parameters(self)
         data = self._prepare_data(X, y, sample_weight, reset=first, classes=classes, partial=True)
         return self._partial_fit_data(data)
 
@@ -547,7 +490,8 @@ class SVIEstimator(BaseEstimator):
         """
         if scheduled and (message := learning_decay_warning(self)):
             self._warn(message, ConvergenceWarning)
-        self._svi = st = _State(self, settings, executor, random_state)
+        self._svi = st = FitState(self, settings, executor, random_state)
+        st.parameters = self.get_params(deep=False)
         summary = executor.summary(self, data)
         natural = executor.initialize(self, data, random_state, summary)
         self.natural_params_ = {name: st.as_factor(name, value) for name, value in natural.items()}
@@ -809,9 +753,11 @@ class SVIEstimator(BaseEstimator):
 
     def _check_engine_ready(self, method):
         if not hasattr(self, "natural_params_"):
-            raise AttributeError(
-                f"{type(self).__name__}.{method} needs initialised global factors: "
-                "call fit or partial_fit first."
+            # scikit-learn's error of a call before fit (an AttributeError
+            # and a ValueError too, as callers of earlier versions caught).
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet: {method} needs "
+                "initialised global factors; call fit or partial_fit first."
             )
 
     def _row_steps(self, name):
@@ -879,7 +825,7 @@ class SVIEstimator(BaseEstimator):
         """
         settings = self._settings
         rng = check_random_state(self.random_state)
-        self._svi = st = _State(self, settings, local_executor(None), rng)
+        self._svi = st = FitState(self, settings, local_executor(None), rng)
         self.natural_params_ = {name: st.as_factor(name, value) for name, value in natural.items()}
         st.prior = self._prior_natural()
         self.lower_bounds_ = []

@@ -51,11 +51,16 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
 
     Differences from scikit-learn, each deliberate:
 
-    - ``total_samples='auto'``: for ``partial_fit`` on a stream of unknown
-      length, ``N`` follows the documents seen (``docs/engine.md``).  scikit-learn
+    - ``total_samples='auto'`` (the default): for ``partial_fit`` on a
+      stream of unknown length, ``N`` follows the documents seen
+      (``docs/engine.md``), as for every skvi estimator.  scikit-learn
       scales every minibatch by ``total_samples=1e6`` whatever the stream's
-      size (its issue #8943); the default here stays ``1e6`` for
-      compatibility.
+      size (its issue #8943), which makes the topics of a smaller stream
+      far too confident; pass ``total_samples=1e6`` for its steps.
+    - An online ``fit`` stops when it stops improving (``tol``; the
+      engine's rule on a small sample of the documents, ``docs/watching.md``),
+      and sets ``converged_``; scikit-learn's runs ``max_iter`` passes
+      unless ``evaluate_every`` is positive.  ``tol=0`` runs them all.
     - ``doc_topic_prior`` may be a vector of length ``n_components``
       (an asymmetric prior), and priors are not limited to ``[0, 1]``.
     - ``learn_priors=True`` updates the priors by empirical Bayes during
@@ -109,16 +114,24 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
         steps on consecutive slices of ``batch_size`` documents, as
         scikit-learn does.
     evaluate_every : int, default=-1
-        Compute the ELBO (and perplexity) every this many passes in
+        Compute the full ELBO (and perplexity) every this many passes in
         ``fit``, recording it in ``lower_bounds_`` and stopping when the
-        perplexity changes by less than ``perp_tol``; ``<= 0`` never
-        evaluates (faster).
-    total_samples : float or 'auto', default=1e6
+        perplexity changes by less than ``perp_tol``, as scikit-learn does.
+        ``<= 0``: a batch fit never evaluates it and runs ``max_iter``
+        passes; an online fit stops by the engine's rule (``tol``).
+    tol : float, default=1e-4
+        The online rule's tolerance (``evaluate_every <= 0``): the ELBO,
+        estimated on a fixed sample of the documents at a few points of
+        every pass, must beat its best by more than its noise and by this
+        relative change; the fit stops after a few checks without such an
+        improvement.  ``0`` runs every one of ``max_iter`` passes.
+    total_samples : float or 'auto', default='auto'
         ``N`` in the ``N / |S|`` scaling of ``partial_fit``; ``fit`` uses
         the number of documents.  ``'auto'``: the documents seen by
         ``partial_fit``, divided by ``1 -`` the random initial topics'
         remaining weight, so that the topics' data part holds exactly the
-        documents seen (``docs/engine.md``).
+        documents seen (``docs/engine.md``).  A number: the stream's
+        length, known in advance (scikit-learn's default is ``1e6``).
     perp_tol : float, default=0.1
         Perplexity tolerance of the stopping rule (with ``evaluate_every``).
     mean_change_tol : float, default=1e-3
@@ -216,6 +229,7 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
         "batch_size": [Interval(numbers.Integral, 0, None, closed="neither")],
         "evaluate_every": [Interval(numbers.Integral, None, None, closed="neither")],
         "perp_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "mean_change_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "max_doc_update_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "learn_priors": ["boolean"],
@@ -234,8 +248,9 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
         max_iter=10,
         batch_size=128,
         evaluate_every=-1,
-        total_samples=1e6,
+        total_samples="auto",
         perp_tol=1e-1,
+        tol=1e-4,
         mean_change_tol=1e-3,
         max_doc_update_iter=100,
         n_jobs=None,
@@ -257,6 +272,7 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
         self.evaluate_every = evaluate_every
         self.total_samples = total_samples
         self.perp_tol = perp_tol
+        self.tol = tol
         self.mean_change_tol = mean_change_tol
         self.max_doc_update_iter = max_doc_update_iter
         self.n_jobs = n_jobs
@@ -272,17 +288,23 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
     def _settings(self):
         # As scikit-learn: partial_fit steps on slices of batch_size
         # documents (the last takes the rest), and the ELBO is evaluated
-        # every evaluate_every passes only (never by default), stopping on
-        # the perplexity's change (perp_tol); bound_ is the training
-        # perplexity at the end.
+        # every evaluate_every passes, stopping on the perplexity's change
+        # (perp_tol); bound_ is the training perplexity at the end.  Without
+        # evaluate_every, a batch fit runs its passes (as scikit-learn's) and
+        # an online fit stops by the engine's rule, whose checks cost a few
+        # percent of the fit.
+        every = self.evaluate_every
+        online_rule = every <= 0 and self.learning_method == "online"
         return ModelSettings(
             {"topics": Dirichlet},
             parallel=True,
             batches="remainder",
-            evaluate_every=self.evaluate_every,
-            convergence=self._perplexity_converged,
+            evaluate_every=None if online_rule else every,
+            convergence=None if online_rule else self._perplexity_converged,
             final_bound=True,
-            warn_not_converged=False,
+            # A fit that stops by a rule and reached max_iter still improving
+            # says so; the evaluate_every rule keeps scikit-learn's silence.
+            warn_not_converged=online_rule,
             transient=("_buffers",),
             stream_steps="bayes",
         )
