@@ -392,7 +392,8 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
             Word counts.
         sub_sampling : bool, default=False
             Scale the document part as if X were a sample of
-            ``total_samples`` documents.
+            ``total_samples`` documents (with ``'auto'``, of the documents
+            the fit has seen).
         sample_weight : array-like of shape (n_samples,) or None, default=None
             Non-negative document weights: a document of weight 2 counts
             twice, in the ELBO and in the number of words.
@@ -880,8 +881,14 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
         _, loglik = self._run_e_step(Xw, eb_t, gamma.copy(), max_iter=0)
         doc = loglik + self._doc_bound(gamma, weight)
         if sub_sampling:
-            doc *= float(self.total_samples) / _n_docs(X, weight)
+            doc *= self._corpus_size() / _n_docs(X, weight)
         return doc + self._global_bound(self.natural_params_) if with_topics else doc
+
+    def _corpus_size(self):
+        """The documents X stands for with ``sub_sampling``: ``total_samples``, or those seen."""
+        if self.total_samples == "auto":
+            return float(self.n_samples_seen_)
+        return float(self.total_samples)
 
     def _perplexity_of(self, X, gamma, sub_sampling, weight=None):
         n_words = _n_words(X, weight)
@@ -889,7 +896,7 @@ class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerM
             raise ValueError("X holds no words (every count is zero): its perplexity is undefined.")
         bound = self._approx_bound(X, gamma, sub_sampling, weight)
         if sub_sampling:
-            n_words *= float(self.total_samples) / _n_docs(X, weight)
+            n_words *= self._corpus_size() / _n_docs(X, weight)
         return float(np.exp(-bound / n_words))
 
 
