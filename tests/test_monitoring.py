@@ -473,11 +473,11 @@ def test_engine_warnings_point_at_the_users_line():
     X = np.random.RandomState(0).normal(size=(200, 3))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line()
-        SVIBayesianGaussianMixture(n_components=2, max_iter=2, n_init=2, random_state=0).fit(X)  # noqa: E702,E501
+        line = _line() + 1  # the next line's
+        SVIBayesianGaussianMixture(n_components=2, max_iter=2, n_init=2, random_state=0).fit(X)
         pipe = make_pipeline(StandardScaler(), GaussianGammaVB(max_iter=2, tol=1e-300))
-        pipe_line = _line()
-        pipe.fit(X)  # noqa: E702
+        pipe_line = _line() + 1
+        pipe.fit(X)
     found = [(w.filename, w.lineno) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert found == [(__file__, line)] * 2 + [(__file__, pipe_line)]
 
@@ -496,8 +496,26 @@ def test_rejection_warning_points_at_the_users_line():
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line()
-        clf.partial_fit(X, y, classes=[0, 1])  # noqa: E702
+        line = _line() + 1
+        clf.partial_fit(X, y, classes=[0, 1])
     assert clf.n_rejected_steps_ > 0
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
     assert clf.step_trace_["rejected"].sum() == clf.n_rejected_steps_
+
+
+def test_a_record_s_unused_rows_carry_nothing_into_a_pickle():
+    # The history and the step trace grow in blocks; the rows not yet used
+    # travel in the estimator's pickle, so they must hold zeros, never the
+    # uninitialised memory where a process's freed arrays (training rows)
+    # lie.  Fill the allocator's free lists with a marker first.
+    from skvi.engine.monitoring import HISTORY_DTYPE, _Table
+
+    for _ in range(20):
+        marker = np.full(64 * len(HISTORY_DTYPE.names), 123456.789)
+        del marker
+    table = _Table(HISTORY_DTYPE)
+    table.append(tuple(range(len(HISTORY_DTYPE.names))))
+    unused = table.rows[table.n :]
+    assert unused.size > 0
+    for name in HISTORY_DTYPE.names:
+        np.testing.assert_array_equal(unused[name], 0)

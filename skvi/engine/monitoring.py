@@ -305,9 +305,12 @@ class _Table:
     def __init__(self, dtype):
         self.size = max(int(TRACE_SIZE), 8)
         self.head = self.size // 4
-        self.rows = np.empty(min(64, self.size), dtype)
-        self.keys = np.empty(self.rows.shape[0], np.int64)
-        self.flags = np.empty(self.rows.shape[0], bool)
+        # Zeros, not np.empty: the rows not yet used travel in a pickle, and
+        # uninitialised memory may hold whatever the process freed (the
+        # training rows among it).
+        self.rows = np.zeros(min(64, self.size), dtype)
+        self.keys = np.zeros(self.rows.shape[0], np.int64)
+        self.flags = np.zeros(self.rows.shape[0], bool)
         self.n = 0  # rows stored
         self.count = 0  # rows appended
         self.stride = 1
