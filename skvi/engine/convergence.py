@@ -42,11 +42,9 @@ __all__ = ["CHECK_ROWS", "CHECKS_PER_PASS", "Convergence", "WINDOW"]
 
 #: Most training rows of an online fit's convergence sample.
 CHECK_ROWS = 256
-#: Most checks per online pass (a long pass's).  With 16, the issue's
-#: mixture of 200,000 rows stopped after 108,000 rows (median of 8 fits,
-#: 0.20 s); with 32, after 72,000 (0.14 s), held-out within 0.05% of
-#: scikit-learn's batch fit either way: eight checks are the least a stop
-#: takes, so this bounds how early in a long first pass a fit can stop.
+#: Most checks per online pass (a long pass's).  Eight checks are the least
+#: a stop takes, so this bounds how early in a long first pass a fit can
+#: stop (docs/benchmarks.md, "The engine's constants").
 CHECKS_PER_PASS = 32
 #: The largest share of the steps' rows that the checks' rows may add.
 CHECK_COST = 0.03

@@ -41,12 +41,9 @@ __all__ = ["PROBE_SIZE", "StepSafety"]
 #: Accepted steps in a row after which a reduced step size is doubled back.
 RECOVERY_STEPS = 20
 #: Rows of the probe sample of online ``fit``.  A probe costs about half a
-#: local step per row; with fits of a few dozen steps of 2,000 rows (a9a's
-#: logistic regression: 34) a probe of 1,000 rows tested at the first 8
-#: steps took 10-20% of the fit.  Fewer rows miss rare features: with 100
-#: rows, logistic regression with features set in 1% of the rows and
-#: minibatches of 50 ended its first pass 4% below the optimum, with 500
-#: as close as with 1,000.
+#: local step per row, so a large one is a large share of a short fit;
+#: fewer rows miss rare features (docs/benchmarks.md, "The engine's
+#: constants").
 PROBE_SIZE = 500
 #: Accepted probed steps in a row after which the probe is tested less often.
 PROBE_CALM = 4

@@ -83,8 +83,8 @@ class RowStatistics:
             at_a = at_b = slice(None)
         else:
             # Both operands' rows are increasing: a stable sort of the two
-            # runs is a linear merge (np.union1d hashes, 1-2 ms for LDA's
-            # words of a minibatch), then the repeats go.
+            # runs is a linear merge (np.union1d would hash them), then the
+            # repeats go.
             rows = np.concatenate([self.rows, other.rows])
             rows.sort(kind="stable")
             if rows.size:

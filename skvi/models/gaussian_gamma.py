@@ -111,8 +111,7 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # The precision first: from the vague prior, E[gamma] = a0 / b0 = 1
     # whatever the data's scale, and a mean step taken with it makes q(mu)
     # far too confident; its weight then lingers in the later steps of a
-    # stream (Newcomb's data in six minibatches: mean 20.0 +- 0.5 against
-    # the batch 26.2 +- 1.3; precision first: 27.4 +- 1.9).  Batch fits
+    # stream (docs/benchmarks.md, "The engine's constants").  Batch fits
     # reach the same fixed point in either order.
     _settings = ModelSettings(
         {"precision": Gamma, "mean": Gaussian}, local_depends_on_globals=False, parallel=True
