@@ -1,8 +1,8 @@
 """Dirichlet and Beta nodes: probability vectors."""
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
+from .. import expfam
 from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError
@@ -27,7 +27,7 @@ class Dirichlet(Stochastic):
     --------
     >>> import numpy as np
     >>> from skvi.networks import Dirichlet
-    >>> np.round(Dirichlet([1.0, 1.0]).get_moments()[0], 4)   # E log p = psi(1) - psi(2)
+    >>> np.round(Dirichlet([1.0, 1.0]).get_moments()[0], 4)   # E log p of a uniform p: -1
     array([-1., -1.])
     """
 
@@ -60,9 +60,9 @@ class Dirichlet(Stochastic):
         return up[0][1]
 
     def _moments_and_cgf(self, phi):
-        a = phi[0]
-        s = a.sum(axis=-1)
-        return [digamma(a) - digamma(s)[..., None]], gammaln(s) - gammaln(a).sum(axis=-1)
+        # BayesPy's natural parameter is the concentration (skvi's, less 1).
+        q = expfam.Dirichlet(phi[0])
+        return [q.expected_log()], -q.log_normalizer()
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)

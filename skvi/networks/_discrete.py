@@ -1,8 +1,9 @@
 """Discrete nodes: Categorical, Multinomial, Bernoulli and Poisson."""
 
 import numpy as np
-from scipy.special import expit, gammaln, logsumexp
+from scipy.special import expit, logsumexp
 
+from ..expfam.counts import multinomial_log_coefficient, poisson_log_base_measure
 from ._dirichlet import Dirichlet
 from ._moments import MomentsKind
 from ._node import Node
@@ -119,7 +120,7 @@ class Multinomial(Stochastic):
         x = np.asarray(x, dtype=np.float64)
         if np.any(x < 0) or np.any(x != np.round(x)) or np.any(x.sum(axis=-1) != self.n):
             raise ValueError("counts must be non-negative integers summing to n")
-        return [x], gammaln(self.n + 1.0) - gammaln(x + 1.0).sum(axis=-1)
+        return [x], multinomial_log_coefficient(x, self.n)
 
     def _message(self, index, u, up, n):
         return [u[0]]  # the counts are in the moments
@@ -207,7 +208,7 @@ class Poisson(Stochastic):
         x = np.asarray(x, dtype=np.float64)
         if np.any(x < 0) or np.any(x != np.round(x)):
             raise ValueError("Poisson values must be non-negative integers")
-        return [x], -gammaln(x + 1.0)
+        return [x], poisson_log_base_measure(x)
 
     def _message(self, index, u, up, n):
         return [-n * np.ones_like(u[0]), u[0]]

@@ -1,8 +1,8 @@
 """The Gamma node: a positive scalar (a precision, a rate)."""
 
 import numpy as np
-from scipy.special import digamma, gammaln
 
+from .. import expfam
 from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError
@@ -57,8 +57,9 @@ class Gamma(Stochastic):
         return up[0][0] * up[1][1] - up[0][1]
 
     def _moments_and_cgf(self, phi):
-        log_b = np.log(-phi[0])
-        return [phi[1] / -phi[0], digamma(phi[1]) - log_b], phi[1] * log_b - gammaln(phi[1])
+        # BayesPy's [-b, a] are skvi's (-rate, shape - 1) with the shape's offset.
+        q = expfam.Gamma(phi[1], -phi[0])
+        return list(q.expected_stats()), -q.log_normalizer()
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)

@@ -1,10 +1,10 @@
 """Gaussian nodes: GaussianARD, Gaussian and the joint GaussianWishart, BayesPy's."""
 
 import numpy as np
-from scipy.special import digamma
 
+from .. import expfam
 from ._deterministic import _AxesAsPlates
-from ._moments import MomentsKind, _logdet_pd, _outer, multigammaln_vec
+from ._moments import MomentsKind, _outer
 from ._node import Node, _diag, _expand_n, _get_diag
 from ._plates import NetworkError
 from ._stochastic import Stochastic
@@ -128,10 +128,20 @@ class GaussianARD(Stochastic):
         return [-0.5 * (x2 - 2.0 * u[0] * m + nn * mm), 0.5 * nn * np.ones(self.shape)]
 
     def _random(self, phi, rng):
-        u, _ = self._moments_and_cgf(phi)
         if self._nd == 0:
+            u, _ = self._moments_and_cgf(phi)
             return u[0] + np.sqrt(u[1] - u[0] ** 2) * rng.standard_normal(u[0].shape)
-        return _gaussian_random(u, self.shape, rng)
+        return _gaussian_random(phi, self.shape, rng)
+
+
+def _flat(phi, shape):
+    """Gaussian natural parameters with the variable's axes flattened to one of size ``D``."""
+    nd = len(shape)
+    D = int(np.prod(shape))
+    return (
+        phi[0].reshape(phi[0].shape[: phi[0].ndim - nd] + (D,)),
+        phi[1].reshape(phi[1].shape[: phi[1].ndim - 2 * nd] + (D, D)),
+    )
 
 
 def _gaussian_valid(phi, nd):
@@ -140,41 +150,25 @@ def _gaussian_valid(phi, nd):
         return False
     if nd == 0:
         return bool(np.all(phi[1] < 0))
-    P = -2.0 * phi[1]
-    D = int(np.prod(P.shape[P.ndim - nd :]))
-    try:
-        np.linalg.cholesky(P.reshape(P.shape[: P.ndim - 2 * nd] + (D, D)))
-    except np.linalg.LinAlgError:
-        return False
-    return True
+    shape = phi[0].shape[phi[0].ndim - nd :]
+    return bool(np.all(expfam.MultivariateGaussian.valid_natural(*_flat(phi, shape))))
 
 
 def _gaussian_moments(phi, shape):
     """Moments and log normaliser of Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``."""
-    nd = len(shape)
-    D = int(np.prod(shape))
-    plates0 = phi[0].shape[: phi[0].ndim - nd]
-    phi0 = phi[0].reshape(plates0 + (D,))
-    P = -2.0 * phi[1].reshape(phi[1].shape[: phi[1].ndim - 2 * nd] + (D, D))
-    L = np.linalg.cholesky(P)
-    Cov = np.linalg.inv(P)
-    Cov = 0.5 * (Cov + np.swapaxes(Cov, -1, -2))
-    mean = np.einsum("...ij,...j->...i", Cov, phi0)
-    logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+    phi0, phi1 = _flat(phi, shape)
+    mean, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(phi0, phi1)
+    # BayesPy's g leaves the -D log(2 pi) / 2 of skvi's A to the base measure f.
     g = -0.5 * np.einsum("...i,...i->...", mean, phi0) + 0.5 * logdet
-    u1 = Cov + mean[..., :, None] * mean[..., None, :]
+    u1 = cov + mean[..., :, None] * mean[..., None, :]
     plates = mean.shape[:-1]
     return [mean.reshape(plates + shape), u1.reshape(plates + shape + shape)], g
 
 
-def _gaussian_random(u, shape, rng):
-    D = int(np.prod(shape))
-    plates = u[0].shape[: u[0].ndim - len(shape)]
-    mean = u[0].reshape(plates + (D,))
-    cov = u[1].reshape(plates + (D, D)) - mean[..., :, None] * mean[..., None, :]
-    L = np.linalg.cholesky(cov)
-    z = rng.standard_normal(plates + (D,))
-    return (mean + np.einsum("...ij,...j->...i", L, z)).reshape(plates + shape)
+def _gaussian_random(phi, shape, rng):
+    """A draw from Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``, as BayesPy's."""
+    x = expfam.MultivariateGaussian.from_natural(*_flat(phi, shape)).sample(random_state=rng)
+    return x.reshape(x.shape[:-1] + shape)
 
 
 class Gaussian(Stochastic):
@@ -289,8 +283,7 @@ class Gaussian(Stochastic):
         return [-0.5 * (u[1] - xm - np.swapaxes(xm, -1, -2) + nn * mm), 0.5 * n]
 
     def _random(self, phi, rng):
-        u, _ = self._moments_and_cgf(phi)
-        return _gaussian_random(u, self.shape, rng)
+        return _gaussian_random(phi, self.shape, rng)
 
 
 def _last_dim(mu, Lambda):
@@ -392,11 +385,9 @@ class GaussianWishart(Stochastic):
             return False
         if np.any(phi[3] <= 0.5 * (self.D - 1)):
             return False
-        try:
-            np.linalg.cholesky(self._V(phi))
-        except np.linalg.LinAlgError:
-            return False
-        return True
+        # The precision's Wishart, in skvi's (-W^{-1} / 2, (df - D - 1) / 2).
+        valid = expfam.Wishart.valid_natural(-0.5 * self._V(phi), phi[3] - 0.5 * (self.D + 1))
+        return bool(np.all(valid))
 
     def _phi_from_parents(self, up):
         m, mm = up[0]
@@ -423,23 +414,11 @@ class GaussianWishart(Stochastic):
         a = -2.0 * phi[1]
         m = phi[0] / a[..., None]
         n = 2.0 * phi[3]
-        V = self._V(phi)
-        ld = _logdet_pd(V)
-        EL = n[..., None, None] * np.linalg.inv(V)
+        # Lambda ~ Wishart(n, V) (V the inverse scale) and x | Lambda ~ N(m, (a Lambda)^-1).
+        EL, expected_log_det, A = expfam.Wishart.stats_from_inverse_scale(n, self._V(phi))
         ELm = np.einsum("...ij,...j->...i", EL, m)
-        u = [
-            ELm,
-            np.einsum("...i,...i->...", m, ELm) + D / a,
-            EL,
-            digamma(0.5 * n[..., None] - 0.5 * np.arange(D)).sum(axis=-1) + D * np.log(2.0) - ld,
-        ]
-        g = (
-            0.5 * D * np.log(a)
-            + 0.5 * n * ld
-            - 0.5 * n * D * np.log(2.0)
-            - multigammaln_vec(0.5 * n, D)
-        )
-        return u, g
+        u = [ELm, np.einsum("...i,...i->...", m, ELm) + D / a, EL, expected_log_det]
+        return u, 0.5 * D * np.log(a) - A
 
     def _message(self, index, u, up, n):
         # The terms of E[log p(x, Lambda | mu, alpha, n, V)] linear in each

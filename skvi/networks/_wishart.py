@@ -1,9 +1,9 @@
 """The Wishart node: a positive definite precision matrix."""
 
 import numpy as np
-from scipy.special import digamma
 
-from ._moments import MomentsKind, _logdet_pd, multigammaln_vec
+from .. import expfam
+from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError
 from ._stochastic import Stochastic
@@ -67,11 +67,11 @@ class Wishart(Stochastic):
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
             return False
-        try:
-            np.linalg.cholesky(-phi[0])
-        except np.linalg.LinAlgError:
-            return False
-        return True
+        return bool(np.all(expfam.Wishart.valid_natural(*self._skvi_natural(phi))))
+
+    def _skvi_natural(self, phi):
+        """skvi's ``(-W^{-1} / 2, (df - D - 1) / 2)`` of BayesPy's ``[-V / 2, n / 2]``."""
+        return phi[0], phi[1] - 0.5 * (self.D + 1)
 
     def _phi_from_parents(self, up):
         return [-0.5 * up[1][0], 0.5 * up[0][0]]
@@ -82,32 +82,19 @@ class Wishart(Stochastic):
         return 0.5 * n * logdet_V - 0.5 * self.D * n * np.log(2.0) - gammaln_n
 
     def _moments_and_cgf(self, phi):
-        U = -phi[0]
-        ld = _logdet_pd(U)
-        u0 = phi[1][..., None, None] * np.linalg.inv(U)
-        u1 = -ld + digamma(phi[1][..., None] - 0.5 * np.arange(self.D)).sum(axis=-1)
-        g = phi[1] * ld - multigammaln_vec(phi[1], self.D)
-        return [u0, u1], g
+        # Wishart(n, V) with the inverse scale V = -2 phi[0] and n = 2 phi[1];
+        # BayesPy's log normaliser g is skvi's -A.
+        mean, expected_log_det, A = expfam.Wishart.stats_from_inverse_scale(
+            2.0 * phi[1], -2.0 * phi[0]
+        )
+        return [mean, expected_log_det], -A
 
     def _fixed_moments_and_f(self, x):
-        x = np.asarray(x, dtype=np.float64)
-        ld = _logdet_pd(x)
+        x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
         return [x, ld], -0.5 * (self.D + 1) * ld
 
     def _message(self, index, u, up, n):
         return [-0.5 * u[0], 0.5 * up[0][0] * n]
 
     def _random(self, phi, rng):
-        # Bartlett's decomposition, over all plates at once.
-        dof = 2.0 * phi[1]
-        scale = np.linalg.inv(-2.0 * phi[0])  # Wishart(dof, scale): E = dof * scale
-        C = np.linalg.cholesky(scale)
-        plates = dof.shape
-        D = self.D
-        A = np.zeros(plates + (D, D))
-        i = np.arange(D)
-        A[..., i, i] = np.sqrt(rng.chisquare(dof[..., None] - i))
-        low = np.tril_indices(D, -1)
-        A[..., low[0], low[1]] = rng.standard_normal(plates + (len(low[0]),))
-        CA = C @ A
-        return CA @ np.swapaxes(CA, -1, -2)
+        return expfam.Wishart.from_natural(*self._skvi_natural(phi)).sample(random_state=rng)
