@@ -106,10 +106,10 @@ class GaussianARD(Stochastic):
 
     def _moments_and_cgf(self, phi):
         if self._nd == 0:
-            u0 = -phi[0] / (2.0 * phi[1])
-            u1 = u0 * u0 - 1.0 / (2.0 * phi[1])
-            g = -0.5 * u0 * phi[0] + 0.5 * np.log(-2.0 * phi[1])
-            return [u0, u1], g
+            # BayesPy's [Lambda mu, -Lambda / 2] are skvi's; its g leaves the
+            # -log(2 pi) / 2 of skvi's A to the base measure f.
+            q = expfam.Gaussian.from_natural(phi[0], phi[1])
+            return list(q.expected_stats()), 0.5 * _LOG_2PI - q.log_normalizer()
         return _gaussian_moments(phi, self.shape)
 
     def _fixed_moments_and_f(self, x):
@@ -129,8 +129,7 @@ class GaussianARD(Stochastic):
 
     def _random(self, phi, rng):
         if self._nd == 0:
-            u, _ = self._moments_and_cgf(phi)
-            return u[0] + np.sqrt(u[1] - u[0] ** 2) * rng.standard_normal(u[0].shape)
+            return expfam.Gaussian.from_natural(phi[0], phi[1]).sample(random_state=rng)
         return _gaussian_random(phi, self.shape, rng)
 
 
@@ -149,7 +148,7 @@ def _gaussian_valid(phi, nd):
     if not all(np.all(np.isfinite(a)) for a in phi):
         return False
     if nd == 0:
-        return bool(np.all(phi[1] < 0))
+        return bool(np.all(expfam.Gaussian.valid_natural(phi[0], phi[1])))
     shape = phi[0].shape[phi[0].ndim - nd :]
     return bool(np.all(expfam.MultivariateGaussian.valid_natural(*_flat(phi, shape))))
 
