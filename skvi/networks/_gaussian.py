@@ -384,9 +384,7 @@ class GaussianWishart(Stochastic):
             return False
         if np.any(phi[3] <= 0.5 * (self.D - 1)):
             return False
-        # The precision's Wishart, in skvi's (-W^{-1} / 2, (df - D - 1) / 2).
-        valid = expfam.Wishart.valid_natural(-0.5 * self._V(phi), phi[3] - 0.5 * (self.D + 1))
-        return bool(np.all(valid))
+        return bool(np.all(expfam.NormalWishart.valid_natural(*self._skvi_natural(phi))))
 
     def _phi_from_parents(self, up):
         m, mm = up[0]
@@ -402,22 +400,21 @@ class GaussianWishart(Stochastic):
         D = self.D
         return 0.5 * D * log_a + 0.5 * n * logdet_V - 0.5 * n * D * np.log(2.0) - gammaln_n
 
-    @staticmethod
-    def _V(phi):
-        a = -2.0 * phi[1]
-        m = phi[0] / a[..., None]
-        return -2.0 * phi[2] - a[..., None, None] * m[..., :, None] * m[..., None, :]
+    def _skvi_natural(self, phi):
+        """skvi's NormalWishart natural parameters (one mean) of BayesPy's.
+
+        BayesPy's ``[a m, -a / 2, -(V + a m m') / 2, n / 2]`` are skvi's
+        ``(a m, -(V + a m m') / 2, -a / 2, (n - D) / 2)`` with a mean axis
+        ``J`` of size one.
+        """
+        return phi[0][..., None, :], phi[2], phi[1][..., None], phi[3] - 0.5 * self.D
 
     def _moments_and_cgf(self, phi):
-        D = self.D
-        a = -2.0 * phi[1]
-        m = phi[0] / a[..., None]
-        n = 2.0 * phi[3]
-        # Lambda ~ Wishart(n, V) (V the inverse scale) and x | Lambda ~ N(m, (a Lambda)^-1).
-        EL, expected_log_det, A = expfam.Wishart.stats_from_inverse_scale(n, self._V(phi))
-        ELm = np.einsum("...ij,...j->...i", EL, m)
-        u = [ELm, np.einsum("...i,...i->...", m, ELm) + D / a, EL, expected_log_det]
-        return u, 0.5 * D * np.log(a) - A
+        q = expfam.NormalWishart.from_natural(*self._skvi_natural(phi))
+        lam_m, lam, quad, log_det = q.expected_stats()
+        # BayesPy's g leaves the -D log(2 pi) / 2 of skvi's A to the base measure.
+        g = 0.5 * self.D * _LOG_2PI - q.log_normalizer()
+        return [lam_m[..., 0, :], quad[..., 0], lam, log_det], g
 
     def _message(self, index, u, up, n):
         # The terms of E[log p(x, Lambda | mu, alpha, n, V)] linear in each
