@@ -71,4 +71,4 @@ class Gamma(Stochastic):
         return [-u[0], up[0][0] * n]
 
     def _random(self, phi, rng):
-        return rng.gamma(phi[1], 1.0 / -phi[0])
+        return expfam.Gamma(phi[1], -phi[0]).sample(random_state=rng)
