@@ -90,7 +90,10 @@ class Wishart(Stochastic):
         return [mean, expected_log_det], -A
 
     def _fixed_moments_and_f(self, x):
-        x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
+        try:
+            x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
+        except ValueError:
+            raise ValueError("Wishart values must be positive definite matrices") from None
         return [x, ld], -0.5 * (self.D + 1) * ld
 
     def _message(self, index, u, up, n):
