@@ -76,6 +76,20 @@ def test_no_engine_module_outgrows_a_reading():
         assert len(path.read_text().splitlines()) <= 1000, path.name
 
 
+def test_networks_delegate_the_family_mathematics_to_expfam():
+    # One family layer: the networks' nodes are graph, plates and messages;
+    # factorisations, log-determinants and the gamma family of special
+    # functions live in skvi/expfam, which the nodes call in their convention.
+    words = re.compile(
+        r"\b(cholesky|cho_factor|cho_solve|potrf|potri|slogdet|eigh|eigvalsh"
+        r"|digamma|psi|gammaln|multigammaln)\b"
+    )
+    for path in sorted((ROOT / "skvi" / "networks").rglob("*.py")):
+        found = sorted(set(words.findall(path.read_text())))
+        assert not found, f"{path.name}: {found}"
+        assert len(path.read_text().splitlines()) <= 1000, path.name
+
+
 @pytest.mark.parametrize("hook", REQUIRED_HOOKS)
 def test_missing_required_hook_raises_naming_it(hook):
     class Empty(SVIEstimator):

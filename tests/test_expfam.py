@@ -1307,3 +1307,103 @@ def test_rayleigh_quadrature_dtype_and_errors():
         with pytest.raises(ValueError):
             q32.quadrature(bad)
     assert repr(q32) == "Rayleigh(batch_shape=(2,), dtype=float32)"
+
+
+# --------------------------------------------------------------------------
+# array-level functions for callers in other conventions (skvi.networks)
+# --------------------------------------------------------------------------
+def test_mvn_moments_from_natural_against_numpy():
+    rng = np.random.default_rng(70)
+    A = rng.normal(size=(3, 2, 4, 4))
+    precision = A @ np.swapaxes(A, -1, -2) + 0.5 * np.eye(4)
+    mean = rng.normal(size=(3, 2, 4))
+    eta1 = np.einsum("...ij,...j->...i", precision, mean)
+    m, cov, logdet = MultivariateGaussian.moments_from_natural(eta1, -0.5 * precision)
+    assert_allclose(m, mean, rtol=1e-9, atol=1e-10)
+    assert_allclose(cov, np.linalg.inv(precision), rtol=1e-9, atol=1e-12)
+    assert_array_equal(cov, np.swapaxes(cov, -1, -2))
+    assert_allclose(logdet, np.linalg.slogdet(precision)[1], rtol=1e-12)
+    # The same map as from_natural's factor, written once.
+    q = MultivariateGaussian.from_natural(eta1, -0.5 * precision)
+    assert_array_equal(m, q.loc)
+    assert_array_equal(cov, q.covariance)
+    # A log-normaliser from these arrays is the factor's.
+    A_ = 0.5 * (np.einsum("...i,...i->...", m, eta1) - logdet + 4 * np.log(2 * np.pi))
+    assert_allclose(A_, q.log_normalizer(), rtol=1e-12)
+    # The batch shapes broadcast: one precision for every linear term.
+    m1, cov1, logdet1 = MultivariateGaussian.moments_from_natural(eta1, -0.5 * precision[0, 0])
+    assert m1.shape == (3, 2, 4) and cov1.shape == (3, 2, 4, 4) and logdet1.shape == (3, 2)
+    assert_allclose(m1, np.linalg.solve(precision[0, 0], eta1[..., None])[..., 0], rtol=1e-9)
+    with pytest.raises(np.linalg.LinAlgError):
+        MultivariateGaussian.moments_from_natural(np.zeros(2), 0.5 * np.eye(2))
+
+
+def test_wishart_stats_from_inverse_scale_against_scipy():
+    rng = np.random.default_rng(71)
+    d = 3
+    B = rng.normal(size=(4, d, d))
+    V = B @ np.swapaxes(B, -1, -2) + np.eye(d)
+    df = np.array([3.5, 4.0, 7.0, 12.0])
+    mean, elogdet, A = Wishart.stats_from_inverse_scale(df, V)
+    for b in range(4):
+        ref = stats.wishart(df[b], np.linalg.inv(V[b]))
+        assert_allclose(mean[b], ref.mean(), rtol=1e-10)
+        # log p(X) = (df - d - 1) log|X| / 2 - tr(V X) / 2 - A at any X.
+        x = ref.rvs(random_state=b)
+        lp = 0.5 * (df[b] - d - 1) * np.linalg.slogdet(x)[1] - 0.5 * np.sum(V[b] * x)
+        assert_allclose(lp - ref.logpdf(x), A[b], rtol=1e-10)
+        closed = (
+            special.digamma(0.5 * (df[b] - np.arange(d))).sum()
+            + d * np.log(2.0)
+            - np.linalg.slogdet(V[b])[1]
+        )
+        assert_allclose(elogdet[b], closed, rtol=1e-12)
+    q = Wishart(df, np.linalg.inv(V))
+    assert_allclose(elogdet, q.expected_log_det(), rtol=1e-10)
+    assert_allclose(A, q.log_normalizer(), rtol=1e-10)
+    with pytest.raises(np.linalg.LinAlgError):
+        Wishart.stats_from_inverse_scale(3.0, -np.eye(2))
+
+
+def test_wishart_sufficient_stats_and_df_term():
+    rng = np.random.default_rng(72)
+    B = rng.normal(size=(5, 3, 3))
+    X = B @ np.swapaxes(B, -1, -2) + 0.1 * np.eye(3)
+    x, logdet = Wishart.sufficient_stats(X)
+    assert_array_equal(x, X)
+    assert_allclose(logdet, np.linalg.slogdet(X)[1], rtol=1e-12)
+    with pytest.raises(ValueError, match="positive definite"):
+        Wishart.sufficient_stats(np.diag([1.0, -1.0]))
+    df = np.array([[2.5, 3.0], [7.0, 40.0]])
+    term = Wishart.log_normalizer_df_term(df, 3)
+    ref = np.vectorize(lambda v: special.multigammaln(0.5 * v, 3))(df)
+    assert_allclose(term, ref, rtol=1e-12)
+    # The term of A in df alone: A less its df d log(2) / 2 and df log|W| / 2.
+    W = np.linalg.inv(X[0])
+    q = Wishart(df, W)
+    rest = 0.5 * df * 3 * np.log(2.0) + 0.5 * df * np.linalg.slogdet(W)[1]
+    assert_allclose(term, q.log_normalizer() - rest, rtol=1e-10)
+
+
+def test_gamma_log_normalizer_shape_term_against_scipy():
+    shape = np.array([0.3, 1.0, 2.5, 40.0])
+    term = Gamma.log_normalizer_shape_term(shape)
+    # At rate 1, log p(x) = (a - 1) log x - x - A, with A the shape term.
+    x = 1.7
+    assert_allclose(term, (shape - 1) * np.log(x) - x - stats.gamma(shape).logpdf(x), rtol=1e-10)
+    assert_allclose(term - shape * np.log(3.0), Gamma(shape, 3.0).log_normalizer(), rtol=1e-12)
+
+
+def test_count_base_measures_against_scipy():
+    from skvi.expfam.counts import multinomial_log_coefficient, poisson_log_base_measure
+
+    x = np.array([0, 1, 4, 17])
+    r = 2.3
+    assert_allclose(
+        poisson_log_base_measure(x), stats.poisson(r).logpmf(x) - (x * np.log(r) - r), rtol=1e-12
+    )
+    counts = np.array([[3, 0, 2], [1, 1, 1]])
+    p = np.array([0.2, 0.3, 0.5])
+    ref = [stats.multinomial(c.sum(), p).logpmf(c) - np.sum(c * np.log(p)) for c in counts]
+    assert_allclose(multinomial_log_coefficient(counts), ref, rtol=1e-12)
+    assert_allclose(multinomial_log_coefficient(counts, n=counts.sum(axis=1)), ref, rtol=1e-12)

@@ -1406,3 +1406,25 @@ def test_each_element_counts_the_observed_children_it_receives():
             np.testing.assert_allclose(
                 full[name], np.full(len(np.ravel(value)), w.sum() * (D if name != "C" else 1))
             )
+
+
+# ----------------------------------------------------------------- the family layer
+def test_gaussian_draws_are_bayespys():
+    # The draw is expfam's MultivariateGaussian's, mean plus the inverse
+    # precision factor times the normals: BayesPy's, from the same state.
+    theirs, ours = _library("bayespy"), _library("skvi")
+    precision = np.array([[2.0, 0.5], [0.5, 1.0]])
+    draws = []
+    for lib in (ours, theirs):
+        np.random.seed(0)
+        draws.append(lib.Gaussian(np.array([1.0, -1.0]), precision, plates=(4,)).random())
+    np.testing.assert_allclose(draws[0], draws[1], rtol=1e-12)
+
+
+def test_observed_wishart_values_must_be_positive_definite():
+    with pytest.raises(NetworkError, match="positive definite"):
+        Wishart(3, np.identity(2), name="L").observe(np.diag([1.0, -1.0]))
+    x = np.array([[2.0, 0.3], [0.3, 1.0]])
+    L = Wishart(3, np.identity(2))
+    L.observe(x)
+    assert float(L.get_moments()[1]) == pytest.approx(np.log(np.linalg.det(x)), rel=1e-12)

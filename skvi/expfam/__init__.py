@@ -51,6 +51,18 @@ and does not depend on ``eta``), but its entropy is
 ``A(eta) - <eta, E[t(x)]> - E[log x]``.  The classes implement numerically
 stable closed forms of these quantities.
 
+Other conventions
+-----------------
+Callers that keep parameters in another convention (the nodes of
+:mod:`skvi.networks`, in BayesPy's) call array-level functions rather than
+re-deriving the mathematics: :meth:`MultivariateGaussian.moments_from_natural`
+(mean, covariance and log-determinant from a precision and a linear term),
+:meth:`Wishart.stats_from_inverse_scale` (a Wishart given by its inverse
+scale), :meth:`Wishart.sufficient_stats`, the log-normalisers' terms
+:meth:`Gamma.log_normalizer_shape_term` and
+:meth:`Wishart.log_normalizer_df_term`, and the count families' base
+measures in :mod:`skvi.expfam.counts`.
+
 Dtypes
 ------
 Parameters are stored as floating arrays: ``float32`` when every NumPy input

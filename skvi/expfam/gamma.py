@@ -57,6 +57,33 @@ class Gamma(ExponentialFamily):
         self.shape = np.array(a)
         self.rate = np.array(b)
 
+    @staticmethod
+    def log_normalizer_shape_term(shape):
+        """``gammaln(shape)``, the log-normaliser's term in the shape alone.
+
+        ``A = gammaln(shape) - shape * log(rate)``: its part that a fixed
+        shape contributes, elementwise (the moments of a fixed shape in
+        BayesPy's Gamma).
+
+        Parameters
+        ----------
+        shape : array_like
+            Positive shapes.
+
+        Returns
+        -------
+        ndarray of shape shape.shape
+            ``log Gamma(shape)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Gamma
+        >>> print(np.round(Gamma.log_normalizer_shape_term([1.0, 4.0]), 6))
+        [0.       1.791759]
+        """
+        return special.gammaln(_as_float(shape))
+
     @property
     def batch_shape(self):
         """Shape of the batch of factors."""

@@ -16,6 +16,36 @@ from .base import (
 )
 
 
+def _natural_factors(eta1, eta2):
+    """``(precision, L, L^{-1}, mean)`` from natural parameters ``(Lambda m, -Lambda / 2)``.
+
+    The one map from a precision and a linear term to the mean: ``eta2`` is
+    symmetrised, ``precision = L L^T`` factorised once (``LinAlgError`` when
+    a precision is not positive definite) and ``m = L^{-T} (L^{-1} eta1)``,
+    batched over the leading axes.
+    """
+    dtype = _float_dtype(eta1, eta2)
+    eta1 = np.asarray(eta1, dtype=dtype)
+    eta2 = np.asarray(eta2, dtype=dtype)
+    d = eta2.shape[-1]
+    batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
+    precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+    precision = np.broadcast_to(precision, batch + (d, d))
+    eta1 = np.broadcast_to(eta1, batch + (d,))
+    chol = np.linalg.cholesky(precision)
+    chol_inv = np.linalg.inv(chol)
+    # m = Lambda^{-1} eta1 = L^{-T} (L^{-1} eta1)
+    half = (chol_inv @ eta1[..., None])[..., 0]
+    mean = (np.swapaxes(chol_inv, -1, -2) @ half[..., None])[..., 0]
+    return precision, chol, chol_inv, mean
+
+
+def _covariance(chol_inv):
+    """``Lambda^{-1} = L^{-T} L^{-1}`` from the inverse Cholesky factor, symmetrised."""
+    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
+    return 0.5 * (cov + np.swapaxes(cov, -1, -2))
+
+
 class MultivariateGaussian(ExponentialFamily):
     """Batch of full-covariance Gaussians parameterised by mean and precision.
 
@@ -114,8 +144,7 @@ class MultivariateGaussian(ExponentialFamily):
     def covariance(self):
         """Covariance matrices ``Lambda^{-1} = L^{-T} L^{-1}`` (via Cholesky)."""
         _, chol_inv = self._factors()
-        cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-        return 0.5 * (cov + np.swapaxes(cov, -1, -2))
+        return _covariance(chol_inv)
 
     @property
     def variance(self):
@@ -151,22 +180,58 @@ class MultivariateGaussian(ExponentialFamily):
             The Gaussian with these natural parameters (its Cholesky factors are
             cached).
         """
-        dtype = _float_dtype(eta1, eta2)
-        eta1 = np.asarray(eta1, dtype=dtype)
-        eta2 = np.asarray(eta2, dtype=dtype)
-        d = eta2.shape[-1]
-        batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
-        precision = -(eta2 + np.swapaxes(eta2, -1, -2))
-        precision = np.broadcast_to(precision, batch + (d, d))
-        eta1 = np.broadcast_to(eta1, batch + (d,))
-        chol = np.linalg.cholesky(precision)
-        chol_inv = np.linalg.inv(chol)
-        # m = Lambda^{-1} eta1 = L^{-T} (L^{-1} eta1)
-        half = (chol_inv @ eta1[..., None])[..., 0]
-        mean = (np.swapaxes(chol_inv, -1, -2) @ half[..., None])[..., 0]
+        precision, chol, chol_inv, mean = _natural_factors(eta1, eta2)
         out = cls(mean, precision)
         out._chol_cache = (out.precision, chol, chol_inv)
         return out
+
+    @staticmethod
+    def moments_from_natural(eta1, eta2):
+        """Mean, covariance and ``log|Lambda|`` from natural parameters, as arrays.
+
+        The map of :meth:`from_natural` (one Cholesky factorisation of each
+        precision, batched over the leading axes) without building a
+        factor: what a caller that keeps its own natural parameters needs
+        for the expected statistics ``(m, Sigma + m m^T)`` and the
+        log-normaliser ``A = (m^T eta1 - log|Lambda| + d log(2 pi)) / 2``.
+
+        Parameters
+        ----------
+        eta1 : array_like of shape (..., d)
+            First natural parameter, ``Lambda m`` (the linear term).
+        eta2 : array_like of shape (..., d, d)
+            Second natural parameter, ``-Lambda / 2``; ``-eta2`` symmetric
+            positive definite (it is symmetrised before use).  The batch
+            shapes ``eta1.shape[:-1]`` and ``eta2.shape[:-2]`` broadcast.
+
+        Returns
+        -------
+        mean : ndarray of shape batch_shape + (d,)
+            ``m = Lambda^{-1} eta1``.
+        covariance : ndarray of shape batch_shape + (d, d)
+            ``Sigma = Lambda^{-1}``, symmetric.
+        logdet_precision : ndarray of shape batch_shape
+            ``log|Lambda|``.
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            If a precision ``-2 eta2`` is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import MultivariateGaussian
+        >>> precision = np.array([[2.0, 0.5], [0.5, 1.0]])
+        >>> mean, cov, logdet = MultivariateGaussian.moments_from_natural(
+        ...     precision @ np.array([1.0, -1.0]), -0.5 * precision)
+        >>> print(np.round(mean, 12), round(float(logdet), 4))
+        [ 1. -1.] 0.5596
+        >>> print(np.allclose(cov @ precision, np.eye(2)))
+        True
+        """
+        _, chol, chol_inv, mean = _natural_factors(eta1, eta2)
+        return mean, _covariance(chol_inv), _cholesky_logdet(chol)
 
     @staticmethod
     def valid_natural(eta1, eta2):

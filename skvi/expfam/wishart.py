@@ -86,6 +86,132 @@ class Wishart(ExponentialFamily):
         self.df = np.array(np.broadcast_to(df, batch))
         self.scale = np.array(np.broadcast_to(scale, batch + (d, d)))
 
+    # -- array-level functions, for callers in other conventions -------------
+    @staticmethod
+    def sufficient_stats(x):
+        """The sufficient statistics ``(X, log|X|)`` of positive definite matrices.
+
+        Parameters
+        ----------
+        x : array_like of shape (..., d, d)
+            Symmetric positive definite matrices (only the lower triangle is
+            read for the log-determinant).
+
+        Returns
+        -------
+        x : ndarray of shape (..., d, d)
+            The matrices, as a float array.
+        logdet : ndarray of shape x.shape[:-2]
+            ``log|X|``, from one batched Cholesky factorisation.
+
+        Raises
+        ------
+        ValueError
+            If a matrix is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Wishart
+        >>> _, logdet = Wishart.sufficient_stats(np.diag([2.0, 3.0]))
+        >>> print(round(float(logdet), 6), round(float(np.log(6.0)), 6))
+        1.791759 1.791759
+        """
+        x = _as_float(x)
+        try:
+            chol = np.linalg.cholesky(x)
+        except np.linalg.LinAlgError:
+            raise ValueError("Wishart: the matrices must be positive definite.") from None
+        return x, _cholesky_logdet(chol)
+
+    @staticmethod
+    def log_normalizer_df_term(df, d):
+        """``log Gamma_d(df / 2)``, the log-normaliser's term in the degrees of freedom.
+
+        ``A = df d log(2) / 2 + df log|W| / 2 + log Gamma_d(df / 2)``: the
+        multivariate gamma function's part, elementwise over an array of
+        degrees of freedom (the moments of a fixed ``df`` in BayesPy's
+        Wishart).
+
+        Parameters
+        ----------
+        df : array_like
+            Degrees of freedom, greater than ``d - 1``.
+        d : int
+            The matrices' dimension.
+
+        Returns
+        -------
+        ndarray of shape df.shape
+            ``log Gamma_d(df / 2)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from scipy import special
+        >>> from skvi.expfam import Wishart
+        >>> a = Wishart.log_normalizer_df_term(np.array([3.0, 5.0]), 2)
+        >>> print(np.allclose(a, [special.multigammaln(1.5, 2), special.multigammaln(2.5, 2)]))
+        True
+        """
+        return _log_multigamma(0.5 * _as_float(df), d)
+
+    @staticmethod
+    def stats_from_inverse_scale(df, inv_scale):
+        """Expected statistics and log-normaliser of ``Wishart(df, scale=V^{-1})`` from ``V``.
+
+        The parameterisation by an inverse scale ``V`` (BayesPy's
+        ``Wishart(n, V)``, where ``E[X] = n V^{-1}``, and the natural
+        parameter ``-V / 2``), without inverting ``V`` into a scale first:
+        ``E[X] = df V^{-1}``, ``E[log|X|] = sum_j digamma((df - j) / 2) +
+        d log 2 - log|V|`` and ``A = df d log(2) / 2 - df log|V| / 2 +
+        log Gamma_d(df / 2)``, batched over the leading axes.
+
+        Parameters
+        ----------
+        df : array_like
+            Degrees of freedom, greater than ``d - 1``; broadcast against the
+            batch shape of ``inv_scale``.
+        inv_scale : array_like of shape (..., d, d)
+            Symmetric positive definite inverse scales ``V = W^{-1}``.
+
+        Returns
+        -------
+        mean : ndarray of shape batch_shape + (d, d)
+            ``E[X] = df V^{-1}``.
+        expected_log_det : ndarray of shape batch_shape
+            ``E[log|X|]``.
+        log_normalizer : ndarray of shape batch_shape
+            ``A``, as :meth:`log_normalizer` of ``Wishart(df, V^{-1})``.
+
+        Raises
+        ------
+        numpy.linalg.LinAlgError
+            If an inverse scale is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Wishart
+        >>> V = np.array([[2.0, 0.5], [0.5, 1.0]])
+        >>> mean, elogdet, A = Wishart.stats_from_inverse_scale(4.0, V)
+        >>> q = Wishart(4.0, np.linalg.inv(V))
+        >>> print(np.allclose(mean, q.mean()), np.isclose(elogdet, q.expected_log_det()))
+        True True
+        >>> print(np.isclose(A, q.log_normalizer()))
+        True
+        """
+        V = _as_float(inv_scale)
+        df = _as_float(df)
+        d = V.shape[-1]
+        logdet = _cholesky_logdet(np.linalg.cholesky(V))
+        mean = df[..., None, None] * np.linalg.inv(V)
+        expected_log_det = _multi_digamma(0.5 * df, d) + d * np.log(2.0) - logdet
+        log_normalizer = (
+            0.5 * df * d * np.log(2.0) - 0.5 * df * logdet + _log_multigamma(0.5 * df, d)
+        )
+        return mean, expected_log_det, log_normalizer
+
     @property
     def batch_shape(self):
         """Shape of the batch of factors."""

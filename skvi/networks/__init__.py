@@ -9,25 +9,15 @@ Paquet, "On the convergence of stochastic variational inference in Bayesian
 networks".
 """
 
-from ._nodes import (
-    Bernoulli,
-    Beta,
-    Categorical,
-    Constant,
-    Dot,
-    Dirichlet,
-    Gamma,
-    Gaussian,
-    GaussianARD,
-    GaussianWishart,
-    Mixture,
-    Multinomial,
-    Node,
-    Poisson,
-    Stochastic,
-    SumMultiply,
-    Wishart,
-)
+from ._deterministic import Dot, SumMultiply
+from ._dirichlet import Beta, Dirichlet
+from ._discrete import Bernoulli, Categorical, Multinomial, Poisson
+from ._gamma import Gamma
+from ._gaussian import Gaussian, GaussianARD, GaussianWishart
+from ._mixture import Mixture
+from ._node import Constant, Node
+from ._stochastic import Stochastic
+from ._wishart import Wishart
 from ._estimator import SVIBayesianNetwork
 from ._plates import NetworkError
 from ._vb import VB

@@ -26,7 +26,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ..engine.data import Rows, check_row_weights
-from ._nodes import Constant, Mixture, Stochastic, _propagate_masks
+from ._mixture import Mixture
+from ._node import Constant
+from ._stochastic import Stochastic, _propagate_masks
 from ._plates import NetworkError
 
 __all__ = ["SVIBayesianNetwork"]

@@ -9,15 +9,10 @@ conventions follow BayesPy's, so that the lower bounds agree term by term.
 """
 
 import numpy as np
-from scipy.special import gammaln, multigammaln
+
+from .. import expfam
 
 __all__ = ["MomentsKind"]
-
-
-def _logdet_pd(A):
-    """log|A| of a stack of positive definite matrices (raises when one is not)."""
-    L = np.linalg.cholesky(A)
-    return 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
 def _outer(x, ndim):
@@ -154,20 +149,20 @@ class MomentsKind:
             if name == "gamma":
                 return [x, np.log(x)]
             if name == "gamma_shape":
-                return [x, gammaln(x)]
+                return [x, expfam.Gamma.log_normalizer_shape_term(x)]
             if name == "wishart_dof":
                 D = self.size
                 if np.any(x <= D - 1):
                     raise ValueError(f"a {self.describe} is required")
-                return [x, multigammaln_vec(0.5 * x, D)]
+                return [x, expfam.Wishart.log_normalizer_df_term(x, D)]
             return [x]
         if name == "wishart":
             D = self.dims[0][0]
             if x.ndim < 2 or x.shape[-2:] != (D, D):
                 raise ValueError(f"a value of shape {x.shape} is not a {self.describe} matrix")
             try:
-                return [x, _logdet_pd(x)]
-            except np.linalg.LinAlgError:
+                return list(expfam.Wishart.sufficient_stats(x))
+            except ValueError:
                 raise ValueError(f"a {self.describe} matrix must be positive definite") from None
         if name == "dirichlet":
             K = self.dims[0][0]
@@ -186,7 +181,8 @@ class MomentsKind:
             K = self.dims[0][0]
             if x.ndim < 1 or x.shape[-1] != K or np.any(x <= 0):
                 raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
-            return [x, gammaln(x.sum(axis=-1)) - gammaln(x).sum(axis=-1)]
+            # The Dirichlet's log normaliser with a fixed concentration.
+            return [x, -expfam.Dirichlet(x).log_normalizer()]
         if name == "categorical":
             K = self.dims[0][0]
             if np.any(x != np.round(x)) or np.any((x < 0) | (x >= K)):
@@ -202,12 +198,3 @@ class MomentsKind:
                 raise ValueError("Bernoulli values must be 0 or 1")
             return [x]
         raise ValueError(f"no fixed value can stand for a {self.describe}")
-
-
-def multigammaln_vec(a, D):
-    """``log Gamma_D(a)`` elementwise (scipy's ``multigammaln`` takes scalars only)."""
-    a = np.asarray(a, dtype=np.float64)
-    if a.ndim == 0:
-        return np.asarray(multigammaln(float(a), D))
-    j = np.arange(D)
-    return 0.25 * D * (D - 1) * np.log(np.pi) + gammaln(a[..., None] - 0.5 * j).sum(axis=-1)

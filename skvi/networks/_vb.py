@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from ._nodes import Node, Stochastic
+from ._node import Node
+from ._stochastic import Stochastic
 from ._plates import NetworkError
 
 __all__ = ["VB"]

@@ -1,0 +1,225 @@
+"""The node of a Bayesian network: its plates, the kind of its moments, parents and children.
+
+Every stochastic node ``x`` with parents ``theta`` has a density of the form
+
+    log p(x | theta) = phi(theta) . u(x) + g(theta) + f(x)
+
+with natural parameters ``phi``, sufficient statistics (moments) ``u``, log
+normaliser ``g`` and base measure ``f``.  Variational message passing
+(Winn and Bishop; Langseth and Nielsen, "Variational inference: scalable
+solutions") keeps ``q(x)`` in the same family: its natural parameters are
+the expected ``phi`` from the parents' moments plus one message from each
+child, the child's expected log density as a function of ``u(x)``.  Every
+message a node sends is linear in its own moments and a count ``n`` (the
+weight of each element), so that a mixture can send summed, weighted
+statistics instead of one message per row.
+
+Arrays carry plates first and the variable's own axes last; plates
+broadcast right-aligned, as in BayesPy.
+"""
+
+import numpy as np
+
+from ._plates import NetworkError, plate_total, sum_to_plates
+
+
+def _diag(a, ndim):
+    """Diagonal matrices over the last ``ndim`` axes: ``plates + shape -> plates + shape + shape``."""
+    if ndim == 0:
+        return a
+    shape = a.shape[a.ndim - ndim :]
+    plates = a.shape[: a.ndim - ndim]
+    D = int(np.prod(shape))
+    flat = a.reshape(plates + (D,))
+    out = np.zeros(plates + (D, D))
+    idx = np.arange(D)
+    out[..., idx, idx] = flat
+    return out.reshape(plates + shape + shape)
+
+
+def _get_diag(a, ndim):
+    """The diagonal of ``plates + shape + shape`` matrices: ``plates + shape``."""
+    if ndim == 0:
+        return a
+    shape = a.shape[a.ndim - ndim :]
+    plates = a.shape[: a.ndim - 2 * ndim]
+    D = int(np.prod(shape))
+    flat = a.reshape(plates + (D, D))
+    return np.diagonal(flat, axis1=-2, axis2=-1).reshape(plates + shape)
+
+
+def _expand_n(n, ndim):
+    """A count per plate element, with ``ndim`` trailing axes for the variable."""
+    n = np.asarray(n, dtype=np.float64)
+    return n.reshape(n.shape + (1,) * ndim)
+
+
+class Node:
+    """A node of a Bayesian network: plates, the kind of its moments, its parents and children.
+
+    Not used directly: see :class:`Stochastic`'s families and
+    :class:`Constant`.  ``plates`` are the node's replications (the axes
+    before the variable's own), ``dims`` the shape of each moment array.
+
+    Parameters
+    ----------
+    kind : MomentsKind
+        The kind of moments the node hands its children.
+    plates : tuple of int
+        The node's plates.
+    name : str
+        A name for messages and for :attr:`skvi.networks.VB` look-ups.
+
+    Examples
+    --------
+    >>> from skvi.networks import Gamma
+    >>> tau = Gamma(2.0, 1.0, plates=(3,), name="tau")
+    >>> tau.plates, tau.dims
+    ((3,), ((), ()))
+    """
+
+    def __init__(self, kind, plates, name=""):
+        self._kind = kind
+        self.plates = tuple(int(p) for p in plates)
+        self.name = name
+        self.parents = []
+        self.children = []
+
+    @property
+    def dims(self):
+        """The variable shape of each moment array."""
+        return self._kind.dims
+
+    def describe(self):
+        """How the node is named in messages.
+
+        Returns
+        -------
+        str
+            Its class and its name.
+        """
+        label = f"'{self.name}'" if self.name else "(unnamed)"
+        return f"{type(self).__name__} {label}"
+
+    _row_weight = None
+    #: 1 at the observed elements and 0 elsewhere (plates-shaped) after
+    #: ``observe(x, mask)`` with a mask that leaves some out; None otherwise.
+    _mask = None
+
+    def _weights_to(self, parent):
+        """The weights (plates-shaped) of the elements' messages to ``parent``, or None for ones.
+
+        Row weights when the message sums over weighted rows (a parent without
+        them), times the observation mask: an element left out sends nothing.
+        """
+        w = self._row_weight
+        if w is not None and parent._row_weight is not None:
+            w = None
+        m = self._mask
+        if m is None:
+            return w
+        return m if w is None else w * m
+
+    def _mask_to_parent(self, index):
+        """The elements of parent ``index`` that this node's counted elements use (bool), or None for all."""
+        m = self._mask
+        if m is None:
+            return None
+        parent = self.parents[index]
+        full = self._plates_to_parent(index)
+        m = np.broadcast_to(m.reshape(m.shape + (1,) * (len(full) - m.ndim)), full)
+        return sum_to_plates(m, parent.plates, 0, full) > 0
+
+    def _plates_to_parent(self, index):
+        """The plates of this node as parent ``index`` sees them (a message's full plates)."""
+        return self.plates
+
+    def _total(self, a):
+        """``a`` (broadcastable to the plates) summed over the plates, rows weighted, masked."""
+        w, m = self._row_weight, self._mask
+        if w is None and m is None:
+            return plate_total(a, self.plates)
+        weight = m if w is None else (w if m is None else w * m)
+        return float(np.sum(np.broadcast_to(a, self.plates) * weight))
+
+    def observe(self, x):
+        """Observing is for stochastic nodes: a fixed or deterministic node raises.
+
+        Parameters
+        ----------
+        x : array-like
+            The data.
+        """
+        raise NetworkError(
+            f"{self.describe()}: only a stochastic node can be observed; this "
+            "one is fixed or computed from its parents"
+        )
+
+    def get_moments(self):
+        """The node's current moments ``E_q[u(x)]``, BayesPy's convention (a list of arrays).
+
+        Returns
+        -------
+        list of ndarray
+            One array per moment, of shape ``plates + dims[i]``.
+        """
+        return [np.broadcast_to(u, self.plates + d) for u, d in zip(self.u, self.dims)]
+
+    def __repr__(self):
+        return f"<{self.describe()} plates={self.plates}>"
+
+
+class Constant(Node):
+    """A fixed value as a parent: its moments are those of the value.
+
+    Parameters
+    ----------
+    kind : MomentsKind
+        The moments the child's slot needs.
+    value : array-like
+        The value; its leading axes beyond the variable's shape are plates.
+    name : str, default=''
+        A name.
+
+    Examples
+    --------
+    >>> from skvi.networks._moments import MomentsKind
+    >>> from skvi.networks import Constant
+    >>> c = Constant(MomentsKind.gamma(), [1.0, np.e])
+    >>> c.plates, c.get_moments()[1]
+    ((2,), array([0., 1.]))
+    """
+
+    def __init__(self, kind, value, name=""):
+        try:
+            u = kind.fixed(value)
+        except ValueError as err:
+            raise NetworkError(f"{name or 'a fixed parent'}: {err}") from None
+        plates = u[0].shape[: u[0].ndim - len(kind.dims[0])]
+        super().__init__(kind, plates, name)
+        self.u = u
+        self.observed = True
+
+    def update(self):
+        """Nothing to update: the value is fixed."""
+
+
+def _as_parent(child, slot, value, kind):
+    """A node for the parent ``slot`` of ``child``: the node itself, or a Constant of the value."""
+    if isinstance(value, Node):
+        if value._kind.name == kind.name and value._kind != kind:
+            raise NetworkError(
+                f"{child}: parent '{slot}' is {value.describe()} of {value._kind.describe}, "
+                f"but the node needs a {kind.describe}: shapes do not match"
+            )
+        if value._kind != kind:
+            raise NetworkError(
+                f"{child}: parent '{slot}' is {value.describe()} with "
+                f"{value._kind.describe} moments, but a {child.split()[0]} is conjugate only "
+                f"to a parent with {kind.describe} moments (a node of that family or an array)"
+            )
+        return value
+    try:
+        return Constant(kind, value, name=slot)
+    except NetworkError as err:
+        raise NetworkError(f"{child}: parent '{slot}': {str(err).split(': ', 1)[1]}") from None
