@@ -35,7 +35,7 @@ from skvi import (  # noqa: E402
 )
 from skvi.engine import Distinct, Moments  # noqa: E402
 from skvi.models.ctm.estimator import Documents  # noqa: E402
-from skvi.models import mixture as mixture_module  # noqa: E402
+from skvi.models.mixture import start as mixture_start  # noqa: E402
 from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
 
 
@@ -280,7 +280,7 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
     # Beyond the start's sample size the rows of the k-means start are drawn
     # over all the blocks, by the in-memory draw: the fit equals an
     # in-memory fit that starts from a subsample of as many rows.
-    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
+    monkeypatch.setattr(mixture_start, "init_rows", lambda n_components, n_features: 200)
     X = _blobs(seed=10)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=15, tol=0)
     ref = SVIBayesianGaussianMixture(**kw)
@@ -299,7 +299,7 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
 
 def test_a_weighted_mixture_beyond_the_start_sample_warns(client, monkeypatch):
     # Its start's rows are drawn uniformly on a cluster, by weight in memory.
-    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
+    monkeypatch.setattr(mixture_start, "init_rows", lambda n_components, n_features: 200)
     X = _blobs(n=600, seed=16)
     w = np.random.RandomState(0).uniform(0.5, 2.0, 600)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=2, tol=0)

@@ -19,7 +19,7 @@ from sklearn.mixture import BayesianGaussianMixture
 from skvi import SVIBayesianGaussianMixture
 from skvi.engine import Moments
 from skvi.expfam import NormalWishart
-from skvi.models import mixture as mixture_module
+from skvi.models.mixture import start as mixture_start
 from skvi.engine.data import Rows
 
 COV_TYPES = ["full", "tied", "diag", "spherical"]
@@ -740,7 +740,7 @@ def test_weighted_online_start_draws_its_subsample_by_weight(monkeypatch):
     rng = np.random.RandomState(24)
     X = np.concatenate([rng.normal(-5.0, 1.0, (1000, 1)), rng.normal(5.0, 1.0, (1000, 1))])
     w = np.repeat([9.0, 1.0], 1000)
-    monkeypatch.setattr(mixture_module, "_init_rows", lambda n_components, n_features: 200)
+    monkeypatch.setattr(mixture_start, "init_rows", lambda n_components, n_features: 200)
     est = SVIBayesianGaussianMixture(n_components=1)
     est.n_features_in_ = 1
     data = Rows(X, None, w)

@@ -1,41 +1,32 @@
-"""Bayesian Gaussian mixture: scikit-learn's variational model, batch or stochastic."""
+"""The Bayesian Gaussian mixture estimator: parameters, public methods and engine hooks.
+
+What the covariance type changes lives in its strategy
+(:mod:`~skvi.models.mixture.wishart`, :mod:`~skvi.models.mixture.gamma`), chosen
+once from ``covariance_type`` by ``_covariance``.
+"""
 
 import numbers
 
 import numpy as np
-from scipy import linalg, special
+from scipy import special
 from sklearn.base import DensityMixin, _fit_context
-from sklearn.cluster import KMeans, kmeans_plusplus
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ModelSettings, Moments, SVIEstimator
-from ..engine.data import Rows, check_row_weights
-from ..engine.executor import backend_for
-from ..expfam import Dirichlet, NormalGamma, NormalWishart
-from ..validation import check_feature_magnitude
+from ...engine import ModelSettings, Moments, SVIEstimator
+from ...engine.data import Rows, check_row_weights
+from ...engine.executor import backend_for
+from ...expfam import Dirichlet
+from ...validation import check_feature_magnitude
+from . import start
+from .gamma import DiagonalCovariance, SphericalCovariance
+from .priors import resolve_priors
+from .wishart import FullCovariance, TiedCovariance
 
 __all__ = ["SVIBayesianGaussianMixture"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
-#: Rows an online fit (or the first ``partial_fit`` call) initialises from,
-#: at least: a random subsample, so that the k-means start does not cost a
-#: pass of k-means over data that SVI reads in minibatches.  With
-#: ``_INIT_ROWS_PER_PARAMETER`` rows per component and feature when that is
-#: more.  On 200,000 rows of 10 Gaussians in 10 dimensions, 5,000 rows
-#: (5 k-means restarts) start as well as 20,000 (held-out log-likelihood of
-#: five seeds' one-pass fits: -15.7613 against -15.7615, the worst -15.7645
-#: against -15.7901) in 0.06 s instead of 0.17 s, a third of the fit.
-_INIT_ROWS = 5_000
-_INIT_ROWS_PER_PARAMETER = 50
-
-
-def _init_rows(n_components, n_features):
-    """Rows of the subsample an SVI fit starts from (k-means on them)."""
-    return max(_INIT_ROWS, _INIT_ROWS_PER_PARAMETER * n_components * int(n_features))
-
-
 #: Values (rows x components x features) of the temporaries of one block of
 #: the E-step: 2**20 doubles, 8 MiB.
 _BLOCK_VALUES = 1 << 20
@@ -43,6 +34,12 @@ _BLOCK_VALUES = 1 << 20
 
 #: The global factors: the weights' Dirichlet and the components' Normal-Wishart (or -Gamma).
 _FACTORS = ("weights", "components")
+
+#: The strategy of each covariance type (stateless: shared by every estimator).
+_COVARIANCE_TYPES = {
+    form.name: form
+    for form in (FullCovariance(), TiedCovariance(), DiagonalCovariance(), SphericalCovariance())
+}
 
 
 def _softmax(log_rho):
@@ -259,7 +256,7 @@ n_samples_seen_, n_rejected_steps_
 
     _parameter_constraints = {
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
-        "covariance_type": [StrOptions({"full", "tied", "diag", "spherical"})],
+        "covariance_type": [StrOptions(set(_COVARIANCE_TYPES))],
         "reg_covar": [Interval(numbers.Real, 0.0, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "init_params": [StrOptions({"kmeans", "k-means++", "random", "random_from_data"})],
@@ -381,7 +378,7 @@ n_samples_seen_, n_rejected_steps_
         warm = self.warm_start and hasattr(self, "natural_params_")
         # Any array-like; a dask array's shape without computing it.
         shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
-        start_rows = _init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
+        start_rows = start.init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
         if elsewhere and warm:
             # A warm start's globals travel to the worker that starts the fit.
             self._warm_globals = {
@@ -521,24 +518,7 @@ n_samples_seen_, n_rejected_steps_
             )
         rng = check_random_state(self.random_state)
         counts = rng.multinomial(n_samples, self.weights_)
-        d = self.n_features_in_
-        if self.covariance_type in ("full", "tied"):
-            covs = (
-                self.covariances_
-                if self.covariance_type == "full"
-                else [self.covariances_] * self.n_components
-            )
-            parts = [
-                rng.multivariate_normal(mean, cov, int(c))
-                for mean, cov, c in zip(self.means_, covs, counts)
-            ]
-        else:
-            scale = np.sqrt(self.covariances_)
-            scale = scale[:, None] * np.ones(d) if scale.ndim == 1 else scale
-            parts = [
-                mean + rng.standard_normal(size=(c, d)) * s
-                for mean, s, c in zip(self.means_, scale, counts)
-            ]
+        parts = self._covariance.draw(rng, self.means_, self.covariances_, counts)
         labels = np.concatenate([np.full(c, k, dtype=int) for k, c in enumerate(counts)])
         return np.vstack(parts), labels
 
@@ -593,23 +573,8 @@ n_samples_seen_, n_rejected_steps_
         est._centre = np.asarray(est.mean_prior_, dtype=np.float64).copy()
         m = mixture.means_ - est._centre
         beta = np.asarray(mixture.mean_precision_, dtype=np.float64)
-        nu, cov = np.asarray(mixture.degrees_of_freedom_, dtype=np.float64), mixture.covariances_
-        _K, d = m.shape
-        ct = est.covariance_type
-        if ct == "full":
-            comp = NormalWishart(
-                m[:, None, :], beta[:, None], nu, np.linalg.inv(cov * nu[:, None, None])
-            )
-        elif ct == "tied":
-            comp = NormalWishart(m, beta, nu, np.linalg.inv(cov * nu))
-        elif ct == "diag":
-            a = np.tile(0.5 * nu[:, None], (1, d))
-            comp = NormalGamma(
-                m[:, :, None, None], np.tile(beta[:, None, None], (1, d, 1)), a, cov * a
-            )
-        else:
-            a = 0.5 * d * nu
-            comp = NormalGamma(m[:, None, :], beta[:, None], a, cov * a)
+        nu = np.asarray(mixture.degrees_of_freedom_, dtype=np.float64)
+        comp = est._covariance.from_sklearn(m, beta, nu, mixture.covariances_)
         wc = mixture.weight_concentration_
         weights = Dirichlet(np.stack(wc, axis=1) if isinstance(wc, tuple) else wc)
         n_seen = float(np.sum(beta - est.mean_precision_prior_))
@@ -660,20 +625,26 @@ n_samples_seen_, n_rejected_steps_
         return self._rows(X, reset=reset, sample_weight=sample_weight, whole=vocabulary is None)
 
     @property
+    def _covariance(self):
+        """The strategy of ``covariance_type``, the one place the type is looked at."""
+        return _COVARIANCE_TYPES[self.covariance_type]
+
+    @property
     def _settings(self):
-        comp = NormalWishart if self.covariance_type in ("full", "tied") else NormalGamma
         # The start is fitted to the first rows (k-means and one M-step): in
         # a stream with total_samples='auto' it is their data part.  The
         # tolerance is per sample, as scikit-learn's.
         return ModelSettings(
-            {"weights": Dirichlet, "components": comp},
+            {"weights": Dirichlet, "components": self._covariance.family},
             initial_globals_are_data=True,
             convergence=self._per_sample_converged,
-            start_sample_size=_init_rows(self.n_components, getattr(self, "n_features_in_", 0)),
+            start_sample_size=start.init_rows(
+                self.n_components, getattr(self, "n_features_in_", 0)
+            ),
         )
 
     def _data_summary(self, X):
-        return Moments.of(X.X, X.weight, full=self.covariance_type in ("full", "tied"))
+        return Moments.of(X.X, X.weight, full=self._covariance.full_moments)
 
     def _adopt_data_summary(self, summary):
         if summary.n_rows < 2:  # a fit on a cluster: its blocks were checked one by one
@@ -693,30 +664,20 @@ n_samples_seen_, n_rejected_steps_
 
     # ------------------------------------------------------------ priors
     def _set_priors(self, moments):
-        """The priors' values; those left None come from the data's moments, as in scikit-learn.
-
-        With row weights, the weighted mean and the covariance of the rows
-        repeated by weight (``ddof=1`` on the weight sum).
-        """
-        d = moments.mean.shape[0]
-        K = self.n_components
-        self.weight_concentration_prior_ = (
-            1.0 / K
-            if self.weight_concentration_prior is None
-            else float(self.weight_concentration_prior)
+        """The priors' values (:func:`~skvi.models.mixture.priors.resolve_priors`)."""
+        priors = resolve_priors(
+            moments,
+            self._covariance,
+            n_components=self.n_components,
+            weight_concentration_prior=self.weight_concentration_prior,
+            mean_precision_prior=self.mean_precision_prior,
+            mean_prior=self.mean_prior,
+            degrees_of_freedom_prior=self.degrees_of_freedom_prior,
+            covariance_prior=self.covariance_prior,
+            reg_covar=self.reg_covar,
         )
-        self.mean_precision_prior_ = (
-            1.0 if self.mean_precision_prior is None else float(self.mean_precision_prior)
-        )
-        if self.mean_prior is None:
-            self.mean_prior_ = moments.mean.copy()
-        else:
-            self.mean_prior_ = check_array(self.mean_prior, ensure_2d=False, dtype=np.float64)
-            if self.mean_prior_.shape != (d,):
-                raise ValueError(
-                    f"The parameter 'means' should have the shape of ({d},), "
-                    f"but got {self.mean_prior_.shape}"
-                )
+        for name, value in priors.items():
+            setattr(self, name, value)
         if not (
             self.warm_start
             and hasattr(self, "natural_params_")
@@ -726,77 +687,9 @@ n_samples_seen_, n_rejected_steps_
             # The origin of the components' natural parameters; a warm start
             # keeps the one its posterior is expressed in.
             self._centre = self.mean_prior_.copy()
-        if self.degrees_of_freedom_prior is None:
-            self.degrees_of_freedom_prior_ = float(d)
-        elif self.degrees_of_freedom_prior > d - 1.0:
-            self.degrees_of_freedom_prior_ = float(self.degrees_of_freedom_prior)
-        else:
-            raise ValueError(
-                f"The parameter 'degrees_of_freedom_prior' should be greater than "
-                f"{d - 1}, but got {self.degrees_of_freedom_prior:.3f}."
-            )
-        ct = self.covariance_type
-        if self.covariance_prior is None:
-            if not moments.total > 1.0:
-                raise ValueError(
-                    f"sample_weight sums to {moments.total:g}: the default covariance_prior (the "
-                    "covariance of the samples, ddof=1) needs a sum above 1, as weights "
-                    "count samples; scale the weights or pass covariance_prior."
-                )
-            var = moments.covariance(ddof=1, diagonal=True)
-            if ct in ("full", "tied"):
-                cov = moments.covariance(ddof=1)
-                cov = 0.5 * (cov + cov.T)
-                eig = linalg.eigvalsh(cov)
-                singular = not eig[0] > d * np.finfo(float).eps * max(eig[-1], 0.0)
-            else:
-                cov = var if ct == "diag" else float(var.mean())
-                singular = not np.all(np.atleast_1d(cov) > 0)
-            if singular:
-                # Fewer samples than features, or a constant feature: the
-                # Wishart's W0 = cov^-1 does not exist.  scikit-learn keeps
-                # the singular prior (its posteriors are definite by the
-                # reg_covar it adds to the covariances it estimates); the
-                # exact ELBO needs a proper prior, so reg_covar goes on the
-                # prior's diagonal too.
-                if not self.reg_covar > 0:
-                    raise ValueError(
-                        "The default covariance_prior (the empirical covariance of X) is "
-                        "singular: X has fewer samples than features or a constant feature. "
-                        "Pass covariance_prior, or a positive reg_covar (added to its "
-                        "diagonal)."
-                    )
-                cov = cov + (
-                    self.reg_covar * np.eye(d) if ct in ("full", "tied") else self.reg_covar
-                )
-            self.covariance_prior_ = cov
-        elif ct in ("full", "tied"):
-            cov = check_array(self.covariance_prior, ensure_2d=False, dtype=np.float64)
-            if cov.shape != (d, d):
-                raise ValueError(
-                    f"The parameter '{ct} covariance_prior' should have the shape of "
-                    f"({d}, {d}), but got {cov.shape}"
-                )
-            if not (np.allclose(cov, cov.T) and np.all(linalg.eigvalsh(cov) > 0)):
-                raise ValueError(f"'{ct} covariance_prior' should be symmetric, positive-definite")
-            self.covariance_prior_ = cov
-        elif ct == "diag":
-            cov = check_array(self.covariance_prior, ensure_2d=False, dtype=np.float64)
-            if cov.shape != (d,):
-                raise ValueError(
-                    f"The parameter 'diag covariance_prior' should have the shape of "
-                    f"({d},), but got {cov.shape}"
-                )
-            if np.any(cov <= 0):
-                raise ValueError("'diag covariance_prior' should be positive")
-            self.covariance_prior_ = cov
-        else:
-            if not isinstance(self.covariance_prior, numbers.Real):
-                raise ValueError("The 'spherical covariance_prior' should be a positive float.")
-            self.covariance_prior_ = float(self.covariance_prior)
 
     def _prior_natural(self):
-        K, d = self.n_components, self.mean_prior_.shape[0]
+        K = self.n_components
         alpha, beta0, nu0 = (
             self.weight_concentration_prior_,
             self.mean_precision_prior_,
@@ -807,32 +700,7 @@ n_samples_seen_, n_rejected_steps_
             weights = Dirichlet(np.tile([1.0, alpha], (K, 1)))
         else:
             weights = Dirichlet(np.full(K, alpha))
-        ct = self.covariance_type
-        if ct == "full":
-            comp = NormalWishart(
-                np.tile(m0, (K, 1, 1)),
-                np.full((K, 1), beta0),
-                np.full(K, nu0),
-                np.tile(np.linalg.inv(cov0), (K, 1, 1)),
-            )
-        elif ct == "tied":
-            comp = NormalWishart(np.tile(m0, (K, 1)), np.full(K, beta0), nu0, np.linalg.inv(cov0))
-        elif ct == "diag":
-            # One Normal-Gamma per component and feature: lambda ~ Gamma(nu/2, rate=cov/2).
-            comp = NormalGamma(
-                np.tile(m0[:, None, None], (K, 1, 1, 1)),
-                np.full((K, d, 1), beta0),
-                np.full((K, d), 0.5 * nu0),
-                np.tile(0.5 * cov0, (K, 1)),
-            )
-        else:
-            # One precision for the d coordinates: Gamma(d nu / 2, rate=d cov / 2).
-            comp = NormalGamma(
-                np.tile(m0, (K, 1, 1)),
-                np.full((K, 1), beta0),
-                np.full(K, 0.5 * d * nu0),
-                np.full(K, 0.5 * d * cov0),
-            )
+        comp = self._covariance.prior(m0, beta0, nu0, cov0, K)
         return {"weights": weights.natural, "components": comp.natural}
 
     # ------------------------------------------------------------ initialisation
@@ -846,14 +714,8 @@ n_samples_seen_, n_rejected_steps_
         count = X.count()
         X, weight = X.X, X.weight
         n = X.shape[0]
-        limit = self.__dict__.get("_init_rows", _init_rows(self.n_components, X.shape[1]))
-        if weight is None:
-            sub, sub_weight = X, None
-            if limit is not None and n > limit:
-                sub = X[np.sort(random_state.choice(n, limit, replace=False))]
-            scale = n / sub.shape[0]
-        else:
-            sub, sub_weight, scale = self._weighted_subsample(X, weight, limit, random_state)
+        limit = self.__dict__.get("_init_rows", start.init_rows(self.n_components, X.shape[1]))
+        sub, sub_weight, scale = start.subsample(X, weight, limit, self.n_components, random_state)
         # The start counts for all the rows, as a step with rho = 1 would:
         # X is all of them, or on a cluster a sample drawn over every block.
         n_rows, total = self._data_rows
@@ -861,7 +723,9 @@ n_samples_seen_, n_rejected_steps_
         # On a subsample, k-means restarts are cheap, and the start decides
         # which optimum SVI reaches: keep the best of 5.
         whole = sub is X and n == n_rows
-        resp = self._initial_responsibilities(sub, random_state, 1 if whole else 5, sub_weight)
+        resp = start.initial_responsibilities(
+            sub, self.init_params, self.n_components, random_state, 1 if whole else 5, sub_weight
+        )
         if sub_weight is not None and self.init_params in ("kmeans", "random"):
             # Responsibilities of every row count its weight; the seeds of
             # 'k-means++' and 'random_from_data' are one sample each, as one
@@ -874,83 +738,17 @@ n_samples_seen_, n_rejected_steps_
             for name in _FACTORS
         }
 
-    def _weighted_subsample(self, X, weight, limit, random_state):
-        """The rows of a weighted start: ``(rows, their weights, scale to the weight sum)``.
-
-        At most ``limit`` draws with replacement, each row with probability
-        ``w_i / sum(w)``, the draws of a row counted as its weight: the
-        multinomial version of a uniform subsample of the rows repeated by
-        weight.  Its weighted statistics times ``sum(w) / limit`` are
-        unbiased for the weighted statistics of all rows (a uniform
-        subsample keeping its weights would be too, but it misses the few
-        heavy rows of skewed weights, or takes mostly negligible ones).
-        """
-        n = X.shape[0]
-        if limit is None or n <= limit:
-            return X, weight, 1.0
-        total = float(np.sum(weight))
-        draws = random_state.choice(n, size=limit, replace=True, p=weight / total)
-        rows, counts = np.unique(draws, return_counts=True)
-        if rows.shape[0] < self.n_components:
-            # A few rows hold nearly all the weight: k-means needs K rows.
-            return X, weight, 1.0
-        return X[rows], counts.astype(np.float64), total / limit
-
-    def _initial_responsibilities(self, X, random_state, n_kmeans=1, sample_weight=None):
-        n, K = X.shape[0], self.n_components
-        resp = np.zeros((n, K))
-        if self.init_params == "kmeans":
-            labels = (
-                KMeans(n_clusters=K, n_init=n_kmeans, random_state=random_state)
-                .fit(X, sample_weight=sample_weight)
-                .labels_
-            )
-            resp[np.arange(n), labels] = 1.0
-        elif self.init_params == "random":
-            resp = random_state.uniform(size=(n, K))
-            resp /= resp.sum(axis=1, keepdims=True)
-        elif self.init_params == "random_from_data":
-            p = None if sample_weight is None else sample_weight / np.sum(sample_weight)
-            resp[random_state.choice(n, size=K, replace=False, p=p), np.arange(K)] = 1.0
-        else:
-            _, idx = kmeans_plusplus(X, K, sample_weight=sample_weight, random_state=random_state)
-            resp[idx, np.arange(K)] = 1.0
-        return resp
-
     # ------------------------------------------------------------ model hooks
     def _statistics(self, X, resp):
         """Expected sufficient statistics of X for both factors, in natural coordinates."""
         nk = resp.sum(axis=0)
-        K, d = self.n_components, X.shape[1]
         if self.weight_concentration_prior_type == "dirichlet_process":
             tail = np.concatenate([np.cumsum(nk[::-1])[-2::-1], [0.0]])
             weights = (np.stack([nk, tail], axis=1),)
         else:
             weights = (nk,)
         X = X - self._centre
-        sx = resp.T @ X
-        reg = self.reg_covar
-        ct = self.covariance_type
-        if ct == "full":
-            weighted = (resp[:, :, None] * X[:, None, :]).reshape(X.shape[0], K * d)
-            sxx = (weighted.T @ X).reshape(K, d, d)
-            sxx += nk[:, None, None] * reg * np.eye(d)
-            comp = (sx[:, None, :], -0.5 * sxx, -0.5 * nk[:, None], 0.5 * nk)
-        elif ct == "tied":
-            n = nk.sum()
-            sxx = X.T @ (X * resp.sum(axis=1, keepdims=True)) + n * reg * np.eye(d)
-            comp = (sx, -0.5 * sxx, -0.5 * nk, np.asarray(0.5 * n))
-        elif ct == "diag":
-            sxx = resp.T @ (X * X) + nk[:, None] * reg
-            comp = (
-                sx[:, :, None, None],
-                -0.5 * sxx,
-                np.broadcast_to(-0.5 * nk[:, None, None], (K, d, 1)),
-                np.broadcast_to(0.5 * nk[:, None], (K, d)),
-            )
-        else:
-            sxx = resp.T @ np.einsum("ij,ij->i", X, X) + nk * d * reg
-            comp = (sx[:, None, :], -0.5 * sxx, -0.5 * nk[:, None], 0.5 * d * nk)
+        comp = self._covariance.statistics(X, resp, nk, resp.T @ X, self.reg_covar)
         return {
             "weights": weights,
             "components": tuple(np.array(c, dtype=np.float64) for c in comp),
@@ -963,97 +761,20 @@ n_samples_seen_, n_rejected_steps_
         degrees of freedom: per component, or shared for 'tied'),
         ``precision`` (``E[Lambda]`` as (K, d, d), (d, d), (K, d) or (K,)),
         ``logdet`` (``E[log|Lambda_k|]``, (K,)) and ``trace``
-        (``tr E[Lambda_k]``, (K,)).
+        (``tr E[Lambda_k]``, (K,)); see
+        :class:`~skvi.models.mixture.covariance.CovarianceType`.
         """
         factor = (self.natural_params_ if params is None else params)["components"]
-        return factor.cached("moments", lambda f: self._compute_moments(f.distribution))
-
-    def _compute_moments(self, q):
-        K, ct = self.n_components, self.covariance_type
-        if ct in ("full", "tied"):
-            d = q.dim
-            prec = q.df[..., None, None] * q.scale
-            logdet = q.precision().expected_log_det()
-            if ct == "full":
-                means, beta, trace = q.loc[:, 0, :], q.beta[:, 0], np.trace(prec, axis1=1, axis2=2)
-            else:
-                means, beta = q.loc, q.beta
-                logdet, trace = np.full(K, logdet), np.full(K, np.trace(prec))
-            return {
-                "means": means,
-                "beta": beta,
-                "nu": q.df,
-                "precision": prec,
-                "logdet": logdet,
-                "trace": trace,
-                "d": d,
-            }
-        a, b = q.shape, q.rate
-        elog = special.digamma(a) - np.log(b)
-        if ct == "diag":
-            means, beta = q.loc[:, :, 0, 0], q.beta[:, 0, 0]
-            prec = a / b
-            return {
-                "means": means,
-                "beta": beta,
-                "nu": 2.0 * a[:, 0],
-                "precision": prec,
-                "logdet": elog.sum(axis=1),
-                "trace": prec.sum(axis=1),
-                "a": a,
-                "b": b,
-                "d": means.shape[1],
-            }
-        means, beta = q.loc[:, 0, :], q.beta[:, 0]
-        d = means.shape[1]
-        prec = a / b
-        return {
-            "means": means,
-            "beta": beta,
-            "nu": 2.0 * a / d,
-            "precision": prec,
-            "logdet": d * elog,
-            "trace": d * prec,
-            "a": a,
-            "b": b,
-            "d": d,
-        }
+        return factor.cached(
+            "moments", lambda f: self._covariance.moments(f.distribution, self.n_components)
+        )
 
     def _quadratic(self, X, means, precision):
         """``(x - m_k)^T P_k (x - m_k)`` for every sample and component, shape (n, K).
 
-        ``P_k`` in the covariance type's form.  One matrix product for all
-        components, on X centred as the means are (at ``_centre``) so that
-        the expanded squares do not cancel for data far from the origin.
+        On X centred as the means are (at ``_centre``).
         """
-        ct, (K, d) = self.covariance_type, means.shape
-        Xc = X - self._centre
-        mc = means
-        if ct == "full":
-            chol = np.linalg.cholesky(precision)  # (K, d, d)
-            y = (Xc @ chol.transpose(1, 0, 2).reshape(d, K * d)).reshape(-1, K, d)
-            y -= np.einsum("ki,kij->kj", mc, chol)
-            return np.einsum("nkj,nkj->nk", y, y)
-        if ct == "tied":
-            chol = np.linalg.cholesky(precision)
-            y, my = Xc @ chol, mc @ chol
-            return np.maximum(
-                np.einsum("ni,ni->n", y, y)[:, None]
-                - 2.0 * (y @ my.T)
-                + np.einsum("ki,ki->k", my, my),
-                0.0,
-            )
-        if ct == "diag":
-            pm = precision * mc
-            return np.maximum(
-                (Xc * Xc) @ precision.T - 2.0 * (Xc @ pm.T) + np.einsum("ki,ki->k", pm, mc), 0.0
-            )
-        sq = (
-            np.einsum("ni,ni->n", Xc, Xc)[:, None]
-            - 2.0 * (Xc @ mc.T)
-            + np.einsum("ki,ki->k", mc, mc)
-        )
-        return precision * np.maximum(sq, 0.0)
+        return self._covariance.quadratic(X - self._centre, means, precision)
 
     def _expected_log_weights(self, params):
         q = params["weights"].distribution
@@ -1083,12 +804,12 @@ n_samples_seen_, n_rejected_steps_
         X, weight = X.X, X.weight
         block = max(256, _BLOCK_VALUES // (self.n_components * X.shape[1]))
         stats, neg_entropy = None, 0.0
-        for start in range(0, X.shape[0], block):
-            Xb = X[start : start + block]
+        for first in range(0, X.shape[0], block):
+            Xb = X[first : first + block]
             resp, log_resp = _softmax(self._log_rho(Xb, params))
             if weight is not None:
                 # A sample of weight w is w samples: w times its statistics and entropy.
-                resp *= weight[start : start + block, None]
+                resp *= weight[first : first + block, None]
             # sum r log r, with 0 log 0 = 0 (r underflows to 0 where log r < -745)
             neg_entropy += float(np.einsum("nk,nk->", resp, np.maximum(log_resp, -745.0)))
             part = self._statistics(Xb, resp)
@@ -1131,66 +852,12 @@ n_samples_seen_, n_rejected_steps_
     # ------------------------------------------------------------ densities
     def _gaussian_log_density(self, X, m):
         quad = self._quadratic(X, m["means"], m["precision"])
-        return self._log_det_precision(m) * 0.5 - 0.5 * X.shape[1] * _LOG_2PI - 0.5 * quad
-
-    def _log_det_precision(self, m):
-        ct, K = self.covariance_type, self.n_components
-        if ct == "full":
-            return np.linalg.slogdet(m["precision"])[1]
-        if ct == "tied":
-            return np.full(K, np.linalg.slogdet(m["precision"])[1])
-        if ct == "diag":
-            return np.log(m["precision"]).sum(axis=1)
-        return m["d"] * np.log(m["precision"])
+        log_det = self._covariance.log_det_precision(m)
+        return log_det * 0.5 - 0.5 * X.shape[1] * _LOG_2PI - 0.5 * quad
 
     def _student_t_log_density(self, X, m):
         """Posterior predictive of each component (Bishop eq. 10.81 and its Gamma analogues)."""
-        ct, d, beta = self.covariance_type, X.shape[1], m["beta"]
-        shrink = beta / (1.0 + beta)
-        if ct in ("full", "tied"):
-            dof = m["nu"] - d + 1.0  # per component, or shared
-            dof = np.broadcast_to(dof, beta.shape)
-            # Lambda_t = dof * beta / (1 + beta) * W = (dof / nu) shrink E[Lambda]
-            c = dof / np.broadcast_to(m["nu"], beta.shape) * shrink
-            quad = c * self._quadratic(X, m["means"], m["precision"])
-            half_logdet = 0.5 * (self._log_det_precision(m) + d * np.log(c))
-            return (
-                special.gammaln(0.5 * (dof + d))
-                - special.gammaln(0.5 * dof)
-                - 0.5 * d * np.log(dof * np.pi)
-                + half_logdet
-                - 0.5 * (dof + d) * np.log1p(quad / dof)
-            )
-        a, b = m["a"], m["b"]
-        if ct == "spherical":
-            dof = 2.0 * a
-            lam = shrink * a / b
-            quad = self._quadratic(X, m["means"], lam)
-            return (
-                special.gammaln(0.5 * (dof + d))
-                - special.gammaln(0.5 * dof)
-                - 0.5 * d * np.log(dof * np.pi)
-                + 0.5 * d * np.log(lam)
-                - 0.5 * (dof + d) * np.log1p(quad / dof)
-            )
-        # diag: independent univariate t densities, one per feature.
-        dof = 2.0 * a  # (K, d)
-        lam = shrink[:, None] * a / b
-        out = np.empty((X.shape[0], self.n_components))
-        X = X - self._centre  # the means' origin
-        const = np.sum(
-            special.gammaln(0.5 * (dof + 1.0))
-            - special.gammaln(0.5 * dof)
-            - 0.5 * np.log(dof * np.pi)
-            + 0.5 * np.log(lam),
-            axis=1,
-        )
-        for k in range(self.n_components):
-            diff = X - m["means"][k]
-            out[:, k] = const[k] - np.sum(
-                0.5 * (dof[k] + 1.0) * np.log1p(lam[k] * diff * diff / dof[k]), axis=1
-            )
-        return out
+        return self._covariance.predictive_log_density(X - self._centre, m)
 
     # ------------------------------------------------------------ attributes
     def _on_params_updated(self):
@@ -1208,25 +875,8 @@ n_samples_seen_, n_rejected_steps_
         self.weights_ = weights / weights.sum()
         self.means_ = m["means"] + self._centre
         self.mean_precision_ = m["beta"].copy()
-        nu = m["nu"]
-        self.degrees_of_freedom_ = float(nu) if self.covariance_type == "tied" else np.array(nu)
-        prec = m["precision"]
-        ct = self.covariance_type
-        if ct in ("full", "tied"):
-            self.covariances_ = np.linalg.inv(prec)
-            self.precisions_ = prec.copy()
-            cov_chol = np.linalg.cholesky(self.covariances_)
-            eye = np.eye(prec.shape[-1])
-            if ct == "full":
-                self.precisions_cholesky_ = np.stack(
-                    [linalg.solve_triangular(c, eye, lower=True).T for c in cov_chol]
-                )
-            else:
-                self.precisions_cholesky_ = linalg.solve_triangular(cov_chol, eye, lower=True).T
-        else:
-            self.covariances_ = 1.0 / prec
-            self.precisions_ = prec.copy()
-            self.precisions_cholesky_ = np.sqrt(prec)
+        for name, value in self._covariance.point_estimates(m).items():
+            setattr(self, name, value)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
