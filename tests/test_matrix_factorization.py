@@ -548,9 +548,9 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
             return SVIMatrixFactorization(3, random_state=0, **kw).fit(X, y, sample_weight=weights)
 
     fast = fit()
-    from skvi.models.matrix_factorization import estimator, nonconjugate
+    from skvi.models.matrix_factorization import nonconjugate, posterior, updates
 
-    for module in (nodes, estimator, nonconjugate):
+    for module in (nodes, posterior, updates, nonconjugate):
         monkeypatch.setattr(module, "_gaussian_fast", None)
     slow = fit()
     assert fast.n_iter_ == slow.n_iter_ and fast.n_batch_iter_ == slow.n_batch_iter_

@@ -18,7 +18,7 @@ without the GIL:
 
 The numpy references are :func:`skvi.models.matrix_factorization.nodes.moments_full_numpy`,
 :func:`skvi.models.matrix_factorization.nodes.aggregate_numpy` and the
-numpy branch of ``SVIMatrixFactorization._update_factor``.
+numpy branch of :func:`skvi.models.matrix_factorization.updates.update_nodes`.
 """
 
 import numpy as np

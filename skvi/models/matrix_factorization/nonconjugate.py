@@ -30,6 +30,7 @@ from ...likelihoods import Ordinal
 from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
 from .nodes import SIDES
+from .posterior import moments_from_natural
 from .strategy import RatingsStrategy
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
@@ -534,4 +535,4 @@ class GLMRatings(RatingsStrategy):
             e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
             params["users"] = Factor((e1, e2), params["users"].family)
         e1, e2 = params["users"]
-        return mf._moments_from_natural(e1[new_ids], e2[new_ids]).mean
+        return moments_from_natural(e1[new_ids], e2[new_ids], mf.covariance).mean
