@@ -48,9 +48,9 @@ PROBE_NODES = 20
 FOLD_IN_ITER = 30
 #: L-BFGS iterations of the ordinal thresholds per step, from their last
 #: value: a partial maximisation, still an ascent step, with the same fixed
-#: point.  On the ordinal MovieLens task (batch, expectation='gaussian') 50
-#: took 9.9 s, two thirds of it in the thresholds' objective, and 3 took
-#: 7.4 s to the same test NLL (1.2389); 1 took 4.8 s but ended at 1.2398.
+#: point.  A full maximisation at every step was most of an ordinal fit's
+#: time, and a single iteration ended at a worse test NLL
+#: (docs/matrix_factorization_benchmark.md).
 THRESHOLD_ITER = 3
 #: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``,
 #: and of the ordinal threshold fit.
