@@ -531,8 +531,8 @@ class GLMRatings(RatingsStrategy):
             if not full:
                 tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
             e1, e2 = params["users"][0].copy(), params["users"][1].copy()
-            e1[new_ids] = old1 + 0.5 * (tgt1 - old1)
-            e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
+            e1[new_ids] = 0.5 * old1 + 0.5 * tgt1
+            e2[new_ids] = 0.5 * old2 + 0.5 * tgt2
             params["users"] = Factor((e1, e2), params["users"].family)
         e1, e2 = params["users"]
         return moments_from_natural(e1[new_ids], e2[new_ids], mf.covariance).mean

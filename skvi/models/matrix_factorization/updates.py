@@ -17,6 +17,7 @@ import zlib
 import numpy as np
 
 from ...engine import Factor, RowStatistics
+from ...engine.step import blend
 from ...update_rules import diagonal_target, make_update_rule
 from .nodes import SIDES, Moments
 from .posterior import safe_moments
@@ -137,7 +138,7 @@ def natural_step(alpha, old1, old2, h, P, row_scale, row_rho):
     """Compiled natural-gradient step of full-covariance nodes.
 
     The same numbers as the numpy branch of :func:`update_nodes`
-    (:func:`node_target`, the blend with each node's ``rho_i``,
+    (:func:`node_target`, the convex blend with each node's ``rho_i``,
     :func:`~skvi.models.matrix_factorization.posterior.safe_moments`).
 
     Parameters
@@ -203,7 +204,9 @@ def diagonal_update(old1, old2, tgt1, tgt2, rho, sequential=True):
     ``tgt2`` holds ``-(diag(alpha) + tau s A) / 2``, the full target
     precision; coordinate k's target uses the off-diagonal couplings with
     the other coordinates' current means: Gauss-Seidel when ``sequential``
-    (``update_order='sequential'``), the snapshot otherwise.
+    (``update_order='sequential'``), the snapshot otherwise.  Each
+    coordinate moves by the engine's convex blend ``(1 - rho) old + rho
+    target`` (:func:`skvi.engine.step.blend`).
 
     Parameters
     ----------
@@ -239,8 +242,8 @@ def diagonal_update(old1, old2, tgt1, tgt2, rho, sequential=True):
         coupling = np.einsum("nj,nj->n", prec_full[:, k, :], src) - prec_full[:, k, k] * src[:, k]
         t1 = tgt1[:, k] - coupling
         t2 = -0.5 * prec_full[:, k, k]
-        new1[:, k] = old1[:, k] + r * (t1 - old1[:, k])
-        new2[:, k] = old2[:, k] + r * (t2 - old2[:, k])
+        new1[:, k] = (1.0 - r) * old1[:, k] + r * t1
+        new2[:, k] = (1.0 - r) * old2[:, k] + r * t2
         mean[:, k] = new1[:, k] / (-2.0 * new2[:, k])
     return new1, new2
 
@@ -303,7 +306,11 @@ def update_nodes(current, stats, ctx, alpha, rule, covariance, sequential, old_m
 
     The engine gives every node its own ``N_i / C_i`` (``ctx.row_scale``)
     and step size (``ctx.row_rho``); the target's prior part is the side's
-    current expected prior precision ``alpha``.
+    current expected prior precision ``alpha``.  Without an update rule the
+    nodes move by the engine's convex blend (:func:`skvi.engine.step.blend`),
+    as in the engine's default update; what this adds to it is the
+    compiled step, the moments carried by the new factor, and the diagonal
+    family's coordinate-wise step from the full target.
 
     Parameters
     ----------
@@ -366,8 +373,7 @@ def update_nodes(current, stats, ctx, alpha, rule, covariance, sequential, old_m
     elif covariance == "full" and np.all(rho_i == 1.0):
         new1, new2 = tgt1, tgt2  # coordinate ascent
     elif covariance == "full":
-        new1 = old1 + rho_i[:, None] * (tgt1 - old1)
-        new2 = old2 + rho_i[:, None, None] * (tgt2 - old2)
+        new1, new2 = blend((old1, old2), (tgt1, tgt2), rho_i)
     else:
         new1, new2 = diagonal_update(old1, old2, tgt1, tgt2, rho_i, sequential)
     if ctx.grads is not None:
