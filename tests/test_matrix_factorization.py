@@ -548,9 +548,9 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
             return SVIMatrixFactorization(3, random_state=0, **kw).fit(X, y, sample_weight=weights)
 
     fast = fit()
-    from skvi.models.matrix_factorization import estimator, nonconjugate
+    from skvi.models.matrix_factorization import nonconjugate, posterior, updates
 
-    for module in (nodes, estimator, nonconjugate):
+    for module in (nodes, posterior, updates, nonconjugate):
         monkeypatch.setattr(module, "_gaussian_fast", None)
     slow = fit()
     assert fast.n_iter_ == slow.n_iter_ and fast.n_batch_iter_ == slow.n_batch_iter_
@@ -561,6 +561,40 @@ def test_compiled_step_matches_the_numpy_path(small, kw, monkeypatch):
         np.testing.assert_allclose(
             fast.likelihood_.thresholds, slow.likelihood_.thresholds, rtol=1e-10
         )
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_node_step_blends_in_the_convex_form(covariance, compiled, monkeypatch):
+    # (1 - rho) old + rho target, as the engine's blend: a node whose
+    # precision (1e25) dwarfs its target's (1e6) lands on the target at
+    # rho = 1 and keeps a positive precision at rho just below 1, where
+    # old + rho (target - old) cancelled the precision to zero.
+    from skvi.engine import Factor, RowStatistics, StepContext
+    from skvi.expfam import Gaussian, MultivariateGaussian
+    from skvi.models.matrix_factorization import updates
+
+    if compiled:
+        _require_kernel()
+        if covariance == "diagonal":
+            pytest.skip("the compiled step is the full family's")
+    else:
+        monkeypatch.setattr(updates, "_gaussian_fast", None)
+    d, big, small_prec = 2, 1e25, 1e6
+    for rho, expected in ((1.0, small_prec), (1.0 - 2.0**-52, small_prec + 2.0**-52 * big)):
+        ctx = StepContext(online=True, t=1, rho=rho, backoff=1.0, scale=1.0, prior={})
+        ctx.row_scale, ctx.row_rho = np.ones(1), np.full(1, rho)
+        stats = RowStatistics(np.array([0]), (np.zeros((1, d)), np.zeros((1, d, d))), np.ones(1))
+        if covariance == "full":
+            current = Factor((np.zeros((1, d)), -0.5 * big * np.eye(d)[None]), MultivariateGaussian)
+        else:
+            current = Factor((np.zeros((1, d)), np.full((1, d), -0.5 * big)), Gaussian)
+        new, valid = updates.update_nodes(
+            current, stats, ctx, np.full(d, small_prec), None, covariance, True, None
+        )
+        precision = -2.0 * (np.diagonal(new[1][0]) if covariance == "full" else new[1][0])
+        assert valid
+        np.testing.assert_allclose(precision, expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 
 from skvi import SVIMatrixFactorization
-from skvi.models.matrix_factorization import estimator as mf_estimator
+from skvi.models.matrix_factorization import posterior as mf_posterior
 from skvi.models.matrix_factorization.moment_matched import GAUSS_HERMITE_NODES
 
 
@@ -193,7 +193,7 @@ def test_compiled_rating_moments_equal_numpy(monkeypatch):
     users = np.searchsorted(mf.user_ids_, X[:, 0])
     items = np.searchsorted(mf.item_ids_, X[:, 1])
     compiled = mf._f_moments(users, items, mf.natural_params_)
-    monkeypatch.setattr(mf_estimator, "_gaussian_fast", None)
+    monkeypatch.setattr(mf_posterior, "_gaussian_fast", None)
     reference = mf._f_moments(users, items, mf.natural_params_)
     np.testing.assert_allclose(compiled, reference, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(compiled, f_moments(mf, X), rtol=1e-8, atol=1e-10)

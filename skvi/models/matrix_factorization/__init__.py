@@ -1,4 +1,4 @@
-"""Bayesian matrix factorization: the estimator, its non-conjugate statistics and kernel."""
+"""Bayesian matrix factorization: the estimator, its parts by concern, strategies and kernel."""
 
 from .estimator import SVIMatrixFactorization
 

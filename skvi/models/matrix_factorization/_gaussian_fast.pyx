@@ -18,7 +18,7 @@ without the GIL:
 
 The numpy references are :func:`skvi.models.matrix_factorization.nodes.moments_full_numpy`,
 :func:`skvi.models.matrix_factorization.nodes.aggregate_numpy` and the
-numpy branch of ``SVIMatrixFactorization._update_factor``.
+numpy branch of :func:`skvi.models.matrix_factorization.updates.update_nodes`.
 """
 
 import numpy as np
@@ -269,8 +269,10 @@ def natural_step(const double[:, ::1] old1, const double[:, :, ::1] old2,
 
     The target of node ``i`` is ``eta1 = scale_i h_i`` and
     ``eta2 = -(alpha + scale_i P_i) / 2``; the node moves to
-    ``old + rho_i (target - old)`` (the target itself where ``rho_i = 1``,
-    coordinate ascent), and its moments are those of
+    ``(1 - rho_i) old + rho_i target``, the engine's convex blend
+    (:func:`skvi.engine.step.blend`: a precision far larger than the
+    target's does not cancel to zero; the target itself where ``rho_i =
+    1``, coordinate ascent), and its moments are those of
     :func:`moments_from_natural`.
 
     Parameters
@@ -324,10 +326,10 @@ def natural_step(const double[:, ::1] old1, const double[:, :, ::1] old2,
             r = rho[i]
             for a in range(d):
                 t = s * h[i, a]
-                new1[i, a] = t if r == 1.0 else old1[i, a] + r * (t - old1[i, a])
+                new1[i, a] = t if r == 1.0 else (1.0 - r) * old1[i, a] + r * t
                 for b in range(d):
                     t = -0.5 * (s * P[i, a, b] + alpha[a, b])
-                    new2[i, a, b] = t if r == 1.0 else old2[i, a, b] + r * (t - old2[i, a, b])
+                    new2[i, a, b] = t if r == 1.0 else (1.0 - r) * old2[i, a, b] + r * t
             failed += _moments_one(&new1[i, 0], &new2[i, 0, 0], d, L, Li, &mean[i, 0],
                                    &second[i, 0, 0], &var[i, 0], &logdet[i])
     free(L)

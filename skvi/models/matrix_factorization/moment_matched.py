@@ -141,9 +141,9 @@ class MomentMatchedRatings(GLMRatings):
         truncated SVD of the sparse matrix of the centred (encoded)
         ratings, ``U sqrt(S)`` and ``V sqrt(S)`` (Keshavan, Montanari and
         Oh, "Matrix completion from a few entries"), their covariances the
-        tight start's.  From random means, 3 of 16 batch fits of rank-2
-        synthetic binary ratings kept a component shrunk (held-out NLL
-        0.567-0.571 against 0.444-0.479); from this start, none.  Only when
+        tight start's.  From random means, coordinate ascent can keep a
+        component shrunk; from this start it did not in the fits of
+        docs/matrix_factorization_benchmark.md.  Only when
         ``data`` holds every rating of the fit (not one block of a
         cluster's) and ``K`` is below the matrix's smaller side.
         """

@@ -30,6 +30,7 @@ from ...likelihoods import Ordinal
 from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
 from .nodes import SIDES
+from .posterior import moments_from_natural
 from .strategy import RatingsStrategy
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
@@ -47,9 +48,9 @@ PROBE_NODES = 20
 FOLD_IN_ITER = 30
 #: L-BFGS iterations of the ordinal thresholds per step, from their last
 #: value: a partial maximisation, still an ascent step, with the same fixed
-#: point.  On the ordinal MovieLens task (batch, expectation='gaussian') 50
-#: took 9.9 s, two thirds of it in the thresholds' objective, and 3 took
-#: 7.4 s to the same test NLL (1.2389); 1 took 4.8 s but ended at 1.2398.
+#: point.  A full maximisation at every step was most of an ordinal fit's
+#: time, and a single iteration ended at a worse test NLL
+#: (docs/matrix_factorization_benchmark.md).
 THRESHOLD_ITER = 3
 #: Gauss-Hermite nodes of ``E_f`` per partner draw with ``expectation='quadrature'``,
 #: and of the ordinal threshold fit.
@@ -530,8 +531,8 @@ class GLMRatings(RatingsStrategy):
             if not full:
                 tgt1, tgt2 = diagonal_target(tgt1, tgt2, old1 / (-2.0 * old2))
             e1, e2 = params["users"][0].copy(), params["users"][1].copy()
-            e1[new_ids] = old1 + 0.5 * (tgt1 - old1)
-            e2[new_ids] = old2 + 0.5 * (tgt2 - old2)
+            e1[new_ids] = 0.5 * old1 + 0.5 * tgt1
+            e2[new_ids] = 0.5 * old2 + 0.5 * tgt2
             params["users"] = Factor((e1, e2), params["users"].family)
         e1, e2 = params["users"]
-        return mf._moments_from_natural(e1[new_ids], e2[new_ids]).mean
+        return moments_from_natural(e1[new_ids], e2[new_ids], mf.covariance).mean
