@@ -23,7 +23,7 @@ from skvi.datasets import (
     fetch_movielens,
     fetch_uci_bag_of_words,
 )
-from skvi.datasets import _fetchers
+from skvi.datasets import _download, _fetchers
 
 
 @pytest.fixture
@@ -33,7 +33,13 @@ def offline(monkeypatch):
     def refuse(url, *args, **kwargs):
         raise AssertionError(f"a download was attempted: {url}")
 
-    monkeypatch.setattr(_fetchers, "_urlopen", refuse)
+    monkeypatch.setattr(_download, "_urlopen", refuse)
+
+
+def _publish(monkeypatch, table, name, **values):
+    """Make the small files a test writes the published shape of the set ``name``."""
+    for key, value in values.items():
+        monkeypatch.setitem(table[name], key, value)
 
 
 def _serve(monkeypatch, name, folder):
@@ -92,8 +98,9 @@ def _check_100k(bunch, rows, fold, titles, folder):
     assert bunch.filenames[:2] == [str(folder / "u.data"), str(folder / "u.item")]
 
 
-def test_movielens_100k_read_from_its_folder(tmp_path, offline):
+def test_movielens_100k_read_from_its_folder(tmp_path, monkeypatch, offline):
     rows, fold, titles = _tiny_100k()
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path / "movielens-100k", rows, fold, titles)
     bunch = fetch_movielens("100k", data_home=tmp_path)
     _check_100k(bunch, rows, fold, titles, tmp_path / "movielens-100k")
@@ -102,15 +109,17 @@ def test_movielens_100k_read_from_its_folder(tmp_path, offline):
     np.testing.assert_array_equal(y, rows[:, 2])
 
 
-def test_movielens_files_directly_in_data_home(tmp_path, offline):
+def test_movielens_files_directly_in_data_home(tmp_path, monkeypatch, offline):
     # data_home may be the release's folder itself (the examples' DATA argument).
     rows, fold, titles = _tiny_100k(seed=1)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path, rows, fold, titles)
     _check_100k(fetch_movielens(data_home=tmp_path), rows, fold, titles, tmp_path)
 
 
-def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
+def test_movielens_1m_and_latest_small_layouts(tmp_path, monkeypatch, offline):
     rows, _, titles = _tiny_100k(seed=2)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "1m", shape=(60, None, None))
     one_m = tmp_path / "movielens-1m"
     one_m.mkdir()
     (one_m / "ratings.dat").write_text(_lines(rows, "::"))
@@ -141,6 +150,7 @@ def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
 def test_explicit_data_home_overrides_skvi_data(tmp_path, monkeypatch, offline):
     rows_a, fold_a, titles = _tiny_100k(seed=3)
     rows_b, fold_b, _ = _tiny_100k(seed=4)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path / "env" / "movielens-100k", rows_a, fold_a, titles)
     _write_100k(tmp_path / "explicit" / "movielens-100k", rows_b, fold_b, titles)
     monkeypatch.setenv("SKVI_DATA", str(tmp_path / "env"))
@@ -176,7 +186,7 @@ def test_offline_download_names_url_and_folder(tmp_path, monkeypatch):
     def no_network(url, *args, **kwargs):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(_fetchers, "_urlopen", no_network)
+    monkeypatch.setattr(_download, "_urlopen", no_network)
     with pytest.raises(DataNotFoundError) as info:
         fetch_libsvm("w8a", data_home=tmp_path)
     message = str(info.value)
@@ -259,7 +269,7 @@ class _Response(io.BytesIO):
 
 
 def test_truncated_download_is_not_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(_fetchers, "_urlopen", lambda url, *a, **k: _Response(b"+1 1:1\n"))
+    monkeypatch.setattr(_download, "_urlopen", lambda url, *a, **k: _Response(b"+1 1:1\n"))
     with pytest.raises(OSError, match="after 7 of 1000 bytes"):
         fetch_libsvm("a9a", data_home=tmp_path)
     assert list(tmp_path.iterdir()) == []
@@ -279,7 +289,8 @@ def _random_libsvm(path, seed, n, n_features, labels=(-1, 1), compress=None, dro
     return X, y
 
 
-def test_libsvm_read_from_its_folder(tmp_path, offline):
+def test_libsvm_read_from_its_folder(tmp_path, monkeypatch, offline):
+    _publish(monkeypatch, _fetchers._LIBSVM, "a9a", n_train=30, n_test=20)
     folder = tmp_path / "a9a-adult-libsvm"
     folder.mkdir()
     X_tr, y_tr = _random_libsvm(folder / "a9a", 0, 30, 123, drop_last=False)
@@ -299,7 +310,9 @@ def test_libsvm_read_from_its_folder(tmp_path, offline):
     assert train.filenames == [str(folder / "a9a")] and "Platt" in train.DESCR
 
 
-def test_libsvm_compressed_or_not_and_files_in_data_home(tmp_path, offline):
+def test_libsvm_compressed_or_not_and_files_in_data_home(tmp_path, monkeypatch, offline):
+    _publish(monkeypatch, _fetchers._LIBSVM, "covtype.binary", n_train=25)
+    _publish(monkeypatch, _fetchers._LIBSVM, "ijcnn1", n_test=15)
     # covtype is published as .bz2; a decompressed copy is read as well.
     X, y = _random_libsvm(tmp_path / "covtype.libsvm.binary", 2, 25, 54, labels=(1, 2))
     bunch = fetch_libsvm("covtype.binary", subset="all", data_home=tmp_path)
@@ -375,8 +388,10 @@ def _random_corpus(seed, n_docs=7, n_words=11):
     return counts, docword, "\n".join(vocab) + "\n", vocab
 
 
-def test_uci_bag_of_words_read_from_its_folder(tmp_path, offline):
+def test_uci_bag_of_words_read_from_its_folder(tmp_path, monkeypatch, offline):
     counts, docword, vocab_text, vocab = _random_corpus(0)
+    for name in ("enron", "nips"):
+        _publish(monkeypatch, _fetchers._UCI, name, n_docs=7, n_words=11)
     folder = tmp_path / "uci-bag-of-words"
     folder.mkdir()
     with gzip.open(folder / "docword.enron.txt.gz", "wt") as fh:
