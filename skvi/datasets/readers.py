@@ -63,7 +63,9 @@ def _read_ratings(path):
             sep = "\t"
         else:
             sep = None  # whitespace: no field can be empty
-        n_fields = len(sample.split(sep)) if sample.strip() else 0
+        if not sample.strip():
+            raise ValueError(f"{path}: no ratings (line {1 + header} is empty); {_RATINGS_VALID}.")
+        n_fields = len(sample.split(sep))
         if n_fields < 3:  # checked on the first line, before the file is read
             raise ValueError(
                 f"{path}, line {1 + header}: {n_fields} fields, not a MovieLens ratings line; "
