@@ -39,14 +39,23 @@ def open_text(path):
 def named_errors(path, valid):
     """Turn the errors of decoding a bad file into a ValueError naming it.
 
-    A truncated or corrupt ``.gz`` / ``.bz2`` file (``EOFError``,
-    ``zlib.error``, gzip's ``BadGzipFile``, bz2's ``OSError``) and a file
+    A truncated (even to nothing) or corrupt ``.gz`` / ``.bz2`` file
+    (``EOFError``, ``zlib.error``, gzip's ``BadGzipFile``, bz2's
+    ``OSError``) and a file
     that is not UTF-8 text raise a :class:`ValueError` that names ``path``
     and says what a valid file is (``valid``).  A file that is missing or
     unreadable for its permissions keeps its own ``OSError``, which names it.
     """
     path = os.fspath(path)
     compressed = path.endswith((".gz", ".bz2"))
+    kind = "gzip" if path.endswith(".gz") else "bzip2"
+    # gzip and bz2 read an empty file as empty data; no compressor writes one
+    # (even no data compress to a header and a checksum): it is a truncated file.
+    if compressed and os.path.isfile(path) and os.path.getsize(path) == 0:
+        raise ValueError(
+            f"{path}: an empty file, not a complete {kind} file; the file is truncated: "
+            f"{valid}, compressed whole."
+        )
     try:
         yield
     except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
@@ -59,7 +68,6 @@ def named_errors(path, valid):
     except (EOFError, zlib.error, OSError) as exc:
         if not compressed:
             raise
-        kind = "gzip" if path.endswith(".gz") else "bzip2"
         raise ValueError(
             f"{path}: not a complete {kind} file ({type(exc).__name__}: {exc}); the file is "
             f"truncated or corrupt: {valid}, compressed whole."
