@@ -137,9 +137,10 @@ def read_movielens(path):
     ValueError
         If the file is not one of the three layouts, naming the file: a line
         with a missing or empty field, a user or item id (or timestamp) that
-        is not an integer in the int64 range (``1.5``, ``1e30``, ``2**63``,
-        ``nan``), a rating that is NaN or infinite, no ratings at all, or a
-        truncated or corrupt compressed file.
+        is not written as an integer of the int64 range (``1.5``, ``1.0``,
+        ``1e30``, ``2**63``, ``nan``: ids are never rounded nor wrapped), a
+        rating that is NaN or infinite, no ratings at all, or a truncated or
+        corrupt compressed file.
 
     Examples
     --------
