@@ -23,7 +23,7 @@ from skvi.datasets import (
     fetch_movielens,
     fetch_uci_bag_of_words,
 )
-from skvi.datasets import _fetchers
+from skvi.datasets import _download, _fetchers
 
 
 @pytest.fixture
@@ -33,7 +33,13 @@ def offline(monkeypatch):
     def refuse(url, *args, **kwargs):
         raise AssertionError(f"a download was attempted: {url}")
 
-    monkeypatch.setattr(_fetchers, "_urlopen", refuse)
+    monkeypatch.setattr(_download, "_urlopen", refuse)
+
+
+def _publish(monkeypatch, table, name, **values):
+    """Make the small files a test writes the published shape of the set ``name``."""
+    for key, value in values.items():
+        monkeypatch.setitem(table[name], key, value)
 
 
 def _serve(monkeypatch, name, folder):
@@ -92,8 +98,9 @@ def _check_100k(bunch, rows, fold, titles, folder):
     assert bunch.filenames[:2] == [str(folder / "u.data"), str(folder / "u.item")]
 
 
-def test_movielens_100k_read_from_its_folder(tmp_path, offline):
+def test_movielens_100k_read_from_its_folder(tmp_path, monkeypatch, offline):
     rows, fold, titles = _tiny_100k()
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path / "movielens-100k", rows, fold, titles)
     bunch = fetch_movielens("100k", data_home=tmp_path)
     _check_100k(bunch, rows, fold, titles, tmp_path / "movielens-100k")
@@ -102,15 +109,17 @@ def test_movielens_100k_read_from_its_folder(tmp_path, offline):
     np.testing.assert_array_equal(y, rows[:, 2])
 
 
-def test_movielens_files_directly_in_data_home(tmp_path, offline):
+def test_movielens_files_directly_in_data_home(tmp_path, monkeypatch, offline):
     # data_home may be the release's folder itself (the examples' DATA argument).
     rows, fold, titles = _tiny_100k(seed=1)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path, rows, fold, titles)
     _check_100k(fetch_movielens(data_home=tmp_path), rows, fold, titles, tmp_path)
 
 
-def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
+def test_movielens_1m_and_latest_small_layouts(tmp_path, monkeypatch, offline):
     rows, _, titles = _tiny_100k(seed=2)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "1m", shape=(60, None, None))
     one_m = tmp_path / "movielens-1m"
     one_m.mkdir()
     (one_m / "ratings.dat").write_text(_lines(rows, "::"))
@@ -141,6 +150,7 @@ def test_movielens_1m_and_latest_small_layouts(tmp_path, offline):
 def test_explicit_data_home_overrides_skvi_data(tmp_path, monkeypatch, offline):
     rows_a, fold_a, titles = _tiny_100k(seed=3)
     rows_b, fold_b, _ = _tiny_100k(seed=4)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
     _write_100k(tmp_path / "env" / "movielens-100k", rows_a, fold_a, titles)
     _write_100k(tmp_path / "explicit" / "movielens-100k", rows_b, fold_b, titles)
     monkeypatch.setenv("SKVI_DATA", str(tmp_path / "env"))
@@ -176,7 +186,7 @@ def test_offline_download_names_url_and_folder(tmp_path, monkeypatch):
     def no_network(url, *args, **kwargs):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
-    monkeypatch.setattr(_fetchers, "_urlopen", no_network)
+    monkeypatch.setattr(_download, "_urlopen", no_network)
     with pytest.raises(DataNotFoundError) as info:
         fetch_libsvm("w8a", data_home=tmp_path)
     message = str(info.value)
@@ -259,7 +269,7 @@ class _Response(io.BytesIO):
 
 
 def test_truncated_download_is_not_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(_fetchers, "_urlopen", lambda url, *a, **k: _Response(b"+1 1:1\n"))
+    monkeypatch.setattr(_download, "_urlopen", lambda url, *a, **k: _Response(b"+1 1:1\n"))
     with pytest.raises(OSError, match="after 7 of 1000 bytes"):
         fetch_libsvm("a9a", data_home=tmp_path)
     assert list(tmp_path.iterdir()) == []
@@ -279,7 +289,8 @@ def _random_libsvm(path, seed, n, n_features, labels=(-1, 1), compress=None, dro
     return X, y
 
 
-def test_libsvm_read_from_its_folder(tmp_path, offline):
+def test_libsvm_read_from_its_folder(tmp_path, monkeypatch, offline):
+    _publish(monkeypatch, _fetchers._LIBSVM, "a9a", n_train=30, n_test=20)
     folder = tmp_path / "a9a-adult-libsvm"
     folder.mkdir()
     X_tr, y_tr = _random_libsvm(folder / "a9a", 0, 30, 123, drop_last=False)
@@ -299,7 +310,9 @@ def test_libsvm_read_from_its_folder(tmp_path, offline):
     assert train.filenames == [str(folder / "a9a")] and "Platt" in train.DESCR
 
 
-def test_libsvm_compressed_or_not_and_files_in_data_home(tmp_path, offline):
+def test_libsvm_compressed_or_not_and_files_in_data_home(tmp_path, monkeypatch, offline):
+    _publish(monkeypatch, _fetchers._LIBSVM, "covtype.binary", n_train=25)
+    _publish(monkeypatch, _fetchers._LIBSVM, "ijcnn1", n_test=15)
     # covtype is published as .bz2; a decompressed copy is read as well.
     X, y = _random_libsvm(tmp_path / "covtype.libsvm.binary", 2, 25, 54, labels=(1, 2))
     bunch = fetch_libsvm("covtype.binary", subset="all", data_home=tmp_path)
@@ -375,8 +388,10 @@ def _random_corpus(seed, n_docs=7, n_words=11):
     return counts, docword, "\n".join(vocab) + "\n", vocab
 
 
-def test_uci_bag_of_words_read_from_its_folder(tmp_path, offline):
+def test_uci_bag_of_words_read_from_its_folder(tmp_path, monkeypatch, offline):
     counts, docword, vocab_text, vocab = _random_corpus(0)
+    for name in ("enron", "nips"):
+        _publish(monkeypatch, _fetchers._UCI, name, n_docs=7, n_words=11)
     folder = tmp_path / "uci-bag-of-words"
     folder.mkdir()
     with gzip.open(folder / "docword.enron.txt.gz", "wt") as fh:
@@ -456,3 +471,148 @@ def test_shared_a9a_without_download(shared_data, offline):
     X, y = fetch_libsvm("a9a", subset="all", return_X_y=True, download_if_missing=False)
     assert X.shape == (48_842, 123) and X.nnz == 451_592 + 225_731
     assert int((y > 0).sum()) == 7841 + 3846
+
+
+# ------------------------------------------- files in data_home are checked too
+# What a fetcher reads is held to the published shape wherever it came from:
+# a file already in data_home that is not the published one is a ValueError
+# naming it (a download of the wrong shape is an OSError, and not kept).
+def test_movielens_files_in_data_home_have_the_releases_shape(tmp_path, offline):
+    rows, _, titles = _tiny_100k(seed=7, n_users=30, n_items=30, n=500)
+    one_m = tmp_path / "movielens-1m"
+    one_m.mkdir()
+    (one_m / "ratings.dat").write_text(_lines(rows, "::"))  # 500 ratings, not 1,000,209
+    (one_m / "movies.dat").write_text("".join(f"{i}::{t}::Drama\n" for i, t in titles.items()))
+    with pytest.raises(ValueError) as info:
+        fetch_movielens("1m", data_home=tmp_path)
+    message = str(info.value)
+    assert str(one_m / "ratings.dat") in message
+    assert "has 500 ratings" in message and "1000209 by 6040 users of 3706 movies" in message
+    with pytest.raises(ValueError, match="has 500 ratings"):
+        fetch_movielens("1m", data_home=tmp_path, return_X_y=True)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r.__setitem__((3, 2), 6), "the rating 6.0, not one of the release's 1, 2, .. 5"),
+        (lambda r: r.__setitem__((3, 2), 0), "the rating 0.0"),
+        (lambda r: r.__setitem__((3, 0), 0), "the id 0"),
+        (lambda r: r[:, :3], "no timestamps"),
+    ],
+)
+def test_movielens_ratings_off_the_release_are_refused(
+    tmp_path, monkeypatch, offline, change, message
+):
+    rows, fold, titles = _tiny_100k(seed=8)
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
+    changed = change(rows)
+    rows = rows if changed is None else changed
+    _write_100k(tmp_path / "movielens-100k", rows, fold, titles)
+    with pytest.raises(ValueError, match=message) as info:
+        fetch_movielens(data_home=tmp_path)
+    assert str(tmp_path / "movielens-100k" / "u.data") in str(info.value)
+
+
+def test_movielens_latest_small_is_held_to_half_stars(tmp_path, offline):
+    small = tmp_path / "movielens-latest-small"
+    small.mkdir()
+    (small / "ratings.csv").write_text(
+        "userId,movieId,rating,timestamp\n1,1,4.0,964982703\n2,3,3.25,964981247\n"
+    )
+    (small / "movies.csv").write_text("movieId,title,genres\n1,A,Comedy\n3,B,Drama\n")
+    with pytest.raises(ValueError, match="the rating 3.25, not one of the release's 0.5, 1"):
+        fetch_movielens("latest-small", data_home=tmp_path)
+
+
+def test_movielens_splits_with_huge_ids(tmp_path, monkeypatch, offline):
+    # Ids up to int64's range: the pairs of the splits are matched exactly
+    # (a key user * width + item overflowed and matched other pairs).
+    rows, fold, titles = _tiny_100k(seed=9)
+    rows[:, 0] += (rows[:, 0] % 2 == 0) * (2**32 - 1)  # users u and u + 2**32, u odd
+    rows[:, 1] += 2**32 - 10  # width 2**32: (u + 2**32) * width == u * width mod 2**64
+    titles = {i + 2**32 - 10: t for i, t in titles.items()}
+    _publish(monkeypatch, _fetchers._MOVIELENS, "100k", shape=(60, None, None))
+    _write_100k(tmp_path / "movielens-100k", rows, fold, titles)
+    _check_100k(
+        fetch_movielens(data_home=tmp_path), rows, fold, titles, tmp_path / "movielens-100k"
+    )
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("empty", "has 0 rows, not the published 30"),
+        ("truncated", "has 17 rows, not the published 30"),
+        ("0/1 labels", r"labels other than the published \[-1.0, 1.0\]"),
+        ("wider", "n_features was set to 123, but input file contains 129 features"),
+        ("cut bz2", "not a complete bzip2 file"),
+    ],
+)
+def test_libsvm_files_in_data_home_have_the_published_shape(
+    tmp_path, monkeypatch, offline, damage, message
+):
+    _publish(monkeypatch, _fetchers._LIBSVM, "a9a", n_train=30, n_test=20)
+    folder = tmp_path / "a9a-adult-libsvm"
+    folder.mkdir()
+    name = "a9a.bz2" if damage == "cut bz2" else "a9a"
+    labels, width = ((0, 1), 123) if damage == "0/1 labels" else ((-1, 1), 123)
+    width = 130 if damage == "wider" else width
+    _random_libsvm(folder / name, 10, 30, width, labels=labels, compress="bz2" * (name != "a9a"))
+    path = folder / name
+    if damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:17]))
+    elif damage == "cut bz2":
+        path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(ValueError, match=message) as info:
+        fetch_libsvm("a9a", data_home=tmp_path)
+    assert str(path) in str(info.value)
+
+
+def test_uci_files_in_data_home_have_the_published_shape(tmp_path, offline):
+    _, docword, vocab_text, _ = _random_corpus(2)
+    (tmp_path / "docword.kos.txt").write_text(docword)
+    (tmp_path / "vocab.kos.txt").write_text(vocab_text)
+    with pytest.raises(ValueError, match="7 documents x 11 words, not the published 3430 x 6906"):
+        fetch_uci_bag_of_words("kos", data_home=tmp_path)
+
+
+def test_a_download_that_fails_leaves_no_folder_it_created(tmp_path, monkeypatch):
+    # data_home and the set's folder did not exist: neither is left behind,
+    # whatever failed (the network, or the file's shape).
+    def no_network(url, *args, **kwargs):
+        raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(_download, "_urlopen", no_network)
+    home = tmp_path / "home" / "skvi_data"
+    with pytest.raises(DataNotFoundError):
+        fetch_libsvm("w8a", data_home=home)
+    with pytest.raises(DataNotFoundError):
+        fetch_uci_bag_of_words("kos", data_home=home)
+    assert list(tmp_path.iterdir()) == []
+    server = tmp_path / "server"
+    server.mkdir()
+    _random_libsvm(server / "w8a", 11, 5, 300)
+    monkeypatch.undo()
+    _serve(monkeypatch, "LIBSVM_URL", server)
+    with pytest.raises(OSError, match="has 5 rows, not the published 49749"):
+        fetch_libsvm("w8a", data_home=home)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["server"]
+    # A fetch that succeeds keeps what it created.
+    _publish(monkeypatch, _fetchers._LIBSVM, "w8a", n_train=5)
+    assert fetch_libsvm("w8a", data_home=home).data.shape == (5, 300)
+    assert (home / "w8a-libsvm" / "w8a").is_file()
+
+
+def test_a_download_that_is_not_readable_is_not_kept(tmp_path, monkeypatch):
+    server = tmp_path / "server"
+    server.mkdir()
+    (server / "docword.kos.txt.gz").write_bytes(gzip.compress(b"3\n4\n2\n1 1 1\n")[:-8])
+    (server / "vocab.kos.txt").write_text("a\nb\nc\nd\n")
+    _serve(monkeypatch, "UCI_BAG_OF_WORDS_URL", server)
+    with pytest.raises(OSError, match="is not valid .*not a complete gzip file.*not kept") as info:
+        fetch_uci_bag_of_words("kos", data_home=tmp_path / "home")
+    assert not isinstance(info.value, ValueError)
+    assert not (tmp_path / "home").exists()

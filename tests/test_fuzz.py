@@ -571,3 +571,276 @@ def test_partial_fit_after_set_params_of_the_schedule_follows_it():
     t = np.arange(1, 11)
     expected = np.where(t <= 5, (t + 10.0) ** -0.7, (t + 1.0) ** -0.5)
     np.testing.assert_allclose(est.step_trace_["rho"], expected, rtol=1e-12)
+
+
+# ------------------------------------------------------------ data files
+# The readers of skvi.datasets on generated files: a valid file is read as
+# written (every row where it is, ids exactly); a file with one bad field,
+# line or byte is a ValueError that names it (and the line, where there is
+# one); never a crash, a wrapped id, a NaN or a silently shifted row.
+def _named_error(path, call, line=None):
+    with pytest.raises(ValueError) as info:
+        call()
+    where = f"{path}, line {line}" if line is not None else str(path)
+    assert where in str(info.value), str(info.value)
+
+
+LDAC_DAMAGE = [
+    "blank line",
+    "count nan",
+    "count inf",
+    "count -1",
+    "count 1e400",
+    "count text",
+    "id -1",
+    "id 1.5",
+    f"id {2**31}",
+    f"id {2**63}",
+    "pair missing",
+    "pair extra",
+    "no colon",
+]
+
+
+@FUZZ
+@given(
+    st.lists(st.dictionaries(st.integers(0, 19), st.integers(1, 9), max_size=5), max_size=12),
+    st.sampled_from([None] + LDAC_DAMAGE),
+    st.data(),
+)
+def test_lda_c_files_are_read_row_per_line_or_refused_at_the_line(
+    tmp_path_factory, docs, damage, data
+):
+    from skvi.datasets import read_ldac
+
+    lines = [f"{len(d)} " + " ".join(f"{w}:{c}" for w, c in d.items()) for d in docs]
+    lines = [line.strip() for line in lines]  # an empty document is the line "0"
+    path = tmp_path_factory.mktemp("ldac") / "corpus.ldac"
+    if damage is None:
+        path.write_text("".join(line + "\n" for line in lines))
+        X = read_ldac(path, n_words=20)
+        dense = np.zeros((len(docs), 20))
+        for i, d in enumerate(docs):
+            dense[i, list(d)] = list(d.values())
+        np.testing.assert_array_equal(X.toarray(), dense)
+        return
+    k = data.draw(st.integers(0, len(lines)))  # the line damaged (0-based)
+    kind, _, value = damage.partition(" ")
+    if damage == "blank line":
+        lines.insert(k, "")
+    else:
+        lines.insert(k, "2 3:1 7:2")
+        if kind == "count":
+            lines[k] = f"2 3:1 7:{value}"
+        elif kind == "id":
+            lines[k] = f"2 3:1 {value}:2"
+        elif damage == "pair missing":
+            lines[k] = "2 3:1"
+        elif damage == "pair extra":
+            lines[k] = "2 3:1 7:2 9:1"
+        else:
+            lines[k] = "2 3:1 7"
+    path.write_text("".join(line + "\n" for line in lines))
+    _named_error(path, lambda: read_ldac(path), line=k + 1)
+
+
+UCI_DAMAGE = [
+    "D -1",
+    f"D {10**12}",
+    "D text",
+    "W 1.5",
+    "NNZ more",
+    "NNZ less",
+    "count nan",
+    "count -1",
+    "count 1.5",
+    "id 0",
+    "id past D",
+    "field missing",
+    "header cut",
+]
+
+
+@FUZZ
+@given(
+    st.integers(0, 6),
+    st.integers(1, 6),
+    st.integers(0, 2**16),
+    st.sampled_from([None] + UCI_DAMAGE),
+)
+def test_uci_files_are_read_as_written_or_refused(tmp_path_factory, n_docs, n_words, seed, damage):
+    from skvi.datasets import read_uci_bag_of_words
+
+    rng = np.random.RandomState(seed)
+    dense = rng.poisson(0.7, size=(n_docs, n_words))
+    docs, words = np.nonzero(dense)
+    header = [str(n_docs), str(n_words), str(docs.size)]
+    body = [f"{d + 1} {w + 1} {dense[d, w]}" for d, w in zip(docs, words)]
+    path = tmp_path_factory.mktemp("uci") / "docword.toy.txt"
+    if damage is None:
+        path.write_text("\n".join(header + body) + "\n")
+        X, _ = read_uci_bag_of_words(path)
+        assert X.shape == (n_docs, n_words)
+        np.testing.assert_array_equal(X.toarray(), dense)
+        return
+    if not body and damage.split()[0] in ("count", "id", "field", "NNZ"):
+        body, header[2] = ["1 1 1"], "1"
+        n_docs = max(n_docs, 1)
+        header[0] = str(n_docs)
+    kind, _, value = damage.partition(" ")
+    if kind in ("D", "W"):
+        header["DW".index(kind)] = value
+    elif damage == "NNZ more":
+        header[2] = str(len(body) + 1)
+    elif damage == "NNZ less":
+        header[2] = str(len(body) - 1)
+    elif kind == "count":
+        body[-1] = body[-1].rsplit(" ", 1)[0] + f" {value}"
+    elif damage == "id 0":
+        body[0] = "0 " + body[0].split(" ", 1)[1]
+    elif damage == "id past D":
+        body[0] = f"{n_docs + 1} " + body[0].split(" ", 1)[1]
+    elif damage == "field missing":
+        body[-1] = body[-1].rsplit(" ", 1)[0]
+    else:
+        header, body = header[:2], []
+    path.write_text("\n".join(header + body) + "\n")
+    _named_error(path, lambda: read_uci_bag_of_words(path))
+
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+BAD_INTEGERS = ["", "nan", "inf", "1.5", "1e30", str(2**63), str(-(2**63) - 1), "x"]
+BAD_RATINGS = ["", "nan", "inf", "-inf", "1e400", "x"]
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(INT64, INT64, st.floats(allow_nan=False, allow_infinity=False), INT64),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from(["u.data", "ratings.dat", "ratings.csv"]),
+    st.one_of(
+        st.none(),
+        st.tuples(st.sampled_from([0, 1, 3]), st.sampled_from(BAD_INTEGERS)),
+        st.tuples(st.just(2), st.sampled_from(BAD_RATINGS)),
+    ),
+    st.data(),
+)
+def test_ratings_files_are_read_exactly_or_refused(tmp_path_factory, rows, layout, damage, data):
+    from skvi.datasets import read_movielens
+
+    fields = [[str(u), str(i), repr(r), str(t)] for u, i, r, t in rows]
+    if damage is not None:
+        k = data.draw(st.integers(0, len(rows) - 1))
+        column, value = damage
+        fields[k][column] = value
+    sep = {"u.data": "\t", "ratings.dat": "::", "ratings.csv": ","}[layout]
+    head = "userId,movieId,rating,timestamp\n" if layout == "ratings.csv" else ""
+    path = tmp_path_factory.mktemp("ratings") / layout
+    path.write_text(head + "".join(sep.join(f) + "\n" for f in fields))
+    if damage is not None:
+        _named_error(path, lambda: read_movielens(path))
+        return
+    X, y = read_movielens(path)
+    assert X.dtype == np.int64 and X.tolist() == [[u, i] for u, i, _, _ in rows]
+    np.testing.assert_array_equal(y, [r for _, _, r, _ in rows])
+
+
+@FUZZ
+@given(
+    st.integers(1, 8),
+    st.integers(0, 2**16),
+    st.sampled_from(
+        [None, f"index {2**31}", f"index {2**63}", "index -2", "value nan", "value inf"]
+        + ["value -inf", "label nan", "label inf", "pair cut"]
+    ),
+)
+def test_libsvm_files_are_read_as_sklearn_does_or_refused(tmp_path_factory, n, seed, damage):
+    from sklearn.datasets import load_svmlight_file
+
+    from skvi.datasets import read_libsvm
+
+    rng = np.random.RandomState(seed)
+    lines = [
+        f"{rng.choice([-1, 1])} "
+        + " ".join(f"{j}:{rng.randint(1, 5)}" for j in sorted(rng.choice(9, 3, False) + 1))
+        for _ in range(n)
+    ]
+    path = tmp_path_factory.mktemp("libsvm") / "toy.svm"
+    if damage is not None:
+        kind, _, value = damage.partition(" ")
+        k = rng.randint(n)
+        label, rest = lines[k].split(" ", 1)
+        lines[k] = {
+            "index": f"{label} {rest} {value}:1",
+            "value": f"{label} {rest} 10:{value}",
+            "label": f"{value} {rest}",
+            "pair": f"{label} {rest} 10",
+        }[kind]
+    path.write_text("\n".join(lines) + "\n")
+    if damage is not None:
+        _named_error(path, lambda: read_libsvm(path))
+        return
+    X, y = read_libsvm(path, n_features=10)
+    ref_X, ref_y = load_svmlight_file(str(path), n_features=10)
+    np.testing.assert_array_equal(X.toarray(), ref_X.toarray())
+    np.testing.assert_array_equal(y, ref_y)
+
+
+@FUZZ
+@given(
+    st.sampled_from(["ldac", "uci", "ratings", "libsvm"]),
+    st.sampled_from(["gz", "bz2"]),
+    st.sampled_from(["cut", "flip", "empty"]),
+    st.data(),
+)
+def test_damaged_compressed_files_are_refused_or_read_unchanged(
+    tmp_path_factory, reader, compress, damage, data
+):
+    # A truncated, empty or flipped .gz/.bz2 file: a ValueError naming it, or
+    # (a flipped byte the format ignores, e.g. gzip's timestamp) the same
+    # data as the intact file; CRCs catch any change of the contents.
+    import bz2
+    import gzip
+
+    from skvi.datasets import read_ldac, read_libsvm, read_movielens, read_uci_bag_of_words
+
+    read, name, text = {
+        "ldac": (read_ldac, "c.ldac", "2 0:3 4:1\n0\n1 2:2\n" * 20),
+        "uci": (
+            read_uci_bag_of_words,
+            "docword.t.txt",
+            "20\n3\n20\n" + "".join(f"{d} {d % 3 + 1} {d}\n" for d in range(1, 21)),
+        ),
+        "ratings": (read_movielens, "u.data", "".join(f"{u}\t7\t3\t88125{u}\n" for u in range(40))),
+        "libsvm": (read_libsvm, "t.svm", "+1 1:0.5 3:2\n-1 2:1\n" * 20),
+    }[reader]
+    packed = (gzip.compress if compress == "gz" else bz2.compress)(text.encode())
+    path = tmp_path_factory.mktemp("compressed") / f"{name}.{compress}"
+    path.write_bytes(packed)
+    intact = read(path)
+    if damage == "cut":
+        path.write_bytes(packed[: data.draw(st.integers(1, len(packed) - 1))])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:
+        at = data.draw(st.integers(0, len(packed) - 1))
+        bit = data.draw(st.integers(0, 7))
+        path.write_bytes(packed[:at] + bytes([packed[at] ^ (1 << bit)]) + packed[at + 1 :])
+    try:
+        got = read(path)
+    except ValueError as exc:
+        assert str(path) in str(exc), str(exc)
+        return
+    # Only a flip can leave a readable file, and then it reads the same.
+    assert damage == "flip"
+    for a, b in zip(
+        intact if isinstance(intact, tuple) else (intact,),
+        got if isinstance(got, tuple) else (got,),
+    ):
+        if sp.issparse(a):
+            assert (a != b).nnz == 0 and a.shape == b.shape
+        elif a is not None:
+            np.testing.assert_array_equal(a, b)

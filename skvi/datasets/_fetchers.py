@@ -6,23 +6,36 @@ itself), downloads them from the publisher when they are missing, and reads
 them with the readers of :mod:`skvi.datasets.readers`.  A download goes to a
 temporary folder beside the cache and is kept only once it is checked: the
 MD5 checksum GroupLens publishes for MovieLens, else the size announced by
-the server and the shape of the parsed data.  Files already present are
-trusted as they are (they are never sent anywhere nor rewritten).
+the server and the shape of the parsed data.  What is read is checked
+against the published shape wherever it came from: a file already in the
+folder (never sent anywhere nor rewritten) is refused with a ValueError
+naming it when it is not the published one (too few rows, other labels or
+ratings), as a download of the wrong shape is not kept.
 """
 
-import hashlib
-import os
-import re
 import shutil
-import tempfile
-import urllib.request
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from ._download import (
+    DataNotFoundError,
+    _check,
+    _download,
+    _missing,
+    _published_md5,
+    _Staging,
+)
+from ._validation import (
+    corpus_problem,
+    libsvm_problem,
+    named_errors,
+    open_text,
+    ratings_problem,
+    refuse,
+)
 from .readers import _read_ratings, read_libsvm, read_uci_bag_of_words
 
 __all__ = ["DataNotFoundError", "fetch_libsvm", "fetch_movielens", "fetch_uci_bag_of_words"]
@@ -32,33 +45,25 @@ MOVIELENS_URL = "https://files.grouplens.org/datasets/movielens/"
 LIBSVM_URL = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/"
 UCI_BAG_OF_WORDS_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/bag-of-words/"
 
-#: Seconds a download waits for the server before giving up.
-TIMEOUT = 60
 
+def _read_checked(read, problem_of, path, what, url=None):
+    """``read(path)``, refused unless ``problem_of`` (of what was read) is None.
 
-class DataNotFoundError(FileNotFoundError):
-    """A data set is neither in the data folder nor downloadable now.
-
-    Raised by the fetchers of :mod:`skvi.datasets` when the set's files are
-    missing and ``download_if_missing=False``, or when the download failed
-    (no network, a server error).  The message names the URL of each file
-    and the folder to put it in.  It is an :class:`OSError` (as scikit-learn's
-    fetchers raise) and a :class:`FileNotFoundError`.
-
-    See Also
-    --------
-    skvi.datasets.get_data_home : the folder the fetchers read.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from skvi.datasets import DataNotFoundError, fetch_libsvm
-    >>> try:
-    ...     fetch_libsvm("w8a", data_home=tempfile.mkdtemp(), download_if_missing=False)
-    ... except DataNotFoundError as exc:
-    ...     print(isinstance(exc, OSError), "binary/w8a" in str(exc))
-    True True
+    A file just downloaded from ``url`` that cannot be read or is not the
+    published one raises :class:`OSError` (it is not kept); one found in the
+    data folder raises the reader's ValueError, or one naming it and the
+    published shape.
     """
+    try:
+        result = read(path)
+    except ValueError as exc:
+        if url is None:
+            raise
+        raise OSError(
+            f"{what}: the file downloaded from {url} is not valid ({exc}); it was not kept."
+        ) from None
+    refuse(problem_of(result), what, path, url)
+    return result
 
 
 # ------------------------------------------------------------------ helpers
@@ -86,113 +91,6 @@ def _find(root, folder, names):
     return None
 
 
-def _urlopen(url, timeout=TIMEOUT):
-    """Open ``url`` (``http(s)://`` or ``file://``) for reading."""
-    from .. import __version__
-
-    request = urllib.request.Request(url, headers={"User-Agent": f"skvi/{__version__}"})
-    return urllib.request.urlopen(request, timeout=timeout)
-
-
-def _missing(what, urls, folder, root, extract=False):
-    """The DataNotFoundError of files that are absent and not to be downloaded."""
-    if extract:
-        how = "extract its files into"
-    else:
-        how = f"put {'it' if len(urls) == 1 else 'them'} in"
-    return DataNotFoundError(
-        f"{what}: not found in {folder} and download_if_missing=False. Download "
-        f"{' and '.join(urls)} and {how} {folder}{os.sep}, or call with "
-        "download_if_missing=True. The fetchers read "
-        f"data_home, else $SKVI_DATA, else skvi.datasets.get_data_home() (now {root})."
-    )
-
-
-def _unreachable(what, url, folder, exc, extract=False):
-    """The DataNotFoundError of a download that failed (offline, server error)."""
-    how = "extract the files of the archive into" if extract else "put the file in"
-    return DataNotFoundError(
-        f"{what}: could not download {url} ({exc}). Download it where there is a "
-        f"network, {how} {folder}{os.sep} and call again (or set $SKVI_DATA or "
-        "data_home to the folder that holds it)."
-    )
-
-
-def _download(url, path, what, folder, md5=None, extract=False):
-    """Stream ``url`` into the new file ``path``; check its size and MD5.
-
-    A failure to download raises :class:`DataNotFoundError`; a file whose
-    size differs from the server's Content-Length or whose MD5 differs from
-    ``md5`` raises :class:`OSError` (the caller drops it).
-    """
-    digest = hashlib.md5(usedforsecurity=False)
-    size = 0
-    try:
-        with _urlopen(url) as response, open(path, "wb") as out:
-            announced = response.headers.get("Content-Length")
-            while True:
-                chunk = response.read(1 << 20)
-                if not chunk:
-                    break
-                out.write(chunk)
-                digest.update(chunk)
-                size += len(chunk)
-    except OSError as exc:  # URLError, HTTPError, timeouts, resets
-        raise _unreachable(what, url, folder, exc, extract) from exc
-    if announced is not None and size != int(announced):
-        raise OSError(
-            f"{what}: the download of {url} stopped after {size} of {announced} bytes; "
-            "nothing was kept, call again to retry."
-        )
-    if md5 is not None and digest.hexdigest() != md5.lower():
-        raise OSError(
-            f"{what}: {url} has the MD5 checksum {digest.hexdigest()}, not the published "
-            f"{md5.lower()}: the file is corrupted or was changed at the source, and was "
-            "not kept."
-        )
-
-
-def _published_md5(url, what, folder):
-    """The MD5 that ``url`` (a ``.md5`` file in ``md5sum`` or BSD layout) states."""
-    try:
-        with _urlopen(url) as response:
-            text = response.read(4096).decode("ascii", "replace")
-    except OSError as exc:
-        raise _unreachable(what, url, folder, exc, extract=True) from exc
-    found = re.search(r"\b[0-9a-fA-F]{32}\b", text)
-    if found is None:
-        raise OSError(f"{what}: {url} states no MD5 checksum; nothing was downloaded.")
-    return found.group(0)
-
-
-class _Staging:
-    """A temporary folder inside ``folder`` whose files move into it once checked."""
-
-    def __init__(self, folder):
-        self.folder = Path(folder)
-
-    def __enter__(self):
-        self.created = not self.folder.exists()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=".download-", dir=self.folder))
-        return self
-
-    def keep(self, names):
-        for name in names:
-            os.replace(self.path / name, self.folder / name)
-
-    def __exit__(self, *exc):
-        shutil.rmtree(self.path, ignore_errors=True)
-        if self.created and not any(self.folder.iterdir()):
-            self.folder.rmdir()  # a failed download leaves no empty folder behind
-        return False
-
-
-def _check(ok, what, url, problem):
-    if not ok:
-        raise OSError(f"{what}: the file downloaded from {url} {problem}; it was not kept.")
-
-
 # ----------------------------------------------------------------- MovieLens
 _MOVIELENS_TERMS = """\
 Terms (GroupLens): research use only; acknowledge the use by citing F. Maxwell Harper
@@ -211,6 +109,7 @@ _MOVIELENS = {
         items="u.item",
         splits=tuple(f"u{k}.{part}" for k in range(1, 6) for part in ("base", "test")),
         shape=(100_000, 943, 1682),
+        scale=(1.0, 5.0, 1.0),
         about="100,000 ratings (1 to 5 stars) of 1,682 movies by 943 users, collected "
         "from September 1997 to April 1998; every user rated at least 20 movies.",
     ),
@@ -222,7 +121,8 @@ _MOVIELENS = {
         ratings="ratings.dat",
         items="movies.dat",
         splits=(),
-        shape=(1_000_209, 6040, None),
+        shape=(1_000_209, 6040, 3706),
+        scale=(1.0, 5.0, 1.0),
         about="1,000,209 ratings (1 to 5 stars) of about 3,900 movies by 6,040 users "
         "who joined MovieLens in 2000; every user rated at least 20 movies.",
     ),
@@ -235,6 +135,7 @@ _MOVIELENS = {
         items="movies.csv",
         splits=(),
         shape=None,
+        scale=(0.5, 5.0, 0.5),
         about="The small version of GroupLens's latest release (about 100,000 ratings, "
         "0.5 to 5 stars in half stars, of about 9,700 movies by about 600 users); "
         "GroupLens updates it from time to time, so results may change between "
@@ -249,7 +150,7 @@ def _titles(path):
     if name.endswith(".csv"):
         import csv
 
-        with open(path, encoding="utf-8", newline="") as fh:
+        with named_errors(path, "movies.csv is UTF-8 text"), open_text(path) as fh:
             rows = list(csv.reader(fh))[1:]
     else:
         sep = "|" if name.startswith("u.") else "::"
@@ -263,8 +164,10 @@ def _titles(path):
 
 def _official_folds(folder, X, y, names):
     """(train, test) row indices of ``X`` for each official split, in the files' order."""
-    width = int(X[:, 1].max()) + 1
-    keys = X[:, 0] * width + X[:, 1]
+    # Each (user, item) pair is keyed by the ranks of its ids, so that no id,
+    # however large, can overflow the key and match another pair.
+    users, items = np.unique(X[:, 0]), np.unique(X[:, 1])
+    keys = np.searchsorted(users, X[:, 0]) * items.size + np.searchsorted(items, X[:, 1])
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
     if np.any(ordered[1:] == ordered[:-1]):
@@ -272,13 +175,16 @@ def _official_folds(folder, X, y, names):
 
     def rows_of(name):
         Xs, ys, _ = _read_ratings(folder / name)
-        k = Xs[:, 0] * width + Xs[:, 1]
+        u = np.minimum(np.searchsorted(users, Xs[:, 0]), users.size - 1)
+        i = np.minimum(np.searchsorted(items, Xs[:, 1]), items.size - 1)
+        k = u * items.size + i
         pos = np.minimum(np.searchsorted(ordered, k), ordered.size - 1)
         index = order[pos]
         if not (
-            np.array_equal(ordered[pos], k)
+            np.array_equal(users[u], Xs[:, 0])
+            and np.array_equal(items[i], Xs[:, 1])
+            and np.array_equal(ordered[pos], k)
             and np.array_equal(y[index], ys)
-            and np.all(Xs[:, 1] < width)
         ):
             raise ValueError(f"{folder / name}: a rating is not in the full ratings file.")
         return index
@@ -322,17 +228,15 @@ def _download_movielens(variant, spec, folder, what):
         needed = (spec["ratings"], spec["items"]) + spec["splits"]
         absent = [n for n in needed if n not in names]
         _check(not absent, what, url, f"lacks {', '.join(absent)}")
-        if spec["shape"] is not None:
-            X, _, _ = _read_ratings(stage.path / spec["ratings"])
-            got = (X.shape[0], np.unique(X[:, 0]).size, np.unique(X[:, 1]).size)
-            want = spec["shape"]
-            _check(
-                all(w is None or g == w for g, w in zip(got, want)),
-                what,
-                url,
-                f"has {got[0]} ratings by {got[1]} users, not the release's {want[0]} by {want[1]}",
-            )
+        _read_release(stage.path, spec, what, url)
         stage.keep(names)
+
+
+def _read_release(folder, spec, what, url=None):
+    """(X, y, timestamps) of the release's ratings file, checked against its shape."""
+    return _read_checked(
+        _read_ratings, lambda r: ratings_problem(*r, spec), folder / spec["ratings"], what, url
+    )
 
 
 def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True, return_X_y=False):
@@ -359,8 +263,13 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
     ``movies.csv`` for latest-small).  When missing, the archive is
     downloaded from https://files.grouplens.org/datasets/movielens/, its
     MD5 checksum is checked against GroupLens's, and its files are
-    extracted into that folder.  Note GroupLens's terms (in ``DESCR``): the
-    data may not be redistributed.
+    extracted into that folder.  Whether found or downloaded, the ratings
+    are checked against the release: the numbers of ratings, users and
+    movies of the table, its rating scale (whole stars for 100k and 1m,
+    half stars for latest-small), ids from 1 and a timestamp per rating;
+    GroupLens publishes the checksum of the archive only, so files found
+    already extracted are checked by these numbers.  Note GroupLens's terms
+    (in ``DESCR``): the data may not be redistributed.
 
     Parameters
     ----------
@@ -414,12 +323,19 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
 
     Raises
     ------
+    ValueError
+        If a file found in the data folder is not the release's: another
+        number of ratings, users or movies than the table's (for
+        ``'latest-small'``, no ratings), ratings off the release's scale, ids
+        below 1, no timestamps, or splits that do not split the ratings; or
+        if it cannot be read (see :func:`skvi.datasets.read_movielens`).  The
+        message names the file.
     DataNotFoundError
         If the release is missing and ``download_if_missing`` is False, or
         the download failed; the message names the URL and the folder.
     OSError
-        If the downloaded archive does not match GroupLens's checksum (it is
-        not kept).
+        If the downloaded archive does not match GroupLens's checksum, or
+        its ratings are not the release's (it is not kept).
 
     See Also
     --------
@@ -472,7 +388,7 @@ def fetch_movielens(variant="100k", *, data_home=None, download_if_missing=True,
         _download_movielens(variant, spec, folder, what)
     else:
         folder = found[0]
-    X, y, stamps = _read_ratings(folder / spec["ratings"])
+    X, y, stamps = _read_release(folder, spec, what)
     if return_X_y:
         return X, y
     titles = _titles(folder / spec["items"])
@@ -598,15 +514,13 @@ def _accepted(name):
 
 
 def _read_libsvm_checked(path, spec, n_rows, what, url):
-    X, y = read_libsvm(path, n_features=spec["n_features"])
-    if url is not None:
-        _check(
-            X.shape[0] == n_rows, what, url, f"has {X.shape[0]} rows, not the published {n_rows}"
-        )
-        _check(
-            np.all(np.isin(y, spec["labels"])), what, url, f"has labels other than {spec['labels']}"
-        )
-    return X, y
+    return _read_checked(
+        lambda p: read_libsvm(p, n_features=spec["n_features"]),
+        lambda r: libsvm_problem(*r, spec, n_rows),
+        path,
+        what,
+        url,
+    )
 
 
 def fetch_libsvm(
@@ -640,7 +554,10 @@ def fetch_libsvm(
     (e.g. ``a9a``, ``rcv1_train.binary.bz2``) or its (de)compressed form.
     When missing, the file is downloaded into that folder; LIBSVM publishes
     no checksums, so a download is kept only when it has the size the
-    server announced and the published number of rows and labels.
+    server announced and the published number of rows, labels and
+    features.  A file found in the folder is held to the same numbers: one
+    that is not the published file (truncated, another set's, labels
+    recoded to 0/1) is refused, never returned as a9a.
 
     Parameters
     ----------
@@ -682,7 +599,10 @@ def fetch_libsvm(
     ------
     ValueError
         For an unknown ``name`` or ``subset``, or ``subset='test'`` for a
-        set without a test file.
+        set without a test file; or if a file found in the data folder is
+        not the published one (another number of rows, labels other than
+        the table's, more features) or cannot be read; the message names
+        the file.
     DataNotFoundError
         If a file is missing and ``download_if_missing`` is False, or the
         download failed; the message names the URL and the folder.
@@ -698,18 +618,19 @@ def fetch_libsvm(
     Examples
     --------
     A folder ``a9a-adult-libsvm`` holding files named ``a9a`` and ``a9a.t``
-    (here two made-up rows each) is read without any download:
+    is read without any download, and what is read is checked against the
+    published shape: a file of two made-up rows is not LIBSVM's a9a.
 
     >>> import os, tempfile
     >>> from skvi.datasets import fetch_libsvm
     >>> home = tempfile.mkdtemp()
     >>> os.mkdir(os.path.join(home, "a9a-adult-libsvm"))
-    >>> for name, text in [("a9a", "-1 3:1 123:1\\n+1 1:1\\n"), ("a9a.t", "+1 2:1\\n-1 7:1\\n")]:
-    ...     with open(os.path.join(home, "a9a-adult-libsvm", name), "w") as fh:
-    ...         _ = fh.write(text)
-    >>> a9a = fetch_libsvm("a9a", subset="all", data_home=home, download_if_missing=False)
-    >>> a9a.data.shape, a9a.target.tolist()
-    ((4, 123), [-1.0, 1.0, 1.0, -1.0])
+    >>> with open(os.path.join(home, "a9a-adult-libsvm", "a9a"), "w") as fh:
+    ...     _ = fh.write("-1 3:1 123:1\\n+1 1:1\\n")
+    >>> fetch_libsvm("a9a", data_home=home, download_if_missing=False)
+    Traceback (most recent call last):
+        ...
+    ValueError: fetch_libsvm('a9a'): .../a9a has 2 rows, not the published 32561, so ...
 
     With the data in ``$SKVI_DATA`` (or a network):
 
@@ -835,8 +756,9 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
     https://archive.ics.uci.edu/ml/machine-learning-databases/bag-of-words/
     into that folder.  UCI publishes no checksums, so a download is kept
     only when it has the size the server announced and the published
-    numbers of documents and words.  ``nytimes`` and ``pubmed`` are large
-    (hundreds of MB and several GB compressed).
+    numbers of documents and words; files found in the folder are held to
+    the same numbers.  ``nytimes`` and ``pubmed`` are large (hundreds of MB
+    and several GB compressed).
 
     Parameters
     ----------
@@ -867,7 +789,10 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
     Raises
     ------
     ValueError
-        For an unknown ``name``.
+        For an unknown ``name``; or if the files found in the data folder
+        are not the published corpus (another number of documents or words,
+        or for ``'kos'`` of tokens) or cannot be read; the message names the
+        file.
     DataNotFoundError
         If a file is missing and ``download_if_missing`` is False, or the
         download failed; the message names the URL and the folder.
@@ -882,8 +807,9 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
 
     Examples
     --------
-    A folder holding the two files (here a made-up corpus of two documents
-    over three words) is read without any download:
+    A folder holding the two files is read without any download, and what
+    is read is checked against the published shape: a made-up corpus of two
+    documents over three words is not KOS.
 
     >>> import os, tempfile
     >>> from skvi.datasets import fetch_uci_bag_of_words
@@ -892,12 +818,10 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
     ...     _ = fh.write("2\\n3\\n3\\n1 1 4\\n1 3 1\\n2 2 2\\n")
     >>> with open(os.path.join(home, "vocab.kos.txt"), "w") as fh:
     ...     _ = fh.write("bush\\nkerry\\npoll\\n")
-    >>> kos = fetch_uci_bag_of_words("kos", data_home=home, download_if_missing=False)
-    >>> kos.data.toarray()
-    array([[4., 0., 1.],
-           [0., 2., 0.]])
-    >>> kos.feature_names.tolist()
-    ['bush', 'kerry', 'poll']
+    >>> fetch_uci_bag_of_words("kos", data_home=home, download_if_missing=False)
+    Traceback (most recent call last):
+        ...
+    ValueError: fetch_uci_bag_of_words('kos'): .../docword.kos.txt has 2 documents x 3 words, ...
 
     With the data in ``$SKVI_DATA`` (or a network):
 
@@ -916,7 +840,12 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
     folder = root / _UCI_FOLDER
     if found is not None:
         paths = found[1]
-        X, words = read_uci_bag_of_words(*paths)
+        X, words = _read_checked(
+            lambda p: read_uci_bag_of_words(p, paths[1]),
+            lambda r: corpus_problem(r[0], spec),
+            paths[0],
+            what,
+        )
     else:
         urls = [UCI_BAG_OF_WORDS_URL + docword, UCI_BAG_OF_WORDS_URL + vocab]
         if not download_if_missing:
@@ -924,22 +853,13 @@ def fetch_uci_bag_of_words(name, *, data_home=None, download_if_missing=True):
         with _Staging(folder) as stage:
             for url, file in zip(urls, (docword, vocab)):
                 _download(url, stage.path / file, what, folder)
-            X, words = read_uci_bag_of_words(stage.path / docword, stage.path / vocab)
-            want = (spec["n_docs"], spec["n_words"])
-            _check(
-                X.shape == want,
+            X, words = _read_checked(
+                lambda p: read_uci_bag_of_words(p, stage.path / vocab),
+                lambda r: corpus_problem(r[0], spec),
+                stage.path / docword,
                 what,
                 urls[0],
-                f"has {X.shape[0]} documents x {X.shape[1]} words, not the published "
-                f"{want[0]} x {want[1]}",
             )
-            if spec["n_tokens"] is not None:
-                _check(
-                    int(X.sum()) == spec["n_tokens"],
-                    what,
-                    urls[0],
-                    f"has {int(X.sum())} tokens, not the published {spec['n_tokens']}",
-                )
             stage.keep([docword, vocab])
         paths = [folder / docword, folder / vocab]
     descr = (

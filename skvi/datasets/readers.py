@@ -1,19 +1,23 @@
-"""Readers for the standard formats of ratings, bag-of-words and LIBSVM data."""
+"""Readers for the standard formats of ratings, bag-of-words and LIBSVM data.
 
-import gzip
+Every reader refuses a file that is not in its format with a ValueError that
+names the file (and the line, where there is one) and says what a valid file
+is, rather than reading it in another way: fields that are missing or empty,
+numbers that are NaN, infinite or negative where a count is meant, ids that
+are not exact integers, and truncated or corrupt ``.gz`` / ``.bz2`` files.
+"""
+
 import io
+import math
 import os
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import MAX_INDEX, check_count, check_finite, named_errors, open_text
+
 __all__ = ["read_ldac", "read_libsvm", "read_movielens", "read_uci_bag_of_words"]
-
-
-def _open(path):
-    path = os.fspath(path)
-    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
 
 
 #: The ratings file of each MovieLens layout, looked for in this order in a folder.
@@ -35,32 +39,68 @@ def _ratings_file(path):
     )
 
 
+_RATINGS_VALID = (
+    "a MovieLens ratings file has one rating per line: the user id, the item id, the "
+    "rating and (optionally) the timestamp, ids and timestamps integers in the int64 "
+    "range and ratings finite numbers, separated by tabs (u.data), by '::' "
+    "(ratings.dat) or by commas after the header userId,movieId,rating,timestamp "
+    "(ratings.csv)"
+)
+
+
 def _read_ratings(path):
     """(X, y, timestamps) of a MovieLens ratings file or folder; timestamps may be None."""
     path = _ratings_file(path)
-    with _open(path) as fh:
+    with named_errors(path, _RATINGS_VALID), open_text(path) as fh:
         first = fh.readline()
-        rest = fh.read()
-    if "::" in first:
-        text = (first + rest).replace("::", "\t")
-    elif first.lower().startswith("userid"):  # the CSV header
-        text = rest.replace(",", "\t")
-    else:
-        text = first + rest
+        header = first.lower().startswith("userid")
+        sample = fh.readline() if header else first
+        if header:
+            sep = ","
+        elif "::" in sample:
+            sep = "::"
+        elif "\t" in sample:
+            sep = "\t"
+        else:
+            sep = None  # whitespace: no field can be empty
+        if not sample.strip():
+            raise ValueError(f"{path}: no ratings (line {1 + header} is empty); {_RATINGS_VALID}.")
+        n_fields = len(sample.split(sep))
+        if n_fields < 3:  # checked on the first line, before the file is read
+            raise ValueError(
+                f"{path}, line {1 + header}: {n_fields} fields, not a MovieLens ratings line; "
+                f"{_RATINGS_VALID}."
+            )
+        text = sample + fh.read()
+    if sep == "::":
+        text, sep = text.replace("::", "\t"), "\t"
+    # Ids and timestamps are read as int64 (an id of 1e30 or 2**63, an empty
+    # field or NaN is refused, never wrapped); ratings as float64.
+    names = ("user", "item", "rating", "timestamp")[: min(n_fields, 4)]
+    dtype = [(n, np.float64 if n == "rating" else np.int64) for n in names]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
-            table = np.loadtxt(io.StringIO(text), dtype=np.float64, ndmin=2, comments=None)
-    except ValueError as exc:
-        raise ValueError(f"{path}: not a MovieLens ratings file ({exc}).") from None
-    if table.shape[0] == 0 or table.shape[1] < 3:
-        raise ValueError(f"{path}: not a MovieLens ratings file (user, item, rating per line).")
-    ids = table[:, :2]
-    if not np.all(np.isfinite(ids)) or np.any(ids != np.round(ids)):
-        raise ValueError(f"{path}: a user or item id is not an integer.")
-    X = ids.astype(np.int64)
-    y = np.ascontiguousarray(table[:, 2])
-    stamps = table[:, 3].astype(np.int64) if table.shape[1] > 3 else None
+            # numpy 1.23 still reads "1.5" as the int 1, with a DeprecationWarning.
+            warnings.simplefilter("error", DeprecationWarning)
+            table = np.loadtxt(
+                io.StringIO(text),
+                dtype=dtype,
+                delimiter=sep,
+                usecols=range(len(names)),
+                comments=None,
+                ndmin=1,
+            )
+    except (ValueError, OverflowError, DeprecationWarning) as exc:
+        raise ValueError(
+            f"{path}: not a MovieLens ratings file ({exc}); {_RATINGS_VALID}."
+        ) from None
+    if table.shape[0] == 0:
+        raise ValueError(f"{path}: no ratings; {_RATINGS_VALID}.")
+    X = np.column_stack([table["user"], table["item"]])
+    y = np.ascontiguousarray(table["rating"])
+    check_finite(y, path, "rating")
+    stamps = np.ascontiguousarray(table["timestamp"]) if "timestamp" in names else None
     return X, y, stamps
 
 
@@ -78,9 +118,9 @@ def read_movielens(path):
     Parameters
     ----------
     path : str or path-like
-        The ratings file (optionally gzip-compressed, ``.gz``), or a folder
-        holding one (``u.data``, ``ratings.dat`` or ``ratings.csv``, looked
-        for in this order).
+        The ratings file (optionally compressed, ``.gz`` or ``.bz2``), or a
+        folder holding one (``u.data``, ``ratings.dat`` or ``ratings.csv``,
+        looked for in this order).
 
     Returns
     -------
@@ -95,7 +135,12 @@ def read_movielens(path):
     FileNotFoundError
         If ``path`` is a folder without a ratings file.
     ValueError
-        If the file is not one of the three layouts.
+        If the file is not one of the three layouts, naming the file: a line
+        with a missing or empty field, a user or item id (or timestamp) that
+        is not written as an integer of the int64 range (``1.5``, ``1.0``,
+        ``1e30``, ``2**63``, ``nan``: ids are never rounded nor wrapped), a
+        rating that is NaN or infinite, no ratings at all, or a truncated or
+        corrupt compressed file.
 
     Examples
     --------
@@ -114,13 +159,28 @@ def read_movielens(path):
     return X, y
 
 
+_LDAC_VALID = (
+    "an lda-c file has one line per document, 'N id:count ...' with its N distinct word "
+    "ids (integers from 0) and their counts (finite, non-negative); an empty document "
+    "is the line '0'"
+)
+
+
 def read_ldac(path, n_words=None):
-    """Read a corpus in Blei's lda-c format: ``M w1:c1 w2:c2 ...`` per document.
+    """Read a corpus in Blei's lda-c format: ``N w1:c1 w2:c2 ...`` per document.
+
+    Line ``d`` of the file is document ``d``, row ``d`` of the matrix: ``N``
+    is the number of distinct words that follow, each as ``id:count`` with
+    ids from 0.  An empty document is the line ``0`` (it is a row of zeros,
+    wherever it is, trailing ones included).  A blank line is not a
+    document: it is refused, as it would shift every later row against the
+    corpus it came from.
 
     Parameters
     ----------
     path : str or path-like
-        The ``.ldac`` / ``.dat`` file (optionally ``.gz``).
+        The ``.ldac`` / ``.dat`` file (optionally compressed, ``.gz`` or
+        ``.bz2``).
     n_words : int or None, default=None
         Vocabulary size; None uses the largest word index plus one.
 
@@ -130,46 +190,108 @@ def read_ldac(path, n_words=None):
         Word counts (float64), ready for
         :class:`skvi.SVILatentDirichletAllocation`.
 
+    Raises
+    ------
+    ValueError
+        If a line is blank or not ``N id:count ...`` with ``N`` pairs, an id
+        is not an integer in ``[0, n_words)`` (with ``n_words=None``, below
+        2**31 - 1), a count is negative, NaN or infinite, or a compressed
+        file is truncated or corrupt; the message names the file and the
+        line.
+
     Examples
     --------
     >>> import tempfile, os
     >>> from skvi.datasets import read_ldac
     >>> path = os.path.join(tempfile.mkdtemp(), "corpus.ldac")
-    >>> _ = open(path, "w").write("2 0:3 4:1\\n1 2:2\\n")
+    >>> _ = open(path, "w").write("2 0:3 4:1\\n1 2:2\\n0\\n")
     >>> read_ldac(path).toarray()
     array([[3., 0., 0., 0., 1.],
-           [0., 0., 2., 0., 0.]])
+           [0., 0., 2., 0., 0.],
+           [0., 0., 0., 0., 0.]])
     """
+    if n_words is not None:
+        n_words = check_count(n_words, "n_words")
+    width = MAX_INDEX if n_words is None else n_words
     rows, cols, vals = [], [], []
-    with _open(path) as fh:
-        for d, line in enumerate(fh):
+    n_docs = 0
+    with named_errors(path, _LDAC_VALID), open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            where = f"{path}, line {number}"
             parts = line.split()
             if not parts:
-                continue
-            pairs = [p.split(":") for p in parts[1:]]
-            if int(parts[0]) != len(pairs) or any(len(p) != 2 for p in pairs):
-                raise ValueError(f"{path}, line {d + 1}: not 'M w:c ...' with M pairs.")
-            for w, c in pairs:
-                rows.append(d)
-                cols.append(int(w))
-                vals.append(float(c))
-    n_docs = (rows[-1] + 1) if rows else 0
-    width = (max(cols) + 1 if cols else 0) if n_words is None else int(n_words)
-    if cols and (min(cols) < 0 or max(cols) >= width):
-        raise ValueError(f"{path}: a word index is outside [0, {width}).")
-    return sp.csr_matrix((vals, (rows, cols)), shape=(n_docs, width))
+                raise ValueError(f"{where}: a blank line is not a document; {_LDAC_VALID}.")
+            try:
+                n = int(parts[0])
+                pairs = [p.split(":") for p in parts[1:]]
+                ids = [int(w) for w, _ in pairs]
+                counts = [float(c) for _, c in pairs]
+            except ValueError:
+                raise ValueError(f"{where}: not 'N id:count ...'; {_LDAC_VALID}.") from None
+            if n != len(pairs):
+                raise ValueError(f"{where}: not 'N w:c ...' with N pairs ({n} for {len(pairs)}).")
+            if ids and (min(ids) < 0 or max(ids) >= width):
+                bad = min(ids) if min(ids) < 0 else max(ids)
+                raise ValueError(f"{where}: the word index {bad} is outside [0, {width}).")
+            if not all(math.isfinite(c) and c >= 0 for c in counts):
+                bad = next(c for c in counts if not (math.isfinite(c) and c >= 0))
+                raise ValueError(
+                    f"{where}: the count {bad}; counts are finite and non-negative numbers."
+                )
+            rows.extend([n_docs] * n)
+            cols.extend(ids)
+            vals.extend(counts)
+            n_docs += 1
+    if n_words is None:
+        width = max(cols) + 1 if cols else 0
+    return sp.csr_matrix(
+        (
+            np.asarray(vals, dtype=np.float64),
+            (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)),
+        ),
+        shape=(n_docs, width),
+    )
+
+
+_UCI_VALID = (
+    "a UCI docword file has three header lines, the integers D (documents), W (words) "
+    "and NNZ, then NNZ lines 'docID wordID count' of integers, ids from 1 and counts "
+    "non-negative"
+)
+
+
+def _uci_header(fh, path):
+    """(D, W, NNZ) of a docword file's header, checked before the lines are read."""
+    lines = [fh.readline() for _ in range(3)]
+    try:
+        n_docs, n_words, nnz = (int(line) for line in lines)
+    except ValueError:
+        raise ValueError(
+            f"{path}: the three header lines D, W, NNZ are missing or not integers "
+            f"({''.join(lines)[:80]!r}); {_UCI_VALID}."
+        ) from None
+    n_docs = check_count(n_docs, "D (the first header line)", path)
+    n_words = check_count(n_words, "W (the second header line)", path)
+    if not 0 <= nnz <= n_docs * n_words:
+        raise ValueError(
+            f"{path}: NNZ (the third header line) is {nnz}, not between 0 and D x W = "
+            f"{n_docs * n_words}; {_UCI_VALID}."
+        )
+    return n_docs, n_words, nnz
 
 
 def read_uci_bag_of_words(docword_path, vocab_path=None):
     """Read the UCI bag-of-words format: ``docword.*.txt`` (and ``vocab.*.txt``).
 
-    ``docword`` holds three header lines (documents D, words W, non-zeros)
-    then one ``docID wordID count`` triple per line, both ids from 1.
+    ``docword`` holds three header lines (documents D, words W, non-zeros
+    NNZ) then one ``docID wordID count`` triple per line, both ids from 1.
+    A corpus of no counts (NNZ = 0: the header alone) is read as a matrix
+    of zeros.
 
     Parameters
     ----------
     docword_path : str or path-like
-        The ``docword`` file (optionally ``.gz``).
+        The ``docword`` file (optionally compressed, ``.gz`` or ``.bz2``).
     vocab_path : str or path-like or None, default=None
         The ``vocab`` file, one word per line in wordID order.
 
@@ -179,6 +301,16 @@ def read_uci_bag_of_words(docword_path, vocab_path=None):
         Word counts (float64).
     vocabulary : list of str or None
         The words, when ``vocab_path`` is given.
+
+    Raises
+    ------
+    ValueError
+        If the header is not three integers (D and W in ``[0, 2**31 - 1]``,
+        NNZ in ``[0, D x W]``: checked before the counts are read), the file
+        does not have NNZ lines of three integers, an id is outside ``1..D``
+        or ``1..W``, a count is negative, the vocabulary does not have W
+        words (or has a blank line among them), or a compressed file is
+        truncated or corrupt; the message names the file.
 
     Examples
     --------
@@ -191,30 +323,63 @@ def read_uci_bag_of_words(docword_path, vocab_path=None):
     (array([[4., 0., 1.],
            [0., 2., 0.]]), None)
     """
-    with _open(docword_path) as fh:
-        try:
-            n_docs, n_words, nnz = (int(fh.readline()) for _ in range(3))
-        except ValueError:
-            raise ValueError(
-                f"{docword_path}: the three header lines D, W, NNZ are missing."
-            ) from None
-        data = np.loadtxt(fh, dtype=np.int64, ndmin=2)
-    if data.shape != (nnz, 3):
+    with named_errors(docword_path, _UCI_VALID), open_text(docword_path) as fh:
+        n_docs, n_words, nnz = _uci_header(fh, docword_path)
+        if nnz == 0:  # the header alone: loadtxt would read "no data" as one column
+            n_lines = sum(1 for line in fh if line.strip())
+            data = np.zeros((0, 3), dtype=np.int64)
+            if n_lines:
+                raise ValueError(
+                    f"{docword_path}: expected 0 lines 'docID wordID count', got {n_lines}."
+                )
+        else:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+                    warnings.simplefilter("error", DeprecationWarning)  # numpy 1.23: "1.5" as 1
+                    data = np.loadtxt(fh, dtype=np.int64, ndmin=2)
+            except (ValueError, OverflowError, DeprecationWarning) as exc:
+                raise ValueError(
+                    f"{docword_path}: after the header, not lines of three integers ({exc}); "
+                    f"{_UCI_VALID}."
+                ) from None
+    if data.shape[0] and data.shape[1] != 3:
+        raise ValueError(
+            f"{docword_path}: lines of {data.shape[1]} numbers, not 'docID wordID count'; "
+            f"{_UCI_VALID}."
+        )
+    if data.shape[0] != nnz:
         raise ValueError(
             f"{docword_path}: expected {nnz} lines 'docID wordID count', got {data.shape[0]}."
         )
     if nnz and (data[:, :2].min() < 1 or data[:, 0].max() > n_docs or data[:, 1].max() > n_words):
         raise ValueError(f"{docword_path}: an id is outside 1..D or 1..W.")
+    if nnz and data[:, 2].min() < 0:
+        raise ValueError(f"{docword_path}: the count {data[:, 2].min()} is negative; {_UCI_VALID}.")
     X = sp.csr_matrix(
         (data[:, 2].astype(np.float64), (data[:, 0] - 1, data[:, 1] - 1)), shape=(n_docs, n_words)
     )
     vocabulary = None
     if vocab_path is not None:
-        with _open(vocab_path) as fh:
-            vocabulary = [line.strip() for line in fh if line.strip()]
+        with named_errors(vocab_path, "a vocab file has one word per line"):
+            with open_text(vocab_path) as fh:
+                vocabulary = [line.strip() for line in fh]
+        while vocabulary and not vocabulary[-1]:
+            vocabulary.pop()  # trailing blank lines
+        if "" in vocabulary:
+            raise ValueError(
+                f"{vocab_path}, line {vocabulary.index('') + 1}: a blank line, where each "
+                "line is the word of the next column."
+            )
         if len(vocabulary) != n_words:
             raise ValueError(f"{vocab_path}: {len(vocabulary)} words for W = {n_words}.")
     return X, vocabulary
+
+
+_LIBSVM_VALID = (
+    "a LIBSVM/svmlight file has one line 'label index:value ...' per row, with "
+    "increasing integer indices from 1 (or 0) below 2**31 and finite numbers"
+)
 
 
 def read_libsvm(path, n_features=None):
@@ -253,6 +418,11 @@ def read_libsvm(path, n_features=None):
     FileNotFoundError
         If ``path`` does not exist; the message names it and where skvi's
         examples look for data (:func:`skvi.datasets.get_data_home`).
+    ValueError
+        If the file is not one scikit-learn's reader can read (a malformed
+        line, a feature index of 2**31 or more, more features than
+        ``n_features``), a value or label is NaN or infinite, or a
+        compressed file is truncated or corrupt; the message names the file.
 
     See Also
     --------
@@ -285,7 +455,20 @@ def read_libsvm(path, n_features=None):
             "environment variable SKVI_DATA to the folder that holds them, or pass "
             "data_home=... to get_data_home(), and build the path from it."
         )
-    X, y = load_svmlight_file(path, n_features=n_features, dtype=np.float64)
+    if n_features is not None:
+        n_features = check_count(n_features, "n_features")
+    with named_errors(path, _LIBSVM_VALID):
+        try:
+            X, y = load_svmlight_file(path, n_features=n_features, dtype=np.float64)
+        except (ValueError, OverflowError) as exc:  # a malformed line, an index beyond int32
+            if isinstance(exc, UnicodeDecodeError):
+                raise
+            raise ValueError(
+                f"{path}: not a LIBSVM/svmlight file ({type(exc).__name__}: {exc}); "
+                f"{_LIBSVM_VALID}."
+            ) from None
+    check_finite(X.data, path, "feature value")
+    check_finite(y, path, "label")
     X = sp.csr_matrix(X, dtype=np.float64)
     if X.nnz < np.iinfo(np.int32).max and max(X.shape) < np.iinfo(np.int32).max:
         X.indices = X.indices.astype(np.int32)
