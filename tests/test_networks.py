@@ -1428,3 +1428,91 @@ def test_observed_wishart_values_must_be_positive_definite():
     L = Wishart(3, np.identity(2))
     L.observe(x)
     assert float(L.get_moments()[1]) == pytest.approx(np.log(np.linalg.det(x)), rel=1e-12)
+
+
+# ------------------------------------------------- VB's sweeps and conveniences
+def test_vb_conveniences_match_bayespy():
+    # The callback once a sweep, has_converged, and each node's term of the
+    # bound, which BayesPy computes for the same network after the same sweeps.
+    results = {}
+    for name in ("skvi", "bayespy"):
+        _, mu, tau, Q = quickstart(_library(name))
+        calls = []
+        Q.set_callback(lambda: calls.append(1))
+        kw = {"verbose": False} if name == "bayespy" else {}
+        Q.update(repeat=4, tol=-np.inf, **kw)
+        terms = Q.compute_lowerbound_terms()
+        results[name] = (len(calls), Q.has_converged(), [terms[n] for n in Q.model])
+        assert sum(terms.values()) == pytest.approx(Q.compute_lowerbound(), rel=1e-12)
+    assert results["skvi"][:2] == results["bayespy"][:2] == (4, False)
+    np.testing.assert_allclose(results["skvi"][2], results["bayespy"][2], rtol=1e-8)
+
+
+def test_vb_update_refuses_sweeps_that_cannot_stop():
+    _, _, _, Q = quickstart(_library("skvi"))
+    for tol in (-1e-3, float("nan"), -np.inf):
+        with pytest.raises(ValueError, match="tol"):
+            Q.update(repeat=None, tol=tol)
+    with pytest.raises(ValueError, match="tol must be a number"):
+        Q.update(repeat=3, tol=float("nan"))
+    for repeat in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="repeat"):
+            Q.update(repeat=repeat)
+
+
+def test_vb_update_stops_at_an_exact_fixed_point_and_at_zero_bounds():
+    # tol=0 stops when a sweep leaves the bound exactly where it was; bounds
+    # of exactly 0 (an empty model) are a fixed point, not a division by 0.
+    _, _, _, Q = quickstart(_library("skvi"))
+    Q.update(repeat=None, tol=0.0)
+    assert Q.has_converged() and Q.L[-1] <= Q.L[-2]
+    empty = VB()
+    empty.update(repeat=None)
+    np.testing.assert_array_equal(empty.L, [0.0, 0.0])
+    assert empty.has_converged()
+
+
+def test_vb_update_with_minus_infinite_tol_runs_every_sweep():
+    _, _, _, Q = quickstart(_library("skvi"))
+    before = Q.iter
+    Q.update(repeat=7, tol=-np.inf)
+    assert Q.iter - before == 7 and not Q.has_converged()
+
+
+def test_vb_update_warns_when_the_bound_falls_and_stops_when_it_is_not_finite(monkeypatch):
+    _, _, _, Q = quickstart(_library("skvi"))
+    bounds = iter([-10.0, -12.0, np.nan, -1.0])
+    monkeypatch.setattr(Q, "compute_lowerbound", lambda: next(bounds))
+    with pytest.warns(RuntimeWarning, match="lower bound decreased by 2"):
+        Q.update(repeat=1)
+        Q.update(repeat=1)
+    with pytest.warns(RuntimeWarning, match="lower bound is nan"):
+        Q.update(repeat=None, tol=1e-3)  # returns, never hangs
+    assert not Q.has_converged() and np.isnan(Q.L[-1])
+
+
+def test_vb_update_logs_each_sweep_and_drives_a_progress_bar(caplog):
+    _, _, _, Q = quickstart(_library("skvi"))
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n, self.closed = total, 0, False
+
+        def update(self):
+            self.n += 1
+
+        def close(self):
+            self.closed = True
+
+    bars = []
+    with caplog.at_level("INFO", logger="skvi"):
+        Q.update(
+            repeat=3,
+            tol=-np.inf,
+            verbose=True,
+            tqdm=lambda total: bars.append(Bar(total)) or bars[-1],
+        )
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        f"VB iteration {Q.iter - 2 + i}" for i in range(3)
+    ]
+    assert (bars[0].total, bars[0].n, bars[0].closed) == (3, 3, True)

@@ -1,5 +1,9 @@
 """Variational message passing over a declared network: BayesPy's ``VB`` object."""
 
+import logging
+import numbers
+import warnings
+
 import numpy as np
 
 from ._node import Node
@@ -7,6 +11,30 @@ from ._stochastic import Stochastic
 from ._plates import NetworkError
 
 __all__ = ["VB"]
+
+_LOG = logging.getLogger("skvi")
+#: A sweep that lowers the bound by more than this share of it is warned
+#: about: below it, the sums of the nodes' terms differ by rounding only.
+_ROUNDING = 1e-9
+
+
+def _check_sweeps(repeat, tol):
+    """``update``'s ``repeat`` and ``tol``, refused when the sweeps could not stop or mean nothing."""
+    if repeat is not None and (
+        isinstance(repeat, bool) or not isinstance(repeat, numbers.Integral) or repeat < 1
+    ):
+        raise ValueError(f"repeat must be a positive integer or None, got {repeat!r}")
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise ValueError(f"tol must be a number, got {tol!r}") from None
+    if np.isnan(tol):
+        raise ValueError("tol must be a number, got nan")
+    if repeat is None and not tol >= 0:
+        raise ValueError(
+            f"tol={tol} with repeat=None would never stop: give a tol of at least 0 "
+            "(0 stops at an exact fixed point) or a number of sweeps"
+        )
 
 
 def check_acyclic(nodes):
@@ -84,6 +112,7 @@ class VB:
         self.L = np.empty(0)
         self.iter = 0
         self.converged = False
+        self.callback = None
 
     def __getitem__(self, name):
         for n in self.model:
@@ -91,8 +120,15 @@ class VB:
                 return n
         raise KeyError(f"no node named {name!r} in this VB")
 
-    def update(self, *nodes, repeat=1, plot=False, tol=None, verbose=False):
+    def update(self, *nodes, repeat=1, plot=False, tol=None, verbose=False, tqdm=None):
         """Run ``repeat`` sweeps of VMP updates, stopping early at the tolerance.
+
+        After each sweep the bound is computed, the callback (if set) is
+        called, and a bound that fell beyond rounding is warned about (a
+        message containing "lower bound decreased", as BayesPy's): a VMP
+        sweep never lowers the bound, so a fall says that a node's update
+        and its bound term disagree.  A bound that is not finite stops the
+        sweeps with a warning.
 
         Parameters
         ----------
@@ -102,35 +138,169 @@ class VB:
         repeat : int or None, default=1
             The most sweeps (None: until converged).
         plot : bool, default=False
-            BayesPy's keyword, taken so that its code runs; nothing is drawn.
+            BayesPy's keyword, taken so that its code runs; nothing is drawn
+            (:func:`skvi.plotting.plot_node` draws a node's posterior).
         tol : float or None, default=None
             Stop when the relative rise of the bound,
-            ``(L1 - L0) / mean(|L0|, |L1|)``, falls below it (None: the
-            object's ``tol``).
+            ``(L1 - L0) / mean(|L0|, |L1|)``, is at most ``tol`` (None: the
+            object's ``tol``); ``0`` stops at an exact fixed point, and with a
+            finite ``repeat``, ``-np.inf`` runs every sweep.  With
+            ``repeat=None`` it must be a number of at least 0.
         verbose : bool, default=False
-            Print the bound after each sweep.
+            Log the bound after each sweep to the ``"skvi"`` logger (INFO),
+            as every estimator's ``verbose=2``.
+        tqdm : callable or None, default=None
+            BayesPy's progress bar: a factory such as ``tqdm.tqdm``, called
+            with ``total=repeat`` and updated once per sweep.
+
+        Raises
+        ------
+        ValueError
+            ``repeat`` is not None or a positive integer, ``tol`` is NaN, or
+            ``tol`` is negative with ``repeat=None`` (the sweeps would never
+            stop).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.networks import VB, Gamma, GaussianARD
+        >>> y = GaussianARD(GaussianARD(0, 1e-6), Gamma(1e-3, 1e-3), plates=(20,))
+        >>> _ = y.observe(np.random.RandomState(0).normal(3.0, 2.0, 20))
+        >>> Q = VB(y, *y.parents)
+        >>> Q.update(repeat=None, tol=0.0)   # to an exact fixed point
+        >>> Q.has_converged()
+        True
         """
         nodes = nodes or tuple(self.model)
         tol = self.tol if tol is None else tol
+        _check_sweeps(repeat, tol)
+        bar = None if tqdm is None else tqdm(total=repeat)
         self.converged = False
         history = list(self.L)
         i = 0
-        while repeat is None or i < repeat:
-            for node in nodes:
-                node.update()
-            L = self.compute_lowerbound()
-            history.append(L)
-            i += 1
-            self.iter += 1
-            if verbose:
-                print(f"Iteration {self.iter}: loglike={L:e}")
-            if len(history) > 1:
-                L0, L1 = history[-2], history[-1]
-                div = 0.5 * (abs(L0) + abs(L1))
-                if (L1 - L0) / div < tol:
-                    self.converged = True
+        try:
+            while repeat is None or i < repeat:
+                for node in nodes:
+                    node.update()
+                L = self.compute_lowerbound()
+                history.append(L)
+                i += 1
+                self.iter += 1
+                if bar is not None:
+                    bar.update()
+                if self.callback is not None:
+                    self.callback()
+                if verbose:
+                    _LOG.info("VB iteration %d: lower bound %.10g", self.iter, L)
+                if not np.isfinite(L):
+                    warnings.warn(
+                        f"VB.update: the lower bound is {L} after sweep {self.iter}; the "
+                        "sweeps stop (a node's parameters or data are not finite, or out "
+                        "of its support).",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                     break
-        self.L = np.asarray(history)
+                if len(history) > 1 and np.isfinite(history[-2]):
+                    if self._converged(history[-2], L, tol):
+                        self.converged = True
+                        break
+        finally:
+            self.L = np.asarray(history)
+            if bar is not None and hasattr(bar, "close"):
+                bar.close()
+
+    def _converged(self, L0, L1, tol):
+        """The stopping test of a sweep from ``L0`` to ``L1``; warns when the bound fell."""
+        scale = 0.5 * (abs(L0) + abs(L1))
+        if L0 - L1 > _ROUNDING * max(scale, 1.0):
+            warnings.warn(
+                f"VB.update: the lower bound decreased by {L0 - L1:.6g} (from {L0:.10g} to "
+                f"{L1:.10g}) in sweep {self.iter}: a node's update disagrees with its bound "
+                "term, or the numbers lost precision.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return L1 - L0 <= tol * scale
+
+    def set_callback(self, callback):
+        """Call ``callback()`` once after every sweep of :meth:`update` (BayesPy's).
+
+        Parameters
+        ----------
+        callback : callable or None
+            Called with no argument; None removes it.
+
+        Examples
+        --------
+        >>> from skvi.networks import VB, Gamma, GaussianARD
+        >>> y = GaussianARD(GaussianARD(0, 1e-6), Gamma(1e-3, 1e-3), plates=(5,))
+        >>> _ = y.observe([1.0, 2.0, 3.0, 2.0, 1.0])
+        >>> Q = VB(y, *y.parents)
+        >>> sweeps = []
+        >>> Q.set_callback(lambda: sweeps.append(Q.iter))
+        >>> Q.update(repeat=3, tol=-float("inf"))
+        >>> sweeps
+        [1, 2, 3]
+        """
+        if callback is not None and not callable(callback):
+            raise TypeError(f"set_callback takes a callable or None, got {callback!r}")
+        self.callback = callback
+
+    def has_converged(self, tol=None):
+        """Whether the last :meth:`update` stopped by its tolerance (BayesPy's).
+
+        Parameters
+        ----------
+        tol : None
+            BayesPy's keyword, ignored as BayesPy ignores it.
+
+        Returns
+        -------
+        bool
+
+        Examples
+        --------
+        >>> from skvi.networks import VB, GaussianARD
+        >>> x = GaussianARD(0, 1)
+        >>> Q = VB(x)
+        >>> Q.update(repeat=2)
+        >>> Q.has_converged()
+        True
+        """
+        return self.converged
+
+    def compute_lowerbound_terms(self, *nodes):
+        """Each node's term of the lower bound, a dict node -> float (BayesPy's).
+
+        Parameters
+        ----------
+        *nodes : Node
+            The nodes (default: every node of the model).
+
+        Returns
+        -------
+        dict
+            Node to its term; over every node they sum to
+            :meth:`compute_lowerbound`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.networks import VB, Gamma, GaussianARD
+        >>> y = GaussianARD(GaussianARD(0, 1e-6), Gamma(1e-3, 1e-3), plates=(5,))
+        >>> _ = y.observe([1.0, 2.0, 3.0, 2.0, 1.0])
+        >>> Q = VB(y, *y.parents)
+        >>> Q.update(repeat=10)
+        >>> terms = Q.compute_lowerbound_terms()
+        >>> bool(np.isclose(sum(terms.values()), Q.compute_lowerbound()))
+        True
+        """
+        nodes = nodes or tuple(self.model)
+        return {
+            n: float(n.lower_bound_contribution()) if isinstance(n, Stochastic) else 0.0
+            for n in nodes
+        }
 
     def compute_lowerbound(self, ignore_masked=True):
         """The lower bound on the log evidence, with every constant.
