@@ -428,16 +428,16 @@ def test_block_moments_and_gram_equal_the_row_by_row_kronecker_products(sparse):
     reference = np.einsum("nai,nab,nbj->ij", B, W, B)
     np.testing.assert_allclose(gram, reference, rtol=0, atol=1e-10 * np.abs(reference).max())
     # Enough rows for several chunks of the pairwise products.
-    from skvi.models import glm
+    from skvi.models.glm import kernels
 
-    small = glm._PAIR_CHUNK
+    small = kernels._PAIR_CHUNK
     try:
-        glm._PAIR_CHUNK = 3 * d * (d + 1) // 2  # three rows per chunk
+        kernels._PAIR_CHUNK = 3 * d * (d + 1) // 2  # three rows per chunk
         mean2, cov2 = _block_moments(Xd, loc, V, k)
         np.testing.assert_allclose(cov2, cov, rtol=0, atol=1e-13)
         np.testing.assert_allclose(_block_gram(Xd, W), gram, rtol=0, atol=1e-12)
     finally:
-        glm._PAIR_CHUNK = small
+        kernels._PAIR_CHUNK = small
 
 
 def test_softmax_expectations_equal_a_row_by_row_reference():
