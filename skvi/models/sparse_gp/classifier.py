@@ -293,12 +293,15 @@ n_samples_seen_, converged_, n_rejected_steps_
             or centre.size != params.size
         ):
             return 0.0, np.zeros(params.size)
-        var = float(self.kernel_prior_scale) ** 2
-        diff = params - centre
-        value = -0.5 * float(np.sum(diff * diff)) / var - 0.5 * params.size * np.log(
-            2.0 * np.pi * var
+        # In terms of the scale s, never s**2: any finite scale the parameter
+        # allows gives a finite density (s = 1e300 is a flat prior, not an
+        # overflow).
+        scale = float(self.kernel_prior_scale)
+        z = (params - centre) / scale
+        value = -0.5 * float(np.sum(z * z)) - params.size * (
+            0.5 * np.log(2.0 * np.pi) + np.log(scale)
         )
-        return value, -diff / var
+        return value, -z / scale
 
     # ----------------------------------------------------------- model hooks
     @property
