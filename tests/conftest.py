@@ -76,6 +76,23 @@ def shared_data():
     return find
 
 
+@pytest.fixture(scope="module")
+def client():
+    """A dask LocalCluster of two one-thread worker processes on loopback, and its client."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=40,
+    )
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
 def pytest_terminal_summary(terminalreporter):
     """Say how many tests skipped for want of the shared data, and how to run them.
 
