@@ -1516,3 +1516,23 @@ def test_vb_update_logs_each_sweep_and_drives_a_progress_bar(caplog):
         f"VB iteration {Q.iter - 2 + i}" for i in range(3)
     ]
     assert (bars[0].total, bars[0].n, bars[0].closed) == (3, 3, True)
+
+
+@pytest.mark.parametrize("scale", [1e4, 1e6])
+def test_mixture_assignments_stay_normalised_at_large_scales(scale):
+    # Far from the prior's scale, a point's natural parameters over the
+    # clusters are huge and may tie: its responsibilities must still sum to
+    # one (they came out [1, 1] when log-sum-exp was subtracted from them),
+    # and the first sweep's terms of the assignments, the mixture, the
+    # weights and the precisions are BayesPy's, which normalises the same
+    # way.  (The cluster means' term loses digits to cancellation in both
+    # libraries at these scales, differently.)
+    y = scale * blobs(200, seed=1)
+    terms = {}
+    for name in ("skvi", "bayespy"):
+        Q, (alpha, Z, mu, Lambda) = gmm(_library(name), y, seed=0, repeat=1)
+        found = Q.compute_lowerbound_terms()
+        terms[name] = [found[n] for n in (Q.model[0], Lambda, Z, alpha)]
+        if name == "skvi":
+            np.testing.assert_allclose(Z.get_moments()[0].sum(axis=-1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(terms["skvi"], terms["bayespy"], rtol=1e-6)

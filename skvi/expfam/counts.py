@@ -5,6 +5,7 @@ prior and multinomial counts the :class:`~skvi.expfam.Dirichlet`; their
 base measures (the terms of the log density in the counts alone) are these.
 """
 
+import numpy as np
 from scipy import special
 
 from .base import _as_float
@@ -59,3 +60,44 @@ def multinomial_log_coefficient(x, n=None):
     x = _as_float(x)
     n = x.sum(axis=-1) if n is None else _as_float(n)
     return special.gammaln(n + 1.0) - special.gammaln(x + 1.0).sum(axis=-1)
+
+
+def categorical_probabilities(phi):
+    """The probabilities and log-normaliser of a categorical of natural parameters ``phi``.
+
+    ``p = exp(phi - A)`` with ``A = log sum_k exp(phi_k)``, computed from
+    ``phi - max(phi)``, so that the probabilities sum to 1 and ``A`` keeps
+    its digits however large ``phi`` is (``logsumexp`` subtracted from
+    ``phi`` rounds ``phi_k - A`` to 0 for ties near 1e17, making every tied
+    probability 1).
+
+    Parameters
+    ----------
+    phi : array_like of shape (..., K)
+        Natural parameters (log probabilities up to a constant) over the
+        last axis.
+
+    Returns
+    -------
+    p : ndarray of shape (..., K)
+        The probabilities, summing to 1 over the last axis.
+    log_normalizer : ndarray of shape phi.shape[:-1]
+        ``A = log sum_k exp(phi_k)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam.counts import categorical_probabilities
+    >>> p, a = categorical_probabilities([1e17, 1e17])
+    >>> print(p, a == 1e17)
+    [0.5 0.5] True
+    >>> p, a = categorical_probabilities([0.0, np.log(3.0)])
+    >>> print(np.round(p, 6), round(float(a), 6), round(np.log(4.0), 6))
+    [0.25 0.75] 1.386294 1.386294
+    """
+    phi = _as_float(phi)
+    top = np.max(phi, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(phi - top)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / total, np.log(total[..., 0]) + top[..., 0]

@@ -1,9 +1,13 @@
 """Discrete nodes: Categorical, Multinomial, Bernoulli and Poisson."""
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
-from ..expfam.counts import multinomial_log_coefficient, poisson_log_base_measure
+from ..expfam.counts import (
+    categorical_probabilities,
+    multinomial_log_coefficient,
+    poisson_log_base_measure,
+)
 from ._dirichlet import Dirichlet
 from ._moments import MomentsKind
 from ._node import Node
@@ -51,8 +55,8 @@ class Categorical(Stochastic):
         return np.zeros(())
 
     def _moments_and_cgf(self, phi):
-        lse = logsumexp(phi[0], axis=-1)
-        return [np.exp(phi[0] - lse[..., None])], -lse
+        p, lse = categorical_probabilities(phi[0])
+        return [p], -lse
 
     def _fixed_moments_and_f(self, x):
         return MomentsKind.categorical(self.K).fixed(x), np.zeros(np.shape(x))
@@ -113,8 +117,8 @@ class Multinomial(Stochastic):
         return np.zeros(())
 
     def _moments_and_cgf(self, phi):
-        lse = logsumexp(phi[0], axis=-1)
-        return [self.n[..., None] * np.exp(phi[0] - lse[..., None])], -self.n * lse
+        p, lse = categorical_probabilities(phi[0])
+        return [self.n[..., None] * p], -self.n * lse
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
