@@ -34,7 +34,14 @@ from ..schedules import make_schedule
 from . import blocks as _fn
 from .acceleration import batch_pass
 from .convergence import Convergence
-from .executor import SerialExecutor, backend_for, cut, even_batches, local_executor
+from .executor import (
+    SerialExecutor,
+    WorkerState,
+    backend_for,
+    cut,
+    even_batches,
+    local_executor,
+)
 from .monitoring import HISTORY_DTYPE, TRACE_DTYPE, PhaseClock, _Run, _Table, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning
 from .rows import ChildSample, ResidentRows, RowGroups, counts_of_ids, sample_children
@@ -827,7 +834,7 @@ class SVIEstimator(BaseEstimator):
         """``N_i``: the data points of each row of group ``name``."""
         st = getattr(self, "_svi", None)
         if st is None:  # a worker's copy of the model
-            return self._worker_row_totals[name]
+            return WorkerState.of(self).row_totals[name]
         return st.rows[name].totals
 
     def _rows_summary(self, name, params=None):

@@ -1,0 +1,471 @@
+"""The fit's data as blocks on the workers of a dask cluster, and what runs on a block.
+
+:class:`DaskBlocks` holds the validated blocks (futures) in row order and
+runs the loop's block operations (:mod:`skvi.engine.blocks`) where they
+are: only the globals go out and summed statistics come back, added in a
+tree on the workers.  Per-row factors of the data's own rows (a model's
+resident row groups) live with their blocks.  An operation that meets a
+lost worker is redone (:data:`RETRIES`) while what it needs can be rebuilt.
+"""
+
+import copy
+import operator
+import time
+
+import numpy as np
+
+from .. import blocks as _fn
+from ..rows import ResidentRows
+from ..statistics import Distinct
+from ..step import StepContext
+from .transport import (
+    WorkerLostError,
+    _count,
+    _import_dask,
+    _lost_results,
+    changed_attributes,
+    worker_view,
+)
+
+__all__ = [
+    "DaskBlocks",
+    "RECOMPUTE_SECONDS",
+    "RETRIES",
+    "RETRY_PAUSE",
+    "block_count",
+    "block_initialize",
+    "block_local_step",
+    "block_prepare",
+    "block_probe_loss",
+    "block_vocabulary",
+    "default_vocabulary",
+]
+
+#: How often an operation on the blocks is redone after a worker was lost.
+RETRIES = 5
+#: Seconds before the first redo, doubled before each next one (at most 8).
+RETRY_PAUSE = 0.5
+
+#: How long a lost worker's resident rows are waited for (recomputed if they can be).
+RECOMPUTE_SECONDS = 30
+
+
+def _n_rows(data):
+    return int(data.shape[0])
+
+
+def default_vocabulary(estimator, X, y, sample_weight):
+    """What every block must agree on before it is validated: a classifier's labels."""
+    from sklearn.base import is_classifier  # noqa: PLC0415
+
+    if y is None or not is_classifier(estimator):
+        return None
+    return {"classes": Distinct(np.asarray(y).ravel())}
+
+
+# ------------------------------------------------- functions run on a block
+def block_vocabulary(estimator, X, y, sample_weight):
+    """The model's vocabulary of a raw block (``_data_vocabulary``; merged over blocks)."""
+    own = getattr(estimator, "_data_vocabulary", None)
+    if own is not None:
+        return own(X, y, sample_weight)
+    return default_vocabulary(estimator, X, y, sample_weight)
+
+
+def block_prepare(estimator, X, y, sample_weight, vocabulary):
+    """Validate one block as ``fit`` validates its input; returns (data, attributes set)."""
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    data = est._prepare_data(X, y, sample_weight, reset=True, vocabulary=vocabulary)
+    return data, changed_attributes(before, est, data)
+
+
+def block_initialize(estimator, data, random_state, summary):
+    """The model's initial globals from one block (or sample of rows).
+
+    Returns (globals, attributes set, the generator's state after the
+    start): the client's generator continues from there, as in memory.
+    """
+    est = copy.copy(estimator)
+    before = dict(est.__dict__)
+    natural = est._initialize_globals(data, random_state, summary)
+    resident = est._settings.resident_row_groups
+    # A resident group's rows start on their own blocks (block_start_rows).
+    natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items() if k not in resident}
+    return natural, changed_attributes(before, est, data), random_state.get_state()
+
+
+def block_local_step(estimator, data, params, seed, rows=None):
+    """The local step of a block, its random draws (if any) from ``seed``."""
+    estimator = copy.copy(estimator)  # the model may keep the step's draws
+    draws = estimator._local_draws(data, np.random.RandomState(seed))
+    return _fn.local_step(estimator, data, params, draws, rows)
+
+
+def block_count(estimator, data):
+    """``_sample_count`` of a block: its rows, or their total weight."""
+    return _fn.sample_count(estimator, data)
+
+
+def block_probe_loss(estimator, data, params):
+    """The probe's loss under ``params``, where the probe's rows are."""
+    return _fn.probe_loss(estimator, data, params)
+
+
+class _Locals:
+    """The local steps of a fit's blocks (futures on the workers) and how they were made."""
+
+    __slots__ = ("futures", "params", "seeds")
+
+    def __init__(self, futures, params, seeds):
+        self.futures = futures
+        self.params = params
+        self.seeds = seeds
+
+
+def _natural_map(function, rows):
+    return np.asarray(function(rows.natural), dtype=np.float64)
+
+
+def _stack(*values):
+    return np.asarray(values, dtype=np.float64)
+
+
+class DaskBlocks:
+    """A fit's rows as blocks on a dask cluster (futures of validated blocks).
+
+    Built by :func:`fit_on_cluster`; :class:`DaskExecutor` runs the loop's
+    operations on them where they are.
+
+    Parameters
+    ----------
+    channel : _Channel
+        The client and what was last sent to the workers.
+    blocks : list of distributed.Future
+        The validated blocks, in row order.
+    sizes : list of int
+        Rows of each block.
+    n_features : int
+        Columns of the data.
+    parents : list of int or None, default=None
+        For a minibatch (pieces of the fit's blocks), the fit's block of
+        each piece: its resident rows are that block's.  None: the blocks
+        are the fit's.
+
+    Examples
+    --------
+    >>> from skvi.distributed import DaskBlocks
+    >>> DaskBlocks.__name__
+    'DaskBlocks'
+    """
+
+    def __init__(self, channel, blocks, sizes, n_features, parents=None):
+        self.channel = channel
+        self.blocks = list(blocks)
+        self.parents = list(range(len(self.blocks))) if parents is None else list(parents)
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.shape = (int(self.sizes.sum()), int(n_features))
+        self.n_blocks = len(self.blocks)
+        self._count = None
+
+    def _map(self, function, *columns):
+        return self.channel.client.map(function, *columns, pure=False)
+
+    def _repeat(self, value):
+        return [value] * self.n_blocks
+
+    def count(self, estimator):
+        if self._count is None:
+
+            def attempt():
+                view = self.channel.view(estimator)
+                counts = self._map(block_count, self._repeat(view), self.blocks)
+                return float(self.channel.tree_sum(counts))
+
+            self._count = self._retrying(attempt, estimator)
+        return self._count
+
+    def initialize(self, estimator, random_state, summary):
+        size = estimator._settings.start_sample_size
+        if size is None:
+            data = self.blocks[0]
+        else:
+            n = self.shape[0]
+            # The draw of an in-memory start that subsamples (sorted rows).
+            rows = (
+                np.arange(n) if size >= n else np.sort(random_state.choice(n, size, replace=False))
+            )
+            data = self._rows_future(rows)
+        view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
+        future = self.channel.client.submit(
+            block_initialize, view, data, random_state, summary, pure=False
+        )
+        natural, attributes, state = self.channel.gather(future)
+        random_state.set_state(state)
+        estimator.__dict__.update(attributes)
+        names = tuple(estimator._settings.resident_row_groups)
+        if names:
+            # Every block starts its own rows (as fit grows a group in memory).
+            view = self.channel._scatter(worker_view(estimator))
+            seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
+            started = self._map(
+                _fn.start_rows, self._repeat(view), self.blocks, self._repeat(names), seeds
+            )
+            rows = self._map(operator.getitem, started, self._repeat(0))
+            reports = self._map(operator.getitem, started, self._repeat(1))
+            summed = self.channel.tree_sum(reports)
+            for name in names:
+                natural[name] = ResidentRows(
+                    self._map(operator.getitem, rows, self._repeat(name)),
+                    self._map(operator.getitem, reports, self._repeat(name)),
+                    summed[name]["summary"],
+                    backend=self,
+                )
+        return natural
+
+    def _rows(self, params):
+        """Each block's resident rows in ``params`` (dicts of futures), or None for none."""
+        handles = {k: v for k, v in params.items() if isinstance(v, ResidentRows)}
+        if not handles:
+            return None
+        return [{k: h.states[p] for k, h in handles.items()} for p in self.parents]
+
+    def row_step(self, estimator, name, locals_, params, ctx, schedule):
+        """The step of a resident group's rows, each block stepping its own where it is.
+
+        Returns the new :class:`~skvi.engine.rows.ResidentRows` (the
+        blocks' new rows, kept until the step is accepted or forgotten)
+        and whether every row is valid.
+        """
+        handle = params[name]
+        sent = StepContext(
+            ctx.online, ctx.t, ctx.rho, ctx.backoff, ctx.scale, ctx.prior, in_pass=ctx.in_pass
+        )
+        for _ in self.blocks:  # sent with each block's task
+            _count("bytes_out", (sent, schedule))
+
+        def attempt():
+            results = self._map(
+                _fn.row_step,
+                self._repeat(self.channel.view(estimator)),
+                self.blocks,
+                locals_.futures,
+                self._rows(params),
+                self._repeat(self.channel.params(params)),
+                self._repeat(name),
+                self._repeat(sent),
+                self._repeat(schedule),
+            )
+            # The blocks' new rows and reports replace their parents'; the rows
+            # of blocks this minibatch does not touch stay as they were.
+            states, reports = list(handle.states), list(handle.reports)
+            new_states = self._map(operator.getitem, results, self._repeat(0))
+            new_reports = self._map(operator.getitem, results, self._repeat(1))
+            for parent, state, report in zip(self.parents, new_states, new_reports):
+                states[parent], reports[parent] = state, report
+            return states, reports, self.channel.tree_sum(reports)
+
+        states, reports, total = self._retrying(attempt, estimator, locals_, params)
+        rows = ResidentRows(
+            states,
+            reports,
+            total["summary"],
+            finite=total["nonfinite"] == 0,
+            backend=handle.backend,
+        )
+        return rows, bool(total["invalid"] == 0)
+
+    def map_rows(self, handle, function, tail_shape):
+        """``function`` of every block's resident rows, as a lazy dask array in row order."""
+        da, _ = _import_dask()
+        import dask  # noqa: PLC0415
+
+        parts = [
+            da.from_delayed(
+                dask.delayed(_natural_map)(function, state),
+                shape=(int(size),) + tuple(tail_shape),
+                dtype=np.float64,
+            )
+            for state, size in zip(handle.states, self.sizes)
+        ]
+        return da.concatenate(parts, axis=0)
+
+    def local_steps(self, estimator, params):
+        seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
+        # Sending the view and globals may meet a worker that just died: retried.
+        futures = self._retrying(
+            lambda: self._local_futures(estimator, params, seeds), estimator, None, params
+        )
+        return _Locals(futures, params, seeds)
+
+    def _local_futures(self, estimator, params, seeds):
+        rows = self._rows(params) or self._repeat(None)
+        return self._map(
+            block_local_step,
+            self._repeat(self.channel.view(estimator)),
+            self.blocks,
+            self._repeat(self.channel.params(params)),
+            seeds,
+            rows,
+        )
+
+    def sum_over(self, estimator, function, locals_, *args):
+        rows = None
+        for a in args:
+            if isinstance(a, dict):
+                rows = rows or self._rows(a)
+
+        def attempt():
+            # Inside the attempt: a lost worker may have held the globals
+            # sent before, and a retry sends them again.
+            columns = [
+                self._repeat(self.channel.params(a) if isinstance(a, dict) else a) for a in args
+            ]
+            futures = self._repeat(None) if locals_ is None else locals_.futures
+            view = self._repeat(self.channel.view(estimator))
+            if rows is None:
+                parts = self._map(function, view, self.blocks, futures, *columns)
+            else:  # the globals joined by each block's resident rows
+                parts = self._map(
+                    _fn.with_block_rows,
+                    self._repeat(function),
+                    view,
+                    self.blocks,
+                    futures,
+                    rows,
+                    *columns,
+                )
+            return self.channel.tree_sum(parts)
+
+        return self._retrying(attempt, estimator, locals_, *args)
+
+    def _retrying(self, attempt, estimator, locals_=None, *params):
+        """``attempt()``, redone after a lost worker while what it needs can be rebuilt.
+
+        A lost worker takes with it what the scheduler cannot recompute:
+        the scattered model and globals, which are sent again, and the
+        local steps, which are redone (same globals, same seeds: the same
+        results); the blocks themselves are rebuilt from their graph.  Rows
+        of a resident group that lived only there are recomputed from their
+        lineage while every object they came from has a copy elsewhere;
+        otherwise they are lost for good and the error names them.
+        """
+        redo_locals = False
+        for retry in range(RETRIES + 1):
+            try:
+                if redo_locals:
+                    # Inside the try: resending may meet a lost worker too.
+                    locals_.futures = self._local_futures(estimator, locals_.params, locals_.seeds)
+                return attempt()
+            except WorkerLostError as exc:
+                lost = self._lost_rows(params + ((locals_.params,) if locals_ else ()))
+                if lost:
+                    raise WorkerLostError(
+                        f"A dask worker was lost during the fit and with it the {lost} "
+                        f"({type(estimator).__name__} keeps them only on the workers); no "
+                        "model was fitted. Fit again once the cluster has its workers back."
+                    ) from exc
+                if retry == RETRIES:
+                    raise
+                self.channel.forget()
+                # A moment for the lost worker's nanny to restart it and for
+                # the scheduler to notice, before the work is sent again.
+                time.sleep(min(RETRY_PAUSE * 2**retry, 8.0))
+                redo_locals = locals_ is not None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _lost_rows(self, params):
+        """Which resident rows in ``params`` (dicts) are gone with a worker, in words, or ''."""
+        from distributed import wait  # noqa: PLC0415
+
+        lost = []
+        for p in params:
+            if not isinstance(p, dict):
+                continue
+            for name, handle in p.items():
+                if not isinstance(handle, ResidentRows):
+                    continue
+                # What can be recomputed finishes; what cannot is cancelled.
+                try:
+                    wait(handle.states, timeout=RECOMPUTE_SECONDS)
+                except (TimeoutError, *_lost_results()):
+                    pass  # the status of each says what
+                gone = [b for b, f in enumerate(handle.states) if f.status != "finished"]
+                if gone:
+                    # Numbered in the fit's rows (the handle's blocks are the fit's).
+                    fit = handle.backend if isinstance(handle.backend, DaskBlocks) else self
+                    starts = np.concatenate([[0], np.cumsum(fit.sizes)])
+                    spans = ", ".join(f"{starts[b]}-{starts[b + 1] - 1}" for b in gone)
+                    lost.append(f"'{name}' factors of rows {spans}")
+        return " and ".join(dict.fromkeys(lost))
+
+    def _pieces(self, rows):
+        """Split global row numbers (increasing) into each block's local rows."""
+        starts = np.concatenate([[0], np.cumsum(self.sizes)])
+        cut = np.searchsorted(rows, starts)
+        return [rows[cut[b] : cut[b + 1]] - starts[b] for b in range(self.n_blocks)]
+
+    def _rows_future(self, rows):
+        """The given rows (global numbers, increasing) stacked on a worker: a future."""
+        client = self.channel.client
+        parts = [
+            client.submit(_fn.take_rows, block, local, pure=False)
+            for block, local in zip(self.blocks, self._pieces(np.asarray(rows)))
+            if local.size
+        ]
+        return client.submit(_fn.concatenate, *parts, pure=False)
+
+    def sample(self, rows):
+        """The given rows gathered into one block on a worker (a probe, a convergence sample)."""
+        rows = np.asarray(rows)
+        return DaskBlocks(
+            self.channel, [self._rows_future(rows)], [rows.size], self.shape[1], parents=[None]
+        )
+
+    def probe_loss(self, estimator, params):
+        def attempt():
+            future = self.channel.client.submit(
+                block_probe_loss,
+                self.channel.view(estimator),
+                self.blocks[0],
+                self.channel.params(params),
+                pure=False,
+            )
+            return self.channel.gather(future)
+
+        return self._retrying(attempt, estimator, None, params)
+
+    def minibatches(self, estimator, random_state, batch_size):
+        n_batches = max(1, -(-self.shape[0] // int(batch_size)))
+        client = self.channel.client
+        # Each block's rows shuffled and cut into n_batches near-equal pieces;
+        # step j takes piece j of every block.
+        pieces = [np.array_split(random_state.permutation(size), n_batches) for size in self.sizes]
+        steps = []
+        for j in range(n_batches):
+            parts, sizes, parents = [], [], []
+            for b, (block, own) in enumerate(zip(self.blocks, pieces)):
+                if own[j].size:
+                    parts.append(client.submit(_fn.take_rows, block, own[j], pure=False))
+                    sizes.append(own[j].size)
+                    parents.append(self.parents[b])
+            steps.append(DaskBlocks(self.channel, parts, sizes, self.shape[1], parents))
+
+        # Every piece's count (its weights' sum) in one round trip per pass.
+        def attempt():
+            view = self.channel.view(estimator)
+            counts = client.map(
+                block_count,
+                [view] * sum(s.n_blocks for s in steps),
+                [p for s in steps for p in s.blocks],
+                pure=False,
+            )
+            return self.channel.gather(client.submit(_stack, *counts, pure=False))
+
+        counts = self._retrying(attempt, estimator)
+        total = self.count(estimator)
+        first = 0
+        for step in steps:
+            step._count = float(np.sum(counts[first : first + step.n_blocks]))
+            first += step.n_blocks
+            yield step, (total / step._count if step._count else 0.0)
