@@ -34,7 +34,7 @@ Examples
 >>> from skvi import GaussianGammaVB
 >>> from skvi.distributed import fit_on_cluster, traffic
 >>> X = np.random.RandomState(0).normal(2.0, 1.0, (400, 2))
->>> with Client(processes=False, n_workers=2, dashboard_address=None) as client:
+>>> with Client(processes=False, n_workers=2, dashboard_address=":0") as client:
 ...     with traffic() as sent:
 ...         est = fit_on_cluster(
 ...             GaussianGammaVB(learning_method="batch"), da.from_array(X, chunks=(100, 2)),

@@ -55,7 +55,34 @@ def _n_rows(data):
 
 
 def default_vocabulary(estimator, X, y, sample_weight):
-    """What every block must agree on before it is validated: a classifier's labels."""
+    """What every block must agree on before it is validated: a classifier's labels.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The model (a classifier has labels to agree on).
+    X : array-like
+        A raw block of rows (unused).
+    y : array-like or None
+        The block's targets.
+    sample_weight : array-like or None
+        The block's row weights (unused).
+
+    Returns
+    -------
+    dict of str to Distinct or None
+        ``{"classes": the block's labels}`` for a classifier with targets,
+        else None (nothing to agree on).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVILogisticRegression
+    >>> from skvi.engine.dask.blocks import default_vocabulary
+    >>> vocabulary = default_vocabulary(SVILogisticRegression(), None, np.array([1, 0, 1]), None)
+    >>> vocabulary["classes"].values
+    array([0, 1])
+    """
     from sklearn.base import is_classifier  # noqa: PLC0415
 
     if y is None or not is_classifier(estimator):
@@ -65,7 +92,34 @@ def default_vocabulary(estimator, X, y, sample_weight):
 
 # ------------------------------------------------- functions run on a block
 def block_vocabulary(estimator, X, y, sample_weight):
-    """The model's vocabulary of a raw block (``_data_vocabulary``; merged over blocks)."""
+    """The model's vocabulary of a raw block (``_data_vocabulary``; merged over blocks).
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model.
+    X : array-like
+        A raw block of rows.
+    y : array-like or None
+        The block's targets.
+    sample_weight : array-like or None
+        The block's row weights.
+
+    Returns
+    -------
+    dict of str to Distinct or None
+        What the block holds of each vocabulary (a classifier's labels,
+        matrix factorization's user and item ids); None for none.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVIMatrixFactorization
+    >>> from skvi.engine.dask.blocks import block_vocabulary
+    >>> ids = block_vocabulary(SVIMatrixFactorization(), np.array([[0, 7], [2, 7]]), [1.0, 2.0], None)
+    >>> ids["users"].values, ids["items"].values
+    (array([0, 2]), array([7]))
+    """
     own = getattr(estimator, "_data_vocabulary", None)
     if own is not None:
         return own(X, y, sample_weight)
@@ -73,7 +127,39 @@ def block_vocabulary(estimator, X, y, sample_weight):
 
 
 def block_prepare(estimator, X, y, sample_weight, vocabulary):
-    """Validate one block as ``fit`` validates its input; returns (data, attributes set)."""
+    """Validate one block as ``fit`` validates its input.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model (left unchanged: a copy validates).
+    X : array-like
+        A raw block of rows.
+    y : array-like or None
+        The block's targets.
+    sample_weight : array-like or None
+        The block's row weights.
+    vocabulary : dict
+        What every block agreed on (merged :func:`block_vocabulary`; empty
+        for nothing).
+
+    Returns
+    -------
+    data : object
+        The validated block, as the model's fit holds its data.
+    attributes : dict
+        The attributes validation set on the model (``n_features_in_``,
+        ...), which the client sets on the estimator.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.blocks import block_prepare
+    >>> data, attributes = block_prepare(GaussianGammaVB(), np.zeros((5, 2)), None, None, {})
+    >>> data.shape[0], attributes["n_features_in_"]
+    (5, 2)
+    """
     est = copy.copy(estimator)
     before = dict(est.__dict__)
     data = est._prepare_data(X, y, sample_weight, reset=True, vocabulary=vocabulary)
@@ -83,8 +169,38 @@ def block_prepare(estimator, X, y, sample_weight, vocabulary):
 def block_initialize(estimator, data, random_state, summary):
     """The model's initial globals from one block (or sample of rows).
 
-    Returns (globals, attributes set, the generator's state after the
-    start): the client's generator continues from there, as in memory.
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model, its data's attributes set.
+    data : object
+        A validated block (:func:`block_prepare`).
+    random_state : numpy.random.RandomState
+        The fit's generator, as the client holds it.
+    summary : object or None
+        ``_data_summary`` of all the blocks.
+
+    Returns
+    -------
+    natural : dict
+        The initial globals (a resident row group's start on each block).
+    attributes : dict
+        The attributes the start set on the model.
+    state : tuple
+        The generator's state after the start: the client's generator
+        continues from there, as in memory.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.blocks import block_initialize, block_prepare
+    >>> est = GaussianGammaVB()
+    >>> data, attributes = block_prepare(est, np.ones((5, 2)), None, None, {})
+    >>> est.__dict__.update(attributes)  # as the client does
+    >>> natural, _, _ = block_initialize(est, data, np.random.RandomState(0), None)
+    >>> sorted(natural)
+    ['mean', 'precision']
     """
     est = copy.copy(estimator)
     before = dict(est.__dict__)
@@ -96,19 +212,98 @@ def block_initialize(estimator, data, random_state, summary):
 
 
 def block_local_step(estimator, data, params, seed, rows=None):
-    """The local step of a block, its random draws (if any) from ``seed``."""
+    """The local step of a block, its random draws (if any) from ``seed``.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model (a copy of it steps: the model may
+        keep the step's draws).
+    data : object
+        A validated block.
+    params : dict
+        The globals.
+    seed : int
+        The seed of the block's generator for this step.
+    rows : dict or None, default=None
+        The block's rows of resident row groups.
+
+    Returns
+    -------
+    object
+        The block's local step, as ``_local_step`` returns it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.blocks import block_local_step, block_prepare
+    >>> from skvi.engine.dask.transport import worker_view
+    >>> X = np.random.RandomState(0).normal(size=(6, 2))
+    >>> est = GaussianGammaVB().fit(X)
+    >>> data, _ = block_prepare(worker_view(est), X, None, None, {})
+    >>> local = block_local_step(worker_view(est), data, est.natural_params_, seed=0)
+    """
     estimator = copy.copy(estimator)  # the model may keep the step's draws
     draws = estimator._local_draws(data, np.random.RandomState(seed))
     return _fn.local_step(estimator, data, params, draws, rows)
 
 
 def block_count(estimator, data):
-    """``_sample_count`` of a block: its rows, or their total weight."""
+    """``_sample_count`` of a block: its rows, or their total weight.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model.
+    data : object
+        A validated block.
+
+    Returns
+    -------
+    float
+        The block's count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.blocks import block_count, block_prepare
+    >>> data, _ = block_prepare(GaussianGammaVB(), np.ones((5, 2)), None, [2.0] * 5, {})
+    >>> block_count(GaussianGammaVB(), data)
+    10.0
+    """
     return _fn.sample_count(estimator, data)
 
 
 def block_probe_loss(estimator, data, params):
-    """The probe's loss under ``params``, where the probe's rows are."""
+    """The probe's loss under ``params``, where the probe's rows are.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The worker copy of the model.
+    data : object
+        The probe's rows, one validated block.
+    params : dict
+        The globals.
+
+    Returns
+    -------
+    float or None
+        The model's ``_probe_loss`` (None: the model has no probe loss).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.blocks import block_prepare, block_probe_loss
+    >>> X = np.random.RandomState(0).normal(size=(6, 2))
+    >>> est = GaussianGammaVB().fit(X)
+    >>> data, _ = block_prepare(est, X, None, None, {})
+    >>> block_probe_loss(est, data, est.natural_params_) is None  # judged by the bound
+    True
+    """
     return _fn.probe_loss(estimator, data, params)
 
 
@@ -175,6 +370,18 @@ class DaskBlocks:
         return [value] * self.n_blocks
 
     def count(self, estimator):
+        """``_sample_count`` of all the rows, summed over the blocks (computed once).
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+
+        Returns
+        -------
+        float
+            The rows' number, or their total weight.
+        """
         if self._count is None:
 
             def attempt():
@@ -186,6 +393,29 @@ class DaskBlocks:
         return self._count
 
     def initialize(self, estimator, random_state, summary):
+        """The model's initial globals, from the first block or a sample over every block.
+
+        The settings' ``start_sample_size`` chooses: None starts from the
+        first block (as a first ``partial_fit`` minibatch would), a size
+        from that many rows drawn over every block.  Resident row groups
+        start on their own blocks.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted (it receives the attributes the
+            start sets).
+        random_state : numpy.random.RandomState
+            The fit's generator; it continues from the start's state.
+        summary : object or None
+            ``_data_summary`` of all the blocks.
+
+        Returns
+        -------
+        dict
+            The initial globals by name (a resident group's as
+            :class:`~skvi.engine.rows.ResidentRows`).
+        """
         size = estimator._settings.start_sample_size
         if size is None:
             data = self.blocks[0]
@@ -233,9 +463,28 @@ class DaskBlocks:
     def row_step(self, estimator, name, locals_, params, ctx, schedule):
         """The step of a resident group's rows, each block stepping its own where it is.
 
-        Returns the new :class:`~skvi.engine.rows.ResidentRows` (the
-        blocks' new rows, kept until the step is accepted or forgotten)
-        and whether every row is valid.
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+        name : str
+            The resident row group.
+        locals_ : _Locals
+            The blocks' local steps at ``params``.
+        params : dict
+            The globals, ``params[name]`` the group's current rows.
+        ctx : StepContext
+            The step's context (the numbers of it travel).
+        schedule : object
+            The step-size schedule.
+
+        Returns
+        -------
+        rows : ResidentRows
+            The blocks' new rows, kept until the step is accepted or
+            forgotten.
+        valid : bool
+            Whether every new row is valid.
         """
         handle = params[name]
         sent = StepContext(
@@ -276,7 +525,23 @@ class DaskBlocks:
         return rows, bool(total["invalid"] == 0)
 
     def map_rows(self, handle, function, tail_shape):
-        """``function`` of every block's resident rows, as a lazy dask array in row order."""
+        """``function`` of every block's resident rows, as a lazy dask array in row order.
+
+        Parameters
+        ----------
+        handle : ResidentRows
+            The rows (one future per block).
+        function : callable
+            ``function(natural)`` of a block's rows' natural parameters, one
+            row of values per row.
+        tail_shape : tuple of int
+            The shape of each row of values.
+
+        Returns
+        -------
+        dask.array.Array
+            Of shape ``(n_rows,) + tail_shape``.
+        """
         da, _ = _import_dask()
         import dask  # noqa: PLC0415
 
@@ -291,6 +556,24 @@ class DaskBlocks:
         return da.concatenate(parts, axis=0)
 
     def local_steps(self, estimator, params):
+        """Every block's local step at ``params``, kept on its worker.
+
+        Each block draws from a generator seeded for it and this step, so
+        that a step redone after a lost worker draws the same numbers.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+        params : dict
+            The globals.
+
+        Returns
+        -------
+        _Locals
+            The local steps' futures, with the globals and seeds they were
+            made with.
+        """
         seeds = list(self.channel.rng.randint(0, 2**31 - 1, size=self.n_blocks))
         # Sending the view and globals may meet a worker that just died: retried.
         futures = self._retrying(
@@ -310,6 +593,25 @@ class DaskBlocks:
         )
 
     def sum_over(self, estimator, function, locals_, *args):
+        """``function(est, block, local, *args)`` of every block, summed in a tree on the workers.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+        function : callable
+            A block function of :mod:`skvi.engine.blocks`.
+        locals_ : _Locals or None
+            The blocks' local steps (None: the function needs none).
+        *args
+            Its further arguments; dicts are globals, sent once per value
+            and joined by each block's resident rows.
+
+        Returns
+        -------
+        object
+            The sum, gathered to the client.
+        """
         rows = None
         for a in args:
             if isinstance(a, dict):
@@ -416,13 +718,39 @@ class DaskBlocks:
         return client.submit(_fn.concatenate, *parts, pure=False)
 
     def sample(self, rows):
-        """The given rows gathered into one block on a worker (a probe, a convergence sample)."""
+        """The given rows gathered into one block on a worker (a probe, a convergence sample).
+
+        Parameters
+        ----------
+        rows : array-like of int
+            Row numbers of the fit's rows, increasing.
+
+        Returns
+        -------
+        DaskBlocks
+            One block holding those rows.
+        """
         rows = np.asarray(rows)
         return DaskBlocks(
             self.channel, [self._rows_future(rows)], [rows.size], self.shape[1], parents=[None]
         )
 
     def probe_loss(self, estimator, params):
+        """The model's probe loss of these rows (a probe sample) under ``params``.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+        params : dict
+            The globals.
+
+        Returns
+        -------
+        float or None
+            The loss (None: the model has no probe loss).
+        """
+
         def attempt():
             future = self.channel.client.submit(
                 block_probe_loss,
@@ -436,6 +764,28 @@ class DaskBlocks:
         return self._retrying(attempt, estimator, None, params)
 
     def minibatches(self, estimator, random_state, batch_size):
+        """Yield ``(minibatch, N / |S|)`` for one online pass over the blocks.
+
+        Every block's rows are shuffled and cut into the same number of
+        near-equal pieces; step ``j`` takes piece ``j`` of every block, so
+        that every worker works at every step.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator being fitted.
+        random_state : numpy.random.RandomState
+            The fit's generator (the shuffles).
+        batch_size : int
+            The rows of a step, about.
+
+        Yields
+        ------
+        minibatch : DaskBlocks
+            The pieces of one step.
+        scale : float
+            ``N / |S|``: the count of all the rows over the minibatch's.
+        """
         n_batches = max(1, -(-self.shape[0] // int(batch_size)))
         client = self.channel.client
         # Each block's rows shuffled and cut into n_batches near-equal pieces;

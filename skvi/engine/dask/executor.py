@@ -170,12 +170,43 @@ def prepare_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
 
     Each block is validated as ``fit`` validates its input (after every
     block's vocabulary, a classifier's labels or matrix factorization's
-    ids, was merged), and stays on its worker.
+    ids, was merged), and stays on its worker.  The estimator receives the
+    attributes validation sets (``n_features_in_``, a classifier's
+    ``classes_``, ...); :meth:`SVIEstimator.fit` then runs the loop on the
+    blocks through the executor.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        An skvi estimator.
+    X : dask.array.Array or dask.dataframe.DataFrame
+        The data, in blocks of rows.
+    y : dask or numpy array or None, default=None
+        Targets, cut like X's rows.
+    sample_weight : dask or numpy array or None, default=None
+        Row weights, cut like X's rows.
+    client : distributed.Client or None, default=None
+        None uses the active client.
 
     Returns
     -------
     executor : DaskExecutor
+        The executor of the fit.
     blocks : DaskBlocks
+        The validated blocks, on the workers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from distributed import Client
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.distributed import prepare_on_cluster
+    >>> X = da.from_array(np.ones((300, 2)), chunks=(100, 2))
+    >>> with Client(processes=False, n_workers=1, dashboard_address=":0") as client:
+    ...     executor, blocks = prepare_on_cluster(GaussianGammaVB(), X, client=client)
+    ...     print(blocks.n_blocks, blocks.shape)
+    3 (300, 2)
     """
     schedule = make_schedule(
         estimator.learning_rate, estimator.learning_offset, estimator.learning_decay

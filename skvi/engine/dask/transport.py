@@ -159,6 +159,26 @@ def worker_view(estimator):
     Of the engine the copy holds only its
     :class:`~skvi.engine.executor.WorkerState`: the row groups' ``N_i``
     (``_row_totals``), which are the size of the globals.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The estimator (left unchanged).
+
+    Returns
+    -------
+    SVIEstimator
+        The copy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.dask.transport import worker_view
+    >>> est = GaussianGammaVB().fit(np.random.RandomState(0).normal(size=(20, 2)))
+    >>> view = worker_view(est)
+    >>> sorted(set(est.__dict__) ^ set(view.__dict__))  # what it lacks, and holds beyond
+    ['_svi', '_worker_state', 'natural_params_']
     """
     st = getattr(estimator, "_svi", None)
     totals = {}
@@ -168,7 +188,37 @@ def worker_view(estimator):
 
 
 def changed_attributes(before, estimator, data=None):
-    """The attributes ``estimator`` gained or replaced since ``before`` (a dict copy)."""
+    """The attributes ``estimator`` gained or replaced since ``before`` (a dict copy).
+
+    What a block function set on its copy of the model, for the client to
+    set on the estimator; never the engine's attributes, the model's
+    transient ones, or the block's data.
+
+    Parameters
+    ----------
+    before : dict
+        A copy of the model's ``__dict__`` before.
+    estimator : SVIEstimator
+        The model after.
+    data : object, default=None
+        The block's data, which is never an attribute to send back.
+
+    Returns
+    -------
+    dict
+        The new or replaced attributes, by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVILogisticRegression
+    >>> from skvi.engine.dask.transport import changed_attributes
+    >>> est = SVILogisticRegression()
+    >>> before = dict(est.__dict__)
+    >>> est.classes_ = np.array([0, 1])
+    >>> list(changed_attributes(before, est))
+    ['classes_']
+    """
     drop = _transient(estimator)
     return {
         k: v
