@@ -79,10 +79,10 @@ def register_backend(backend):
 
     A backend knows one kind of data held elsewhere (dask's,
     :mod:`skvi.engine.dask`, is known to :func:`backend_for` without being
-    registered). It has ``accepts(X) -> bool``, ``executor(estimator, X, y, sample_weight)``
-    (an :class:`Executor` and the fit's data as that executor holds it) and
-    ``blockwise(estimator, method, X, *args, **kwargs)`` (``method`` of each
-    block, lazily).
+    registered). It has ``accepts(X) -> bool``, ``executor(estimator, X,
+    y, sample_weight)`` (an :class:`Executor` and the fit's data as that
+    executor holds it) and ``blockwise(estimator, method, X, *args,
+    **kwargs)`` (``method`` of each block, lazily).
 
     Parameters
     ----------

@@ -116,7 +116,8 @@ def block_vocabulary(estimator, X, y, sample_weight):
     >>> import numpy as np
     >>> from skvi import SVIMatrixFactorization
     >>> from skvi.engine.dask.blocks import block_vocabulary
-    >>> ids = block_vocabulary(SVIMatrixFactorization(), np.array([[0, 7], [2, 7]]), [1.0, 2.0], None)
+    >>> X, y = np.array([[0, 7], [2, 7]]), np.array([1.0, 2.0])
+    >>> ids = block_vocabulary(SVIMatrixFactorization(), X, y, None)
     >>> ids["users"].values, ids["items"].values
     (array([0, 2]), array([7]))
     """

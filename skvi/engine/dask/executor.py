@@ -59,6 +59,7 @@ class DaskExecutor(Executor):
 
     @property
     def transfer_seconds(self):
+        """Seconds spent sending to the workers and waiting for their results."""
         return self.channel.seconds
 
     @transfer_seconds.setter
@@ -66,18 +67,102 @@ class DaskExecutor(Executor):
         pass
 
     def count(self, est, data):
+        """``_sample_count`` of all the rows, summed over the blocks.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+
+        Returns
+        -------
+        float
+            The rows' number, or their total weight.
+        """
         return data.count(est)
 
     def summary(self, est, data):
+        """``_data_summary`` of all the rows, summed over the blocks on the workers.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+
+        Returns
+        -------
+        object
+            The summed summary (None for a model without one).
+        """
         return self.sum(est, _fn.data_summary, data, None)
 
     def initialize(self, est, data, random_state, summary):
+        """The model's initial globals (see :meth:`DaskBlocks.initialize`).
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        random_state : numpy.random.RandomState
+            The fit's generator.
+        summary : object or None
+            ``_data_summary`` of all the rows.
+
+        Returns
+        -------
+        dict
+            The initial globals by name.
+        """
         return data.initialize(est, random_state, summary)
 
     def local_steps(self, est, data, params, random_state):
+        """Every block's local step at ``params``, kept on its worker.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        params : dict
+            The globals.
+        random_state : numpy.random.RandomState
+            Unused: each block draws from a generator of its own.
+
+        Returns
+        -------
+        object
+            The local steps' handles, for :meth:`sum` and :meth:`row_step`.
+        """
         return data.local_steps(est, params)
 
     def sum(self, est, function, data, locals_, *args):
+        """``function(est, block, local, *args)`` of every block, summed on the workers.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        function : callable
+            A block function of :mod:`skvi.engine.blocks`.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        locals_ : object or None
+            The blocks' local steps (:meth:`local_steps`), or None.
+        *args
+            The function's further arguments.
+
+        Returns
+        -------
+        object
+            The sum, gathered to the client.
+        """
         start = time.perf_counter()
         try:
             return data.sum_over(est, function, locals_, *args)
@@ -85,18 +170,106 @@ class DaskExecutor(Executor):
             self.parallel_seconds += time.perf_counter() - start
 
     def minibatches(self, est, data, random_state, batch_size):
+        """The minibatches of one online pass (see :meth:`DaskBlocks.minibatches`).
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        random_state : numpy.random.RandomState
+            The fit's generator.
+        batch_size : int
+            The rows of a step, about.
+
+        Returns
+        -------
+        iterator of (DaskBlocks, float)
+            Each minibatch and its ``N / |S|``.
+        """
         return data.minibatches(est, random_state, batch_size)
 
     def sample(self, est, data, rows):
+        """The given rows gathered into one block on a worker.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        rows : array-like of int
+            Row numbers, increasing.
+
+        Returns
+        -------
+        DaskBlocks
+            One block holding those rows.
+        """
         return data.sample(rows)
 
     def probe_loss(self, est, probe, params):
+        """The model's probe loss of the sample ``probe`` under ``params``, where it is.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        probe : DaskBlocks
+            The probe's rows (:meth:`sample`).
+        params : dict
+            The globals.
+
+        Returns
+        -------
+        float or None
+            The loss (None: the model has no probe loss).
+        """
         return probe.probe_loss(est, params)
 
     def resident(self, name):
+        """Whether row group ``name`` stays with the blocks on the workers.
+
+        Parameters
+        ----------
+        name : str
+            A row group of the model.
+
+        Returns
+        -------
+        bool
+            True for the settings' ``resident_row_groups``.
+        """
         return name in self.settings.resident_row_groups
 
     def row_step(self, est, name, data, locals_, params, ctx, schedule):
+        """The step of a resident group's rows, each block stepping its own where it is.
+
+        Parameters
+        ----------
+        est : SVIEstimator
+            The estimator being fitted.
+        name : str
+            The resident row group.
+        data : DaskBlocks
+            The fit's blocks (or a minibatch's).
+        locals_ : object
+            The blocks' local steps at ``params``.
+        params : dict
+            The globals.
+        ctx : StepContext
+            The step's context.
+        schedule : object
+            The step-size schedule.
+
+        Returns
+        -------
+        rows : ResidentRows
+            The blocks' new rows.
+        valid : bool
+            Whether every new row is valid.
+        """
         return data.row_step(est, name, locals_, params, ctx, schedule)
 
 
