@@ -328,7 +328,7 @@ def fit_on_cluster(estimator, X, y=None, sample_weight=None, client=None):
     >>> from distributed import Client
     >>> from skvi import GaussianGammaVB
     >>> X = da.from_array(np.random.RandomState(0).normal(2.0, 1.0, (400, 2)), chunks=(100, 2))
-    >>> with Client(processes=False, n_workers=1, dashboard_address=None) as client:
+    >>> with Client(processes=False, n_workers=1, dashboard_address=":0") as client:
     ...     est = GaussianGammaVB(learning_method="batch").fit(X)
     >>> in_memory = GaussianGammaVB(learning_method="batch").fit(X.compute())
     >>> bool(np.allclose(est.mean_, in_memory.mean_, rtol=1e-12))
