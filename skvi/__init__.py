@@ -5,7 +5,6 @@ Every estimator runs on one shared stochastic natural-gradient engine
 and variational factors from :mod:`skvi.expfam`.
 """
 
-from . import distributed  # noqa: F401 (registers dask's collections; imports no dask)
 from ._versions import kernels, show_versions, warn_if_kernels_missing
 from .models import (
     GaussianGammaVB,
@@ -41,3 +40,13 @@ __all__ = [
     "kernels",
     "show_versions",
 ]
+
+
+def __getattr__(name):
+    # ``skvi.distributed`` without importing it first, as when ``import skvi``
+    # imported it; it is no longer imported eagerly (nothing needs registering).
+    if name == "distributed":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(f"{__name__}.distributed")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -821,7 +821,7 @@ def test_a_scatter_to_a_dead_worker_is_a_lost_worker():
     # sums over blocks retry a WorkerLostError (and a fit gives up with it).
     from distributed.comm.core import CommClosedError
 
-    from skvi.distributed import _Channel
+    from skvi.engine.dask.transport import _Channel
 
     class DeadWorkerClient:
         def scatter(self, data, hash=True):
@@ -837,7 +837,8 @@ def test_globals_a_lost_worker_held_are_sent_again_on_the_retry(client, monkeypa
     # deterministically: the first sum over blocks that uses the globals
     # cancels what was sent and reports a lost worker.  The retry must send the globals again (not
     # reuse the cancelled ones), and the fit equals an undisturbed one.
-    import skvi.distributed as dist
+    import skvi.distributed
+    from skvi.engine.dask import transport
 
     X = _lda_corpus(n_docs=1200, seed=3)
     kw = {
@@ -851,18 +852,18 @@ def test_globals_a_lost_worker_held_are_sent_again_on_the_retry(client, monkeypa
     Xd = da.from_array(X, chunks=(300, 40))
     ref = SVILatentDirichletAllocation(**kw).fit(Xd)
 
-    tree_sum, calls = dist._Channel.tree_sum, []
+    tree_sum, calls = transport._Channel.tree_sum, []
 
     def losing_tree_sum(channel, futures):
         calls.append(len(channel._params))
         if calls.count(0) == len(calls) - 1 and channel._params:
             sent = [f for _, f in channel._params] + [channel._view[1]]
             channel.client.cancel([f for f in sent if f is not None])
-            raise dist._worker_lost(RuntimeError("simulated"))
+            raise transport._worker_lost(RuntimeError("simulated"))
         return tree_sum(channel, futures)
 
-    monkeypatch.setattr(dist._Channel, "tree_sum", losing_tree_sum)
-    monkeypatch.setattr(dist, "RETRY_PAUSE", 0.0)
+    monkeypatch.setattr(transport._Channel, "tree_sum", losing_tree_sum)
+    monkeypatch.setattr(skvi.distributed, "RETRY_PAUSE", 0.0)  # sets the backend's
     est = SVILatentDirichletAllocation(**kw).fit(Xd)
     assert len(calls) > calls.count(0) + 1  # the fit went on after the loss
     np.testing.assert_allclose(est.components_, ref.components_, rtol=1e-10)
@@ -876,3 +877,72 @@ def test_fit_on_cluster_takes_a_named_client(client):
         GaussianGammaVB(learning_method="batch"), da.from_array(X, chunks=(200, 2)), client=client
     )
     assert _rel(est.mean_, ref.mean_) < 1e-12
+
+
+def test_the_backend_is_found_on_dask_input_without_importing_skvi_distributed():
+    # A fresh process that imports skvi only: the engine finds its dask
+    # backend when fit meets a dask array, and the fit is the in-memory one.
+    code = """
+import sys
+import numpy as np
+import dask.array as da
+from distributed import Client, LocalCluster
+import skvi
+
+X = np.random.RandomState(3).normal(1.0, 2.0, (600, 3))
+ref = skvi.GaussianGammaVB(learning_method="batch", tol=1e-12).fit(X)
+assert "skvi.engine.dask" not in sys.modules
+with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                  dashboard_address=None) as cluster, Client(cluster):
+    est = skvi.GaussianGammaVB(learning_method="batch", tol=1e-12).fit(
+        da.from_array(X, chunks=(200, 3)))
+assert "skvi.distributed" not in sys.modules, "the fit imported the public face"
+assert "skvi.engine.dask" in sys.modules
+for name in ref.natural_params_:
+    for a, b in zip(est.natural_params_[name], ref.natural_params_[name]):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+print(est.n_iter_ == ref.n_iter_)
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_worker_copies_hold_nothing_of_the_engine_but_its_worker_state(client, monkeypatch):
+    # What is sent to the workers is the model's own attributes and one
+    # WorkerState (the row groups' N_i): no fit state, no globals, no
+    # attribute written onto the copy on the way.
+    from skvi.engine.dask import transport
+    from skvi.engine.executor import WorkerState
+
+    sent = []
+    scatter = transport._Channel._scatter
+
+    def recording(channel, obj):
+        if isinstance(obj, SVIEstimator):
+            sent.append((obj, dict(obj.__dict__)))
+        return scatter(channel, obj)
+
+    monkeypatch.setattr(transport._Channel, "_scatter", recording)
+    X, y = _mf_ratings()
+    kw = dict(n_components=2, learning_method="batch", max_iter=3, random_state=0, tol=0)
+    est = SVIMatrixFactorization(**kw).fit(*_blocks(X, y))
+    assert sent
+    for view, attributes in sent:
+        engine = set(attributes) & WorkerState.ENGINE_ATTRIBUTES
+        assert engine == {WorkerState.ATTRIBUTE}, engine
+        assert isinstance(WorkerState.of(view), WorkerState)
+        # Nothing was written onto the copy after it was made.
+        assert view.__dict__.keys() == attributes.keys()
+        assert all(view.__dict__[k] is v for k, v in attributes.items())
+    # The last copy's N_i are the fit's.
+    totals = WorkerState.of(sent[-1][0]).row_totals
+    np.testing.assert_array_equal(totals["users"], est.user_counts_)
+    np.testing.assert_array_equal(totals["items"], est.item_counts_)
+    # Copying takes nothing of the estimator's own state and writes nothing on it.
+    before = dict(est.__dict__)
+    view = transport.worker_view(est)
+    assert est.__dict__ == before and WorkerState.of(est) is None
+    np.testing.assert_array_equal(view._row_totals("users"), est._row_totals("users"))

@@ -23,6 +23,7 @@ MODULES = [
     "skvi.metrics",
     "skvi.plotting",
     "skvi.networks",
+    "skvi.distributed",
 ]
 OBJECT_CODES = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01", "RT03", "EX01"}
 METHOD_CODES = OBJECT_CODES - {"EX01"}

@@ -346,10 +346,26 @@ def test_n_jobs_splits_minibatches_into_blocks_with_the_same_fit(name, est, X, y
     np.testing.assert_allclose(two.lower_bounds_, one.lower_bounds_, rtol=1e-10)
 
 
-def test_import_skvi_does_not_import_dask():
+@pytest.mark.parametrize("module", ["skvi", "skvi.engine", "skvi.engine.dask", "skvi.distributed"])
+def test_import_skvi_does_not_import_dask(module):
+    # dask is imported by the dask backend's functions when they run, never
+    # by importing skvi, its engine, the backend or its public face.
     code = (
-        "import sys, skvi; "
+        f"import sys, {module}; "
         "bad = [m for m in ('dask', 'distributed') if m in sys.modules]; "
         "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_import_skvi_registers_nothing():
+    # The engine imports its dask backend the first time it meets dask
+    # input: importing skvi imports neither the backend nor its public face.
+    code = (
+        "import sys, numpy, skvi; "
+        "from skvi.engine.executor import _BACKENDS, backend_for; "
+        "assert backend_for(numpy.zeros((2, 2))) is None; "
+        "bad = [m for m in ('skvi.engine.dask', 'skvi.distributed') if m in sys.modules]; "
+        "assert not bad and not _BACKENDS, (bad, _BACKENDS)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

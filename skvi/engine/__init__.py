@@ -11,7 +11,10 @@
     how batch steps are judged, ...).
 :mod:`skvi.engine.executor`
     Executors: the loop's block operations mapped over the data, serially,
-    on threads, or (``skvi.distributed``) on a dask cluster.
+    on threads, or (:mod:`skvi.engine.dask`) on a dask cluster.
+:mod:`skvi.engine.dask`
+    The dask backend: the blocks on the workers, the executor over them and
+    the blockwise predictions (imported the first time dask input is met).
 :mod:`skvi.engine.step`
     One step of the globals: update orders, factor updates, commit.
 :mod:`skvi.engine.safety`, :mod:`skvi.engine.rows`, :mod:`skvi.engine.stream`, :mod:`skvi.engine.convergence`

@@ -32,7 +32,7 @@ from sklearn.utils import check_random_state, gen_batches
 from . import blocks as _fn
 from .acceleration import batch_pass
 from .convergence import Convergence
-from .executor import backend_for, cut, even_batches, local_executor
+from .executor import WorkerState, backend_for, cut, even_batches, local_executor
 from .monitoring import _Run, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning
 from .rows import ChildSample, ResidentRows, counts_of_ids, sample_children
@@ -773,7 +773,7 @@ class SVIEstimator(BaseEstimator):
         """``N_i``: the data points of each row of group ``name``."""
         st = getattr(self, "_svi", None)
         if st is None:  # a worker's copy of the model
-            return self._worker_row_totals[name]
+            return WorkerState.of(self).row_totals[name]
         return st.rows[name].totals
 
     def _rows_summary(self, name, params=None):

@@ -14,14 +14,19 @@ adds their results; the loop never asks where the blocks are.
   blocks that run on ``n_jobs`` threads (for a model whose settings say
   ``parallel``); the global step's column blocks run on them too
   (:meth:`Executor.map`).
-* ``skvi.distributed.DaskExecutor``: the data in blocks on a dask cluster,
-  kept there (registered by :mod:`skvi.distributed` without importing dask).
+* ``skvi.engine.dask.DaskExecutor``: the data in blocks on a dask cluster,
+  kept there (found by :func:`backend_for` the first time a dask collection
+  is met, which is when :mod:`skvi.engine.dask` is imported; dask itself
+  only when it is used).
 
 Another executor (processes, Ray) implements the same methods and is
 returned by a backend registered with :func:`register_backend`; the loop
-does not change.
+does not change.  A copy of the estimator sent to remote workers carries
+nothing of the engine but a :class:`WorkerState`.
 """
 
+import copy
+import importlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +42,7 @@ __all__ = [
     "Executor",
     "SerialExecutor",
     "ThreadExecutor",
+    "WorkerState",
     "backend_for",
     "even_batches",
     "local_executor",
@@ -63,6 +69,7 @@ BLOCKS_PER_WORKER = 1
 SPARSE_GATHER_ROWS = 8192
 
 _BACKENDS = []
+_BACKENDS_LOCK = threading.Lock()
 #: Whether this thread runs a task of a thread executor's map.
 _inside = threading.local()
 
@@ -70,12 +77,12 @@ _inside = threading.local()
 def register_backend(backend):
     """Make ``fit`` and the blockwise methods accept the collections of ``backend``.
 
-    A backend knows one kind of data held elsewhere (:mod:`skvi.distributed`
-    registers dask's when ``skvi`` is imported, without importing dask). It
-    has ``accepts(X) -> bool``, ``executor(estimator, X, y, sample_weight)``
-    (an :class:`Executor` and the fit's data as that executor holds it) and
-    ``blockwise(estimator, method, X, *args, **kwargs)`` (``method`` of each
-    block, lazily).
+    A backend knows one kind of data held elsewhere (dask's,
+    :mod:`skvi.engine.dask`, is known to :func:`backend_for` without being
+    registered). It has ``accepts(X) -> bool``, ``executor(estimator, X,
+    y, sample_weight)`` (an :class:`Executor` and the fit's data as that
+    executor holds it) and ``blockwise(estimator, method, X, *args,
+    **kwargs)`` (``method`` of each block, lazily).
 
     Parameters
     ----------
@@ -94,12 +101,27 @@ def register_backend(backend):
     >>> backend_for(np.zeros(3)) is None  # in memory: no backend
     True
     """
-    _BACKENDS.append(backend)
+    with _BACKENDS_LOCK:
+        _BACKENDS.append(backend)
     return backend
+
+
+def _is_dask_collection(X):
+    # Without importing dask: its collections' types define __dask_graph__.
+    return callable(getattr(type(X), "__dask_graph__", None))
+
+
+#: Backends the engine knows by their module, imported the first time their
+#: data is met, so that ``import skvi`` imports neither them nor what they
+#: need: (whether X is of theirs, their module, which exposes ``BACKEND``).
+_KNOWN_BACKENDS = [(_is_dask_collection, "skvi.engine.dask")]
 
 
 def backend_for(X):
     """The registered backend whose collections X is one of, or None (X is in memory).
+
+    A backend the engine knows by its module (dask's) is imported and
+    registered the first time its data is met.
 
     Parameters
     ----------
@@ -116,8 +138,17 @@ def backend_for(X):
     >>> backend_for([[1.0, 2.0]]) is None
     True
     """
-    for backend in _BACKENDS:
+    for backend in list(_BACKENDS):
         if backend.accepts(X):
+            return backend
+    for known in list(_KNOWN_BACKENDS):
+        accepts, module = known
+        if accepts(X):
+            backend = importlib.import_module(module).BACKEND
+            with _BACKENDS_LOCK:
+                if known in _KNOWN_BACKENDS:  # another thread may have registered it
+                    _KNOWN_BACKENDS.remove(known)
+                    _BACKENDS.append(backend)
             return backend
     return None
 
@@ -207,6 +238,90 @@ def _rows_of(draws, rows):
     if isinstance(draws, np.ndarray) and draws.ndim:
         return draws[rows]
     return draws
+
+
+class WorkerState:
+    """The engine's part of a copy of an estimator sent to remote workers.
+
+    An executor whose blocks are held elsewhere sends the model to them
+    without the fit's state (``_svi``: the executor, the schedule, the step
+    safety's probe, the row groups' counters) and without the globals, which
+    travel on their own.  The one thing of that state a model's hooks read
+    on a block is each row group's ``N_i`` (``_row_totals``): the copy made
+    by :meth:`copy_of` carries it in this object, under :attr:`ATTRIBUTE`,
+    and nothing else is written onto it.
+
+    Parameters
+    ----------
+    row_totals : dict of str to ndarray or None, default=None
+        ``N_i`` of each row group of the fit (none before the fit counted
+        its rows).
+
+    Attributes
+    ----------
+    row_totals : dict of str to ndarray
+        ``N_i`` of each row group, by name.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVIMatrixFactorization
+    >>> from skvi.engine.executor import WorkerState
+    >>> est = SVIMatrixFactorization()
+    >>> view = WorkerState({"users": np.array([2.0, 1.0])}).copy_of(est)
+    >>> view._row_totals("users")
+    array([2., 1.])
+    >>> WorkerState.of(est) is None  # the estimator itself is left as it was
+    True
+    """
+
+    __slots__ = ("row_totals",)
+
+    #: The attribute of the copy that holds its worker state.
+    ATTRIBUTE = "_worker_state"
+    #: The engine's attributes of an estimator, none of which a copy inherits.
+    ENGINE_ATTRIBUTES = frozenset(("_svi", "natural_params_", ATTRIBUTE))
+
+    def __init__(self, row_totals=None):
+        self.row_totals = {} if row_totals is None else dict(row_totals)
+
+    def copy_of(self, estimator, drop=()):
+        """A shallow copy of ``estimator`` without the engine's attributes, holding this state.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            The estimator (left unchanged).
+        drop : iterable of str, default=()
+            The model's own attributes that do not travel either (its
+            settings' ``transient``).
+
+        Returns
+        -------
+        SVIEstimator
+            The copy to send.
+        """
+        drop = self.ENGINE_ATTRIBUTES | frozenset(drop)
+        view = copy.copy(estimator)
+        state = {k: v for k, v in estimator.__dict__.items() if k not in drop}
+        state[self.ATTRIBUTE] = self
+        view.__dict__ = state
+        return view
+
+    @classmethod
+    def of(cls, estimator):
+        """The worker state a copy holds, or None for an estimator that is no such copy.
+
+        Parameters
+        ----------
+        estimator : SVIEstimator
+            An estimator or a copy made by :meth:`copy_of`.
+
+        Returns
+        -------
+        WorkerState or None
+        """
+        return estimator.__dict__.get(cls.ATTRIBUTE)
 
 
 class Locals:
