@@ -51,19 +51,15 @@ __all__ = [
 
 #: Fewest rows of a dense minibatch block worth a thread of its own.
 MIN_BLOCK_ROWS = 2048
-#: Fewest stored values of a sparse minibatch block worth a thread of its own
-#: (waking a thread and adding its statistics costs about 0.3 ms a step).
-#: One online LDA pass over 20 Newsgroups (60 stored counts a document, K=20)
-#: on two threads against one, medians of 5: minibatches of 128, 256, 512 and
-#: 2048 documents gained 1.00x, 1.28x, 1.50x and 1.65x with 6,000; 0.99x,
-#: 1.15x, 1.19x and 1.64x with 20,000 (512 documents stayed on one thread).
-#: It also lets a minibatch of 2048 documents feed 16 threads.
+#: Fewest stored values of a sparse minibatch block worth a thread of its own:
+#: waking a thread and adding its statistics cost a fixed time a step, which
+#: a smaller block does not repay (docs/benchmarks.md, "The engine's
+#: constants"); 6,000 still lets a minibatch of 2048 documents feed 16 threads.
 MIN_BLOCK_NNZ = 6000
 #: Blocks per thread a minibatch is cut into (when they are worth a thread;
 #: the threads take them as they finish).  More balance uneven blocks, but
-#: each adds a merge of statistics: on 20 Newsgroups' LDA (two threads,
-#: minibatches of 2048 documents) one a thread was fastest, 1.55x against
-#: 1.47x and 1.38x for two and three.
+#: each adds a merge of statistics (docs/benchmarks.md, "The engine's
+#: constants").
 BLOCKS_PER_WORKER = 1
 #: Rows of a sparse X gathered at once by the default online batching.
 SPARSE_GATHER_ROWS = 8192
