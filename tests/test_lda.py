@@ -613,3 +613,49 @@ def test_bad_sample_weight_raises(weight, message, method):
         lda.fit(X)
     with pytest.raises(ValueError, match=message):
         getattr(lda, method)(X, sample_weight=weight)
+
+
+def test_top_words_are_each_topic_s_largest_weights_ties_by_column():
+    docs = [
+        "star galaxy telescope star orbit",
+        "galaxy star orbit planet",
+        "bread butter oven flour",
+        "oven bread flour bread butter",
+        "planet orbit star telescope",
+        "butter flour oven sugar",
+    ]
+    vectorizer = CountVectorizer()
+    counts = vectorizer.fit_transform(docs)
+    vocabulary = vectorizer.get_feature_names_out()
+    lda = SVILatentDirichletAllocation(n_components=3, random_state=0).fit(counts)
+    n_features = counts.shape[1]
+    for n in (1, 4, n_features):
+        top = lda.top_words(n)
+        assert top.shape == (3, n) and top.dtype.kind == "i"
+        np.testing.assert_array_equal(top, np.argsort(-lda.components_, axis=1)[:, :n])
+        words = lda.top_words(n, feature_names=vocabulary)
+        assert words.dtype.kind == "U"
+        np.testing.assert_array_equal(words, vocabulary[top])
+    # Ties go to the lower column: rounded weights tie often.
+    lda.components_ = np.round(lda.components_)
+    expected = [
+        sorted(range(n_features), key=lambda w: (-row[w], w))[:5] for row in lda.components_
+    ]
+    assert len(set(lda.components_[0])) < n_features
+    np.testing.assert_array_equal(lda.top_words(5), expected)
+    np.testing.assert_array_equal(
+        lda.top_words(5), np.argsort(-lda.components_, axis=1, kind="stable")[:, :5]
+    )
+
+
+def test_top_words_names_the_columns_of_a_dataframe():
+    pd = pytest.importorskip("pandas")
+    counts = np.array([[1, 2, 1, 0], [1, 0, 1, 2], [0, 2, 1, 1]])
+    frame = pd.DataFrame(counts, columns=["w_a", "w_b", "w_c", "w_d"])
+    lda = SVILatentDirichletAllocation(n_components=2, random_state=0).fit(frame)
+    top = np.argsort(-lda.components_, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(lda.top_words(3), frame.columns.to_numpy()[top])
+    # Names passed explicitly take precedence.
+    np.testing.assert_array_equal(
+        lda.top_words(3, feature_names=list("pqrs")), np.array(list("pqrs"))[top]
+    )

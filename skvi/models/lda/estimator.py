@@ -13,13 +13,16 @@ from ...engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ...engine.data import Rows, check_row_weights
 from ...expfam import Dirichlet
 from ...validation import check_heldout_counts, check_sparse_structure
+from .._topics import TopicWordsMixin
 from .estep import add_rows, blend, e_step, exp_digamma_diff, heldout_probabilities
 from .evidence import lda_log_evidence
 
 __all__ = ["SVILatentDirichletAllocation"]
 
 
-class SVILatentDirichletAllocation(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator):
+class SVILatentDirichletAllocation(
+    TopicWordsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
+):
     """Latent Dirichlet allocation fitted by batch or stochastic variational inference.
 
     A drop-in replacement for
