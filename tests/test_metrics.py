@@ -437,3 +437,209 @@ def test_lda_scores_its_completion_as_the_lda_e_step_on_its_parameters():
     assert document_completion_perplexity(lda, X[60:], random_state=1) == pytest.approx(
         document_completion_perplexity(plain, X[60:], random_state=1), rel=1e-12
     )
+
+
+# ---------------------------------------------------------------------------
+# topic_coherence, measure='c_v'
+# ---------------------------------------------------------------------------
+
+
+def _reference_windows(texts, window_size, counting):
+    """The set of words of every sliding window, walked one token at a time.
+
+    ``'boolean'`` is the definition (Röder, Both and Hinneburg): the words
+    of the window's tokens.  ``'gensim'`` is gensim's accumulator rule: the
+    first window of a document holds its tokens' words; each step removes
+    the word of the token that leaves and adds the word of the token that
+    enters.
+    """
+    windows = []
+    for doc in texts:
+        if len(doc) <= window_size:
+            windows.append(set(doc))
+            continue
+        current = set(doc[:window_size])
+        windows.append(set(current))
+        for k in range(1, len(doc) - window_size + 1):
+            if counting == "boolean":
+                current = set(doc[k : k + window_size])
+            else:
+                current.discard(doc[k - 1])
+                current.add(doc[k + window_size - 1])
+            windows.append(set(current))
+    return windows
+
+
+def _reference_c_v(topics, texts, window_size, counting):
+    """c_v from its definition, in plain Python: NPMI context vectors and cosines."""
+    windows = _reference_windows(texts, window_size, counting)
+    n = len(windows)
+    eps = 1e-12
+
+    def npmi(a, b):
+        p_ab = sum(1 for w in windows if a in w and b in w) / n
+        p_a = sum(1 for w in windows if a in w) / n
+        p_b = sum(1 for w in windows if b in w) / n
+        return math.log((p_ab + eps) / (p_a * p_b)) / -math.log(p_ab + eps)
+
+    scores = []
+    for words in topics:
+        vectors = [[npmi(a, b) for b in words] for a in words]
+        total = [sum(v[j] for v in vectors) for j in range(len(words))]
+        norm_total = math.sqrt(sum(t * t for t in total))
+        cosines = [
+            sum(x * t for x, t in zip(v, total)) / (math.sqrt(sum(x * x for x in v)) * norm_total)
+            for v in vectors
+        ]
+        scores.append(sum(cosines) / len(cosines))
+    return scores
+
+
+C_V_VOCABULARY = ["apple", "bread", "cloud", "dog", "egg", "fog", "grape"]
+C_V_TEXTS = [
+    "apple bread apple cloud dog bread egg apple".split(),
+    "cloud fog cloud cloud dog".split(),
+    "grape egg bread".split(),
+    [],
+    "dog apple fog grape egg dog cloud bread fog apple dog".split(),
+    "egg".split(),
+    "fog dog fog cloud apple grape grape bread egg".split(),
+]
+C_V_WEIGHTS = np.array(
+    [
+        [9.0, 8.0, 1.0, 2.0, 7.0, 0.5, 3.0],
+        [0.1, 0.2, 6.0, 5.0, 0.3, 7.0, 0.4],
+        [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0],  # ties go to the lower index
+    ]
+)
+
+
+@pytest.mark.parametrize("counting", ["boolean", "gensim"])
+@pytest.mark.parametrize("window_size", [2, 3, 4, 110])
+@pytest.mark.parametrize("top_n", [2, 4, 7])
+def test_c_v_matches_the_definition(counting, window_size, top_n):
+    top = [sorted(range(7), key=lambda w: (-row[w], w))[:top_n] for row in C_V_WEIGHTS]
+    expected = _reference_c_v(
+        [[C_V_VOCABULARY[w] for w in t] for t in top], C_V_TEXTS, window_size, counting
+    )
+    got = topic_coherence(
+        C_V_WEIGHTS,
+        None,
+        top_n=top_n,
+        measure="c_v",
+        texts=C_V_TEXTS,
+        feature_names=C_V_VOCABULARY,
+        window_size=window_size,
+        window_counting=counting,
+    )
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    assert np.all((got >= -1) & (got <= 1))
+
+
+def test_c_v_window_countings_differ_only_on_repeats_within_a_window():
+    # "apple" repeats two tokens apart: with windows of 3 gensim's rule drops
+    # it from the window after the first "apple" leaves.
+    texts = [["apple", "bread", "apple", "cloud", "dog"], ["dog", "cloud", "bread"]]
+    args = dict(
+        top_n=3, measure="c_v", texts=texts, feature_names=C_V_VOCABULARY[:4], window_size=3
+    )
+    weights = np.array([[4.0, 3.0, 2.0, 1.0]])
+    assert _reference_windows(texts, 3, "gensim")[1] == {"bread", "cloud"}
+    assert _reference_windows(texts, 3, "boolean")[1] == {"apple", "bread", "cloud"}
+    gensim_rule = topic_coherence(weights, None, window_counting="gensim", **args)
+    boolean = topic_coherence(weights, None, window_counting="boolean", **args)
+    assert abs(gensim_rule[0] - boolean[0]) > 1e-3
+    # With windows of 2 no word repeats inside a window: the two agree.
+    args["window_size"] = 2
+    np.testing.assert_array_equal(
+        topic_coherence(weights, None, window_counting="gensim", **args),
+        topic_coherence(weights, None, window_counting="boolean", **args),
+    )
+
+
+@pytest.fixture(scope="module")
+def c_v_corpus():
+    """load_topics_sample tokenised, its counts and a fitted LDA."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from skvi import SVILatentDirichletAllocation
+    from skvi.datasets import load_topics_sample
+
+    docs = load_topics_sample().data
+    vectorizer = CountVectorizer(stop_words="english", min_df=3)
+    counts = vectorizer.fit_transform(docs)
+    analyze = vectorizer.build_analyzer()
+    texts = [analyze(doc) for doc in docs]
+    lda = SVILatentDirichletAllocation(
+        n_components=5, learning_method="batch", max_iter=10, random_state=0
+    ).fit(counts)
+    return texts, counts, vectorizer.get_feature_names_out(), lda
+
+
+@pytest.mark.parametrize("window_size, top_n", [(110, 10), (10, 10), (4, 15)])
+def test_c_v_equals_gensim(c_v_corpus, window_size, top_n):
+    pytest.importorskip("gensim")
+    from gensim.corpora import Dictionary
+    from gensim.models.coherencemodel import CoherenceModel
+
+    texts, counts, vocabulary, lda = c_v_corpus
+    got = topic_coherence(
+        lda,
+        counts,
+        top_n=top_n,
+        measure="c_v",
+        texts=texts,
+        feature_names=vocabulary,
+        window_size=window_size,
+    )
+    topics = lda.top_words(top_n, feature_names=vocabulary).tolist()
+    # processes=1: gensim's parallel accumulator counts the windows of
+    # documents shorter than the window differently (see the Notes).
+    gensim_model = CoherenceModel(
+        topics=topics,
+        texts=texts,
+        dictionary=Dictionary(texts),
+        coherence="c_v",
+        topn=top_n,
+        window_size=window_size,
+        processes=1,
+    )
+    np.testing.assert_allclose(got, gensim_model.get_coherence_per_topic(), rtol=0, atol=1e-6)
+    assert got.mean() == pytest.approx(gensim_model.get_coherence(), abs=1e-6)
+
+
+def test_c_v_reads_feature_names_in_(c_v_corpus):
+    pd = pytest.importorskip("pandas")
+    from skvi import SVILatentDirichletAllocation
+
+    texts, counts, vocabulary, _ = c_v_corpus
+    frame = pd.DataFrame(counts.toarray(), columns=vocabulary)
+    lda = SVILatentDirichletAllocation(n_components=3, max_iter=5, random_state=0).fit(frame)
+    expected = topic_coherence(
+        lda.components_, None, measure="c_v", texts=texts, feature_names=vocabulary
+    )
+    np.testing.assert_array_equal(topic_coherence(lda, frame, measure="c_v", texts=texts), expected)
+    # Texts as tuples or arrays of tokens read the same.
+    as_arrays = [np.array(doc, dtype=str) for doc in texts]
+    np.testing.assert_array_equal(
+        topic_coherence(lda, None, measure="c_v", texts=(tuple(d) for d in as_arrays)), expected
+    )
+
+
+def test_c_v_counts_long_corpora_in_groups(monkeypatch):
+    # Counting the windows in several groups of documents changes nothing.
+    from skvi.metrics import _windows
+
+    args = dict(top_n=4, measure="c_v", texts=C_V_TEXTS, feature_names=C_V_VOCABULARY)
+    whole = topic_coherence(C_V_WEIGHTS, None, window_size=3, **args)
+    monkeypatch.setattr(_windows, "_MAX_ENTRIES", 5)
+    np.testing.assert_array_equal(topic_coherence(C_V_WEIGHTS, None, window_size=3, **args), whole)
+
+
+def test_c_v_rejects_a_top_word_absent_from_the_texts():
+    texts = [["apple", "bread"], ["bread", "cloud"]]
+    weights = np.array([[3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match=r"Topic 1: top word 3 \(word index, token 'dog'\)"):
+        topic_coherence(
+            weights, None, top_n=2, measure="c_v", texts=texts, feature_names=C_V_VOCABULARY[:4]
+        )

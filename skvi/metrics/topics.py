@@ -22,7 +22,9 @@ numbers from different models and fitting procedures are comparable.
 
 :func:`topic_coherence` scores each topic's top words by their document
 co-occurrence in a reference corpus (UMass, Mimno et al. 2011, or NPMI,
-Bouma 2009; Aletras & Stevenson 2013).
+Bouma 2009; Aletras & Stevenson 2013), or by ``c_v`` (Röder, Both &
+Hinneburg 2015), from sliding windows over the tokenised texts, with the
+numbers of gensim's ``CoherenceModel(coherence='c_v')``.
 
 References
 ----------
@@ -36,6 +38,8 @@ Bouma (2009), "Normalized (pointwise) mutual information in collocation
 extraction", GSCL.
 Aletras & Stevenson (2013), "Evaluating topic coherence using
 distributional semantics", IWCS.
+Röder, Both & Hinneburg (2015), "Exploring the space of topic coherence
+measures", WSDM.
 """
 
 import numbers
@@ -46,6 +50,7 @@ from sklearn.utils import check_array, check_random_state
 
 from ..models.lda.estep import heldout_probabilities
 from ..validation import check_counts
+from ._windows import encode_texts, window_cooccurrences
 
 __all__ = [
     "split_document_tokens",
@@ -306,8 +311,18 @@ def document_completion_perplexity(
     return float(np.exp(-loglik / X_heldout.data.sum()))
 
 
-def topic_coherence(model, X, *, top_n=10, measure="umass"):
-    """Coherence of each topic's top words from document co-occurrence.
+def topic_coherence(
+    model,
+    X,
+    *,
+    top_n=10,
+    measure="umass",
+    texts=None,
+    feature_names=None,
+    window_size=110,
+    window_counting="gensim",
+):
+    """Coherence of each topic's top words from document or window co-occurrence.
 
     The top words ``v_1, ..., v_M`` (``M = top_n``) of topic ``k`` are the
     ``M`` largest entries of ``components_[k]`` in decreasing order, ties
@@ -329,36 +344,82 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
       co-occurrence; the formula with ``eps`` would give a spurious -1
       there.
 
+    ``measure='c_v'`` (Röder, Both & Hinneburg 2015) needs the word order,
+    so it reads the tokenised documents ``texts`` instead of ``X``.  A
+    window of ``window_size`` tokens slides over each document one token
+    at a time; every window is a virtual document (a document of at most
+    ``window_size`` tokens is one window), ``N`` counts the windows and
+    ``P(w)``, ``P(w_i, w_j)`` are the fractions of windows in which the
+    words occur.  With ``npmi(w_i, w_j)`` the formula above (``eps``
+    included, for every pair, as gensim computes it), each top word ``v_i``
+    has the context vector ``u_i = (npmi(v_i, v_1), ..., npmi(v_i, v_M))``
+    and the topic the vector ``u = u_1 + ... + u_M``; the topic's score is
+    the mean over ``i`` of the cosine of ``u_i`` and ``u``.  These are the
+    numbers of gensim's ``CoherenceModel(coherence='c_v', topn=top_n)``
+    (gensim 4) on the same texts and top words; gensim's model score is
+    their mean.
+
     Parameters
     ----------
     model : object or array-like of shape (n_topics, n_words)
         A fitted topic model with ``components_`` of shape
         ``(n_topics, n_words)``, or the topic-word weights themselves.
         Only the order of each row matters.
-    X : {array-like, sparse matrix} of shape (n_docs, n_words)
-        Non-negative word counts of the reference corpus.
+    X : {array-like, sparse matrix} of shape (n_docs, n_words) or None
+        Non-negative word counts of the reference corpus.  ``'c_v'`` does
+        not use the counts: ``X`` may be None there, and when given its
+        number of columns is checked.
     top_n : int, default=10
         Number of top words per topic, at least 2 and at most ``n_words``.
-    measure : {'umass', 'npmi'}, default='umass'
-        The pairwise confirmation measure; higher is more coherent.
+    measure : {'umass', 'npmi', 'c_v'}, default='umass'
+        The coherence measure; higher is more coherent.
+    texts : iterable of list of str, default=None
+        ``'c_v'`` only, and required there: the reference documents, each
+        the list of its tokens in reading order (the documents the model
+        was fitted on, tokenised as its vectorizer does, for example with
+        ``vectorizer.build_analyzer()``).  Tokens that are no top word
+        count as positions in the windows.
+    feature_names : array-like of str of shape (n_words,), default=None
+        ``'c_v'`` only: the token of each column of ``components_``, for
+        example ``vectorizer.get_feature_names_out()``.  By default the
+        model's ``feature_names_in_`` (a model fitted on a DataFrame).
+    window_size : int, default=110
+        ``'c_v'`` only: tokens per sliding window, at least 2; gensim's
+        default for ``c_v`` is 110.
+    window_counting : {'gensim', 'boolean'}, default='gensim'
+        ``'c_v'`` only: when a word occurs in a window.  ``'boolean'``:
+        when one of its tokens lies in the window, as Röder et al. define
+        it.  ``'gensim'``: as gensim's accumulator counts, whose set of the
+        window's words, when a token leaves the window, loses the token's
+        word even if another of its tokens is still inside, until a token
+        of the word enters again.  The two agree unless a top word repeats
+        within ``window_size`` tokens; the default gives gensim's numbers.
 
     Returns
     -------
     coherence : ndarray of shape (n_topics,)
-        The mean pairwise score of each topic.  UMass scores are at most
-        ``log 2`` (usually negative); NPMI scores lie in ``[-1, 1]``.
+        The score of each topic.  UMass scores are at most ``log 2``
+        (usually negative); NPMI scores lie in ``[-1, 1]``; c_v scores in
+        ``[-1, 1]``, usually between 0.3 and 0.8.
 
     Raises
     ------
     ValueError
-        If a top word occurs in no document of ``X`` (its UMass ratio
-        divides by zero and its NPMI is undefined); the message names the
-        topic and the word index.  Also for invalid ``X``, ``top_n`` or
-        ``measure``.
+        If a top word occurs in no document of ``X`` (no window of
+        ``texts`` for ``'c_v'``): its UMass ratio divides by zero and its
+        NPMI is undefined; the message names the topic and the word index.
+        Also for invalid ``X``, ``top_n``, ``measure``, ``window_size`` or
+        ``window_counting``, for ``'c_v'`` without ``texts`` or
+        ``feature_names``, for ``feature_names`` of the wrong length or
+        with repeated tokens, and for ``texts`` with no document or no
+        token.
+    TypeError
+        If ``texts`` is not a list of token lists with tokens of type str.
 
     See Also
     --------
     document_completion_perplexity : Held-out predictive score of the model.
+    skvi.SVILatentDirichletAllocation.top_words : Each topic's top words.
 
     Notes
     -----
@@ -369,6 +430,15 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
     estimates the probabilities from sliding windows over the raw text;
     a bag-of-words matrix has no word order, so here the window is the
     whole document.
+
+    gensim's ``c_v`` counts an empty document as one window, as here.  Its
+    parallel accumulator (``processes`` above 1, the default on a machine
+    with more than two cores) counts ``L - window_size + 1`` windows for a
+    document of ``L`` tokens even when ``L < window_size``, so on corpora of
+    short documents its numbers depend on the number of processes; they
+    equal these with ``processes=1``, and with any ``processes`` when no
+    document is shorter than the window.  A top word absent from gensim's
+    dictionary is dropped from its topic there; here it is an error.
 
     Examples
     --------
@@ -384,12 +454,21 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
     array([0.40546511, 0.69314718])
     >>> topic_coherence(topics, X, top_n=2, measure="npmi")
     array([0.4150375, 0.5      ])
+
+    ``c_v`` reads the documents' tokens, here in windows of 3 tokens:
+
+    >>> texts = [["apple", "pear", "sky", "apple"], ["sky", "rain", "pear"],
+    ...          ["rain", "sky", "rain", "apple", "pear"]]
+    >>> vocabulary = ["apple", "pear", "rain", "sky"]
+    >>> topic_coherence(topics, X, top_n=3, measure="c_v", texts=texts,
+    ...                 feature_names=vocabulary, window_size=3)
+    array([0.33600389, 0.5151542 ])
     """
     weights = getattr(model, "components_", model)
     weights = check_array(weights, dtype=np.float64, input_name="components_")
     n_topics, n_words = weights.shape
-    if measure not in ("umass", "npmi"):
-        raise ValueError(f"measure must be 'umass' or 'npmi', got {measure!r}.")
+    if measure not in ("umass", "npmi", "c_v"):
+        raise ValueError(f"measure must be 'umass', 'npmi' or 'c_v', got {measure!r}.")
     if (
         isinstance(top_n, bool)
         or not isinstance(top_n, numbers.Integral)
@@ -397,6 +476,16 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
     ):
         raise ValueError(f"top_n must be an int in [2, n_words={n_words}], got {top_n!r}.")
     whom = "topic_coherence"
+    if measure == "c_v":
+        if X is not None:
+            _check_n_words(check_counts(X, whom), n_words, whom)
+        tokens = _check_feature_names(model, feature_names, n_words)
+        return _c_v(weights, top_n, texts, tokens, window_size, window_counting)
+    if texts is not None or feature_names is not None:
+        raise ValueError(
+            "texts and feature_names are read by measure='c_v' only; "
+            f"measure={measure!r} scores the counts X."
+        )
     X = check_counts(X, whom)
     _check_n_words(X, n_words, whom)
     n_docs = X.shape[0]
@@ -429,4 +518,76 @@ def topic_coherence(model, X, *, top_n=10, measure="umass"):
             scores /= -np.log(p_joint + _NPMI_EPS)
             scores[joint == n_docs] = 1.0
         coherence[k] = scores.mean()
+    return coherence
+
+
+def _check_feature_names(model, feature_names, n_words):
+    """The token of each column of the topics, validated, as a list of str."""
+    if feature_names is None:
+        feature_names = getattr(model, "feature_names_in_", None)
+        if feature_names is None:
+            raise ValueError(
+                "measure='c_v' needs the token of each word (column) of components_: "
+                "pass feature_names=, for example vectorizer.get_feature_names_out() "
+                "(the model has no feature_names_in_)."
+            )
+    names = np.asarray(feature_names, dtype=object)
+    if names.ndim != 1 or names.shape[0] != n_words:
+        raise ValueError(
+            f"feature_names must hold one token per word (column) of components_, "
+            f"{n_words}; got an array of shape {names.shape}."
+        )
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError("feature_names must be tokens of type str.")
+    names = names.tolist()
+    if len(set(names)) != n_words:
+        raise ValueError("feature_names must be distinct tokens; some token repeats.")
+    return names
+
+
+def _c_v(weights, top_n, texts, tokens, window_size, window_counting):
+    """c_v coherence of each topic (see topic_coherence)."""
+    if texts is None:
+        raise ValueError(
+            "measure='c_v' needs the documents' tokens in order: pass texts=, a list "
+            "of token lists."
+        )
+    if (
+        isinstance(window_size, bool)
+        or not isinstance(window_size, numbers.Integral)
+        or window_size < 2
+    ):
+        raise ValueError(f"window_size must be an int of at least 2, got {window_size!r}.")
+    if window_counting not in ("gensim", "boolean"):
+        raise ValueError(f"window_counting must be 'gensim' or 'boolean', got {window_counting!r}.")
+    top = np.argsort(-weights, axis=1, kind="stable")[:, :top_n]
+    union = np.unique(top)
+    position = np.searchsorted(union, top)
+    codes, lengths = encode_texts(texts, [tokens[w] for w in union])
+    n_windows, counts = window_cooccurrences(
+        codes, lengths, union.shape[0], int(window_size), window_counting
+    )
+
+    coherence = np.empty(top.shape[0])
+    for k, idx in enumerate(position):
+        joint = counts[np.ix_(idx, idx)].astype(np.float64)
+        occurrences = np.diag(joint)
+        unseen = np.flatnonzero(occurrences == 0)
+        if unseen.size:
+            w = top[k, unseen[0]]
+            raise ValueError(
+                f"Topic {k}: top word {w} (word index, token {tokens[w]!r}) occurs in no "
+                "document of texts, so its c_v coherence is undefined."
+            )
+        # Pairwise NPMI in the order of operations of gensim's log_ratio_measure.
+        p_joint = joint / n_windows
+        p_word = occurrences / n_windows
+        npmi = np.log((p_joint + _NPMI_EPS) / (p_word[:, None] * p_word[None, :]))
+        npmi /= -np.log(p_joint + _NPMI_EPS)
+        # Context vectors (gamma = 1): row i for the word v_i, their sum for the topic.
+        topic_vector = npmi.sum(axis=0)
+        cosines = (npmi @ topic_vector) / (
+            np.linalg.norm(npmi, axis=1) * np.linalg.norm(topic_vector)
+        )
+        coherence[k] = cosines.mean()
     return coherence
