@@ -844,3 +844,122 @@ def test_damaged_compressed_files_are_refused_or_read_unchanged(
             assert (a != b).nnz == 0 and a.shape == b.shape
         elif a is not None:
             np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------------------
+# c_v coherence and top words: generated texts, bad tokens, bad sizes
+# ---------------------------------------------------------------------------
+
+C_V_VOCABULARY = ["ant", "bee", "cat", "dog", "eel", "fox"]
+C_V_WEIGHTS = np.array([[6.0, 5.0, 4.0, 3.0, 2.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]])
+_documents = st.lists(st.sampled_from(C_V_VOCABULARY + ["other", "words"]), max_size=15)
+
+
+def _c_v(texts, **kwargs):
+    from skvi.metrics import topic_coherence
+
+    kwargs.setdefault("feature_names", C_V_VOCABULARY)
+    kwargs.setdefault("top_n", 3)
+    return topic_coherence(C_V_WEIGHTS, None, measure="c_v", texts=texts, **kwargs)
+
+
+@FUZZ
+@given(
+    st.lists(_documents, min_size=1, max_size=6),
+    st.integers(2, 12),
+    st.sampled_from(["gensim", "boolean"]),
+)
+def test_c_v_of_generated_texts_is_in_range_or_names_the_absent_word(texts, window, counting):
+    try:
+        got = _c_v(texts, window_size=window, window_counting=counting)
+    except ValueError as err:
+        message = str(err)
+        assert "occurs in no document of texts" in message or "no tokens" in message, message
+        return
+    assert got.shape == (2,)
+    assert np.all((got >= -1 - 1e-12) & (got <= 1 + 1e-12)), got
+
+
+@FUZZ
+@given(
+    st.lists(_documents.filter(len), min_size=1, max_size=5),
+    st.data(),
+    st.sampled_from([3, None, 1.5, b"ant", ["ant"], ("ant",)]),
+)
+def test_c_v_texts_with_a_token_not_a_str_are_a_type_error(texts, data, bad):
+    doc = data.draw(st.integers(0, len(texts) - 1))
+    at = data.draw(st.integers(0, len(texts[doc])))
+    texts[doc].insert(at, bad)
+    with pytest.raises(TypeError, match=rf"tokens of type str; document {doc} holds"):
+        _c_v(texts)
+
+
+@FUZZ
+@given(
+    st.lists(_documents, min_size=1, max_size=5),
+    st.data(),
+    st.sampled_from(["ant bee cat", 7, None, {"ant"}, b"ant bee"]),
+)
+def test_c_v_texts_that_are_not_lists_of_token_lists_are_a_type_error(texts, data, bad):
+    doc = data.draw(st.integers(0, len(texts)))
+    texts.insert(doc, bad)
+    with pytest.raises(TypeError, match=rf"document {doc} is a"):
+        _c_v(texts)
+    for whole in ("ant bee cat", 3, b"ant"):
+        with pytest.raises(TypeError, match="texts must be a list of documents"):
+            _c_v(whole)
+
+
+@FUZZ
+@given(st.one_of(st.integers(-5, 1), st.sampled_from([2.0, 3.5, True, "110", None])))
+def test_c_v_window_size_below_two_or_not_an_int_is_a_clear_error(window):
+    with pytest.raises(ValueError, match="window_size must be an int of at least 2"):
+        _c_v([["ant", "bee", "cat"]], window_size=window)
+
+
+@FUZZ
+@given(st.integers(0, 12).filter(lambda n: n != len(C_V_VOCABULARY)))
+def test_c_v_feature_names_of_the_wrong_length_are_a_clear_error(n):
+    names = [f"w{i}" for i in range(n)]
+    with pytest.raises(ValueError, match="feature_names must hold one token per word"):
+        _c_v([["ant", "bee"]], feature_names=names)
+
+
+def test_c_v_empty_texts_and_bad_names_are_clear_errors():
+    with pytest.raises(ValueError, match="texts is empty"):
+        _c_v([])
+    with pytest.raises(ValueError, match="texts is empty"):
+        _c_v(iter([]))
+    with pytest.raises(ValueError, match="texts hold no tokens"):
+        _c_v([[], [], ()])
+    with pytest.raises(ValueError, match="pass texts="):
+        _c_v(None)
+    with pytest.raises(ValueError, match="distinct"):
+        _c_v([["ant"]], feature_names=["ant", "bee", "cat", "dog", "eel", "ant"])
+    with pytest.raises(ValueError, match="type str"):
+        _c_v([["ant"]], feature_names=[1, 2, 3, 4, 5, 6])
+    with pytest.raises(ValueError, match="pass feature_names="):
+        _c_v([["ant"]], feature_names=None)
+    with pytest.raises(ValueError, match="window_counting"):
+        _c_v([["ant"]], window_counting="exact")
+    from skvi.metrics import topic_coherence
+
+    with pytest.raises(ValueError, match="measure='c_v' only"):
+        topic_coherence(C_V_WEIGHTS, np.ones((2, 6)), top_n=3, texts=[["ant"]])
+
+
+@FUZZ
+@given(
+    st.one_of(st.integers(-3, 0), st.integers(7, 20), st.sampled_from([2.0, True, "3", None])),
+    st.data(),
+)
+def test_top_words_bad_n_or_feature_names_are_clear_errors(n, data):
+    lda = SVILatentDirichletAllocation(n_components=2, max_iter=2, random_state=0)
+    lda.fit(np.array([[1, 2, 0, 3, 1, 0], [0, 1, 4, 0, 2, 1], [2, 0, 1, 1, 0, 3]]))
+    with pytest.raises(ValueError, match=r"n must be an int in \[1, n_features=6\]"):
+        lda.top_words(n)
+    length = data.draw(st.integers(0, 12).filter(lambda k: k != 6))
+    with pytest.raises(ValueError, match="feature_names must hold one word per column"):
+        lda.top_words(2, feature_names=[f"w{i}" for i in range(length)])
+    with pytest.raises(ValueError, match="type str"):
+        lda.top_words(2, feature_names=list(range(6)))
