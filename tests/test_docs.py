@@ -306,6 +306,11 @@ def check_metrics(ns):
     _, _, train, test = topics_split()
     unigram = unigram_perplexity(train, test)
     assert document_completion_perplexity(ns["lda"], test, random_state=0) < 0.9 * unigram
+    # c_v: one score per topic, in [-1, 1], of the words top_words prints.
+    lda, c_v = ns["lda"], ns["c_v"]
+    assert c_v.shape == (6,) and np.all(np.abs(c_v) <= 1)
+    top = np.argsort(-lda.components_, axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(lda.top_words(10), top)
     y_test, mean, std = ns["y_test"], ns["mean"], ns["std"]
     assert rmse(y_test, mean) < np.std(y_test)
     assert 0.8 < gaussian_interval_coverage(y_test, mean, std) < 0.97
