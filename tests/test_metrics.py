@@ -627,12 +627,12 @@ def test_c_v_reads_feature_names_in_(c_v_corpus):
 
 
 def test_c_v_counts_long_corpora_in_groups(monkeypatch):
-    # Counting the windows in several groups of documents changes nothing.
+    # Intersecting the words' runs in several groups of pairs changes nothing.
     from skvi.metrics import _windows
 
     args = dict(top_n=4, measure="c_v", texts=C_V_TEXTS, feature_names=C_V_VOCABULARY)
     whole = topic_coherence(C_V_WEIGHTS, None, window_size=3, **args)
-    monkeypatch.setattr(_windows, "_MAX_ENTRIES", 5)
+    monkeypatch.setattr(_windows, "_MAX_QUERIES", 3)
     np.testing.assert_array_equal(topic_coherence(C_V_WEIGHTS, None, window_size=3, **args), whole)
 
 

@@ -10,20 +10,22 @@ window (an empty document too, as gensim counts it).
 The counts are computed without a loop over documents or windows: every
 window in which a word occurs is assigned to the last of the word's tokens
 inside it, so each token covers an interval of consecutive windows, found
-with array arithmetic.  The windows times words occurrence matrix is built
-from these intervals, and its Gram matrix counts co-occurrences.
+with array arithmetic.  A word's intervals merge into runs of consecutive
+windows.  The windows two words share are counted from the runs of the
+word with fewer runs, each intersected with the other word's runs through
+the cumulative count of its windows (a binary search at each end of a run), so
+the cost grows with the number of runs, not with the number of windows.
 """
 
 import itertools
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["encode_texts", "window_cooccurrences"]
 
-#: Most window-word entries held at once; larger corpora are counted in
-#: groups of whole documents, which bounds the memory.
-_MAX_ENTRIES = 1 << 22
+#: Most run intersections computed at once; more are computed in groups of
+#: word pairs, which bounds the memory.
+_MAX_QUERIES = 1 << 22
 
 
 def encode_texts(texts, tokens):
@@ -76,7 +78,7 @@ def encode_texts(texts, tokens):
     return codes, lengths
 
 
-def window_cooccurrences(codes, lengths, n_words, window_size, counting="gensim"):
+def window_cooccurrences(codes, lengths, n_words, window_size, pairs, counting="gensim"):
     """Count the sliding windows and the windows in which words (co-)occur.
 
     Parameters
@@ -90,6 +92,8 @@ def window_cooccurrences(codes, lengths, n_words, window_size, counting="gensim"
         Number of counted words.
     window_size : int
         Tokens per window.
+    pairs : tuple of two ndarrays of int64 of shape (n_pairs,)
+        The word pairs whose shared windows are counted.
     counting : {'gensim', 'boolean'}, default='gensim'
         ``'boolean'``: a word occurs in a window when one of its tokens
         lies in it.  ``'gensim'``: as gensim's ``WordOccurrenceAccumulator``
@@ -103,11 +107,11 @@ def window_cooccurrences(codes, lengths, n_words, window_size, counting="gensim"
     -------
     n_windows : int
         ``sum_d max(1, L_d - window_size + 1)``.
-    counts : ndarray of int64 of shape (n_words, n_words)
-        ``counts[i, j]``: windows in which words ``i`` and ``j`` both occur;
-        ``counts[i, i]``: windows in which word ``i`` occurs.
+    occurrences : ndarray of int64 of shape (n_words,)
+        The number of windows in which each word occurs.
+    joint : ndarray of int64 of shape (n_pairs,)
+        The number of windows in which both words of each pair occur.
     """
-    n_docs = lengths.shape[0]
     windows_of = np.maximum(lengths - window_size + 1, 1)
     n_windows = int(windows_of.sum())
     doc_end = np.cumsum(lengths)
@@ -116,15 +120,13 @@ def window_cooccurrences(codes, lengths, n_words, window_size, counting="gensim"
 
     # The counted tokens in (word, position in the corpus) order.
     where = np.flatnonzero(codes >= 0)
-    order = np.argsort(codes[where], kind="stable")
-    where = where[order]
+    where = where[np.argsort(codes[where], kind="stable")]
     word = codes[where]
     doc = np.searchsorted(doc_end, where, side="right")
     pos = where - doc_start[doc]
 
     # The next token of the same word in the same document, if any.
-    no_next = np.iinfo(np.int64).max // 4
-    nxt = np.full(word.shape, no_next)
+    nxt = np.full(word.shape, np.iinfo(np.int64).max // 4)
     same = (word[1:] == word[:-1]) & (doc[1:] == doc[:-1])
     nxt[:-1][same] = pos[1:][same]
 
@@ -141,36 +143,47 @@ def window_cooccurrences(codes, lengths, n_words, window_size, counting="gensim"
         last = np.minimum(last, earliest)
     else:
         last = np.minimum(last, pos)
-    span = np.maximum(last - first + 1, 0)
+    keep = last >= first
+    word = word[keep]
+    start = window_start[doc[keep]] + first[keep]
+    end = window_start[doc[keep]] + last[keep]
 
-    # Count in groups of whole documents (intervals never cross one).
-    by_doc = np.argsort(doc, kind="stable")
-    doc, word, first, span = doc[by_doc], word[by_doc], first[by_doc], span[by_doc]
-    per_doc = np.bincount(doc, weights=span, minlength=n_docs).cumsum()
-    counts = np.zeros((n_words, n_words), dtype=np.int64)
-    lo = 0
-    while lo < n_docs:
-        base = per_doc[lo - 1] if lo else 0.0
-        hi = max(int(np.searchsorted(per_doc, base + _MAX_ENTRIES, side="right")), lo + 1)
-        a, b = np.searchsorted(doc, [lo, hi])
-        counts += _gram(
-            word[a:b],
-            window_start[doc[a:b]] + first[a:b] - window_start[lo],
-            span[a:b],
-            int(window_start[hi - 1] + windows_of[hi - 1] - window_start[lo]),
-            n_words,
-        )
-        lo = hi
-    return n_windows, counts
+    # Merge each word's intervals, disjoint and in order, into runs.
+    opens = np.ones(word.shape, dtype=bool)
+    opens[1:] = (word[1:] != word[:-1]) | (start[1:] != end[:-1] + 1)
+    closes = np.ones(word.shape, dtype=bool)
+    closes[:-1] = opens[1:]
+    run_word, run_start, run_end = word[opens], start[opens], end[closes]
+    run_total = np.concatenate([[0], np.cumsum(run_end - run_start + 1)])
+    run_of = np.searchsorted(run_word, np.arange(n_words + 1))
+    occurrences = run_total[run_of[1:]] - run_total[run_of[:-1]]
+    run_key = run_word * (n_windows + 1) + run_start
 
+    def windows_up_to(w, t):
+        """Windows ``<= t`` in which word ``w`` occurs (``t >= -1``)."""
+        at = np.searchsorted(run_key, w * (n_windows + 1) + t, side="right") - 1
+        inside = at >= run_of[w]
+        at = np.where(inside, at, run_of[w])  # any valid index; masked below
+        covered = run_total[at + 1] - run_total[run_of[w]] - np.maximum(run_end[at] - t, 0)
+        return np.where(inside, covered, 0)
 
-def _gram(word, start, span, n_rows, n_words):
-    """``M^T M`` for the windows-by-words 0/1 matrix M with word runs [start, start + span)."""
-    total = int(span.sum())
-    if total == 0:
-        return np.zeros((n_words, n_words), dtype=np.int64)
-    offset = np.cumsum(span) - span
-    rows = np.repeat(start - offset, span) + np.arange(total)
-    cols = np.repeat(word, span)
-    occurs = sp.csr_matrix((np.ones(total, dtype=np.int64), (rows, cols)), shape=(n_rows, n_words))
-    return (occurs.T @ occurs).toarray()
+    # Each pair is counted over the runs of its word with fewer runs.
+    u, v = pairs
+    n_runs = np.diff(run_of)
+    swap = n_runs[u] > n_runs[v]
+    u, v = np.where(swap, v, u), np.where(swap, u, v)
+    queries = n_runs[u]
+    joint = np.zeros(u.shape, dtype=np.int64)
+    done = 0
+    while done < u.shape[0]:
+        upto = np.cumsum(queries[done:])
+        stop = done + max(int(np.searchsorted(upto, _MAX_QUERIES, side="right")), 1)
+        counts = queries[done:stop]
+        pair = np.repeat(np.arange(stop - done), counts)
+        run = np.repeat(run_of[u[done:stop]] - (np.cumsum(counts) - counts), counts)
+        run += np.arange(pair.shape[0])
+        other = v[done:stop][pair]
+        shared = windows_up_to(other, run_end[run]) - windows_up_to(other, run_start[run] - 1)
+        joint[done:stop] = np.bincount(pair, weights=shared, minlength=stop - done).round()
+        done = stop
+    return n_windows, occurrences, joint

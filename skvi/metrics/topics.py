@@ -564,15 +564,29 @@ def _c_v(weights, top_n, texts, tokens, window_size, window_counting):
     union = np.unique(top)
     position = np.searchsorted(union, top)
     codes, lengths = encode_texts(texts, [tokens[w] for w in union])
-    n_windows, counts = window_cooccurrences(
-        codes, lengths, union.shape[0], int(window_size), window_counting
+    # The distinct pairs of words that share a topic, as codes i * n + j, i < j.
+    n_union = union.shape[0]
+    m, l = np.triu_indices(top_n, k=1)
+
+    def pair_code(i, j):
+        return np.minimum(i, j) * n_union + np.maximum(i, j)
+
+    pair_codes = np.unique(pair_code(position[:, m], position[:, l]))
+    n_windows, occurrences, joint = window_cooccurrences(
+        codes,
+        lengths,
+        n_union,
+        int(window_size),
+        (pair_codes // n_union, pair_codes % n_union),
+        window_counting,
     )
 
     coherence = np.empty(top.shape[0])
     for k, idx in enumerate(position):
-        joint = counts[np.ix_(idx, idx)].astype(np.float64)
-        occurrences = np.diag(joint)
-        unseen = np.flatnonzero(occurrences == 0)
+        counts = np.diag(occurrences[idx]).astype(np.float64)
+        counts[m, l] = joint[np.searchsorted(pair_codes, pair_code(idx[m], idx[l]))]
+        counts[l, m] = counts[m, l]
+        unseen = np.flatnonzero(occurrences[idx] == 0)
         if unseen.size:
             w = top[k, unseen[0]]
             raise ValueError(
@@ -580,8 +594,8 @@ def _c_v(weights, top_n, texts, tokens, window_size, window_counting):
                 "document of texts, so its c_v coherence is undefined."
             )
         # Pairwise NPMI in the order of operations of gensim's log_ratio_measure.
-        p_joint = joint / n_windows
-        p_word = occurrences / n_windows
+        p_joint = counts / n_windows
+        p_word = np.diag(counts) / n_windows
         npmi = np.log((p_joint + _NPMI_EPS) / (p_word[:, None] * p_word[None, :]))
         npmi /= -np.log(p_joint + _NPMI_EPS)
         # Context vectors (gamma = 1): row i for the word v_i, their sum for the topic.
