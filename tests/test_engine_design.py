@@ -90,6 +90,18 @@ def test_networks_delegate_the_family_mathematics_to_expfam():
         assert len(path.read_text().splitlines()) <= 1000, path.name
 
 
+def test_the_factors_are_set_in_one_place():
+    # One fit state owns the factors: every collaborator that decides a new
+    # value hands it to FitState, the only module that assigns them.
+    assigns = re.compile(r"natural_params_(\[[^\]]*\])?\s*=(?!=)")
+    writers = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "skvi").rglob("*.py")
+        if assigns.search(path.read_text())
+    }
+    assert writers == {"skvi/engine/state.py"}
+
+
 @pytest.mark.parametrize("hook", REQUIRED_HOOKS)
 def test_missing_required_hook_raises_naming_it(hook):
     class Empty(SVIEstimator):

@@ -155,10 +155,10 @@ def batch_pass(est, data, local, n_count):
     jump = None if p2 is p1 or b2 is None else _extrapolation(est, st, p0, p1, p2)
     if jump is None:
         return local
-    est.natural_params_ = jump
+    st.set_factors(est, jump)
     _plain_step(est, data, None, n_count)
     b3 = _known_bound(st, est.natural_params_)
     if b3 is None or not b3 >= b2:
-        est.natural_params_ = p2
+        st.set_factors(est, p2)
         st.safety.remember_bound(p2, b2)
     return None

@@ -494,7 +494,7 @@ class SVIEstimator(BaseEstimator):
         st.parameters = self.get_params(deep=False)
         summary = executor.summary(self, data)
         natural = executor.initialize(self, data, random_state, summary)
-        self.natural_params_ = {name: st.as_factor(name, value) for name, value in natural.items()}
+        st.set_factors(self, {name: st.as_factor(name, value) for name, value in natural.items()})
         st.prior = self._prior_natural()
         st.rows.start(self.natural_params_, settings)
         self.lower_bounds_ = []
@@ -826,7 +826,7 @@ class SVIEstimator(BaseEstimator):
         settings = self._settings
         rng = check_random_state(self.random_state)
         self._svi = st = FitState(self, settings, local_executor(None), rng)
-        self.natural_params_ = {name: st.as_factor(name, value) for name, value in natural.items()}
+        st.set_factors(self, {name: st.as_factor(name, value) for name, value in natural.items()})
         st.prior = self._prior_natural()
         self.lower_bounds_ = []
         self.n_batch_iter_ = self.n_rejected_steps_ = 0

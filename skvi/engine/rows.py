@@ -332,7 +332,8 @@ class RowGroups(dict):
                 rated = np.zeros(n_new, dtype=bool)
                 rated[ids[ids >= n_old] - n_old] = True
                 extra = est._grow_rows(name, n_new, rated, random_state)
-                est.natural_params_[name] = settings.as_factor(
+                est._svi.set_factor(
+                    est,
                     name,
                     [np.concatenate([a, b]) for a, b in zip(est.natural_params_[name], extra)],
                 )

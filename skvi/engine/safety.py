@@ -221,7 +221,7 @@ class StepSafety:
         if self._passes(self._loss(est, self.probe, current)):
             self.checkpoint = current  # only the step tried now went too far
             return
-        est.natural_params_ = checkpoint
+        est._svi.set_factors(est, checkpoint)
         self.rollbacks += 1
 
     def stream_probe(self, est, X):

@@ -88,6 +88,19 @@ class FitState:
         self.in_pass = False
         self.view_version = 0  # bumped when the model changes: workers' copies are stale
 
+    def set_factors(self, est, params):
+        """Make ``params`` the estimator's global factors: the one place ``natural_params_`` is set.
+
+        Every collaborator that decides a new value of the factors (a step's
+        commit, a rollback of step safety, an extrapolated pass, the
+        stream's rescaling, new rows of a row group) hands it here.
+        """
+        est.natural_params_ = params
+
+    def set_factor(self, est, name, value):
+        """Replace factor ``name`` alone (in place: the factors' other values and identity stay)."""
+        est.natural_params_[name] = self.as_factor(name, value)
+
     def follow_parameters(self, est):
         """Before a further ``partial_fit``: take up changed parameters, or refuse them.
 

@@ -378,7 +378,7 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
 
 def _commit(est, st, params, pending, ctx, X, local, stats):
     """Accept a step: parameters, rule states, row counters, schedule, the model's own step."""
-    est.natural_params_ = params
+    st.set_factors(est, params)
     st.n_accepted += 1
     st.stream.decay(ctx.rho)
     for name, (rows, state) in pending.items():

@@ -131,4 +131,4 @@ class StreamTotal:
             )
             # A factor the scaling would make invalid is left as it is.
             if st.settings.is_valid(name, scaled):
-                est.natural_params_[name] = st.as_factor(name, scaled)
+                st.set_factor(est, name, scaled)

@@ -258,6 +258,8 @@ class VB:
         Returns
         -------
         bool
+            True when the last ``update`` stopped because a sweep raised
+            the bound by at most its tolerance.
 
         Examples
         --------
