@@ -519,3 +519,41 @@ def test_a_record_s_unused_rows_carry_nothing_into_a_pickle():
     assert unused.size > 0
     for name in HISTORY_DTYPE.names:
         np.testing.assert_array_equal(unused[name], 0)
+
+
+def test_verbose_2_logs_the_progress_within_a_long_pass(monkeypatch, caplog):
+    # A record every LOG_INTERVAL seconds within a pass, plain text (a log
+    # or a pipe gets lines, never carriage returns), and the pass's own
+    # record; with an interval of 0, one per minibatch but the pass's last.
+    import skvi.engine.monitoring as monitoring
+
+    X = np.random.RandomState(0).normal(size=(1000, 2))
+    monkeypatch.setattr(monitoring, "LOG_INTERVAL", 0.0)
+    est = GaussianGammaVB(learning_method="online", batch_size=100, max_iter=2, tol=0, verbose=2)
+    with caplog.at_level(logging.INFO, logger="skvi"):
+        est.fit(X)
+    messages = [r.getMessage() for r in caplog.records]
+    within = [m for m in messages if "minibatch" in m]
+    assert len(within) == 2 * 9
+    assert [int(m.split("minibatch ")[1].split("/")[0]) for m in within[:9]] == list(range(1, 10))
+    assert not any("\r" in m for m in messages)
+    # A short pass, with the interval as shipped: no record within it.
+    monkeypatch.setattr(monitoring, "LOG_INTERVAL", 3600.0)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="skvi"):
+        est.fit(X)
+    assert not any("minibatch" in r.getMessage() for r in caplog.records)
+
+
+def test_the_progress_line_redraws_in_a_notebook(monkeypatch):
+    # A notebook's standard error is the kernel's stream, no terminal, but
+    # its output area honours carriage returns: the line is redrawn there;
+    # into a plain file it is not.
+    import skvi.engine.monitoring as monitoring
+
+    class OutStream(io.StringIO):
+        pass
+
+    OutStream.__module__ = "ipykernel.iostream"
+    assert monitoring._redraws(OutStream())
+    assert not monitoring._redraws(io.StringIO())

@@ -10,10 +10,12 @@ through the engine, so one mechanism serves them all:
 * ``verbose=1`` draws a progress line on standard error (on a terminal, one
   line rewritten with carriage returns, finished with a newline at the end
   of a pass and of a call; when standard error is not a terminal, only the
-  finished lines, one per pass and per ``partial_fit`` call); ``verbose=2``
-  logs instead, through the :mod:`logging` logger
-  ``"skvi"``: one INFO record per pass of ``fit`` and per ``partial_fit``
-  call, and one DEBUG record per step.
+  finished lines, one per pass and per ``partial_fit`` call; a notebook's
+  standard error redraws as a terminal does); ``verbose=2`` logs instead,
+  through the :mod:`logging` logger ``"skvi"``: one INFO record per pass of
+  ``fit`` and per ``partial_fit`` call, INFO records of the progress within
+  a long pass (every :data:`LOG_INTERVAL` seconds), and one DEBUG record per
+  step.
 * Every fitted estimator has ``history_`` (time, samples seen, steps and
   ELBO per pass or ``partial_fit`` call) and ``step_trace_`` (the step size
   of every step, and its rejections by step safety), both bounded tables of
@@ -45,6 +47,9 @@ logger = logging.getLogger("skvi")
 TRACE_SIZE = 10_000
 #: Seconds between two redraws of the progress line within a pass.
 PROGRESS_INTERVAL = 0.1
+#: Seconds between two INFO records of ``verbose=2`` within a pass: a long
+#: pass logs its progress a few times a second, a short one not at all.
+LOG_INTERVAL = 0.5
 
 #: The phases of a pass whose wall seconds ``history_`` records.
 PHASES = ("local", "global", "bound", "safety")
@@ -378,11 +383,23 @@ def _isatty(stream):
         return False
 
 
+def _redraws(stream):
+    """Whether a line written to ``stream`` can be redrawn with a carriage return.
+
+    A terminal can, and so can a Jupyter notebook's standard error (the
+    kernel's stream object, which is no terminal), whose output area
+    honours ``\\r``; a file or a pipe cannot.
+    """
+    if _isatty(stream):
+        return True
+    return type(stream).__module__.split(".")[0] in ("ipykernel", "google")
+
+
 class _ProgressLine:
     """The progress of ``verbose=1`` on standard error.
 
-    On a terminal, one line redrawn with carriage returns while a pass runs
-    and finished with a newline at its end.  Elsewhere (standard error
+    On a terminal or in a notebook, one line redrawn with carriage returns
+    while a pass runs and finished with a newline at its end.  Elsewhere (standard error
     redirected to a file or a pipe, as in a log or a batch job) a redrawn
     line would pile up as one long line of ``\\r``-separated updates, so
     only the finished lines are written, one newline-terminated line each,
@@ -391,7 +408,7 @@ class _ProgressLine:
 
     def __init__(self, start):
         self.stream = sys.stderr
-        self.tty = _isatty(self.stream)
+        self.tty = _redraws(self.stream)
         self.width = 0
         self.last = start  # the first redraw waits PROGRESS_INTERVAL from the start
         self.open = False
@@ -449,9 +466,11 @@ class _Run:
         self.log = verbose >= 2 and logger.isEnabledFor(logging.INFO)
         self.debug = verbose >= 2 and logger.isEnabledFor(logging.DEBUG)
         # Whether anything wants to hear about every step (a progress line
-        # that is not on a terminal shows only finished passes).
+        # that is not on a terminal shows only finished passes; the log
+        # takes a record within a pass every LOG_INTERVAL seconds).
         redraws = self.line is not None and self.line.tty
-        self.per_step = bool(self.callbacks) or redraws or self.debug
+        self.per_step = bool(self.callbacks) or redraws or self.log
+        self.last_log = start
         self.stopped = False
         self.interval = max(int(getattr(est, "verbose_interval", 1) or 1), 1)
         self.pass_index = 0
@@ -519,7 +538,7 @@ class _Run:
         """A pass of ``fit`` (or a ``partial_fit`` call) starts."""
         self.pass_index = index
         self.n_batches = n_batches
-        self.pass_start = time.perf_counter()
+        self.pass_start = self.last_log = time.perf_counter()
         self.steps_before = self.est.n_batch_iter_
         self.rejected_before = self.est.n_rejected_steps_
 
@@ -545,6 +564,14 @@ class _Run:
         line = self.line
         if line is not None and line.tty and now - line.last >= PROGRESS_INTERVAL:
             line.update(self._step_text(now, batch, elbo), now)
+        if self.log and now - self.last_log >= LOG_INTERVAL and batch != self.n_batches:
+            # Progress within a pass: plain records (a handler draws them as
+            # it draws every record), the pass's own record ends it.
+            self.last_log = now
+            logger.info(
+                self._step_text(now, batch, elbo),
+                extra={"skvi": self._record("step", now, elbo, batch, rejected, accepted, rho)},
+            )
         return self.stopped
 
     def _step_text(self, now, batch, elbo):
