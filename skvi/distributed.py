@@ -13,8 +13,12 @@ dask collection.  This module gathers what a user may want by name:
     The same fit with a named client.
 :func:`blockwise`
     A method of every block of a dask collection, lazily.
-:func:`traffic`, :class:`Traffic`
-    The bytes the fits inside a ``with`` block sent and gathered.
+:func:`record_traffic`, :class:`Traffic`
+    A context manager: the bytes the fits inside its ``with`` block sent
+    and gathered (``traffic`` is its former name).
+:func:`scatter_array`
+    An in-memory array as a dask array whose blocks are on the workers,
+    without putting the array into the task graph.
 :class:`WorkerLostError`
     A fit that lost a worker and could not recover (no model was fitted).
 :data:`RETRIES`, :data:`RETRY_PAUSE`, :data:`RECOMPUTE_SECONDS`
@@ -32,10 +36,10 @@ Examples
 >>> import dask.array as da
 >>> from distributed import Client
 >>> from skvi import GaussianGammaVB
->>> from skvi.distributed import fit_on_cluster, traffic
+>>> from skvi.distributed import fit_on_cluster, record_traffic
 >>> X = np.random.RandomState(0).normal(2.0, 1.0, (400, 2))
 >>> with Client(processes=False, n_workers=2, dashboard_address=":0") as client:
-...     with traffic() as sent:
+...     with record_traffic() as sent:
 ...         est = fit_on_cluster(
 ...             GaussianGammaVB(learning_method="batch"), da.from_array(X, chunks=(100, 2)),
 ...             client=client,
@@ -66,6 +70,8 @@ from .engine.dask.transport import (
     Traffic,
     WorkerLostError,
     changed_attributes,
+    record_traffic,
+    scatter_array,
     traffic,
     worker_view,
 )
@@ -77,6 +83,8 @@ __all__ = [
     "WorkerLostError",
     "blockwise",
     "fit_on_cluster",
+    "record_traffic",
+    "scatter_array",
     "traffic",
 ]
 

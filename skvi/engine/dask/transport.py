@@ -2,7 +2,7 @@
 
 The channel (``_Channel``) sends the model's worker copy and the
 globals to the workers and gathers results, counting the bytes
-(:func:`traffic`) and the seconds; a worker lost on the way is a
+(:func:`record_traffic`) and the seconds; a worker lost on the way is a
 :class:`WorkerLostError`.  The worker copy of an estimator
 (:func:`worker_view`) holds nothing of the engine but its
 :class:`~skvi.engine.executor.WorkerState`.  dask is imported only by the
@@ -23,6 +23,8 @@ __all__ = [
     "Traffic",
     "WorkerLostError",
     "changed_attributes",
+    "record_traffic",
+    "scatter_array",
     "traffic",
     "worker_view",
 ]
@@ -56,15 +58,19 @@ class Traffic:
         self.round_trips = 0
 
 
-class traffic:  # noqa: N801 (used as a function: ``with traffic() as t``)
-    """Record the traffic of the fits on a cluster run inside the block.
+class record_traffic:  # noqa: N801 (a context manager, named for what its block does)
+    """A context manager: record the traffic of the fits on a cluster run inside its block.
+
+    ``with record_traffic() as sent:`` gives a :class:`Traffic` that the fits
+    inside the ``with`` block add their bytes to; it stops counting when
+    the block ends.  ``traffic`` is its former name.
 
     Examples
     --------
-    >>> from skvi.distributed import traffic
-    >>> with traffic() as t:
+    >>> from skvi.distributed import record_traffic
+    >>> with record_traffic() as sent:
     ...     pass
-    >>> t.bytes_in
+    >>> sent.bytes_in
     0
     """
 
@@ -76,6 +82,68 @@ class traffic:  # noqa: N801 (used as a function: ``with traffic() as t``)
     def __exit__(self, *exc):
         _RECORDERS.remove(self.record)
         return False
+
+
+#: The former name of :class:`record_traffic`.
+traffic = record_traffic
+
+
+def scatter_array(X, rows_per_block, client=None):
+    """A dask array of X's rows whose blocks are scattered to the workers.
+
+    ``da.from_array(X)`` of an array in the client's memory puts the whole
+    array into the task graph, and distributed warns of a large graph once
+    it passes a few megabytes; the blocks made here travel once, as data,
+    and the graph only names them.  Data that already lives where the
+    workers can read it (files, a database) is better loaded there.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
+        The rows, in the client's memory.
+    rows_per_block : int
+        Rows of each block (the last takes the rest).
+    client : distributed.Client or None, default=None
+        The client; None uses the active one.
+
+    Returns
+    -------
+    dask.array.Array
+        X, in blocks of rows held by the workers (a sparse X in blocks of
+        CSR matrices).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from distributed import Client
+    >>> from skvi.distributed import scatter_array
+    >>> X = np.arange(12.0).reshape(6, 2)
+    >>> with Client(processes=False, n_workers=1, dashboard_address=":0") as client:
+    ...     Xd = scatter_array(X, 4, client=client)
+    ...     print(Xd.chunks, bool((Xd.compute() == X).all()))
+    ((4, 2), (2,)) True
+    """
+    import scipy.sparse as sp  # noqa: PLC0415
+
+    da, _ = _import_dask()
+    client = _client(client)
+    if not (isinstance(rows_per_block, (int, np.integer)) and rows_per_block >= 1):
+        raise ValueError(f"rows_per_block must be a positive integer, got {rows_per_block!r}")
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        meta = sp.csr_matrix((0, X.shape[1]), dtype=X.dtype)
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional, got shape {X.shape}")
+        meta = np.empty((0, X.shape[1]), dtype=X.dtype)
+    starts = range(0, X.shape[0], rows_per_block)
+    blocks = [X[s : s + rows_per_block] for s in starts]
+    futures = client.scatter(blocks)
+    parts = [
+        da.from_delayed(f, shape=b.shape, dtype=X.dtype, meta=meta) for f, b in zip(futures, blocks)
+    ]
+    return da.concatenate(parts, axis=0) if parts else da.from_array(X)
 
 
 def _count(kind, obj):
