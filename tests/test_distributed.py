@@ -971,3 +971,23 @@ def test_scatter_array_fits_a_million_rows_without_a_large_graph():
     ref = GaussianGammaVB().fit(X)
     np.testing.assert_allclose(est.mean_, ref.mean_, rtol=1e-10)
     np.testing.assert_allclose(est.precision_rate_, ref.precision_rate_, rtol=1e-10)
+
+
+def test_a_client_closed_during_a_fit_is_a_clear_error():
+    # distributed itself failed with "'NoneType' object has no attribute
+    # 'scatter'" once the client was closed.
+    from skvi.engine import monitor
+
+    X = np.random.RandomState(0).normal(size=(400, 2))
+    client = distributed.Client(processes=False, n_workers=1, dashboard_address=":0")
+    Xd = da.from_array(X, chunks=(100, 2))
+
+    def close_after_first_pass(record):
+        if record.event == "pass":
+            client.close()
+
+    # The client named: another test's may be the default one.
+    from skvi.distributed import fit_on_cluster
+
+    with monitor(close_after_first_pass), pytest.raises(RuntimeError, match="client was closed"):
+        fit_on_cluster(GaussianGammaVB(max_iter=5, tol=0), Xd, client=client)

@@ -365,6 +365,7 @@ class DaskBlocks:
         self._count = None
 
     def _map(self, function, *columns):
+        self.channel.check_open()
         return self.channel.client.map(function, *columns, pure=False)
 
     def _repeat(self, value):

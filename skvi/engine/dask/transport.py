@@ -311,7 +311,17 @@ class _Channel:
         self._params = []
         self.seconds = 0.0
 
+    def check_open(self):
+        """Refuse to go on once the client is closed (distributed then fails inside itself)."""
+        status = getattr(self.client, "status", "running")
+        if status in ("closing", "closed"):
+            raise RuntimeError(
+                f"The dask client was {status} during the fit, which cannot go on without "
+                "it: the estimator was not fitted. Keep the client open until fit returns."
+            )
+
     def _scatter(self, obj):
+        self.check_open()
         _count("bytes_out", obj)
         # A one-element list: scatter would split a dict into its values.
         # Not broadcast: the workers fetch it from each other (faster, and a
@@ -364,6 +374,7 @@ class _Channel:
         return future
 
     def tree_sum(self, futures):
+        self.check_open()
         client = self.client
         futures = list(futures)
         while len(futures) > 1:
