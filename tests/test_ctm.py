@@ -562,3 +562,17 @@ def test_weighted_mu_and_sigma_are_the_weighted_closed_forms():
     sigma = np.tensordot(weight, spread, axes=1) / weight.sum()
     np.testing.assert_allclose(ctm.prior_mean_, mu, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ctm.prior_covariance_, sigma, rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------ top_words
+def test_top_words_are_the_topics_largest_word_counts():
+    X, _, _ = _corpus(80, n_words=30, seed=10)
+    ctm = SVICorrelatedTopicModel(n_components=3, max_iter=3, tol=0, random_state=0).fit(X)
+    top = ctm.top_words(5)
+    for k in range(3):
+        order = np.argsort(-ctm.components_[k], kind="stable")[:5]
+        np.testing.assert_array_equal(top[k], order)
+        # The order of the topic's word probabilities too.
+        np.testing.assert_array_equal(np.argsort(-ctm.topic_word_[k], kind="stable")[:5], order)
+    names = np.array([f"word{i}" for i in range(30)])
+    np.testing.assert_array_equal(ctm.top_words(5, feature_names=names), names[top])

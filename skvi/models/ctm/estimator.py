@@ -44,6 +44,7 @@ from ...update_rules import (
 from ...validation import check_heldout_counts, check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
+from .._topics import TopicWordsMixin
 from . import kernels
 from .bounds import _BOUND_SEED, _Bounds
 from .documents import Documents, _document_moment
@@ -61,6 +62,7 @@ MAX_DOCUMENT_WORDS = 1e100
 
 
 class SVICorrelatedTopicModel(
+    TopicWordsMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _DocumentSteps,
