@@ -318,10 +318,12 @@ class SVICorrelatedTopicModel(
         check_is_fitted(self)
         docs = self._documents(X, reset=False, sample_weight=sample_weight)
         if docs.weight is None:
-            words = float(docs.X.sum())
+            words = max(float(docs.X.sum()), 1.0)
         else:
+            # Weights below 1 count fractions of their documents' words.
             words = float(docs.weight @ np.asarray(docs.X.sum(axis=1)).ravel())
-        return float(np.exp(-self._score_documents(docs) / max(words, 1.0)))
+            words = words if words > 0 else 1.0
+        return float(np.exp(-self._score_documents(docs) / words))
 
     def _score_documents(self, docs):
         """The summed bound of validated documents, each counted its weight times."""
@@ -609,8 +611,8 @@ def _seed_documents(weight, n_docs, size, random_state):
     if weight is None:
         return random_state.randint(n_docs, size=size)
     total = np.cumsum(weight)
-    if np.all(weight == np.round(weight)):
-        index = random_state.randint(int(round(total[-1])), size=size)
+    if total[-1] < 2**53 and np.all(weight == np.round(weight)):  # whole numbers of copies
+        index = random_state.randint(int(total[-1]), size=size)
     else:
         index = random_state.random_sample(size) * total[-1]
     return np.minimum(np.searchsorted(total, index, side="right"), n_docs - 1)
