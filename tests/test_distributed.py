@@ -549,7 +549,10 @@ def _ctm_started_on_the_first_block(monkeypatch, n_first):
     start = SVICorrelatedTopicModel._initialize_globals
 
     def first_block(self, X, random_state, summary):
-        natural = start(self, Documents(X.X[:n_first], X.ids[:n_first]), random_state, summary)
+        weight = None if X.weight is None else X.weight[:n_first]
+        natural = start(
+            self, Documents(X.X[:n_first], X.ids[:n_first], weight), random_state, summary
+        )
         natural["documents"] = self._prior_documents(X.shape[0])
         return natural
 
@@ -649,8 +652,34 @@ def test_ctm_what_a_cluster_cannot_do_says_so_before_it_starts(client):
     with pytest.raises(NotImplementedError, match="Robbins-Monro schedule on a cluster"):
         est.fit(X)
     assert not hasattr(est, "natural_params_")  # nothing was started
-    with pytest.raises(TypeError, match="takes no sample_weight"):
-        fit_on_cluster(SVICorrelatedTopicModel(n_components=3), X, sample_weight=np.ones(200))
+
+
+def test_ctm_weighted_documents_on_a_cluster_are_the_in_memory_fit(client, monkeypatch):
+    # Each block's documents keep their weights: in their N_d and C_d (a
+    # document's target is one copy's), the topic counts, the ELBO and the
+    # sums of mu and Sigma.  Deterministic expectations, as above.
+    X = _ctm_corpus(n_docs=400)
+    w = np.random.RandomState(1).randint(1, 4, X.shape[0]).astype(float)
+    kw = dict(
+        n_components=3,
+        bound="mean_field",
+        covariance="diagonal",
+        max_iter=6,
+        random_state=0,
+        tol=0,
+    )
+    with monkeypatch.context() as m:
+        _ctm_started_on_the_first_block(m, 200)
+        ref = SVICorrelatedTopicModel(**kw).fit(X, sample_weight=w)
+    est = fit_on_cluster(
+        SVICorrelatedTopicModel(**kw),
+        da.from_array(X, chunks=(200, 40)),
+        sample_weight=da.from_array(w, chunks=200),
+    )
+    assert est.n_samples_seen_ == ref.n_samples_seen_ == w.sum()
+    assert _rel(est.components_, ref.components_) < 1e-10
+    assert _rel(est.prior_covariance_, ref.prior_covariance_) < 1e-10
+    assert _rel(est.lower_bounds_, ref.lower_bounds_) < 1e-10
 
 
 def test_rows_a_block_cannot_summarise_are_a_step_no_fit_keeps():

@@ -963,3 +963,77 @@ def test_top_words_bad_n_or_feature_names_are_clear_errors(n, data):
         lda.top_words(2, feature_names=[f"w{i}" for i in range(length)])
     with pytest.raises(ValueError, match="type str"):
         lda.top_words(2, feature_names=list(range(6)))
+
+
+# ------------------------------------- the correlated topic model's weights
+CTM_COUNTS = np.random.RandomState(0).poisson(1.0, size=(12, 6))
+
+
+def _small_ctm():
+    return SVICorrelatedTopicModel(
+        n_components=3, init="random", max_iter=2, transform_max_iter=10, random_state=0
+    )
+
+
+BAD_WEIGHTS = {
+    "negative": (np.r_[-1.0, np.ones(11)], "Negative values"),
+    "nan": (np.r_[np.nan, np.ones(11)], "NaN"),
+    "inf": (np.r_[np.inf, np.ones(11)], "infinity"),
+    "short": (np.ones(11), r"shape == \(11,\), expected \(12,\)"),
+    "zeros": (np.zeros(12), "at least one non-zero"),
+    "2d": (np.ones((12, 2)), "1D array"),
+    "text": (["a"] * 12, "could not convert"),
+}
+
+
+@FUZZ
+@given(
+    st.sampled_from(sorted(BAD_WEIGHTS)),
+    st.sampled_from(["fit", "partial_fit", "score", "perplexity"]),
+)
+def test_ctm_bad_sample_weight_is_a_clear_error(kind, method):
+    weight, message = BAD_WEIGHTS[kind]
+    est = _small_ctm()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method in ("score", "perplexity"):
+            est.fit(CTM_COUNTS)
+        with pytest.raises(ValueError, match=message):
+            getattr(est, method)(CTM_COUNTS, sample_weight=weight)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.sampled_from([0.0, 1e-6, 0.5, 1.0, 3.0, 1e6, 1e300]), min_size=12, max_size=12
+    ).filter(lambda w: sum(w) > 0),
+    st.sampled_from(["random", "lda"]),
+)
+def test_ctm_weights_of_any_size_fit_finite_models(weight, init):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = _small_ctm().set_params(init=init).fit(CTM_COUNTS, sample_weight=weight)
+    assert est.n_samples_seen_ == pytest.approx(sum(weight))
+    for name in ("components_", "prior_mean_", "prior_covariance_", "document_mean_"):
+        assert np.all(np.isfinite(getattr(est, name))), name
+    assert est.document_mean_.shape[0] == sum(w > 0 for w in weight)
+    assert np.isfinite(est.score(CTM_COUNTS, sample_weight=weight))
+    assert np.isfinite(est.perplexity(CTM_COUNTS, sample_weight=weight))
+
+
+@FUZZ
+@given(
+    st.one_of(st.integers(-3, 0), st.integers(7, 20), st.sampled_from([2.0, True, "3", None])),
+    st.data(),
+)
+def test_ctm_top_words_bad_n_or_feature_names_are_clear_errors(n, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctm = _small_ctm().fit(CTM_COUNTS)
+    with pytest.raises(ValueError, match=r"n must be an int in \[1, n_features=6\]"):
+        ctm.top_words(n)
+    length = data.draw(st.integers(0, 12).filter(lambda k: k != 6))
+    with pytest.raises(ValueError, match="feature_names must hold one word per column"):
+        ctm.top_words(2, feature_names=[f"w{i}" for i in range(length)])
+    with pytest.raises(ValueError, match="type str"):
+        ctm.top_words(2, feature_names=list(range(6)))

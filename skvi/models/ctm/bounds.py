@@ -45,7 +45,7 @@ class _Bounds:
 
     def _local_bound(self, X, local, params):
         mean, scale = self._document_moments(params, X.ids)
-        return float(np.sum(self._data_bounds(X.X, mean, scale)))
+        return float(np.sum(X.weighted(self._data_bounds(X.X, mean, scale))))
 
     def _global_bound(self, params):
         # Minus the documents' KL divergences to N(mu, Sigma), summed:

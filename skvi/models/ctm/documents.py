@@ -49,27 +49,47 @@ def _document_moment(natural, diagonal, which):
 
 
 class Documents:
-    """Rows of a CSR document-term matrix with their document numbers.
+    """Rows of a CSR document-term matrix with their document numbers and weights.
 
     The engine indexes it like an array (``docs[rows]``); ``ids`` are the
-    documents' rows in the per-document factor group.
+    documents' rows in the per-document factor group, and ``weight`` each
+    document's weight (None: 1 each), which :meth:`count` sums.
     """
 
-    __slots__ = ("X", "ids")
+    __slots__ = ("X", "ids", "weight")
 
-    def __init__(self, X, ids):
+    def __init__(self, X, ids, weight=None):
         self.X = X
         self.ids = ids
+        self.weight = weight
 
     @property
     def shape(self):
         return self.X.shape
 
     def __getitem__(self, rows):
-        return Documents(self.X[rows], self.ids[rows])
+        weight = None if self.weight is None else self.weight[rows]
+        return Documents(self.X[rows], self.ids[rows], weight)
+
+    def count(self):
+        """The number of documents, or their total weight."""
+        return self.X.shape[0] if self.weight is None else float(np.sum(self.weight))
+
+    def weighted(self, values):
+        """Each document's ``values`` times its weight (unchanged without weights)."""
+        if self.weight is None:
+            return values
+        return values * self.weight.reshape((-1,) + (1,) * (np.ndim(values) - 1))
 
     @classmethod
     def concatenate(cls, parts):
         """Documents of several blocks stacked, numbered anew from 0."""
         X = sp.vstack([p.X for p in parts], format="csr")
-        return cls(X, np.arange(X.shape[0]))
+        weights = [p.weight for p in parts]
+        if all(w is None for w in weights):
+            weight = None
+        else:
+            weight = np.concatenate(
+                [np.ones(p.shape[0]) if w is None else w for p, w in zip(parts, weights)]
+            )
+        return cls(X, np.arange(X.shape[0]), weight)

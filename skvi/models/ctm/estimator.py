@@ -29,11 +29,11 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import ModelSettings, SVIEstimator
+from ...engine import ModelSettings, SVIEstimator, check_row_weights
 from ...engine.rows import ResidentRows
 from ...expfam import Gaussian, MultivariateGaussian
 from ...update_rules import (
@@ -44,6 +44,7 @@ from ...update_rules import (
 from ...validation import check_heldout_counts, check_sparse_structure
 from ..lda import SVILatentDirichletAllocation
 from ..lda.estep import mixture_probabilities
+from .._topics import TopicWordsMixin
 from . import kernels
 from .bounds import _BOUND_SEED, _Bounds
 from .documents import Documents, _document_moment
@@ -61,6 +62,7 @@ MAX_DOCUMENT_WORDS = 1e100
 
 
 class SVICorrelatedTopicModel(
+    TopicWordsMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _DocumentSteps,
@@ -80,6 +82,12 @@ class SVICorrelatedTopicModel(
     Shaped like :class:`skvi.SVILatentDirichletAllocation`: it takes a
     document-term count matrix (after ``CountVectorizer``) and
     :meth:`transform` returns topic proportions.
+
+    ``sample_weight`` (of ``fit``, ``partial_fit``, :meth:`score` and
+    :meth:`perplexity`) counts a document of weight 2 as the document
+    twice: in the topics' word counts, ``mu`` and ``Sigma``, the ELBO and
+    ``N``; its own ``q(eta_d)`` is that of each of its copies.  A document
+    of weight 0 is dropped (``document_mean_`` has no row for it).
 
     Parameters
     ----------
@@ -157,7 +165,10 @@ class SVICorrelatedTopicModel(
     topic_correlation_ : ndarray of shape (n_components - 1, n_components - 1)
         ``Sigma`` as correlations (topic ``K`` is the reference).
     document_mean_, document_covariance_ : ndarray
-        ``q(eta_d)`` of the training documents.
+        ``q(eta_d)`` of the training documents.  After a fit of a dask
+        array on a cluster (:mod:`skvi.distributed`), where every
+        document's ``q(eta_d)`` stays on the worker of its block, lazy dask
+        arrays computed there.
     lower_bounds_ : list of float
         ELBO (Monte Carlo, common random numbers) after each pass.
 
@@ -241,32 +252,6 @@ class SVICorrelatedTopicModel(
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Fit the topics, ``mu``, ``Sigma`` and every document's ``q(eta_d)``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Word counts of each document.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : SVICorrelatedTopicModel
-            The fitted estimator.
-
-        Notes
-        -----
-        With a dask array X and an active ``distributed.Client`` the fit
-        runs on the cluster (:mod:`skvi.distributed`): every document's
-        ``q(eta_d)`` stays on the worker of its block, and
-        ``document_mean_`` and ``document_covariance_`` are then lazy dask
-        arrays computed there.
-        """
-        return super().fit(X, y)
-
     def transform(self, X):
         """Expected topic proportions ``E_q[theta_d]`` of each document.
 
@@ -292,7 +277,7 @@ class SVICorrelatedTopicModel(
             theta = theta + kernels.topic_proportions(self._draw(mean, scale, rng))
         return theta / draws
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """The ELBO of the documents X under the fitted model (higher is better).
 
         Parameters
@@ -301,6 +286,9 @@ class SVICorrelatedTopicModel(
             Word counts.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: each document's bound counts its
+            weight times (as the document repeated).
 
         Returns
         -------
@@ -308,25 +296,39 @@ class SVICorrelatedTopicModel(
             Sum over the documents of their bound on ``log p(w_d)``.
         """
         check_is_fitted(self)
-        X = self._check_counts(X, reset=False)
-        mean, scale = self._fold_in(X)
-        return float(np.sum(self._document_bounds(X, mean, scale)))
+        docs = self._documents(X, reset=False, sample_weight=sample_weight)
+        return self._score_documents(docs)
 
-    def perplexity(self, X):
+    def perplexity(self, X, sample_weight=None):
         """``exp(-score(X) / number of words)`` (lower is better).
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Word counts.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: a document of weight 2 counts
+            twice, in the score and in the number of words.
 
         Returns
         -------
         perplexity : float
             The per-word perplexity of X's bound.
         """
-        X = self._check_counts(X, reset=False)
-        return float(np.exp(-self.score(X) / max(X.sum(), 1.0)))
+        check_is_fitted(self)
+        docs = self._documents(X, reset=False, sample_weight=sample_weight)
+        if docs.weight is None:
+            words = max(float(docs.X.sum()), 1.0)
+        else:
+            # Weights below 1 count fractions of their documents' words.
+            words = float(docs.weight @ np.asarray(docs.X.sum(axis=1)).ravel())
+            words = words if words > 0 else 1.0
+        return float(np.exp(-self._score_documents(docs) / words))
+
+    def _score_documents(self, docs):
+        """The summed bound of validated documents, each counted its weight times."""
+        mean, scale = self._fold_in(docs.X)
+        return float(np.sum(docs.weighted(self._document_bounds(docs.X, mean, scale))))
 
     def heldout_word_probabilities(self, X_observed, X_heldout):
         """``p(w | d)`` of held-out words, each document's ``q(eta_d)`` fitted to its other words.
@@ -457,15 +459,25 @@ class SVICorrelatedTopicModel(
                 )
         return X
 
-    def _documents(self, X, reset, start=0):
+    def _documents(self, X, reset, start=0, sample_weight=None):
+        """Validated documents, numbered from ``start``, with their weights.
+
+        Documents of weight 0 are dropped, and weights that are all 1
+        become None: the unweighted code path.
+        """
         X = self._check_counts(X, reset=reset)
-        return Documents(X, start + np.arange(X.shape[0]))
+        weight = check_row_weights(sample_weight, X)
+        if weight is not None:
+            keep = weight > 0
+            if not keep.all():
+                X, weight = X[keep], weight[keep]
+            if np.all(weight == 1.0):
+                weight = None
+        return Documents(X, start + np.arange(X.shape[0]), weight)
 
     def _prepare_data(
         self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
     ):
-        if sample_weight is not None:
-            raise TypeError(f"{type(self).__name__} takes no sample_weight.")
         start = 0
         if partial and not reset:
             # New documents of a stream, numbered after the ones seen.
@@ -477,7 +489,7 @@ class SVICorrelatedTopicModel(
                 )
             start = self._row_totals("documents").shape[0]
         # (A block of a fit on a cluster numbers its documents from 0.)
-        return self._documents(X, reset=reset, start=start)
+        return self._documents(X, reset=reset, start=start, sample_weight=sample_weight)
 
     def _row_ids(self, X):
         return {"documents": X.ids}
@@ -536,19 +548,20 @@ class SVICorrelatedTopicModel(
         if self.init == "lda":
             # A short batch LDA fit: its topics, and its documents' topic
             # proportions as the logits' means (and mu, Sigma from them).
+            # The documents' weights weigh its fit too.
             lda = SVILatentDirichletAllocation(
                 n_components=self.n_components,
                 learning_method="batch",
                 max_iter=self.init_passes,
                 random_state=random_state,
-            ).fit(X.X)
+            ).fit(X.X, sample_weight=X.weight)
             self._set_topics(lda.components_)
             docs = self._prior_documents(X.shape[0])
         else:
             # Each topic starts at the words of a few random documents (as
             # Blei and Lafferty's seeded start), every word kept in every topic.
             counts = random_state.gamma(100.0, 0.01, (self.n_components, V))
-            seeds = random_state.randint(X.shape[0], size=(self.n_components, 5))
+            seeds = _seed_documents(X.weight, X.shape[0], (self.n_components, 5), random_state)
             for k in range(self.n_components):
                 counts[k] += np.asarray(X.X[seeds[k]].sum(axis=0)).ravel()
             self._set_topics(counts)
@@ -586,3 +599,20 @@ class SVICorrelatedTopicModel(
         self.prior_covariance_ = self._sigma.copy()
         sd = np.sqrt(np.diag(self._sigma))
         self.topic_correlation_ = self._sigma / np.outer(sd, sd)
+
+
+def _seed_documents(weight, n_docs, size, random_state):
+    """Random documents of the seeded start, each drawn with probability proportional to its weight.
+
+    With integer weights the draws are those of the documents repeated as
+    often (an index of the repeated documents, mapped back to its
+    document), so that a weighted fit starts where the repeated one does.
+    """
+    if weight is None:
+        return random_state.randint(n_docs, size=size)
+    total = np.cumsum(weight)
+    if total[-1] < 2**53 and np.all(weight == np.round(weight)):  # whole numbers of copies
+        index = random_state.randint(int(total[-1]), size=size)
+    else:
+        index = random_state.random_sample(size) * total[-1]
+    return np.minimum(np.searchsorted(total, index, side="right"), n_docs - 1)

@@ -175,7 +175,17 @@ def _add(acc, samples, docs, values, average):
         acc[samples, docs] += values
 
 
-def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weights=None):
+def _evaluate(
+    X,
+    eta,
+    beta,
+    gradient,
+    hessian,
+    average,
+    topic_counts=False,
+    weights=None,
+    document_weights=None,
+):
     """Log-likelihood, gradient and Hessian at each sample of ``eta``.
 
     ``eta`` has shape (S, n_docs, K - 1).  With ``average`` the results are
@@ -189,7 +199,7 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     enough that a block's temporaries stay within ``_CHUNK_BYTES`` a piece.
     With ``topic_counts`` (and ``average``) a fourth result is the
     expected word counts of each topic, ``sum_d n_dv E[p_dv]``, of shape
-    (K, V).
+    (K, V), each document's counted ``document_weights[d]`` times when given.
     """
     n_samples, n_docs, dim = eta.shape
     if weights is not None and not average:
@@ -252,10 +262,13 @@ def _evaluate(X, eta, beta, gradient, hessian, average, topic_counts=False, weig
     extra = ()
     if per_nz is not None:
         nnz = layout.counts.size - 1
+        per_nz = per_nz[:nnz]
+        if document_weights is not None:
+            per_nz *= np.repeat(document_weights, np.diff(X.indptr))[:, None]
         select = sp.csr_matrix(
             (np.ones(nnz), (layout.cols[:nnz], np.arange(nnz))), shape=(X.shape[1], nnz)
         )
-        extra = (np.asarray((select @ per_nz[:nnz]).T) / n_samples,)
+        extra = (np.asarray((select @ per_nz).T) / n_samples,)
     if psum is None:
         return (loglik, None, None, *extra)
     if average:
@@ -459,6 +472,7 @@ def expected_gradient_hessian(
     topic_counts=False,
     eps=None,
     weights=None,
+    document_weights=None,
 ):
     """Monte Carlo means of gradient, Hessian and log-likelihood under ``q``.
 
@@ -496,6 +510,10 @@ def expected_gradient_hessian(
     weights : array-like of shape (n_samples,) or None, default=None
         Weights of the draws, summing to 1, for a quadrature rule given as
         ``eps`` (:func:`gauss_hermite_rule`); None for the plain mean.
+    document_weights : array-like of shape (n_docs,) or None, default=None
+        Each document's weight in the topic counts (a document of weight 2
+        counts twice); None counts each once.  The other results are each
+        document's own, whatever its weight.
 
     Returns
     -------
@@ -531,6 +549,7 @@ def expected_gradient_hessian(
         average=True,
         topic_counts=topic_counts,
         weights=weights,
+        document_weights=document_weights,
     )
     return MonteCarloDerivatives(g, H, loglik, counts[0] if counts else None)
 
@@ -546,6 +565,7 @@ def simple_bound_derivatives(
     topic_counts=False,
     eps=None,
     weights=None,
+    document_weights=None,
 ):
     """The data part of the simple structured bound and its derivatives, by Monte Carlo.
 
@@ -585,6 +605,10 @@ def simple_bound_derivatives(
     weights : array-like of shape (n_samples,) or None, default=None
         Weights of the draws, summing to 1, for a quadrature rule given as
         ``eps``; None for the plain mean.
+    document_weights : array-like of shape (n_docs,) or None, default=None
+        Each document's weight in the topic counts (a document of weight 2
+        counts twice); None counts each once.  The other results are each
+        document's own, whatever its weight.
 
     Returns
     -------
@@ -607,7 +631,7 @@ def simple_bound_derivatives(
     mean, cov_factor = _check_gaussian(mean, cov_factor, X.shape[0], "cov_factor")
     dim = mean.shape[1]
     beta = _check_beta(beta, dim + 1, X.shape[1])
-    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts)
+    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts, document_weights)
     eta = _sample(mean, cov_factor, n_samples, rng, eps)
     theta = topic_proportions(eta)
     head = theta[..., :dim]
@@ -637,7 +661,7 @@ def simple_bound_derivatives(
     return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
 
 
-def _at_the_mean(X, mean, beta, topic_counts):
+def _at_the_mean(X, mean, beta, topic_counts, document_weights=None):
     """Each word's topic posterior at the mean, which the simple and mean-field bounds keep.
 
     Returns the documents' words, ``L_d(m)``, the expected topic counts
@@ -648,7 +672,14 @@ def _at_the_mean(X, mean, beta, topic_counts):
     dim = mean.shape[1]
     words = np.asarray(X.sum(axis=1)).ravel()
     loglik_m, g_m, _, *counts = _evaluate(
-        X, mean[None], beta, gradient=True, hessian=False, average=True, topic_counts=topic_counts
+        X,
+        mean[None],
+        beta,
+        gradient=True,
+        hessian=False,
+        average=True,
+        topic_counts=topic_counts,
+        document_weights=document_weights,
     )
     c_head = g_m + words[:, None] * topic_proportions(mean)[:, :dim]
     return words, loglik_m, c_head, counts
@@ -660,7 +691,9 @@ def _lse0(values):
     return top + np.log(np.exp(-top) + np.exp(values - top[..., None]).sum(axis=-1))
 
 
-def mean_field_bound_derivatives(X, mean, variance, beta, topic_counts=False):
+def mean_field_bound_derivatives(
+    X, mean, variance, beta, topic_counts=False, document_weights=None
+):
     """The data part of Blei and Lafferty's mean-field bound and its derivatives.
 
     Blei and Lafferty's correlated topic model ("Correlated topic models")
@@ -689,6 +722,10 @@ def mean_field_bound_derivatives(X, mean, variance, beta, topic_counts=False):
         Topic-word probabilities.
     topic_counts : bool, default=False
         Whether to return each topic's word counts ``sum_d n_dv phi_dv``.
+    document_weights : array-like of shape (n_docs,) or None, default=None
+        Each document's weight in the topic counts (a document of weight 2
+        counts twice); None counts each once.  The other results are each
+        document's own, whatever its weight.
 
     Returns
     -------
@@ -714,7 +751,7 @@ def mean_field_bound_derivatives(X, mean, variance, beta, topic_counts=False):
         raise ValueError("variance must have the shape of mean: the mean-field q is diagonal.")
     dim = mean.shape[1]
     beta = _check_beta(beta, dim + 1, X.shape[1])
-    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts)
+    words, loglik_m, c_head, counts = _at_the_mean(X, mean, beta, topic_counts, document_weights)
     shifted = mean + 0.5 * variance
     theta_shift = topic_proportions(shifted)[:, :dim]
     g = c_head - words[:, None] * theta_shift

@@ -65,7 +65,8 @@ class _ModelStep:
         ``(moments, covariance sum)`` of the documents stepped at least
         once (the closed forms), then ``(moments, covariance sum, sum of
         log det V_d)`` of every document seen (the KL divergences):
-        sums that add over blocks of documents.
+        sums that add over blocks of documents.  Each document counts
+        ``N_d`` times, its weight (1 without weights), as its copies would.
         """
         mean, scale = self._moments(*natural)
         cov = self._covariances(scale)
@@ -74,10 +75,18 @@ class _ModelStep:
         else:
             logdet = 2.0 * np.sum(np.log(np.diagonal(scale, axis1=1, axis2=2)), axis=1)
         fitted, seen = steps > 0, totals > 0
+        if np.all(totals[seen] == 1.0):  # no weights: plain sums
+            return (
+                Moments.of(mean[fitted]),
+                np.sum(cov[fitted], axis=0),
+                Moments.of(mean[seen]),
+                np.sum(cov[seen], axis=0),
+                float(np.sum(logdet[seen])),
+            )
         return (
-            Moments.of(mean[fitted]),
-            np.sum(cov[fitted], axis=0),
-            Moments.of(mean[seen]),
-            np.sum(cov[seen], axis=0),
-            float(np.sum(logdet[seen])),
+            Moments.of(mean[fitted], totals[fitted]),
+            np.tensordot(totals[fitted], cov[fitted], axes=1),
+            Moments.of(mean[seen], totals[seen]),
+            np.tensordot(totals[seen], cov[seen], axes=1),
+            float(totals[seen] @ logdet[seen]),
         )

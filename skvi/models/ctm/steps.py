@@ -51,15 +51,24 @@ class _DocumentSteps:
         return mean + (scale @ eps[..., None])[..., 0]
 
     # ------------------------------------------------------------- the step
-    def _expectations(self, X, mean, scale, eps=None, topic_counts=False, hessian=True):
+    def _expectations(
+        self, X, mean, scale, eps=None, topic_counts=False, hessian=True, document_weights=None
+    ):
         """Gradient, curvature and data bound of each document, under ``bound``.
 
         By Monte Carlo on the standard normal draws ``eps``, or by the
-        quadrature rule (``expectation='quadrature'``).
+        quadrature rule (``expectation='quadrature'``).  ``document_weights``
+        weigh the documents in the topic counts alone: the rest is each
+        document's own.
         """
         if self.bound == "mean_field":
             expected = kernels.mean_field_bound_derivatives(
-                X, mean, scale * scale, self.topic_word_, topic_counts=topic_counts
+                X,
+                mean,
+                scale * scale,
+                self.topic_word_,
+                topic_counts=topic_counts,
+                document_weights=document_weights,
             )
             # Its curvature is diagonal already.
             return expected._replace(H_hat=np.diagonal(expected.H_hat, axis1=-2, axis2=-1))
@@ -83,6 +92,7 @@ class _DocumentSteps:
             topic_counts=topic_counts,
             eps=eps,
             weights=weights,
+            document_weights=document_weights,
         )
 
     def _quadrature_rule(self):
@@ -107,7 +117,9 @@ class _DocumentSteps:
     def _local_step(self, X, params, draws=None):
         mean, scale = self._document_moments(params, X.ids)
         eps = None if draws is None else np.ascontiguousarray(np.moveaxis(draws, 0, 1))
-        expected = self._expectations(X.X, mean, scale, eps=eps, topic_counts=True)
+        expected = self._expectations(
+            X.X, mean, scale, eps=eps, topic_counts=True, document_weights=X.weight
+        )
         return {"mean": mean, "expected": expected}
 
     @staticmethod
@@ -152,8 +164,13 @@ class _DocumentSteps:
         return new, (tgt1, tgt2), state
 
     def _expected_stats(self, name, X, local, params):
+        # A document of weight w stands for w copies, each with its own
+        # q(eta_d) and its words once: its statistics are one copy's, and
+        # its count C_d is w, as its N_d, so that its target scales them by
+        # N_d / C_d = 1 as each copy's.
         parts = self._statistics_parts(local["expected"], local["mean"])
-        return RowStatistics(X.ids, parts, np.ones(X.ids.shape[0]))
+        counts = np.ones(X.ids.shape[0]) if X.weight is None else X.weight
+        return RowStatistics(X.ids, parts, counts)
 
     def _update_factor(self, name, current, stats, ctx):
         rows = stats.rows
