@@ -167,6 +167,13 @@ class GaussianRatings(RatingsStrategy):
         mean, var = mf._f_moments(users, items, mf.natural_params_)
         return self.predictive_of_f(mf, mean, var, include_noise)
 
+    #: The predictive mean is ``E[f]``: it does not need ``Var[f]``.
+    mean_needs_variance = False
+
+    def predictive_mean_of_f(self, mf, m_f, v_f=None):
+        """Predictive mean of ratings whose ``f`` has mean ``m_f``: ``m_f`` itself."""
+        return m_f
+
     def predictive_of_f(self, mf, m_f, v_f, include_noise=True):
         """Predictive mean and variance of ratings whose ``f`` has mean ``m_f``, variance ``v_f``.
 

@@ -484,6 +484,17 @@ class GLMRatings(RatingsStrategy):
         m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
         return self.predictive_of_f(mf, m_f, v_f, include_noise)
 
+    #: The predictive mean integrates over ``f``: it needs ``Var[f]``.
+    mean_needs_variance = True
+
+    def predictive_mean_of_f(self, mf, m_f, v_f):
+        """Predictive mean of ratings whose ``f`` is ``N(m_f, v_f)`` (as :meth:`predictive_of_f`)."""
+        lik = mf.likelihood_
+        if isinstance(lik, Ordinal):
+            proba = lik.predictive_probabilities(m_f, v_f, n_points=PREDICT_NODES)
+            return proba @ mf._class_values()
+        return lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
+
     def predictive_of_f(self, mf, m_f, v_f, include_noise=True):
         """Predictive mean and variance of ratings whose ``f`` is ``N(m_f, v_f)``.
 

@@ -206,7 +206,7 @@ def _seen_columns(est, seen):
     return as_id_array(columns[0]), as_id_array(columns[1])
 
 
-def grid_moments(w, y, mu, var_mu):
+def grid_moments(w, y, mu, var_mu, variance=True):
     """Mean and variance of ``f = mu + u . v + b + c`` for every (user, item) pair.
 
     With ``w = (u, b)`` and ``y = (v, c)`` independent, ``f - mu`` is the
@@ -223,6 +223,8 @@ def grid_moments(w, y, mu, var_mu):
         ``second`` of shape (n, d, d), ``d = K + 1``).
     mu, var_mu : float
         Mean and variance of the global mean.
+    variance : bool, default=True
+        Whether to compute the variances (None otherwise).
 
     Returns
     -------
@@ -244,6 +246,8 @@ def grid_moments(w, y, mu, var_mu):
     wa_mean, wa_second = _augmented(w.mean, w.second, k, bias_first=False)
     ya_mean, ya_second = _augmented(y.mean, y.second, k, bias_first=True)
     e_g = wa_mean @ ya_mean.T
+    if not variance:
+        return e_g + mu, None
     size = (k + 2) * (k + 2)
     e_g2 = wa_second.reshape(-1, size) @ ya_second.reshape(-1, size).T
     var = e_g2 - e_g * e_g
@@ -345,28 +349,32 @@ def recommend(est, users, n, exclude_seen, seen, include_noise):
                 "exclude_seen=False."
             )
     params = est.natural_params_
+    strategy = est._strategy
     user_rows = est._user_ids.encode(ids)
     item_moments = est._node_moments("items", params, np.arange(n_items))
     mu, var_mu = est._global_mean(params)
     size = max(1, GRID_PAIRS // n_items)
     columns = np.empty((ids.shape[0], n), dtype=np.intp)
-    mean = np.empty((ids.shape[0], n))
-    var = np.empty((ids.shape[0], n))
     for start in range(0, ids.shape[0], size):
         block = slice(start, start + size)
         w = est._node_moments("users", params, user_rows[block])
-        m_f, v_f = grid_moments(w, item_moments, mu, var_mu)
+        # The ranking needs the means only: the Gaussian's is E[f], the
+        # others' integrate over f and need its variance too.
+        m_f, v_f = grid_moments(w, item_moments, mu, var_mu, strategy.mean_needs_variance)
         shape = m_f.shape
-        b_mean, b_var = est._strategy.predictive_of_f(est, m_f.ravel(), v_f.ravel(), include_noise)
-        b_mean, b_var = b_mean.reshape(shape), b_var.reshape(shape)
-        scores = b_mean
+        scores = strategy.predictive_mean_of_f(
+            est, m_f.ravel(), None if v_f is None else v_f.ravel()
+        ).reshape(shape)
         if exclude_seen:
             mask = np.zeros(shape, dtype=bool)
             r = rows[block]
             mask[r >= 0] = excluded[r[r >= 0]].toarray()
-            scores = np.where(mask, -np.inf, b_mean)
-        best = top_n(scores, n)
-        columns[block] = best
-        mean[block] = np.take_along_axis(b_mean, best, axis=1)
-        var[block] = np.take_along_axis(b_var, best, axis=1)
-    return est.item_ids_[columns], mean, np.sqrt(np.maximum(var, 0.0))
+            scores[mask] = -np.inf
+        columns[block] = top_n(scores, n)
+    # The chosen pairs' means and standard deviations as predict gives them.
+    mean, var = strategy.predictive(
+        est, np.repeat(user_rows, n), columns.ravel().astype(np.int64), include_noise
+    )
+    shape = columns.shape
+    std = np.sqrt(np.maximum(var, 0.0))
+    return est.item_ids_[columns], mean.reshape(shape), std.reshape(shape)
