@@ -160,7 +160,7 @@ class RatingsData:
             if getattr(self, "_seen", None) is not None:
                 self._seen.add(data.users, data.items, shape)
             if data.ratings.shape[0]:
-                low, high = self._target_range
+                low, high = getattr(self, "_target_range", (np.inf, -np.inf))
                 self._target_range = (
                     min(low, float(np.min(data.ratings))),
                     max(high, float(np.max(data.ratings))),

@@ -29,8 +29,10 @@ engine's hooks by concern: the id maps and minibatches
 (:mod:`~skvi.models.matrix_factorization.updates`), the ELBO
 (:mod:`~skvi.models.matrix_factorization.elbo`), the moments the
 strategies and predictions read
-(:mod:`~skvi.models.matrix_factorization.posterior`) and the settings and
-fitted attributes (:mod:`~skvi.models.matrix_factorization.structure`).
+(:mod:`~skvi.models.matrix_factorization.posterior`), the settings and
+fitted attributes (:mod:`~skvi.models.matrix_factorization.structure`) and
+the ranking of :meth:`SVIMatrixFactorization.recommend` with the rated
+pairs it leaves out (:mod:`~skvi.models.matrix_factorization.recommend`).
 """
 
 import numpy as np
@@ -333,7 +335,8 @@ n_samples_seen_, converged_, n_rejected_steps_
     >>> bool(clf.score(X, clicks) > 0.8)    # accuracy
     True
 
-    The three items user 0 has not rated with the highest predicted mean:
+    User 0's three items of highest predicted mean (every pair of this X
+    is rated, so none is left out as seen):
 
     >>> items, mean, std = mf.recommend([0], n=3, exclude_seen=False)
     >>> bool(np.all(np.diff(mean[0]) <= 0))
