@@ -447,6 +447,26 @@ def test_matrix_factorization_batch_equals_the_in_memory_fit(client, kw, weighte
     _assert_same_globals(est, ref)
 
 
+def test_matrix_factorization_on_a_cluster_keeps_the_range_but_not_the_rated_pairs(client):
+    # The ratings' extremes come with the data summary, summed over the
+    # blocks; the rated pairs would bring every rating to the client, so a
+    # fit on a cluster keeps none (even over an earlier fit's) and recommend
+    # asks for them.
+    X, y = _mf_ratings(seed=3)
+    kw = dict(n_components=2, learning_method="batch", max_iter=5, random_state=0, tol=0)
+    ref = SVIMatrixFactorization(**kw).fit(X, y)
+    est = SVIMatrixFactorization(**kw).fit(X[:100], y[:100])
+    est.fit(*_blocks(X, y))
+    assert est.rating_range_ == ref.rating_range_ == (y.min(), y.max())
+    assert est._seen is None
+    with pytest.raises(ValueError, match="pass the pairs to leave out as seen="):
+        est.recommend([0, 1])
+    items, mean, _ = est.recommend([0, 1], n=4, seen=X)
+    ref_items, ref_mean, _ = ref.recommend([0, 1], n=4)
+    np.testing.assert_array_equal(items, ref_items)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8)
+
+
 def test_matrix_factorization_takes_rows_of_user_item_rating(client):
     # (user, item, rating) rows, as a data frame of ratings holds them; the
     # users are strings and every block holds users the first lacks.

@@ -230,6 +230,30 @@ def check_matrix_factorization(ns):
     liked = ns["liked"]
     base_rate = np.full(len(test), liked[train].mean())
     assert log_loss(liked[test], ns["p_liked"]) < 0.8 * log_loss(liked[test], base_rate)
+    # The printed scores are what the page says they are: R^2, the model's
+    # own and the predictive standard deviations, accuracy and the mean log
+    # probability, each near the value the page shows.
+    from sklearn.metrics import accuracy_score, r2_score
+
+    mf, clf, pairs = ns["mf"], ns["clf"], ns["pairs"]
+    r2 = mf.score(pairs[test], ratings[test])
+    assert r2 == r2_score(ratings[test], ns["mean"]) and abs(r2 - 0.87) < 0.01
+    noise = mf.noise_rate_ / (mf.noise_shape_ - 1)
+    np.testing.assert_allclose(ns["std"] ** 2, ns["std0"] ** 2 + noise, rtol=1e-10)
+    assert abs(np.median(ns["std0"]) - 0.35) < 0.01 and abs(np.median(ns["std"]) - 0.61) < 0.01
+    raw = ns["raw"]
+    assert ns["five"].rating_range_ == (ns["stars"].min(), ns["stars"].max()) == (1.0, 5.0)
+    assert raw.min() < 1 and raw.max() > 5
+    np.testing.assert_array_equal(ns["clipped"], np.clip(raw, 1.0, 5.0))
+    accuracy = clf.score(pairs[test], liked[test])
+    assert accuracy == accuracy_score(liked[test], (ns["p_liked"] > 0.5).astype(int))
+    assert abs(accuracy - 0.78) < 0.01
+    p = np.where(liked[test] == 1, ns["p_liked"], 1 - ns["p_liked"])
+    lpd = clf.log_predictive_density(pairs[test], liked[test])
+    assert lpd == pytest.approx(np.mean(np.log(p)), rel=1e-10) and abs(lpd + 0.45) < 0.01
+    # recommend: user 0's five best unrated items, by predict.
+    assert ns["items"].shape == (3, 5)
+    np.testing.assert_array_equal(ns["items"][0], ns["by_hand"][:5])
 
 
 def check_mixture(ns):

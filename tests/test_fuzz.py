@@ -1037,3 +1037,138 @@ def test_ctm_top_words_bad_n_or_feature_names_are_clear_errors(n, data):
         ctm.top_words(2, feature_names=[f"w{i}" for i in range(length)])
     with pytest.raises(ValueError, match="type str"):
         ctm.top_words(2, feature_names=list(range(6)))
+
+
+# ------------------------------------- matrix factorization's prediction options
+_MF_PAIRS = np.array([(m, n) for m in range(6) for n in range(5) if (m + n) % 3])
+
+
+def _mf_fitted(likelihood="gaussian"):
+    y = np.arange(len(_MF_PAIRS)) % 2 if likelihood == "bernoulli" else 1.0 + _MF_PAIRS[:, 1]
+    mf = SVIMatrixFactorization(n_components=1, likelihood=likelihood, max_iter=3, tol=0)
+    return _quiet(mf.fit, _MF_PAIRS, y)
+
+
+_NOT_BOOLS = st.sampled_from([0, 1, 1.0, "yes", None, np.array([True]), [True]])
+
+
+@FUZZ
+@given(
+    st.sampled_from(["return_std", "include_noise", "clip"]),
+    _NOT_BOOLS,
+    st.sampled_from(["gaussian", "bernoulli"]),
+)
+def test_mf_prediction_flags_that_are_not_bools_are_a_clear_error(name, value, likelihood):
+    mf = _mf_fitted(likelihood)
+    with pytest.raises(ValueError, match=f"{name} must be True or False"):
+        mf.predict(_MF_PAIRS, **{name: value})
+    if name != "clip":
+        with pytest.raises(ValueError, match=f"{name} must be True or False"):
+            mf.predict_mean(_MF_PAIRS, **{name: value})
+
+
+@FUZZ
+@given(st.sampled_from(["gaussian", "bernoulli"]), st.booleans(), st.booleans())
+def test_mf_predictions_with_every_flag_are_finite(likelihood, include_noise, clip):
+    mf = _mf_fitted(likelihood)
+    X = np.vstack([_MF_PAIRS, [[0, 99], [99, 0], [99, 99]]])  # unknown ids too
+    if likelihood == "bernoulli":
+        assert set(mf.predict(X, include_noise=include_noise, clip=clip)) <= {0, 1}
+        with pytest.raises(ValueError, match="class labels"):
+            mf.predict(X, return_std=True)
+    else:
+        mean, std = mf.predict(X, return_std=True, include_noise=include_noise, clip=clip)
+        _finite(mean, std)
+        if clip:
+            assert np.all((mean >= 1.0) & (mean <= 5.0))
+    _finite(*mf.predict_mean(X, return_std=True, include_noise=include_noise))
+
+
+@FUZZ
+@given(
+    st.one_of(
+        st.integers(-3, 0),
+        st.integers(6, 40),
+        st.sampled_from([2.0, True, np.True_, "3", None, [2], np.float64(2.0)]),
+    ),
+)
+def test_mf_recommend_bad_n_is_a_clear_error(n):
+    mf = _mf_fitted()
+    with pytest.raises(ValueError, match=r"n must be an int in \[1, n_items_=5\]"):
+        mf.recommend([0, 1], n=n, exclude_seen=False)
+
+
+@FUZZ
+@given(st.integers(1, 5), st.data())
+def test_mf_recommend_more_items_than_a_user_has_left_names_the_user(n, data):
+    mf = _mf_fitted()
+    users = data.draw(st.lists(st.integers(0, 8), min_size=1, max_size=6))
+    rated = np.bincount(_MF_PAIRS[:, 0], minlength=9)
+    left = np.where(np.arange(9) < 6, 5 - rated, 5)  # ids 6, 7 and 8 are unknown: nothing rated
+    short = [u for u in users if left[u] < n]
+    if short:
+        with pytest.raises(ValueError, match=rf"Users \[{short[0]}"):
+            mf.recommend(users, n=n)
+    else:
+        items, mean, std = mf.recommend(users, n=n)
+        assert items.shape == (len(users), n)
+        _finite(mean, std)
+        for u, row in zip(users, items):
+            assert not {(u, i) for i in row} & set(map(tuple, _MF_PAIRS.tolist()))
+
+
+@FUZZ
+@given(
+    st.sampled_from(
+        [
+            ("users", 3),
+            ("users", [[0, 1]]),
+            ("users", np.zeros((2, 2))),
+            ("exclude_seen", 1),
+            ("exclude_seen", "no"),
+            ("exclude_seen", None),
+            ("include_noise", 0),
+            ("seen", np.array([0, 1])),
+            ("seen", np.zeros((2, 3))),
+            ("seen", np.zeros((1, 2, 2))),
+            ("seen_sparse", None),
+            ("seen_without_exclusion", None),
+            ("seen", np.array([[0.0, np.nan]])),
+        ]
+    )
+)
+def test_mf_recommend_bad_arguments_are_clear_errors(case):
+    name, value = case
+    mf = _mf_fitted()
+    kwargs = {"users": [0, 1], "n": 2}
+    if name == "seen_sparse":
+        kwargs["seen"] = sp.csr_matrix(np.ones((2, 2)))
+    elif name == "seen_without_exclusion":
+        kwargs.update(seen=_MF_PAIRS[:2], exclude_seen=False)
+    else:
+        kwargs[name] = value
+    with pytest.raises(ValueError):
+        mf.recommend(**kwargs)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(-2, 9), st.integers(-2, 7)), max_size=12), st.booleans())
+def test_mf_recommend_with_any_seen_pairs_leaves_them_out(pairs, strings):
+    mf = _mf_fitted()
+    seen = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    users = np.array([0, 3, 7])
+    if strings:  # ids of another kind: no known user or item among them
+        seen = seen.astype(str)
+    # Items 0..4 are known; a pair of another item or user leaves nothing out.
+    left = [5 - len({j for i, j in pairs if i == u and 0 <= j < 5}) for u in users]
+    n_left = [5, 5, 5] if strings else left
+    n = min(n_left)
+    if n == 0:
+        with pytest.raises(ValueError, match="unrated items"):
+            mf.recommend(users, n=1, seen=seen)
+        return
+    items, mean, std = mf.recommend(users, n=n, seen=seen)
+    _finite(mean, std)
+    for u, row in zip(users, items):
+        for i in row:
+            assert strings or (u, i) not in set(pairs)

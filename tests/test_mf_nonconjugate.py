@@ -8,7 +8,6 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import r2_score
 
 from skvi import SVIMatrixFactorization
 from skvi.likelihoods import Gaussian, Ordinal
@@ -187,16 +186,20 @@ def test_binary_pmf_approaches_the_oracle():
     p_true = expit(f[test])
     err_oracle = np.mean((p_true > 0.5) != y[test])
     nll_oracle = -np.mean(np.where(y[test] == 1, np.log(p_true), np.log1p(-p_true)))
-    err = np.mean((mf.predict(X[test]) > 0.5) != y[test])
+    err = np.mean(mf.predict(X[test]) != y[test])
     nll = -mf.log_predictive_density(X[test], y[test])
     # Chance is 0.5 error and 0.69 NLL.
     assert err < err_oracle + 0.04
     assert nll < nll_oracle + 0.05
     proba = mf.predict_proba(X[test])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    np.testing.assert_allclose(proba[:, 1], mf.predict(X[test]))
-    # score is R^2 of the probability against the 0/1 outcome (Brier skill).
-    assert mf.score(X[test], y[test]) == pytest.approx(r2_score(y[test], proba[:, 1]), rel=1e-12)
+    np.testing.assert_allclose(proba[:, 1], mf.predict_mean(X[test]))
+    # A classifier: predict gives the more probable label, of y's type, and
+    # score is its accuracy.
+    labels = mf.predict(X[test])
+    assert labels.dtype == y.dtype
+    np.testing.assert_array_equal(labels, np.where(proba[:, 1] > 0.5, 1, 0))
+    assert mf.score(X[test], y[test]) == pytest.approx(np.mean(labels == y[test]), rel=1e-12)
 
 
 def test_ordinal_thresholds_are_learned():
@@ -225,7 +228,8 @@ def test_ordinal_thresholds_are_learned():
     np.testing.assert_array_equal(start.thresholds, [-1.5, -0.5, 0.5, 1.5])
     # Expected rating and category probabilities agree.
     p = mf.predict_proba(X[:50])
-    np.testing.assert_allclose(p @ mf.classes_, mf.predict(X[:50]))
+    np.testing.assert_allclose(p @ mf.classes_, mf.predict_mean(X[:50]))
+    np.testing.assert_array_equal(mf.predict(X[:50]), mf.classes_[np.argmax(p, axis=1)])
 
 
 @pytest.mark.parametrize("algorithm", ["mc-ssvi", "h-mc-ssvi", "s-dsvi"])
@@ -288,7 +292,7 @@ def test_partial_fit_stream_with_classes():
         for batch in np.array_split(np.arange(y.shape[0]), 6):
             mf.partial_fit(X[batch], y[batch], classes=[1, 5])
     np.testing.assert_array_equal(mf.classes_, [1, 5])
-    acc = np.mean((mf.predict(X) > 0.5) == (y == 5))
+    acc = np.mean(mf.predict(X) == y)
     assert acc > 0.75
 
 

@@ -152,18 +152,37 @@ class GaussianRatings(RatingsStrategy):
         return None
 
     # ---------------------------------------------------------- prediction
-    def predictive(self, mf, users, items):
-        """Predictive mean and variance of ratings (noise included)."""
+    def noise_variance(self, mf):
+        """The predictive's noise variance: ``E[1 / tau]``, or ``1 / tau`` when fixed."""
         params = mf.natural_params_
         if "noise" in params:
             q = params["noise"].distribution
             shape, rate = float(q.shape), float(q.rate)
             # The Student-t predictive's variance when it exists.
-            noise_var = rate / (shape - 1.0) if shape > 1.0 else 1.0 / float(q.mean())
-        else:
-            noise_var = 1.0 / float(mf.noise_precision)
-        mean, var = mf._f_moments(users, items, params)
-        return mean, var + noise_var
+            return rate / (shape - 1.0) if shape > 1.0 else 1.0 / float(q.mean())
+        return 1.0 / float(mf.noise_precision)
+
+    def predictive(self, mf, users, items, include_noise=True):
+        """Predictive mean and variance of ratings (with the noise unless ``include_noise`` is False)."""
+        mean, var = mf._f_moments(users, items, mf.natural_params_)
+        return self.predictive_of_f(mf, mean, var, include_noise)
+
+    #: The predictive mean is ``E[f]``: it does not need ``Var[f]``.
+    mean_needs_variance = False
+
+    def predictive_mean_of_f(self, mf, m_f, v_f=None):
+        """Predictive mean of ratings whose ``f`` has mean ``m_f``: ``m_f`` itself."""
+        return m_f
+
+    def predictive_of_f(self, mf, m_f, v_f, include_noise=True):
+        """Predictive mean and variance of ratings whose ``f`` has mean ``m_f``, variance ``v_f``.
+
+        The mean rating is ``f`` itself: without the noise the variance is
+        ``Var[f]``, the model's own uncertainty of the mean rating.
+        """
+        if not include_noise:
+            return m_f, v_f
+        return m_f, v_f + self.noise_variance(mf)
 
     def log_density(self, mf, data):
         """Log predictive density of each rating."""

@@ -16,7 +16,8 @@ from ...engine import Moments as DataMoments
 from .ids import IdEncoder, as_id_array
 from .inputs import fitted_likelihood, id_columns, likelihood_targets, raw_ratings
 from .nodes import prepare
-from .parameters import check_cluster_fit, check_prior_params
+from .parameters import check_cluster_fit, check_prior_params, has_proba
+from .recommend import SeenPairs
 
 __all__ = ["RatingsData"]
 
@@ -49,7 +50,7 @@ class RatingsData:
         those of weight 0 are dropped before their ids are encoded, unit
         weights give unweighted ratings.
         """
-        data = raw_ratings(self, X, y, reset, sample_weight)
+        data = raw_ratings(self, X, y, reset, sample_weight, labels=self._categorical)
         if (reset or grow) and vocabulary is None and data.ratings.shape[0] == 0:
             # Only a sparse matrix without stored entries gets here (id
             # pairs need a row, weights a positive one): in a fit or
@@ -90,6 +91,17 @@ class RatingsData:
                 self.classes_ = fitted_classes
         return likelihood_targets(self.likelihood_, getattr(self, "classes_", None), data)
 
+    @property
+    def _categorical(self):
+        """Whether the ratings are class labels (``'bernoulli'``, ``'ordinal'``)."""
+        return has_proba(self.likelihood)
+
+    def _class_values(self):
+        """The classes as numbers: ``classes_``, or their indices when they are not numbers."""
+        if self.classes_.dtype.kind in "biuf":
+            return self.classes_.astype(np.float64)
+        return np.arange(self.classes_.shape[0], dtype=np.float64)
+
     def _pairs(self, X):
         """Encoded (users, items) rows of the id pairs X; -1 for unknown ids."""
         users, items = id_columns(self, X, reset=False)
@@ -120,7 +132,7 @@ class RatingsData:
                     "and elbo need known ids); add new users and items with partial_fit."
                 )
             return data
-        return self._ratings(
+        data = self._ratings(
             X,
             y,
             reset=reset,
@@ -129,34 +141,67 @@ class RatingsData:
             sample_weight=sample_weight,
             vocabulary=vocabulary,
         )
+        self._remember(data, reset, vocabulary is not None)
+        return data
+
+    def _remember(self, data, reset, on_cluster):
+        """Keep the rated pairs (recommend) and, in ``partial_fit``, the ratings' range.
+
+        A fit on a cluster keeps no pairs: its blocks stay on the workers,
+        and gathering them would bring every rating to the client.  The
+        range of a fit comes with its data summary (:meth:`_data_summary`).
+        """
+        shape = (len(self._user_ids), len(self._item_ids))
+        if on_cluster:
+            self._seen = None
+        elif reset:
+            self._seen = SeenPairs(data.users, data.items, shape)
+        else:
+            if getattr(self, "_seen", None) is not None:
+                self._seen.add(data.users, data.items, shape)
+            if data.ratings.shape[0]:
+                low, high = getattr(self, "_target_range", (np.inf, -np.inf))
+                self._target_range = (
+                    min(low, float(np.min(data.ratings))),
+                    max(high, float(np.max(data.ratings))),
+                )
 
     # ------------------------------------------------------ on a dask cluster
     def _data_vocabulary(self, X, y, sample_weight):
         # The ids (and a categorical likelihood's rating values) of every
         # block, so that each block encodes its ids as a fit in memory does.
-        data = raw_ratings(self, X, y, True, sample_weight)
+        data = raw_ratings(self, X, y, True, sample_weight, labels=self._categorical)
         vocabulary = {
             "users": Distinct(as_id_array(data.users)),
             "items": Distinct(as_id_array(data.items)),
         }
-        if not self._conjugate and self._has_proba():
+        if self._categorical:
             vocabulary["ratings"] = Distinct(data.ratings)
         return vocabulary
 
     def _data_summary(self, data):
-        # Ratings per node (which nodes start at random means) and the
-        # ratings' weighted mean and variance (the start of mu and tau).
+        # Ratings per node (which nodes start at random means), the
+        # ratings' weighted mean and variance (the start of mu and tau) and
+        # their smallest and largest (predict's clip): a union over the
+        # blocks of each block's two extremes.
+        ratings = data.ratings
+        extremes = ratings[[np.argmin(ratings), np.argmax(ratings)]] if ratings.size else ratings
         return (
             np.bincount(data.users, minlength=len(self._user_ids)).astype(float),
             np.bincount(data.items, minlength=len(self._item_ids)).astype(float),
-            DataMoments.of(data.ratings[:, None], data.weights, full=False),
+            DataMoments.of(ratings[:, None], data.weights, full=False),
+            Distinct(extremes),
         )
 
     def _adopt_data_summary(self, summary):
         # The engine keeps the counts N_i from here on (before the start).
-        self.user_counts_, self.item_counts_, self._rating_moments = summary
+        self.user_counts_, self.item_counts_, self._rating_moments, extremes = summary
         self.n_users_ = self.user_counts_.shape[0]
         self.n_items_ = self.item_counts_.shape[0]
+        values = extremes.values
+        self._target_range = (
+            (float(values[0]), float(values[-1])) if values.size else (np.inf, -np.inf)
+        )
 
     # ------------------------------------------------------------- the steps
     def _row_ids(self, data):

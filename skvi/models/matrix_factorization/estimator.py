@@ -29,8 +29,10 @@ engine's hooks by concern: the id maps and minibatches
 (:mod:`~skvi.models.matrix_factorization.updates`), the ELBO
 (:mod:`~skvi.models.matrix_factorization.elbo`), the moments the
 strategies and predictions read
-(:mod:`~skvi.models.matrix_factorization.posterior`) and the settings and
-fitted attributes (:mod:`~skvi.models.matrix_factorization.structure`).
+(:mod:`~skvi.models.matrix_factorization.posterior`), the settings and
+fitted attributes (:mod:`~skvi.models.matrix_factorization.structure`) and
+the ranking of :meth:`SVIMatrixFactorization.recommend` with the rated
+pairs it leaves out (:mod:`~skvi.models.matrix_factorization.recommend`).
 """
 
 import numpy as np
@@ -40,12 +42,12 @@ from sklearn.base import (
     RegressorMixin,
     TransformerMixin,
 )
-from sklearn.metrics import r2_score
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import ClassifierTags
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ...engine import SVIEstimator
-from ...likelihoods import Bernoulli
 from .conjugate import GaussianRatings
 from .data import RatingsData
 from .elbo import BoundHooks
@@ -53,9 +55,10 @@ from .inputs import matrix_ratings
 from .moment_matched import MomentMatchedRatings
 from .nodes import prepare
 from .nonconjugate import GLMRatings
-from .parameters import PARAMETER_CONSTRAINTS, has_proba, is_conjugate
+from .parameters import PARAMETER_CONSTRAINTS, check_bool, has_proba, is_conjugate, is_ordinal
 from .posterior import NodePosterior
 from .priors import PriorHooks
+from .recommend import recommend
 from .structure import ModelStructure
 from .updates import NodeHooks
 
@@ -68,6 +71,9 @@ _MOMENT_MATCHED = MomentMatchedRatings()
 
 def _has_proba(est):
     return has_proba(est.likelihood)
+
+
+_check_bool = check_bool
 
 
 class SVIMatrixFactorization(
@@ -128,8 +134,18 @@ class SVIMatrixFactorization(
     Carlo or quadrature.  ``algorithm`` chooses how a node moves towards
     that target (MC-SSVI, H-MC-SSVI or S-DSVI, see :mod:`skvi.update_rules`).
     The global mean is updated by its own fixed point; there is no noise
-    precision.  ``predict`` gives the predictive mean and
-    :meth:`predict_proba` the class probabilities.
+    precision.
+
+    **Classifier or regressor.**  With ``'bernoulli'`` and ``'ordinal'``
+    the ratings are class labels and the model is a scikit-learn
+    classifier (its tags say so): :meth:`predict` gives labels of the type
+    of ``classes_``, :meth:`predict_proba` the class probabilities and
+    :meth:`score` the accuracy.  With the other likelihoods it is a
+    regressor: :meth:`predict` gives the predictive mean (and standard
+    deviation) and :meth:`score` ``R^2``.  :meth:`predict_mean` gives the
+    predictive mean rating of every likelihood, :meth:`recommend` the
+    items of highest mean for each user, and
+    :meth:`log_predictive_density` the mean log predictive probability.
 
     Parameters
     ----------
@@ -276,8 +292,12 @@ default='gaussian'
         The fitted observation model (ordinal: with the learned
         thresholds); None for the conjugate Gaussian model.
     classes_ : ndarray
-        The rating values of ``'bernoulli'`` and ``'ordinal'``, sorted;
-        ratings are these classes' indices to the likelihood.
+        The rating values of ``'bernoulli'`` and ``'ordinal'``, sorted, of
+        the type of the ratings (integers, floats or strings); ratings are
+        these classes' indices to the likelihood.
+    rating_range_ : tuple
+        The smallest and largest training rating (``predict``'s bounds
+        with ``clip=True``).
     natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
 n_samples_seen_, converged_, n_rejected_steps_
         From the engine, see :class:`skvi.engine.SVIEstimator`.
@@ -309,6 +329,17 @@ n_samples_seen_, converged_, n_rejected_steps_
     ...                              max_iter=20, tol=0, random_state=0).fit(X, clicks)
     >>> proba = clf.predict_proba(X)[:, 1]
     >>> bool(np.mean((proba > 0.5) == clicks) > 0.8)
+    True
+    >>> clf.predict(X[:4])                  # labels, of the type of the ratings
+    array([0, 0, 1, 0])
+    >>> bool(clf.score(X, clicks) > 0.8)    # accuracy
+    True
+
+    User 0's three items of highest predicted mean (every pair of this X
+    is rated, so none is left out as seen):
+
+    >>> items, mean, std = mf.recommend([0], n=3, exclude_seen=False)
+    >>> bool(np.all(np.diff(mean[0]) <= 0))
     True
     """
 
@@ -376,16 +407,18 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    def predict(self, X, return_std=False):
-        """Posterior predictive mean (and standard deviation) of ratings.
+    def predict(self, X, return_std=False, *, include_noise=True, clip=False):
+        """Predicted ratings: class labels, or the posterior predictive mean (and std).
 
-        For the Gaussian likelihood the predictive mean and variance are
-        exact.  For the others the linear predictor ``f`` is approximated
-        by the Gaussian with its exact posterior mean and variance and the
-        predictive moments are integrated over it by Gauss-Hermite
-        quadrature: the probability of the positive class (``classes_[1]``)
-        for ``'bernoulli'``, the expected count for ``'poisson'``, the
-        expected rating value ``sum_k p_k classes_[k]`` for ``'ordinal'``.
+        For the categorical likelihoods (``'bernoulli'``, ``'ordinal'``) the
+        model is a classifier: the label of :meth:`predict_proba`'s most
+        probable class, of the type of ``classes_`` (integer labels give
+        integers, strings strings).  For the others it is a regressor: the
+        posterior predictive mean, exact for the Gaussian likelihood, and
+        for the others integrated over the Gaussian with the linear
+        predictor's exact posterior mean and variance by Gauss-Hermite
+        quadrature (the expected count for ``'poisson'``); the mean of a
+        categorical likelihood comes from :meth:`predict_mean`.
 
         An unknown user or item (an id never seen in fitting) is predicted
         from its prior: zero factors and bias, with the prior's variance, so
@@ -397,7 +430,75 @@ n_samples_seen_, converged_, n_rejected_steps_
         X : array-like of shape (n_ratings, 2)
             (user, item) id pairs.
         return_std : bool, default=False
-            Also return the predictive standard deviation (noise included).
+            Also return the predictive standard deviation (regressor
+            likelihoods; a classifier's is in :meth:`predict_mean`).
+        include_noise : bool, default=True
+            Whether the standard deviation includes the observation noise.
+            True: the standard deviation of a new rating, the model's
+            uncertainty and the noise together (for the Gaussian likelihood
+            ``sqrt(Var[f] + E[1 / tau])``).  False: the model's own
+            uncertainty of the mean rating, ``sqrt(Var[f])`` for the
+            Gaussian likelihood, the standard deviation of ``E[r | f]`` over
+            the posterior of ``f`` for the others.
+        clip : bool, default=False
+            Keep the predicted means within the range of the training
+            ratings, ``rating_range_`` (``np.clip``; the standard deviations
+            are left as they are).  A Gaussian model predicts beyond the
+            scale of the ratings for some pairs, such as 5.6 on a 1-5
+            scale.  Labels are always among ``classes_``: ignored for the
+            categorical likelihoods.
+
+        Returns
+        -------
+        prediction : ndarray of shape (n_ratings,)
+            Labels from ``classes_`` (categorical likelihoods) or predictive
+            means.
+        std : ndarray of shape (n_ratings,)
+            Predictive standard deviations, when ``return_std`` is True.
+        """
+        check_is_fitted(self)
+        return_std, include_noise, clip = (
+            _check_bool(return_std, "return_std"),
+            _check_bool(include_noise, "include_noise"),
+            _check_bool(clip, "clip"),
+        )
+        if self._categorical:
+            if return_std:
+                raise ValueError(
+                    f"predict returns class labels for likelihood={self.likelihood!r}, "
+                    "which have no standard deviation: predict_mean(X, return_std=True) "
+                    "gives the predictive mean rating and its standard deviation."
+                )
+            proba = self.predict_proba(X)
+            return self.classes_[np.argmax(proba, axis=1)]
+        users, items = self._pairs(X)
+        mean, var = self._strategy.predictive(self, users, items, include_noise)
+        if clip:
+            mean = np.clip(mean, *self._target_range)
+        if return_std:
+            return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean
+
+    def predict_mean(self, X, return_std=False, *, include_noise=True):
+        """Posterior predictive mean (and standard deviation) of the ratings, for every likelihood.
+
+        The mean rating :meth:`recommend` ranks by.  For the regressor
+        likelihoods it is :meth:`predict`'s; for ``'bernoulli'`` the
+        probability of the positive class ``classes_[1]`` (the mean of the
+        0/1 indicator of ``classes_[1]``), for ``'ordinal'`` the expected
+        rating value ``sum_k p_k classes_[k]`` (with the class indices
+        ``0 .. K-1`` for labels that are not numbers).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_ratings, 2)
+            (user, item) id pairs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+        include_noise : bool, default=True
+            Whether the standard deviation includes the observation noise
+            (see :meth:`predict`): False gives the standard deviation of the
+            mean rating ``E[r | f]`` over the posterior of ``f``.
 
         Returns
         -------
@@ -407,8 +508,10 @@ n_samples_seen_, converged_, n_rejected_steps_
             Predictive standard deviations, when ``return_std`` is True.
         """
         check_is_fitted(self)
+        return_std = _check_bool(return_std, "return_std")
+        include_noise = _check_bool(include_noise, "include_noise")
         users, items = self._pairs(X)
-        mean, var = self._strategy.predictive(self, users, items)
+        mean, var = self._strategy.predictive(self, users, items, include_noise)
         if return_std:
             return mean, np.sqrt(np.maximum(var, 0.0))
         return mean
@@ -438,12 +541,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         return self._strategy.predict_proba(self, users, items)
 
     def score(self, X, y=None, sample_weight=None):
-        """Coefficient of determination R^2 of :meth:`predict` (higher is better).
+        """Accuracy of the labels (classifier likelihoods) or R^2 of the means (the others).
 
-        As for every scikit-learn regressor.  For ``likelihood='bernoulli'``
-        the ratings are compared as 0/1 indicators of ``classes_[1]`` with
-        the predicted probability.  :meth:`log_predictive_density` gives
-        the mean log predictive density instead.
+        As scikit-learn's classifiers and regressors score: for
+        ``likelihood='bernoulli'`` and ``'ordinal'`` the (weighted) fraction
+        of ratings whose :meth:`predict` label is right; for ``'gaussian'``,
+        ``'poisson'``, ``'poisson-softplus'`` and other likelihoods the
+        coefficient of determination ``R^2`` of :meth:`predict`'s means.
+        Higher is better.  :meth:`log_predictive_density` gives the mean log
+        predictive probability (or density) of the ratings instead.
 
         Parameters
         ----------
@@ -457,15 +563,78 @@ n_samples_seen_, converged_, n_rejected_steps_
         Returns
         -------
         score : float
-            ``R^2`` of the predictive means.
+            Accuracy, or ``R^2`` of the predictive means.
         """
         check_is_fitted(self)
         data = self._ratings(X, y)
-        target = data.ratings
-        if not isinstance(self.likelihood_, Bernoulli) and self._has_proba():
-            target = self.classes_[data.ratings.astype(np.intp)]
+        if self._categorical:
+            proba = self._strategy.predict_proba(self, data.users, data.items)
+            truth = data.ratings.astype(np.intp)
+            return float(
+                accuracy_score(truth, np.argmax(proba, axis=1), sample_weight=sample_weight)
+            )
         mean, _ = self._strategy.predictive(self, data.users, data.items)
-        return float(r2_score(target, mean, sample_weight=sample_weight))
+        return float(r2_score(data.ratings, mean, sample_weight=sample_weight))
+
+    def recommend(self, users, n=10, exclude_seen=True, *, seen=None, include_noise=True):
+        """For each user, the ``n`` items of highest predicted mean rating, best first.
+
+        Items are ranked by :meth:`predict_mean` (:meth:`predict`'s means
+        for the regressor likelihoods, the probability of ``classes_[1]``
+        for ``'bernoulli'``, the expected rating for ``'ordinal'``) among
+        every item of ``item_ids_``.  The predictions of a block of users
+        for every item are formed at once, as matrix products of the nodes'
+        moments.  An unknown user is recommended from the prior, as
+        :meth:`predict` predicts it: the items with the best means for a
+        user with zero factors and bias, and nothing to leave out.
+
+        ``exclude_seen`` leaves out the items each user rated in the
+        training ratings.  The model remembers the distinct (user, item)
+        pairs of :meth:`fit` and ``partial_fit`` (ratings of weight 0
+        excluded) as a sparse boolean users x items matrix, about 5 bytes a
+        pair; repeated or weighted ratings add nothing, and the rest of the
+        training data is not kept.  Recommending is where a recommender
+        needs this record, and asking for the training ratings at each call
+        would let a wrong set silently recommend what a user already rated.
+        ``seen`` replaces it: after a fit on a dask cluster (whose ratings
+        stay on the workers, so that no record is kept), for ratings that
+        arrived since, or to leave out other items such as a held-out set.
+
+        Parameters
+        ----------
+        users : array-like of shape (n_users,)
+            User ids.
+        n : int, default=10
+            Items per user, in ``[1, n_items_]``.
+        exclude_seen : bool, default=True
+            Leave out the items each user has rated (the training ratings,
+            or ``seen``).
+        seen : array-like of shape (n_pairs, 2) or None, default=None
+            (user, item) id pairs to leave out instead of the training
+            ratings; pairs of other users or of unknown items are ignored.
+        include_noise : bool, default=True
+            Whether the standard deviation includes the observation noise
+            (see :meth:`predict`).
+
+        Returns
+        -------
+        items : ndarray of shape (n_users, n)
+            Item ids, of ``item_ids_``, best first.
+        mean : ndarray of shape (n_users, n)
+            Their predictive means.
+        std : ndarray of shape (n_users, n)
+            Their predictive standard deviations.
+
+        Raises
+        ------
+        ValueError
+            When a user has fewer than ``n`` items left to recommend (the
+            error names them), or for a bad argument.
+        """
+        check_is_fitted(self)
+        exclude_seen = _check_bool(exclude_seen, "exclude_seen")
+        include_noise = _check_bool(include_noise, "include_noise")
+        return recommend(self, users, n, exclude_seen, seen, include_noise)
 
     def log_predictive_density(self, X, y=None):
         """Mean log predictive density per rating (higher is better).
@@ -531,11 +700,31 @@ n_samples_seen_, converged_, n_rejected_steps_
         tags.input_tags.categorical = True
         tags.input_tags.string = True
         tags.target_tags.required = False
+        if self._categorical:
+            # A classifier, as its predict (labels) and score (accuracy) are:
+            # cross-validation then stratifies its folds by label.
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags(multi_class=is_ordinal(self.likelihood))
+            tags.regressor_tags = None
         return tags
+
+    @property
+    def _estimator_type(self):
+        # What scikit-learn before 1.7 read (the tags above since).
+        return "classifier" if self._categorical else "regressor"
 
     @property
     def _n_features_out(self):
         return self.n_components
+
+    @property
+    def rating_range_(self):
+        """The smallest and largest training rating: :meth:`predict`'s bounds with ``clip=True``."""
+        check_is_fitted(self)
+        low, high = self._target_range
+        if self._categorical:
+            return self.classes_[int(low)], self.classes_[int(high)]
+        return low, high
 
     @property
     def user_ids_(self):

@@ -21,6 +21,7 @@ from ...validation import check_sparse_structure
 from .nodes import Ratings
 
 __all__ = [
+    "check_labels",
     "check_ratings",
     "fitted_likelihood",
     "id_columns",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-def raw_ratings(est, X, y, reset, sample_weight):
+def raw_ratings(est, X, y, reset, sample_weight, labels=False):
     """Validated ratings of (X, y) with their ids as given; weight-0 ratings dropped.
 
     Parameters
@@ -48,6 +49,9 @@ def raw_ratings(est, X, y, reset, sample_weight):
         Whether a fit starts (records the feature names).
     sample_weight : array-like or None
         Weights of the ratings.
+    labels : bool, default=False
+        Whether the ratings are class labels (a categorical likelihood):
+        kept of their own type (:func:`check_labels`), not made floats.
 
     Returns
     -------
@@ -64,13 +68,14 @@ def raw_ratings(est, X, y, reset, sample_weight):
     >>> data.users, data.ratings
     (array(['ann'], dtype='<U3'), array([4.]))
     """
+    check = check_labels if labels else check_ratings
     if y is None and not sp.issparse(X) and np.ndim(X) == 2 and np.shape(X)[1] == 3:
         # (user, item, rating) rows, as a data frame of ratings holds them.
         weights = check_row_weights(sample_weight, X)
         users, items, ratings = id_columns(est, X, reset=reset, n_columns=3)
-        data = Ratings(users, items, check_ratings(ratings, users.shape[0]))
+        data = Ratings(users, items, check(ratings, users.shape[0]))
     elif y is None:
-        data = matrix_ratings(X, type(est).__name__)
+        data = matrix_ratings(X, type(est).__name__, labels=labels)
         weights = check_row_weights(sample_weight, data.ratings)
         if reset:
             est.n_features_in_ = 2
@@ -79,8 +84,7 @@ def raw_ratings(est, X, y, reset, sample_weight):
         # depend on what the columns of X hold.
         weights = check_row_weights(sample_weight, X)
         users, items = id_columns(est, X, reset=reset)
-        ratings = check_ratings(y, users.shape[0])
-        data = Ratings(users, items, ratings)
+        data = Ratings(users, items, check(y, users.shape[0]))
     if weights is not None:
         data = weigh(data, weights)
     return data
@@ -196,7 +200,7 @@ def id_columns(est, X, reset, n_columns=2):
     return tuple(columns)
 
 
-def matrix_ratings(X, name="SVIMatrixFactorization"):
+def matrix_ratings(X, name="SVIMatrixFactorization", labels=False):
     """The stored entries of a sparse users x items matrix as ratings.
 
     Parameters
@@ -205,6 +209,8 @@ def matrix_ratings(X, name="SVIMatrixFactorization"):
         The ratings: every stored entry, zero included, is one.
     name : str, default='SVIMatrixFactorization'
         The estimator named in the error of an X that is not sparse.
+    labels : bool, default=False
+        Whether the entries are class labels, kept of the matrix's type.
 
     Returns
     -------
@@ -232,7 +238,8 @@ def matrix_ratings(X, name="SVIMatrixFactorization"):
             "observed ratings: pass a COO, CSR or CSC matrix of the ratings."
         )
     coo = sp.coo_matrix(X)
-    ratings = check_ratings(coo.data, coo.data.shape[0])
+    check = check_labels if labels else check_ratings
+    ratings = check(coo.data, coo.data.shape[0])
     return Ratings(coo.row.astype(np.int64), coo.col.astype(np.int64), ratings)
 
 
@@ -279,6 +286,63 @@ def check_ratings(y, n):
     return ratings
 
 
+def check_labels(y, n):
+    """``y`` as ``n`` class labels of one kind, numbers or strings, kept of their type.
+
+    A categorical likelihood's ratings are labels: integer labels stay
+    integers and strings stay strings, so that ``classes_`` and the
+    predictions are of the type of ``y``, as for scikit-learn's classifiers.
+
+    Parameters
+    ----------
+    y : array-like of shape (n,) or (n, 1)
+        The labels.
+    n : int
+        The number of id pairs they rate.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        For a wrong shape, complex, missing or non-finite values, or a mix
+        of numbers and strings.
+
+    Examples
+    --------
+    >>> from skvi.models.matrix_factorization.inputs import check_labels
+    >>> check_labels([[1], [5]], 2)
+    array([1, 5])
+    >>> check_labels(["no", "yes"], 2)
+    array(['no', 'yes'], dtype='<U3')
+    """
+    labels = np.asarray(y)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1 or labels.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) to match X; got {labels.shape}.")
+    if labels.dtype == object:
+        values = labels.tolist()
+        text = {isinstance(v, (str, bytes)) for v in values}
+        if len(text) > 1 or any(v is None for v in values):
+            raise ValueError(
+                "y mixes labels of different kinds (numbers, strings or None): "
+                "use one kind of label."
+            )
+        labels = np.asarray(values)
+        if labels.dtype == object or labels.ndim != 1:
+            raise ValueError(
+                f"y must hold numbers or strings as labels; got values such as {values[:3]!r}."
+            )
+    if labels.dtype.kind not in "biufUS":
+        raise ValueError(f"y must hold numbers or strings as labels; got dtype {labels.dtype}.")
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+        raise ValueError("Input y contains NaN or infinity: ratings must be finite.")
+    return labels
+
+
 def fitted_likelihood(likelihood, ratings, classes=None):
     """The observation model of a new fit, and its classes when it is categorical.
 
@@ -310,6 +374,8 @@ def fitted_likelihood(likelihood, ratings, classes=None):
     >>> lik, classes = fitted_likelihood("ordinal", np.array([3.0, 1.0, 2.0, 1.0]))
     >>> lik.n_categories, classes
     (3, array([1., 2., 3.]))
+    >>> fitted_likelihood("bernoulli", np.array(["yes", "no", "yes"]))[1]
+    array(['no', 'yes'], dtype='<U3')
     """
     if isinstance(likelihood, Likelihood):
         lik = copy.deepcopy(likelihood)
@@ -317,8 +383,11 @@ def fitted_likelihood(likelihood, ratings, classes=None):
         lik = get_likelihood(likelihood)
     if not isinstance(lik, (Bernoulli, Ordinal)):
         return lik, None
-    values = ratings if classes is None else np.asarray(classes, dtype=float)
-    classes = np.unique(values)
+    if classes is not None:
+        if np.ndim(classes) != 1:
+            raise ValueError(f"classes must be a 1-d array of every rating value; got {classes!r}.")
+        ratings = check_labels(classes, np.shape(classes)[0])
+    classes = np.unique(ratings)
     n_classes = classes.shape[0]
     if isinstance(lik, Bernoulli) and n_classes != 2:
         raise ValueError(
@@ -376,6 +445,12 @@ def likelihood_targets(likelihood, classes, data):
     """
     ratings = data.ratings
     if isinstance(likelihood, (Bernoulli, Ordinal)):
+        numeric = "biuf"
+        if (np.asarray(ratings).dtype.kind in numeric) != (classes.dtype.kind in numeric):
+            raise ValueError(
+                f"Ratings {ratings[:5]} are not among the classes {classes} seen when "
+                "fitting started: numbers and strings do not mix."
+            )
         idx = np.searchsorted(classes, ratings)
         idx = np.minimum(idx, classes.shape[0] - 1)
         if np.any(classes[idx] != ratings):

@@ -479,17 +479,52 @@ class GLMRatings(RatingsStrategy):
         lik.thresholds = np.concatenate(([b0], b0 + np.cumsum(np.exp(theta))))
 
     # ---------------------------------------------------------- prediction
-    def predictive(self, mf, users, items):
+    def predictive(self, mf, users, items, include_noise=True):
         """Predictive mean and variance of ratings by quadrature over ``f``."""
         m_f, v_f = mf._f_moments(users, items, mf.natural_params_)
+        return self.predictive_of_f(mf, m_f, v_f, include_noise)
+
+    #: The predictive mean integrates over ``f``: it needs ``Var[f]``.
+    mean_needs_variance = True
+
+    def predictive_mean_of_f(self, mf, m_f, v_f):
+        """Predictive mean of ratings whose ``f`` is ``N(m_f, v_f)`` (as :meth:`predictive_of_f`)."""
         lik = mf.likelihood_
         if isinstance(lik, Ordinal):
             proba = lik.predictive_probabilities(m_f, v_f, n_points=PREDICT_NODES)
-            values = mf.classes_.astype(float)
+            return proba @ mf._class_values()
+        return lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
+
+    def predictive_of_f(self, mf, m_f, v_f, include_noise=True):
+        """Predictive mean and variance of ratings whose ``f`` is ``N(m_f, v_f)``.
+
+        The mean is ``E[m(f)]``, ``m(f) = E[r | f]`` the likelihood's mean
+        rating (the ordinal one's ``sum_k p_k(f) values[k]``).  With the
+        noise the variance is the rating's, ``Var[m(f)] + E[Var[r | f]]``;
+        without it ``Var[m(f)]``, the model's own uncertainty of the mean
+        rating.  Both by Gauss-Hermite quadrature over ``f``.
+        """
+        lik = mf.likelihood_
+        if isinstance(lik, Ordinal):
+            proba = lik.predictive_probabilities(m_f, v_f, n_points=PREDICT_NODES)
+            values = mf._class_values()
             mean = proba @ values
-            return mean, proba @ (values * values) - mean * mean
-        mean = lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
-        return mean, lik.predictive_variance(m_f, v_f, n_points=PREDICT_NODES)
+            if include_noise:
+                return mean, proba @ (values * values) - mean * mean
+        else:
+            mean = lik.predictive_mean(m_f, v_f, n_points=PREDICT_NODES)
+            if include_noise:
+                return mean, lik.predictive_variance(m_f, v_f, n_points=PREDICT_NODES)
+        f, w = lik._nodes(m_f, v_f, "quadrature", PREDICT_NODES, None)
+        if isinstance(lik, Ordinal):
+            conditional = lik.category_probabilities(f) @ values
+        else:
+            conditional = lik.conditional_mean(f)
+        with np.errstate(invalid="ignore"):
+            spread = conditional - mean[:, None]
+            var = (spread * spread) @ w
+        # An overflowing mean count (inf - inf) has an infinite variance.
+        return mean, np.where(np.isposinf(mean), np.inf, var)
 
     def predict_proba(self, mf, users, items):
         """Probability of each rating value (categorical likelihoods)."""

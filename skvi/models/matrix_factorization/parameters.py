@@ -19,6 +19,7 @@ __all__ = [
     "GAMMA_PRIOR",
     "PARAMETER_CONSTRAINTS",
     "WISHART_RATE",
+    "check_bool",
     "check_cluster_fit",
     "check_prior_params",
     "has_proba",
@@ -238,3 +239,29 @@ def check_cluster_fit(learning_method, children_per_node, learn_thresholds, like
             "learning_method='online' (the thresholds learned from each minibatch) "
             "or learn_thresholds=False."
         )
+
+
+def check_bool(value, name):
+    """``value`` as a bool, or a clear ValueError naming the argument.
+
+    Parameters
+    ----------
+    value : object
+        A flag (Python's or numpy's bool).
+    name : str
+        The argument's name, for the error.
+
+    Returns
+    -------
+    flag : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.parameters import check_bool
+    >>> check_bool(np.True_, "clip")
+    True
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
