@@ -1536,3 +1536,136 @@ def test_mixture_assignments_stay_normalised_at_large_scales(scale):
         if name == "skvi":
             np.testing.assert_allclose(Z.get_moments()[0].sum(axis=-1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(terms["skvi"], terms["bayespy"], rtol=1e-6)
+
+
+# ------------------------------------------------------------ deep networks
+def _mean_chain(n):
+    xs = [GaussianARD(0.0, 1.0, plates=(2,), name="x0")]
+    for i in range(1, n):
+        xs.append(GaussianARD(xs[-1], 1.0, name=f"x{i}"))
+    return xs
+
+
+def _precision_chain(n):
+    taus = [Gamma(2.0, 1.0, name="t0")]
+    for i in range(1, n):
+        taus.append(Gamma(2.0, taus[-1], name=f"t{i}"))
+    y = GaussianARD(0.0, taus[-1], plates=(3,), name="y")
+    return taus + [y]
+
+
+def _sum_chain(n):
+    from skvi.networks import SumMultiply
+
+    x = GaussianARD(0.0, 1.0, shape=(2,), name="x")
+    s = x
+    for _ in range(n):
+        s = SumMultiply("i,i->i", s, np.full(2, 1.0))
+    return [x, GaussianARD(s, 1.0, shape=(2,), name="y")]
+
+
+def _sum_multiply_chain(n):
+    from skvi.networks import SumMultiply
+
+    xs = [GaussianARD(0.0, 1.0, shape=(2,), name="x0")]
+    for i in range(1, n):
+        f = SumMultiply("i,i->i", xs[-1], np.full(2, 0.5))
+        xs.append(GaussianARD(f, 1.0, shape=(2,), name=f"x{i}"))
+    return xs
+
+
+@pytest.mark.parametrize(
+    "build, n, data, mask",
+    [
+        (_mean_chain, 600, [1.0, 2.0], True),
+        (_mean_chain, 600, [1.0, np.nan], [True, False]),
+        (_precision_chain, 600, [1.0, -1.0, 0.5], True),
+        (_sum_chain, 600, [1.0, 2.0], True),
+        (_sum_multiply_chain, 400, [1.0, 2.0], True),
+        pytest.param(_mean_chain, 2000, [1.0, np.nan], [True, False], marks=pytest.mark.slow),
+        pytest.param(_precision_chain, 2000, [1.0, -1.0, 0.5], True, marks=pytest.mark.slow),
+        pytest.param(_sum_chain, 2000, [1.0, 2.0], True, marks=pytest.mark.slow),
+        pytest.param(_sum_multiply_chain, 2000, [1.0, 2.0], True, marks=pytest.mark.slow),
+    ],
+)
+def test_deep_networks_update_observe_pickle_and_copy(build, n, data, mask):
+    # A network deeper than Python's recursion limit: every traversal
+    # (observing with a mask, reading the prior's moments, the messages
+    # through a chain of sums of products, pickling, copying) is iterative.
+    # The copies equal the original to the last bit, keep one graph, and
+    # go on as it does.
+    import copy
+    import pickle
+
+    nodes = build(n)
+    nodes[-1].observe(np.array(data), mask=mask)
+    latent = [node for node in nodes if not node.observed]
+
+    def bound():
+        # VB's own sum of the terms (its check for cycles is left out here).
+        return sum(node.lower_bound_contribution() for node in nodes)
+
+    for _ in range(2):
+        for node in reversed(latent):
+            node.update()
+    before = bound()
+    assert np.isfinite(before)
+    for copied in (
+        pickle.loads(pickle.dumps(nodes[-1])),
+        copy.deepcopy(nodes[-1]),
+    ):
+        assert copied is not nodes[-1]
+        np.testing.assert_array_equal(copied.get_moments()[0], nodes[-1].get_moments()[0])
+        assert len(_ancestors(copied)) == len(_ancestors(nodes[-1]))
+    first, last = pickle.loads(pickle.dumps([nodes[0], nodes[-1]]))
+    assert any(node is first for node in _ancestors(last))
+    a, b = copy.deepcopy([nodes[0], nodes[-1]])
+    assert any(node is a for node in _ancestors(b)) and a is not nodes[0]
+    # The copy sweeps as the original does, to the same moments.
+    named = {node.name: node for node in _ancestors(b) if node.name}
+    for node in reversed(latent):
+        node.update()
+        named[node.name].update()
+    after = bound()
+    assert after >= before - 1e-9 * abs(before)
+    np.testing.assert_array_equal(b.get_moments()[0], nodes[-1].get_moments()[0])
+
+
+def _ancestors(node):
+    """Every node above ``node`` and itself, without recursion."""
+    seen, stack, out = {id(node)}, [node], []
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        for p in n.parents:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return out
+
+
+def test_nodes_pickled_together_keep_one_graph():
+    # Two nodes of one network pickle the network once and come back
+    # sharing their parent; a deep copy of both does the same; a shallow
+    # copy shares the parents as before.
+    import copy
+    import pickle
+
+    mu = GaussianARD(0.0, 1e-3, name="mu")
+    tau = Gamma(1.0, 1.0, name="tau")
+    a = GaussianARD(mu, tau, plates=(3,), name="a")
+    b = GaussianARD(mu, 2.0, name="b")
+    a.observe([1.0, 2.0, 3.0])
+    VB(a, b, mu, tau).update(repeat=3)
+    alone = len(pickle.dumps(a))
+    both = pickle.dumps((a, b))
+    assert len(both) < alone + 200
+    a2, b2 = pickle.loads(both)
+    assert a2.parents[0] is b2.parents[0] and a2.parents[0] is not mu
+    assert [c for c, _ in a2.parents[0].children] == [a2, b2]
+    a3, b3 = copy.deepcopy((a, b))
+    assert a3.parents[0] is b3.parents[0] and a3.parents[1].children[0][0] is a3
+    Q, Q2 = VB(a, b, mu, tau), VB(a2, b2, *a2.parents)
+    assert Q2.compute_lowerbound() == Q.compute_lowerbound()
+    shallow = copy.copy(b)
+    assert shallow is not b and shallow.parents[0] is mu

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._node import Constant, Node, _as_parent
+from ._node import _CLOCK, Constant, Node, _as_parent, _post_order, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
 
@@ -11,11 +11,17 @@ def _propagate_masks(node):
     """Mask the latent elements above ``node`` whose every child element is missing, as BayesPy does.
 
     An element that no observed element depends on is integrated out
-    exactly: it sends no message and adds nothing to the bound.
+    exactly: it sends no message and adds nothing to the bound.  The nodes
+    above are visited children first (each once, without recursion), so
+    that a node's mask is computed from its children's final masks.
     """
-    for parent in node.parents:
-        if isinstance(parent, Constant) or getattr(parent, "observed", False):
-            continue
+
+    def latent_parents(n):
+        return [
+            p for p in n.parents if not (isinstance(p, Constant) or getattr(p, "observed", False))
+        ]
+
+    for parent in reversed(_post_order(node, latent_parents)[:-1]):
         used = np.zeros(parent.plates, dtype=bool)
         for child, index in parent.children:
             m = child._mask_to_parent(index)
@@ -24,7 +30,6 @@ def _propagate_masks(node):
                 break
             used = used | m
         parent._mask = None if used is None or used.all() else used.astype(np.float64)
-        _propagate_masks(parent)
 
 
 def _from_prior(name, doc):
@@ -36,10 +41,13 @@ def _from_prior(name, doc):
 
     def get(self):
         if self.__dict__.get("_u") is None:
+            _ready_parents(self)
             self.initialize_from_prior()
         return getattr(self, name)
 
     def set(self, value):
+        if name == "_u":
+            _CLOCK[1] += 1
         setattr(self, name, value)
 
     return property(get, set, doc=doc)
@@ -74,6 +82,10 @@ class Stochastic(Node):
 
     _detached = False
     _discrete = False
+    _deterministic = False
+
+    def _lazy(self):
+        return self.__dict__.get("_u") is None
 
     def __init__(self, parents, kind, plates, name):
         detached = self.__dict__.pop("_detach", False)
