@@ -1669,3 +1669,134 @@ def test_nodes_pickled_together_keep_one_graph():
     assert Q2.compute_lowerbound() == Q.compute_lowerbound()
     shallow = copy.copy(b)
     assert shallow is not b and shallow.parents[0] is mu
+
+
+_nan, _inf = np.nan, np.inf
+_REFUSED = [
+    # (declaration or observation, what the message names, what it says is valid)
+    (lambda: GaussianARD(_nan, 1.0, name="x"), "GaussianARD 'x': parent 'mu'", "finite"),
+    (lambda: GaussianARD(0.0, _inf, name="x"), "GaussianARD 'x': parent 'alpha'", "positive"),
+    (lambda: GaussianARD(0.0, -1.0, name="x"), "GaussianARD 'x': parent 'alpha'", "positive"),
+    (lambda: Gamma(_nan, 1.0, name="g"), "Gamma 'g': parent 'a'", "positive"),
+    (lambda: Gamma(1.0, 0.0, name="g"), "Gamma 'g': parent 'b'", "positive"),
+    (
+        lambda: Gaussian(np.zeros(2), [[1.0, 0.5], [0.0, 1.0]], name="x"),
+        "Gaussian 'x': parent 'Lambda'",
+        "symmetric positive definite",
+    ),
+    (lambda: Gaussian([0.0, _inf], np.eye(2), name="x"), "Gaussian 'x': parent 'mu'", "finite"),
+    (
+        lambda: Wishart(3, [[1.0, 0.5], [0.0, 1.0]], name="L"),
+        "Wishart 'L': parent 'V'",
+        "symmetric positive definite",
+    ),
+    (lambda: Wishart(_nan, np.eye(2), name="L"), "Wishart 'L': parent 'n'", "above D - 1"),
+    (lambda: Dirichlet([1.0, _nan], name="d"), "Dirichlet 'd': parent 'alpha'", "positive"),
+    (lambda: Dirichlet([1.0, 0.0], name="d"), "Dirichlet 'd': parent 'alpha'", "positive"),
+    (lambda: Beta([1.0, _inf], name="b"), "Beta 'b': parent 'alpha'", "positive"),
+    (lambda: Categorical([0.5, 0.6], name="z"), "Categorical 'z': parent 'p'", "summing to 1"),
+    (lambda: Categorical([_nan, 1.0], name="z"), "Categorical 'z': parent 'p'", "finite"),
+    (
+        lambda: Multinomial(-1, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "count",
+    ),
+    (
+        lambda: Multinomial(1.5, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "integer",
+    ),
+    (
+        lambda: Multinomial(_nan, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "count",
+    ),
+    (lambda: Bernoulli(2.0, name="b"), "Bernoulli 'b': parent 'p'", "in [0, 1]"),
+    (lambda: Poisson(_nan, name="c"), "Poisson 'c': parent 'lambda'", "positive"),
+    (
+        lambda: Mixture(
+            Categorical([0.5, 0.5], plates=(3,)), GaussianARD, [0.0, _nan], 1.0, name="y"
+        ),
+        "Mixture 'y': GaussianARD 'y[cluster]': parent 'mu'",
+        "finite",
+    ),
+    (
+        lambda: GaussianARD(0.0, 1.0, plates=(3,), name="y").observe([1.0, _nan, 2.0]),
+        "GaussianARD 'y': observed data",
+        "finite",
+    ),
+    (
+        lambda: Gaussian(np.zeros(2), np.eye(2), plates=(2,), name="y").observe(
+            [[1, 1], [_inf, 2]]
+        ),
+        "Gaussian 'y': observed data",
+        "finite",
+    ),
+    (
+        lambda: Dirichlet([1.0, 1.0], name="d").observe([0.5, 0.6]),
+        "Dirichlet 'd': observed",
+        "summing to 1",
+    ),
+    (lambda: Beta([1.0, 1.0], name="b").observe(2.0), "Beta 'b': observed data", "in [0, 1]"),
+    (
+        lambda: Multinomial(2, [0.5, 0.5], name="m").observe([1.5, 0.5]),
+        "Multinomial 'm': observed data",
+        "summing to n",
+    ),
+    (
+        lambda: Wishart(3, np.eye(2), name="L").observe(np.array([[1.0, 0.5], [0.0, 1.0]])),
+        "Wishart 'L': observed data",
+        "symmetric positive definite",
+    ),
+    (lambda: Gamma(1.0, 1.0, name="g").observe(_nan), "Gamma 'g': observed data", "positive"),
+    (lambda: Poisson(1.0, name="c").observe(_inf), "Poisson 'c': observed data", "count"),
+    (
+        lambda: Categorical([0.5, 0.5], name="z").observe(_nan),
+        "Categorical 'z': observed",
+        "[0, 2)",
+    ),
+    (lambda: Bernoulli(0.5, name="b").observe(_nan), "Bernoulli 'b': observed data", "0 or 1"),
+    (
+        lambda: Mixture(
+            Categorical([0.5, 0.5], plates=(3,)), GaussianARD, [0.0, 1.0], 1.0, name="y"
+        ).observe([1.0, _nan, 2.0]),
+        "Mixture 'y': observed data",
+        "finite",
+    ),
+]
+
+
+@pytest.mark.parametrize("make, names, valid", _REFUSED)
+def test_parameters_and_data_outside_the_family_are_refused(make, names, valid):
+    # Non-finite parameters, parameters outside a family's domain and data
+    # outside its support would turn every moment and the bound into NaN (or
+    # fit a density that is not one): each is a ValueError naming the node,
+    # the argument, and what is valid.
+    with pytest.raises(NetworkError) as err:
+        make()
+    assert isinstance(err.value, ValueError)
+    message = str(err.value)
+    assert message.startswith(names) and valid in message
+
+
+def test_missing_values_under_a_mask_are_still_taken():
+    y = GaussianARD(GaussianARD(0.0, 1e-6, name="mu"), 1.0, plates=(3,), name="y")
+    y.observe([1.0, _nan, 3.0], mask=[True, False, True])
+    VB(y, y.parents[0]).update(repeat=2)
+    assert float(y.parents[0].get_moments()[0]) == pytest.approx(2.0, rel=1e-5)
+    z = Categorical(Dirichlet([1.0, 1.0, 1.0]), plates=(3,), name="z")
+    z.observe([0, _nan, 2], mask=[True, False, True])
+    assert z.get_moments()[0][1].sum() == pytest.approx(1.0)
+
+
+def test_gaussian_wishart_and_ellipsis_messages_say_what_is_wrong():
+    from skvi.networks import GaussianWishart, SumMultiply
+
+    gw = GaussianWishart(np.zeros(2), 1.0, 3, np.eye(2), name="gw")
+    with pytest.raises(NetworkError, match=r"GaussianWishart 'gw': cannot be observed"):
+        gw.observe(np.zeros(2))
+    x = GaussianARD(0.0, 1.0, shape=(2,))
+    with pytest.raises(NetworkError, match=r"ellipsis '\.\.\.' is not supported"):
+        SumMultiply("...i", x)
+    with pytest.raises(NetworkError, match=r"'1' is not a key"):
+        SumMultiply("i1->i", GaussianARD(0.0, 1.0, shape=(2, 2)))

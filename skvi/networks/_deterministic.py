@@ -171,6 +171,17 @@ class SumMultiply(Node):
         """(keys of each operand, output keys, operands) of either BayesPy form."""
         if args and isinstance(args[0], str):
             text, operands = args[0].replace(" ", ""), list(args[1:])
+            if "..." in text:
+                raise NetworkError(
+                    f"{label}: keys {text!r}: an ellipsis '...' is not supported; the keys "
+                    "name each operand's variable axes only (its plates broadcast without keys)"
+                )
+            odd = sorted({c for c in text.replace("->", "").replace(",", "") if not c.isalpha()})
+            if odd:
+                raise NetworkError(
+                    f"{label}: keys {text!r}: {odd[0]!r} is not a key; keys are letters, "
+                    "operands separated by ',' and the output after '->'"
+                )
             parts = text.split("->")
             if len(parts) > 2:
                 raise NetworkError(f"{label}: keys {text!r} have more than one '->'")

@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._moments import _require
 from ._node import _CLOCK, Constant, Node, _as_parent, _post_order, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
@@ -147,6 +148,14 @@ class Stochastic(Node):
     def _random(self, phi, rng):
         raise NotImplementedError(f"{self.describe()}: random draws are not implemented")
 
+    def _support(self, x):
+        """Where data ``x`` lie in the family's support: ``(ok, what is valid, value axes)``.
+
+        ``ok`` is a bool array over the plates (and any leading axes of
+        ``x``); None: every value is valid.
+        """
+        return None
+
     def _valid_natural(self, phi):
         """Whether natural parameters define a distribution of the family (every element)."""
         return all(np.all(np.isfinite(a)) for a in phi)
@@ -260,6 +269,7 @@ class Stochastic(Node):
             # A valid value in the missing places: the first observed one.
             x = np.array(x, copy=True)
             x[~mask] = x[mask][0]
+            self._check_support(x)
             if self.children:
                 # The missing elements are latent: q from the prior, the
                 # observed elements fixed in the moments.
@@ -274,6 +284,7 @@ class Stochastic(Node):
                 _propagate_masks(self)
                 return self
             self._mask = mask.astype(np.float64)
+        self._check_support(x)
         _propagate_masks(self)
         try:
             self.u, self.f = self._fixed_moments_and_f(x)
@@ -283,6 +294,20 @@ class Stochastic(Node):
         self.g = None
         self.observed = True
         return self
+
+    def _check_support(self, x):
+        """Refuse data outside the family's support, naming the node and saying what is valid."""
+        check = self._support(x)
+        if check is None:
+            return
+        ok, valid, event_ndim = check
+        try:
+            _require(ok, x, valid, event_ndim)
+        except ValueError as err:
+            raise NetworkError(
+                f"{self.describe()}: observed data: {err} (a missing value can be left "
+                "out with observe's mask)"
+            ) from None
 
     def initialize_from_prior(self):
         """Set ``q(x)`` to the prior given the parents' current moments."""
