@@ -115,6 +115,7 @@ def count_in_support(x):
     Returns
     -------
     ndarray of bool of shape x.shape
+        True where the value is a finite non-negative integer.
 
     Examples
     --------
@@ -141,6 +142,7 @@ def multinomial_in_support(x, n):
     Returns
     -------
     ndarray of bool of the broadcast shape of ``x.shape[:-1]`` and ``n``
+        True where every count is a non-negative integer and they sum to ``n``.
 
     Examples
     --------
@@ -165,6 +167,7 @@ def category_in_support(x, K):
     Returns
     -------
     ndarray of bool of shape x.shape
+        True where the value is an integer in ``[0, K)``.
 
     Examples
     --------

@@ -117,6 +117,7 @@ class Dirichlet(ExponentialFamily):
         Returns
         -------
         ndarray of bool of shape x.shape[:-1]
+            True where the vector is a probability vector.
 
         Examples
         --------

@@ -139,6 +139,7 @@ class Gamma(ExponentialFamily):
         Returns
         -------
         ndarray of bool of shape x.shape
+            True where the value is finite and positive.
 
         Examples
         --------

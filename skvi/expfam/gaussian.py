@@ -116,6 +116,7 @@ class Gaussian(ExponentialFamily):
         Returns
         -------
         ndarray of bool of shape x.shape
+            True where the value is finite.
 
         Examples
         --------

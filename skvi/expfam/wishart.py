@@ -280,6 +280,7 @@ class Wishart(ExponentialFamily):
         Returns
         -------
         ndarray of bool of shape x.shape[:-2]
+            True where the matrix is finite, symmetric and positive definite.
 
         Examples
         --------

@@ -19,6 +19,7 @@ broadcast right-aligned, as in BayesPy.
 """
 
 import copy
+import threading
 
 import numpy as np
 
@@ -65,8 +66,9 @@ def _ready_parents(node):
 
 
 #: The children's summed messages to deterministic nodes, while one message
-#: through them is computed (keyed by the node's id).
-_INCOMING = {}
+#: through them is computed (keyed by the node's id), per thread: networks
+#: of a threaded scheduler's tasks pass messages at the same time.
+_INCOMING = threading.local()
 
 
 def _children_total(node):
@@ -76,24 +78,25 @@ def _children_total(node):
     below a chain of them, the messages are summed from the bottom up.
     """
     key = id(node)
-    if key in _INCOMING:
-        return _INCOMING[key]
-    owner = not _INCOMING
+    cache = _INCOMING.__dict__.setdefault("totals", {})
+    if key in cache:
+        return cache[key]
+    owner = not cache
     try:
         below = _post_order(
             node,
-            lambda n: [c for c, _ in n.children if c._deterministic and id(c) not in _INCOMING],
+            lambda n: [c for c, _ in n.children if c._deterministic and id(c) not in cache],
         )
         for n in below:
             total = None
             for child, index in n.children:
                 m = child._message_to_parent(index)
                 total = m if total is None else [a + b for a, b in zip(total, m)]
-            _INCOMING[id(n)] = total
-        return _INCOMING[key]
+            cache[id(n)] = total
+        return cache[key]
     finally:
         if owner:
-            _INCOMING.clear()
+            cache.clear()
 
 
 class _Ref(int):
