@@ -1407,3 +1407,50 @@ def test_count_base_measures_against_scipy():
     ref = [stats.multinomial(c.sum(), p).logpmf(c) - np.sum(c * np.log(p)) for c in counts]
     assert_allclose(multinomial_log_coefficient(counts), ref, rtol=1e-12)
     assert_allclose(multinomial_log_coefficient(counts, n=counts.sum(axis=1)), ref, rtol=1e-12)
+
+
+def test_supports_agree_with_scipy_densities():
+    # A value is in a family's support exactly where scipy's density of it
+    # is positive and finite (with the valid values sampled as well).
+    from skvi.expfam import Dirichlet, Gaussian, Wishart
+    from skvi.expfam.counts import category_in_support, count_in_support, multinomial_in_support
+
+    x = np.array([-1.0, 0.0, 1e-300, 2.5, np.inf, -np.inf, np.nan])
+    with np.errstate(invalid="ignore"):
+        assert_array_equal(Gamma.in_support(x), stats.gamma(2.0).pdf(x) > 0)
+    assert_array_equal(Gaussian.in_support(x), np.isfinite(stats.norm.logpdf(x)))
+    assert_array_equal(Gaussian.in_support(np.array([1e308, -1e308])), [True, True])
+
+    def scipy_takes(v):
+        try:
+            return bool(np.isfinite(stats.dirichlet([1.0, 1.0]).logpdf(v)))
+        except ValueError:
+            return False
+
+    p = np.array([[0.2, 0.8], [0.5, 0.6], [1.2, -0.2], [np.nan, 1.0], [1 / 3, 2 / 3], [0.0, 1.0]])
+    assert_array_equal(Dirichlet.in_support(p), [scipy_takes(v) for v in p])
+
+    mats = np.array(
+        [
+            np.eye(2),
+            [[2.0, 0.3], [0.3, 1.0]],
+            [[1.0, 0.5], [0.0, 1.0]],
+            -np.eye(2),
+            [[1.0, 2.0], [2.0, 1.0]],
+        ]
+    )
+    pd_and_symmetric = [
+        np.allclose(m, m.T) and np.all(np.linalg.eigvalsh(0.5 * (m + m.T)) > 0) for m in mats
+    ]
+    assert_array_equal(Wishart.in_support(mats), pd_and_symmetric)
+    assert_array_equal(Wishart.in_support(np.array([[1.0, np.nan], [np.nan, 1.0]])), False)
+    assert_array_equal(Wishart.in_support(stats.wishart(5, np.eye(3)).rvs(4, random_state=0)), True)
+
+    k = np.array([0.0, 3.0, 2.5, -1.0, np.inf, np.nan])
+    with np.errstate(invalid="ignore"):
+        assert_array_equal(count_in_support(k), stats.poisson(2.0).pmf(k) > 0)
+    assert_array_equal(category_in_support(k, 3), [True, False, False, False, False, False])
+    counts = np.array([[1.0, 3.0], [2.0, 1.0], [4.5, -0.5], [np.nan, 4.0]])
+    with np.errstate(invalid="ignore"):
+        ref = [stats.multinomial(4, [0.5, 0.5]).pmf(c) > 0 for c in counts]
+    assert_array_equal(multinomial_in_support(counts, 4), ref)

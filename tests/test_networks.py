@@ -1536,3 +1536,267 @@ def test_mixture_assignments_stay_normalised_at_large_scales(scale):
         if name == "skvi":
             np.testing.assert_allclose(Z.get_moments()[0].sum(axis=-1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(terms["skvi"], terms["bayespy"], rtol=1e-6)
+
+
+# ------------------------------------------------------------ deep networks
+def _mean_chain(n):
+    xs = [GaussianARD(0.0, 1.0, plates=(2,), name="x0")]
+    for i in range(1, n):
+        xs.append(GaussianARD(xs[-1], 1.0, name=f"x{i}"))
+    return xs
+
+
+def _precision_chain(n):
+    taus = [Gamma(2.0, 1.0, name="t0")]
+    for i in range(1, n):
+        taus.append(Gamma(2.0, taus[-1], name=f"t{i}"))
+    y = GaussianARD(0.0, taus[-1], plates=(3,), name="y")
+    return taus + [y]
+
+
+def _sum_chain(n):
+    from skvi.networks import SumMultiply
+
+    x = GaussianARD(0.0, 1.0, shape=(2,), name="x")
+    s = x
+    for _ in range(n):
+        s = SumMultiply("i,i->i", s, np.full(2, 1.0))
+    return [x, GaussianARD(s, 1.0, shape=(2,), name="y")]
+
+
+def _sum_multiply_chain(n):
+    from skvi.networks import SumMultiply
+
+    xs = [GaussianARD(0.0, 1.0, shape=(2,), name="x0")]
+    for i in range(1, n):
+        f = SumMultiply("i,i->i", xs[-1], np.full(2, 0.5))
+        xs.append(GaussianARD(f, 1.0, shape=(2,), name=f"x{i}"))
+    return xs
+
+
+@pytest.mark.parametrize(
+    "build, n, data, mask",
+    [
+        (_mean_chain, 600, [1.0, 2.0], True),
+        (_mean_chain, 600, [1.0, np.nan], [True, False]),
+        (_precision_chain, 600, [1.0, -1.0, 0.5], True),
+        (_sum_chain, 600, [1.0, 2.0], True),
+        (_sum_multiply_chain, 400, [1.0, 2.0], True),
+        pytest.param(_mean_chain, 2000, [1.0, np.nan], [True, False], marks=pytest.mark.slow),
+        pytest.param(_precision_chain, 2000, [1.0, -1.0, 0.5], True, marks=pytest.mark.slow),
+        pytest.param(_sum_chain, 2000, [1.0, 2.0], True, marks=pytest.mark.slow),
+        pytest.param(_sum_multiply_chain, 2000, [1.0, 2.0], True, marks=pytest.mark.slow),
+    ],
+)
+def test_deep_networks_update_observe_pickle_and_copy(build, n, data, mask):
+    # A network deeper than Python's recursion limit: every traversal
+    # (observing with a mask, reading the prior's moments, the messages
+    # through a chain of sums of products, pickling, copying) is iterative.
+    # The copies equal the original to the last bit, keep one graph, and
+    # go on as it does.
+    import copy
+    import pickle
+
+    nodes = build(n)
+    nodes[-1].observe(np.array(data), mask=mask)
+    latent = [node for node in nodes if not node.observed]
+
+    def bound():
+        # VB's own sum of the terms (its check for cycles is left out here).
+        return sum(node.lower_bound_contribution() for node in nodes)
+
+    for _ in range(2):
+        for node in reversed(latent):
+            node.update()
+    before = bound()
+    assert np.isfinite(before)
+    for copied in (
+        pickle.loads(pickle.dumps(nodes[-1])),
+        copy.deepcopy(nodes[-1]),
+    ):
+        assert copied is not nodes[-1]
+        np.testing.assert_array_equal(copied.get_moments()[0], nodes[-1].get_moments()[0])
+        assert len(_ancestors(copied)) == len(_ancestors(nodes[-1]))
+    first, last = pickle.loads(pickle.dumps([nodes[0], nodes[-1]]))
+    assert any(node is first for node in _ancestors(last))
+    a, b = copy.deepcopy([nodes[0], nodes[-1]])
+    assert any(node is a for node in _ancestors(b)) and a is not nodes[0]
+    # The copy sweeps as the original does, to the same moments.
+    named = {node.name: node for node in _ancestors(b) if node.name}
+    for node in reversed(latent):
+        node.update()
+        named[node.name].update()
+    after = bound()
+    assert after >= before - 1e-9 * abs(before)
+    np.testing.assert_array_equal(b.get_moments()[0], nodes[-1].get_moments()[0])
+
+
+def _ancestors(node):
+    """Every node above ``node`` and itself, without recursion."""
+    seen, stack, out = {id(node)}, [node], []
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        for p in n.parents:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return out
+
+
+def test_nodes_pickled_together_keep_one_graph():
+    # Two nodes of one network pickle the network once and come back
+    # sharing their parent; a deep copy of both does the same; a shallow
+    # copy shares the parents as before.
+    import copy
+    import pickle
+
+    mu = GaussianARD(0.0, 1e-3, name="mu")
+    tau = Gamma(1.0, 1.0, name="tau")
+    a = GaussianARD(mu, tau, plates=(3,), name="a")
+    b = GaussianARD(mu, 2.0, name="b")
+    a.observe([1.0, 2.0, 3.0])
+    VB(a, b, mu, tau).update(repeat=3)
+    alone = len(pickle.dumps(a))
+    both = pickle.dumps((a, b))
+    assert len(both) < alone + 200
+    a2, b2 = pickle.loads(both)
+    assert a2.parents[0] is b2.parents[0] and a2.parents[0] is not mu
+    assert [c for c, _ in a2.parents[0].children] == [a2, b2]
+    a3, b3 = copy.deepcopy((a, b))
+    assert a3.parents[0] is b3.parents[0] and a3.parents[1].children[0][0] is a3
+    Q, Q2 = VB(a, b, mu, tau), VB(a2, b2, *a2.parents)
+    assert Q2.compute_lowerbound() == Q.compute_lowerbound()
+    shallow = copy.copy(b)
+    assert shallow is not b and shallow.parents[0] is mu
+
+
+_nan, _inf = np.nan, np.inf
+_REFUSED = [
+    # (declaration or observation, what the message names, what it says is valid)
+    (lambda: GaussianARD(_nan, 1.0, name="x"), "GaussianARD 'x': parent 'mu'", "finite"),
+    (lambda: GaussianARD(0.0, _inf, name="x"), "GaussianARD 'x': parent 'alpha'", "positive"),
+    (lambda: GaussianARD(0.0, -1.0, name="x"), "GaussianARD 'x': parent 'alpha'", "positive"),
+    (lambda: Gamma(_nan, 1.0, name="g"), "Gamma 'g': parent 'a'", "positive"),
+    (lambda: Gamma(1.0, 0.0, name="g"), "Gamma 'g': parent 'b'", "positive"),
+    (
+        lambda: Gaussian(np.zeros(2), [[1.0, 0.5], [0.0, 1.0]], name="x"),
+        "Gaussian 'x': parent 'Lambda'",
+        "symmetric positive definite",
+    ),
+    (lambda: Gaussian([0.0, _inf], np.eye(2), name="x"), "Gaussian 'x': parent 'mu'", "finite"),
+    (
+        lambda: Wishart(3, [[1.0, 0.5], [0.0, 1.0]], name="L"),
+        "Wishart 'L': parent 'V'",
+        "symmetric positive definite",
+    ),
+    (lambda: Wishart(_nan, np.eye(2), name="L"), "Wishart 'L': parent 'n'", "above D - 1"),
+    (lambda: Dirichlet([1.0, _nan], name="d"), "Dirichlet 'd': parent 'alpha'", "positive"),
+    (lambda: Dirichlet([1.0, 0.0], name="d"), "Dirichlet 'd': parent 'alpha'", "positive"),
+    (lambda: Beta([1.0, _inf], name="b"), "Beta 'b': parent 'alpha'", "positive"),
+    (lambda: Categorical([0.5, 0.6], name="z"), "Categorical 'z': parent 'p'", "summing to 1"),
+    (lambda: Categorical([_nan, 1.0], name="z"), "Categorical 'z': parent 'p'", "finite"),
+    (
+        lambda: Multinomial(-1, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "count",
+    ),
+    (
+        lambda: Multinomial(1.5, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "integer",
+    ),
+    (
+        lambda: Multinomial(_nan, [0.5, 0.5], name="m"),
+        "Multinomial 'm': the number of draws n",
+        "count",
+    ),
+    (lambda: Bernoulli(2.0, name="b"), "Bernoulli 'b': parent 'p'", "in [0, 1]"),
+    (lambda: Poisson(_nan, name="c"), "Poisson 'c': parent 'lambda'", "positive"),
+    (
+        lambda: Mixture(
+            Categorical([0.5, 0.5], plates=(3,)), GaussianARD, [0.0, _nan], 1.0, name="y"
+        ),
+        "Mixture 'y': GaussianARD 'y[cluster]': parent 'mu'",
+        "finite",
+    ),
+    (
+        lambda: GaussianARD(0.0, 1.0, plates=(3,), name="y").observe([1.0, _nan, 2.0]),
+        "GaussianARD 'y': observed data",
+        "finite",
+    ),
+    (
+        lambda: Gaussian(np.zeros(2), np.eye(2), plates=(2,), name="y").observe(
+            [[1, 1], [_inf, 2]]
+        ),
+        "Gaussian 'y': observed data",
+        "finite",
+    ),
+    (
+        lambda: Dirichlet([1.0, 1.0], name="d").observe([0.5, 0.6]),
+        "Dirichlet 'd': observed",
+        "summing to 1",
+    ),
+    (lambda: Beta([1.0, 1.0], name="b").observe(2.0), "Beta 'b': observed data", "in [0, 1]"),
+    (
+        lambda: Multinomial(2, [0.5, 0.5], name="m").observe([1.5, 0.5]),
+        "Multinomial 'm': observed data",
+        "summing to n",
+    ),
+    (
+        lambda: Wishart(3, np.eye(2), name="L").observe(np.array([[1.0, 0.5], [0.0, 1.0]])),
+        "Wishart 'L': observed data",
+        "symmetric positive definite",
+    ),
+    (lambda: Gamma(1.0, 1.0, name="g").observe(_nan), "Gamma 'g': observed data", "positive"),
+    (lambda: Poisson(1.0, name="c").observe(_inf), "Poisson 'c': observed data", "count"),
+    (
+        lambda: Categorical([0.5, 0.5], name="z").observe(_nan),
+        "Categorical 'z': observed",
+        "[0, 2)",
+    ),
+    (lambda: Bernoulli(0.5, name="b").observe(_nan), "Bernoulli 'b': observed data", "0 or 1"),
+    (
+        lambda: Mixture(
+            Categorical([0.5, 0.5], plates=(3,)), GaussianARD, [0.0, 1.0], 1.0, name="y"
+        ).observe([1.0, _nan, 2.0]),
+        "Mixture 'y': observed data",
+        "finite",
+    ),
+]
+
+
+@pytest.mark.parametrize("make, names, valid", _REFUSED)
+def test_parameters_and_data_outside_the_family_are_refused(make, names, valid):
+    # Non-finite parameters, parameters outside a family's domain and data
+    # outside its support would turn every moment and the bound into NaN (or
+    # fit a density that is not one): each is a ValueError naming the node,
+    # the argument, and what is valid.
+    with pytest.raises(NetworkError) as err:
+        make()
+    assert isinstance(err.value, ValueError)
+    message = str(err.value)
+    assert message.startswith(names) and valid in message
+
+
+def test_missing_values_under_a_mask_are_still_taken():
+    y = GaussianARD(GaussianARD(0.0, 1e-6, name="mu"), 1.0, plates=(3,), name="y")
+    y.observe([1.0, _nan, 3.0], mask=[True, False, True])
+    VB(y, y.parents[0]).update(repeat=2)
+    assert float(y.parents[0].get_moments()[0]) == pytest.approx(2.0, rel=1e-5)
+    z = Categorical(Dirichlet([1.0, 1.0, 1.0]), plates=(3,), name="z")
+    z.observe([0, _nan, 2], mask=[True, False, True])
+    assert z.get_moments()[0][1].sum() == pytest.approx(1.0)
+
+
+def test_gaussian_wishart_and_ellipsis_messages_say_what_is_wrong():
+    from skvi.networks import GaussianWishart, SumMultiply
+
+    gw = GaussianWishart(np.zeros(2), 1.0, 3, np.eye(2), name="gw")
+    with pytest.raises(NetworkError, match=r"GaussianWishart 'gw': cannot be observed"):
+        gw.observe(np.zeros(2))
+    x = GaussianARD(0.0, 1.0, shape=(2,))
+    with pytest.raises(NetworkError, match=r"ellipsis '\.\.\.' is not supported"):
+        SumMultiply("...i", x)
+    with pytest.raises(NetworkError, match=r"'1' is not a key"):
+        SumMultiply("i1->i", GaussianARD(0.0, 1.0, shape=(2, 2)))

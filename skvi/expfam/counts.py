@@ -1,8 +1,9 @@
-"""Log base measures of the count families whose conjugate priors live here.
+"""Log base measures and supports of the count families whose conjugate priors live here.
 
 A Poisson count has the :class:`~skvi.expfam.Gamma` as its rate's conjugate
 prior and multinomial counts the :class:`~skvi.expfam.Dirichlet`; their
-base measures (the terms of the log density in the counts alone) are these.
+base measures (the terms of the log density in the counts alone) are these,
+and their supports (with a categorical's) are tested here.
 """
 
 import numpy as np
@@ -101,3 +102,79 @@ def categorical_probabilities(phi):
     e = np.exp(phi - top)
     total = e.sum(axis=-1, keepdims=True)
     return e / total, np.log(total[..., 0]) + top[..., 0]
+
+
+def count_in_support(x):
+    """True where ``x`` is a count (a Poisson's support): a finite non-negative integer.
+
+    Parameters
+    ----------
+    x : array_like
+        Values (any shape).
+
+    Returns
+    -------
+    ndarray of bool of shape x.shape
+        True where the value is a finite non-negative integer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam.counts import count_in_support
+    >>> count_in_support([0.0, 3.0, 2.5, -1.0, np.inf, np.nan])
+    array([ True,  True, False, False, False, False])
+    """
+    x = _as_float(x)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(x) & (x >= 0) & (x == np.round(x))
+
+
+def multinomial_in_support(x, n):
+    """True where the counts over the last axis are a multinomial's: counts summing to ``n``.
+
+    Parameters
+    ----------
+    x : array_like of shape (..., K)
+        Counts of the ``K`` categories.
+    n : array_like
+        The number of draws, broadcastable to ``x.shape[:-1]``.
+
+    Returns
+    -------
+    ndarray of bool of the broadcast shape of ``x.shape[:-1]`` and ``n``
+        True where every count is a non-negative integer and they sum to ``n``.
+
+    Examples
+    --------
+    >>> from skvi.expfam.counts import multinomial_in_support
+    >>> multinomial_in_support([[1, 3], [2, 1], [-1, 5]], 4)
+    array([ True, False, False])
+    """
+    x = _as_float(x)
+    return np.all(count_in_support(x), axis=-1) & (x.sum(axis=-1) == _as_float(n))
+
+
+def category_in_support(x, K):
+    """True where ``x`` is one of ``K`` categories (a categorical's support): an integer in [0, K).
+
+    Parameters
+    ----------
+    x : array_like
+        Category indices (any shape).
+    K : int
+        The number of categories.
+
+    Returns
+    -------
+    ndarray of bool of shape x.shape
+        True where the value is an integer in ``[0, K)``.
+
+    Examples
+    --------
+    >>> from skvi.expfam.counts import category_in_support
+    >>> category_in_support([0, 2, 3, 1.5], 3)
+    array([ True,  True, False, False])
+    """
+    x = _as_float(x)
+    with np.errstate(invalid="ignore"):
+        return count_in_support(x) & (x < K)

@@ -102,6 +102,37 @@ class Dirichlet(ExponentialFamily):
         return cls(eta + 1.0)
 
     @staticmethod
+    def in_support(x):
+        """True where ``x`` lies on the probability simplex (a Dirichlet's support).
+
+        Each vector along the last axis must be finite and non-negative and
+        sum to one, to ``K`` times the square root of the float precision
+        (probabilities computed as ratios sum to one to rounding).
+
+        Parameters
+        ----------
+        x : array_like of shape (..., K)
+            Probability vectors, the categories on the last axis.
+
+        Returns
+        -------
+        ndarray of bool of shape x.shape[:-1]
+            True where the vector is a probability vector.
+
+        Examples
+        --------
+        >>> from skvi.expfam import Dirichlet
+        >>> Dirichlet.in_support([[0.25, 0.75], [0.5, 0.6], [1.5, -0.5]])
+        array([ True, False, False])
+        """
+        x = _as_float(x)
+        K = x.shape[-1]
+        tol = K * np.sqrt(np.finfo(x.dtype).eps)
+        with np.errstate(invalid="ignore"):
+            ok = np.all(np.isfinite(x) & (x >= 0), axis=-1)
+            return ok & (np.abs(x.sum(axis=-1) - 1.0) <= tol)
+
+    @staticmethod
     def valid_natural(eta):
         """True where ``eta`` defines a Dirichlet (all finite and > -1).
 

@@ -128,6 +128,31 @@ class Gamma(ExponentialFamily):
         return cls(eta2 + 1.0, -eta1)
 
     @staticmethod
+    def in_support(x):
+        """True where ``x`` lies in a Gamma's support: finite and positive.
+
+        Parameters
+        ----------
+        x : array_like
+            Values (any shape).
+
+        Returns
+        -------
+        ndarray of bool of shape x.shape
+            True where the value is finite and positive.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Gamma
+        >>> Gamma.in_support([2.0, 0.0, -1.0, np.inf, np.nan])
+        array([ True, False, False, False, False])
+        """
+        x = _as_float(x)
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(x) & (x > 0)
+
+    @staticmethod
     def valid_natural(eta1, eta2):
         """True where ``(eta1, eta2)`` define a Gamma (finite, eta1 < 0, eta2 > -1).
 

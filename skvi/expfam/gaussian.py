@@ -105,6 +105,29 @@ class Gaussian(ExponentialFamily):
         return cls(eta1 / precision, precision)
 
     @staticmethod
+    def in_support(x):
+        """True where ``x`` lies in a Gaussian's support: finite.
+
+        Parameters
+        ----------
+        x : array_like
+            Values (any shape).
+
+        Returns
+        -------
+        ndarray of bool of shape x.shape
+            True where the value is finite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Gaussian
+        >>> Gaussian.in_support([-1e300, 0.0, np.inf, np.nan])
+        array([ True,  True, False, False])
+        """
+        return np.isfinite(_as_float(x))
+
+    @staticmethod
     def valid_natural(eta1, eta2):
         """True where ``(eta1, eta2)`` define a Gaussian (finite, eta2 < 0).
 

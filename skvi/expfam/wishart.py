@@ -266,6 +266,34 @@ class Wishart(ExponentialFamily):
         return cls(2.0 * eta2 + d + 1.0, scale)
 
     @staticmethod
+    def in_support(x):
+        """True where ``x`` lies in a Wishart's support: finite symmetric positive definite.
+
+        Symmetric to the square root of the float precision, relative to the
+        largest entry.
+
+        Parameters
+        ----------
+        x : array_like of shape (..., d, d)
+            Square matrices.
+
+        Returns
+        -------
+        ndarray of bool of shape x.shape[:-2]
+            True where the matrix is finite, symmetric and positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.expfam import Wishart
+        >>> Wishart.in_support([np.eye(2), [[1.0, 0.5], [0.0, 1.0]], -np.eye(2)])
+        array([ True, False, False])
+        """
+        x = _as_float(x)
+        ok = np.all(np.isfinite(x), axis=(-2, -1)) & _symmetric_mask(x)
+        return _pd_mask(0.5 * (x + np.swapaxes(x, -1, -2)), ok)
+
+    @staticmethod
     def valid_natural(eta1, eta2):
         """True where ``(eta1, eta2)`` define a Wishart.
 

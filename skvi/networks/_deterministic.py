@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._moments import MomentsKind
-from ._node import Node, _as_parent
+from ._node import _CLOCK, Node, _as_parent, _children_total, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
 
@@ -49,10 +49,10 @@ class _AxesAsPlates(Node):
         d0, d1 = self.dims
         m0 = np.zeros(self.plates + d0)
         m1 = np.zeros(self.plates + d1)
-        for child, i in self.children:
-            x, y = child._message_to_parent(i)
-            m0 = m0 + x
-            m1 = m1 + y
+        total = _children_total(self)
+        if total is not None:
+            m0 = m0 + total[0]
+            m1 = m1 + total[1]
         parent = self.parents[0]
         a, b = self._a, self._b
         eyes = [np.eye(n) for n in self._sizes]
@@ -171,6 +171,17 @@ class SumMultiply(Node):
         """(keys of each operand, output keys, operands) of either BayesPy form."""
         if args and isinstance(args[0], str):
             text, operands = args[0].replace(" ", ""), list(args[1:])
+            if "..." in text:
+                raise NetworkError(
+                    f"{label}: keys {text!r}: an ellipsis '...' is not supported; the keys "
+                    "name each operand's variable axes only (its plates broadcast without keys)"
+                )
+            odd = sorted({c for c in text.replace("->", "").replace(",", "") if not c.isalpha()})
+            if odd:
+                raise NetworkError(
+                    f"{label}: keys {text!r}: {odd[0]!r} is not a key; keys are letters, "
+                    "operands separated by ',' and the output after '->'"
+                )
             parts = text.split("->")
             if len(parts) > 2:
                 raise NetworkError(f"{label}: keys {text!r} have more than one '->'")
@@ -193,9 +204,13 @@ class SumMultiply(Node):
     @property
     def u(self):
         """The moments, from the operands' current moments (cached until one changes)."""
-        key = [p.u for p in self.parents]
         cached = self.__dict__.get("_u_cache")
+        if cached is not None and cached[2] == _CLOCK[1]:
+            return cached[1]
+        _ready_parents(self)
+        key = [p.u for p in self.parents]
         if cached is not None and all(a is b for a, b in zip(cached[0], key)):
+            self._u_cache = (cached[0], cached[1], _CLOCK[1])
             return cached[1]
         first = ",".join("..." + k for k in self._keys) + "->..." + self._out
         second = (
@@ -207,11 +222,15 @@ class SumMultiply(Node):
             np.einsum(first, *[k[0] for k in key], optimize=True),
             np.einsum(second, *[k[1] for k in key], optimize=True),
         ]
-        self._u_cache = (key, u)
+        self._u_cache = (key, u, _CLOCK[1])
         return u
 
+    def _lazy(self):
+        cached = self.__dict__.get("_u_cache")
+        return cached is None or cached[2] != _CLOCK[1]
+
     def __getstate__(self):
-        state = dict(self.__dict__)
+        state = super().__getstate__()
         state.pop("_u_cache", None)
         return state
 
@@ -224,10 +243,10 @@ class SumMultiply(Node):
         out = self.dims
         m0 = np.zeros(self.plates + out[0])
         m1 = np.zeros(self.plates + out[1])
-        for child, i in self.children:
-            a, b = child._message_to_parent(i)
-            m0 = m0 + a
-            m1 = m1 + b
+        total = _children_total(self)
+        if total is not None:
+            m0 = m0 + total[0]
+            m1 = m1 + total[1]
         parent = self.parents[index]
         w = self._weights_to(parent)
         if w is not None:
@@ -319,10 +338,7 @@ class _ClusterAxisLast(Node):
 
     def _message_to_parent(self, index):
         parent = self.parents[0]
-        total = None
-        for child, i in self.children:
-            m = child._message_to_parent(i)
-            total = m if total is None else [a + b for a, b in zip(total, m)]
+        total = _children_total(self)
         return [
             sum_to_plates(
                 self._move(np.broadcast_to(m, self.plates + d), len(d), back=True),

@@ -64,6 +64,10 @@ class Dirichlet(Stochastic):
         q = expfam.Dirichlet(phi[0])
         return [q.expected_log()], -q.log_normalizer()
 
+    def _support(self, x):
+        valid = f"a probability vector of {self.K} categories (finite, non-negative, summing to 1)"
+        return expfam.Dirichlet.in_support(x), valid, 1
+
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
         logp = np.log(x)
@@ -103,6 +107,10 @@ class Beta(Dirichlet):
                 f"Beta '{name}': alpha must have a last axis of size 2, got shape {np.shape(alpha)}"
             )
         super().__init__(alpha, plates, name)
+
+    def _support(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        return expfam.Dirichlet.in_support(np.stack([x, 1.0 - x], axis=-1)), "in [0, 1]", 0
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)

@@ -5,11 +5,14 @@ from scipy.special import expit
 
 from ..expfam.counts import (
     categorical_probabilities,
+    category_in_support,
+    count_in_support,
+    multinomial_in_support,
     multinomial_log_coefficient,
     poisson_log_base_measure,
 )
 from ._dirichlet import Dirichlet
-from ._moments import MomentsKind
+from ._moments import MomentsKind, _require
 from ._node import Node
 from ._plates import NetworkError, broadcast_plates
 from ._stochastic import Stochastic
@@ -58,6 +61,9 @@ class Categorical(Stochastic):
         p, lse = categorical_probabilities(phi[0])
         return [p], -lse
 
+    def _support(self, x):
+        return category_in_support(x, self.K), f"a category, an integer in [0, {self.K})", 0
+
     def _fixed_moments_and_f(self, x):
         return MomentsKind.categorical(self.K).fixed(x), np.zeros(np.shape(x))
 
@@ -100,6 +106,11 @@ class Multinomial(Stochastic):
         if isinstance(n, Node):
             raise NetworkError(f"Multinomial '{name}': the number of draws n must be fixed")
         self.n = np.asarray(n, dtype=np.float64)
+        try:
+            _require(count_in_support(self.n), self.n, "a count, a non-negative integer")
+        except ValueError as err:
+            label = f"Multinomial '{name}'" if name else "Multinomial (unnamed)"
+            raise NetworkError(f"{label}: the number of draws n: {err}") from None
         n_plates = self.n.shape
         super().__init__(
             [("p", p, MomentsKind.dirichlet(K))],
@@ -119,6 +130,10 @@ class Multinomial(Stochastic):
     def _moments_and_cgf(self, phi):
         p, lse = categorical_probabilities(phi[0])
         return [self.n[..., None] * p], -self.n * lse
+
+    def _support(self, x):
+        ok = multinomial_in_support(x, self.n)
+        return ok, "counts of the categories, non-negative integers summing to n", 1
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -162,6 +177,9 @@ class Bernoulli(Stochastic):
 
     def _moments_and_cgf(self, phi):
         return [expit(phi[0])], -np.logaddexp(0.0, phi[0])
+
+    def _support(self, x):
+        return category_in_support(x, 2), "0 or 1", 0
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -207,6 +225,9 @@ class Poisson(Stochastic):
     def _moments_and_cgf(self, phi):
         r = np.exp(phi[0])
         return [r], -r
+
+    def _support(self, x):
+        return count_in_support(x), "a count, a non-negative integer", 0
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)

@@ -61,6 +61,9 @@ class Gamma(Stochastic):
         q = expfam.Gamma(phi[1], -phi[0])
         return list(q.expected_stats()), -q.log_normalizer()
 
+    def _support(self, x):
+        return expfam.Gamma.in_support(x), "finite and positive", 0
+
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
         if np.any(x <= 0):

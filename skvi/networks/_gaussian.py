@@ -112,6 +112,10 @@ class GaussianARD(Stochastic):
             return list(q.expected_stats()), 0.5 * _LOG_2PI - q.log_normalizer()
         return _gaussian_moments(phi, self.shape)
 
+    def _support(self, x):
+        ok = expfam.Gaussian.in_support(x)
+        return np.all(ok, axis=tuple(range(-self._nd, 0))) if self._nd else ok, "finite", self._nd
+
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
         k = int(np.prod(self.shape))
@@ -250,6 +254,9 @@ class Gaussian(Stochastic):
 
     def _moments_and_cgf(self, phi):
         return _gaussian_moments(phi, self.shape)
+
+    def _support(self, x):
+        return np.all(expfam.Gaussian.in_support(x), axis=-1), "finite", 1
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -436,5 +443,31 @@ class GaussianWishart(Stochastic):
             return [-0.5 * u[2], 0.5 * up[2][0] * n]
         raise NetworkError(f"{self.describe()}: the degrees of freedom take no message")
 
+    def observe(self, x, mask=True):
+        """A GaussianWishart node cannot be observed: it raises a NetworkError saying so.
+
+        Parameters
+        ----------
+        x : array-like
+            Ignored.
+        mask : bool or array-like of bool, default=True
+            Ignored.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.networks import GaussianWishart, NetworkError
+        >>> gw = GaussianWishart(np.zeros(2), 1.0, 3, np.eye(2), name="gw")
+        >>> try:
+        ...     gw.observe(np.zeros(2))
+        ... except NetworkError as err:
+        ...     print(str(err)[:46])
+        GaussianWishart 'gw': cannot be observed: its
+        """
+        raise NetworkError(
+            f"{self.describe()}: cannot be observed: its value is a mean and a "
+            "precision matrix together; observe a Gaussian node whose mu it is"
+        )
+
     def _fixed_moments_and_f(self, x):
-        raise ValueError("a GaussianWishart node cannot be observed in this version")
+        raise ValueError("a GaussianWishart node cannot be observed")

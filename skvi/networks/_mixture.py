@@ -159,6 +159,9 @@ class Mixture(Stochastic):
     def _moments_and_cgf(self, phi):
         return self._proto._moments_and_cgf(phi)
 
+    def _support(self, x):
+        return self._proto._support(x)
+
     def _fixed_moments_and_f(self, x):
         return self._proto._fixed_moments_and_f(x)
 

@@ -11,8 +11,34 @@ conventions follow BayesPy's, so that the lower bounds agree term by term.
 import numpy as np
 
 from .. import expfam
+from ..expfam.counts import category_in_support, count_in_support
 
 __all__ = ["MomentsKind"]
+
+
+def _show(v):
+    """A value for an error message, on one line."""
+    v = np.asarray(v)
+    if v.ndim == 0:
+        return repr(float(v))
+    return np.array2string(v, precision=6, separator=", ").replace("\n", "")
+
+
+def _require(ok, x, valid, event_ndim=0):
+    """Raise a ValueError naming the first element of ``x`` where ``ok`` fails, and what is valid.
+
+    ``ok`` has the shape of ``x`` less its last ``event_ndim`` axes (a
+    vector's or a matrix's own).
+    """
+    ok = np.asarray(ok)
+    if ok.all():
+        return
+    bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if ok.ndim else ()
+    x = np.asarray(x)
+    lead = x.ndim - event_ndim
+    value = x[(0,) * (lead - len(bad)) + bad] if lead >= len(bad) else x
+    at = f" at index {bad}" if bad else ""
+    raise ValueError(f"got {_show(value)}{at}, but it must be {valid}")
 
 
 def _outer(x, ndim):
@@ -142,59 +168,81 @@ class MomentsKind:
                 if full is None or full[len(full) - nd :] != shape:
                     raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
                 x = np.broadcast_to(x, full).copy()
+            _require(expfam.Gaussian.in_support(x), x, "finite (a Gaussian's mean)")
             return [x, _outer(x, nd)]
         if name in ("gamma", "gamma_shape", "wishart_dof", "poisson"):
-            if name != "poisson" and np.any(x <= 0):
-                raise ValueError(f"a {self.describe} must be positive")
-            if name == "gamma":
-                return [x, np.log(x)]
-            if name == "gamma_shape":
-                return [x, expfam.Gamma.log_normalizer_shape_term(x)]
+            if name == "poisson":
+                _require(count_in_support(x), x, "a count (a finite non-negative integer)")
+                return [x]
             if name == "wishart_dof":
                 D = self.size
-                if np.any(x <= D - 1):
-                    raise ValueError(f"a {self.describe} is required")
+                with np.errstate(invalid="ignore"):
+                    ok = np.isfinite(x) & (x > D - 1)
+                _require(ok, x, f"finite and above D - 1 = {D - 1} (a {self.describe})")
                 return [x, expfam.Wishart.log_normalizer_df_term(x, D)]
-            return [x]
+            _require(expfam.Gamma.in_support(x), x, f"finite and positive (a {self.describe})")
+            if name == "gamma":
+                return [x, np.log(x)]
+            return [x, expfam.Gamma.log_normalizer_shape_term(x)]
         if name == "wishart":
             D = self.dims[0][0]
             if x.ndim < 2 or x.shape[-2:] != (D, D):
                 raise ValueError(f"a value of shape {x.shape} is not a {self.describe} matrix")
-            try:
-                return list(expfam.Wishart.sufficient_stats(x))
-            except ValueError:
-                raise ValueError(f"a {self.describe} matrix must be positive definite") from None
+            _require(
+                expfam.Wishart.in_support(x),
+                x,
+                f"a finite symmetric positive definite {D}x{D} matrix",
+                event_ndim=2,
+            )
+            return list(expfam.Wishart.sufficient_stats(x))
         if name == "dirichlet":
             K = self.dims[0][0]
-            if x.ndim < 1 or x.shape[-1] != K or np.any(x < 0):
+            if x.ndim < 1 or x.shape[-1] != K:
                 raise ValueError(
                     f"a value of shape {x.shape} is not a probability vector of {K} categories"
                 )
+            _require(
+                expfam.Dirichlet.in_support(x),
+                x,
+                f"a probability vector of {K} categories (finite, non-negative, summing to 1)",
+                event_ndim=1,
+            )
             with np.errstate(divide="ignore"):
                 return [np.log(x)]
         if name == "beta":
-            if np.any((x < 0) | (x > 1)):
-                raise ValueError("a Beta value must lie in [0, 1]")
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(x) & (x >= 0) & (x <= 1)
+            _require(ok, x, "a probability in [0, 1]")
             with np.errstate(divide="ignore"):
                 return [np.stack([np.log(x), np.log1p(-x)], axis=-1)]
         if name == "concentration":
             K = self.dims[0][0]
-            if x.ndim < 1 or x.shape[-1] != K or np.any(x <= 0):
+            if x.ndim < 1 or x.shape[-1] != K:
                 raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
+            _require(
+                np.all(expfam.Gamma.in_support(x), axis=-1),
+                x,
+                "finite and positive in every category (a Dirichlet's concentration)",
+                event_ndim=1,
+            )
             # The Dirichlet's log normaliser with a fixed concentration.
             return [x, -expfam.Dirichlet(x).log_normalizer()]
         if name == "categorical":
             K = self.dims[0][0]
-            if np.any(x != np.round(x)) or np.any((x < 0) | (x >= K)):
-                raise ValueError(f"categories must be integers in [0, {K})")
+            _require(category_in_support(x, K), x, f"a category, an integer in [0, {K})")
             return [np.eye(K)[x.astype(np.intp)]]
         if name == "multinomial":
             K = self.dims[0][0]
-            if x.ndim < 1 or x.shape[-1] != K or np.any(x < 0):
+            if x.ndim < 1 or x.shape[-1] != K:
                 raise ValueError(f"a value of shape {x.shape} is not counts of {K} categories")
+            _require(
+                np.all(count_in_support(x), axis=-1),
+                x,
+                "counts, finite non-negative integers",
+                event_ndim=1,
+            )
             return [x]
         if name == "bernoulli":
-            if np.any((x != 0) & (x != 1)):
-                raise ValueError("Bernoulli values must be 0 or 1")
+            _require(category_in_support(x, 2), x, "0 or 1")
             return [x]
         raise ValueError(f"no fixed value can stand for a {self.describe}")

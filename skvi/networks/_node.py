@@ -18,9 +18,177 @@ Arrays carry plates first and the variable's own axes last; plates
 broadcast right-aligned, as in BayesPy.
 """
 
+import copy
+import threading
+
 import numpy as np
 
 from ._plates import NetworkError, plate_total, sum_to_plates
+
+# Counters that let caches know whether they still hold: ``_CLOCK[0]`` counts
+# the nodes made (a graph's shape changes only when a node is made and linked
+# to its parents), ``_CLOCK[1]`` the times a stochastic node's moments were
+# set (a deterministic node's moments hold while it has not moved).
+_CLOCK = [0, 0]
+
+
+def _post_order(start, neighbours):
+    """The nodes reachable from ``start`` by ``neighbours``, each after those it reaches.
+
+    An explicit stack rather than recursion: a network may be deeper than
+    Python's recursion limit (a chain of thousands of nodes).
+    """
+    order, seen = [], {id(start)}
+    stack = [(start, iter(neighbours(start)))]
+    while stack:
+        node, todo = stack[-1]
+        for nxt in todo:
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append((nxt, iter(neighbours(nxt))))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+
+
+def _ready_parents(node):
+    """Compute, parents first, the moments that reading ``node.u`` would compute above it.
+
+    A node's moments may be computed when first read (a stochastic node's
+    prior, a sum of products): reading them from the top of the graph down
+    keeps each read one level deep.
+    """
+    order = _post_order(node, lambda n: [p for p in n.parents if p._lazy()])
+    for n in order[:-1]:
+        n.u
+
+
+#: The children's summed messages to deterministic nodes, while one message
+#: through them is computed (keyed by the node's id), per thread: networks
+#: of a threaded scheduler's tasks pass messages at the same time.
+_INCOMING = threading.local()
+
+
+def _children_total(node):
+    """The messages of ``node``'s children summed (None without children), without recursion.
+
+    A deterministic node passes its children's messages on to its parents;
+    below a chain of them, the messages are summed from the bottom up.
+    """
+    key = id(node)
+    cache = _INCOMING.__dict__.setdefault("totals", {})
+    if key in cache:
+        return cache[key]
+    owner = not cache
+    try:
+        below = _post_order(
+            node,
+            lambda n: [c for c, _ in n.children if c._deterministic and id(c) not in cache],
+        )
+        for n in below:
+            total = None
+            for child, index in n.children:
+                m = child._message_to_parent(index)
+                total = m if total is None else [a + b for a, b in zip(total, m)]
+            cache[id(n)] = total
+        return cache[key]
+    finally:
+        if owner:
+            cache.clear()
+
+
+class _Ref(int):
+    """A node's place in a flattened graph (see :class:`_Graph`)."""
+
+
+def _swap(value, swap):
+    """``value`` with every node in it (or in its lists, tuples and dicts) replaced by ``swap(node)``."""
+    if isinstance(value, (Node, _Ref)):
+        return swap(value)
+    kind = type(value)
+    if kind is list:
+        return [_swap(v, swap) for v in value]
+    if kind is tuple:
+        return tuple(_swap(v, swap) for v in value)
+    if kind is dict:
+        return {k: _swap(v, swap) for k, v in value.items()}
+    return value
+
+
+def _neighbours(node):
+    """Every node that ``node``'s state refers to (parents, children, a mixture's family)."""
+    found = []
+    _swap(node.__getstate__(), lambda n: found.append(n) or n)
+    return found
+
+
+class _Graph:
+    """The connected nodes of a network, which pickle and copy as one flat object.
+
+    Each node's state holds its parents and children; pickling it as is
+    would recurse once per node of a chain.  Flattened, the links are
+    indices into the list of nodes, and a node pickles as (its graph, its
+    index): the graph is written once, however many of its nodes are
+    pickled together, and they come back as one graph.
+    """
+
+    def __init__(self, nodes):
+        self.nodes = list(nodes)
+        self.index = {id(n): i for i, n in enumerate(self.nodes)}
+
+    @classmethod
+    def of(cls, node):
+        """The graph of ``node``, shared by every node of it while no node is made."""
+        cached = node.__dict__.get("_graph")
+        if cached is not None and cached[1] == _CLOCK[0]:
+            return cached[0]
+        graph = cls([node])
+        graph._grow()
+        return graph
+
+    def _grow(self):
+        """Take in every node linked to the graph's nodes, and share the graph with them."""
+        i = 0
+        while i < len(self.nodes):
+            for n in _neighbours(self.nodes[i]):
+                if id(n) not in self.index:
+                    self.index[id(n)] = len(self.nodes)
+                    self.nodes.append(n)
+            i += 1
+        for n in self.nodes:
+            n.__dict__["_graph"] = (self, _CLOCK[0])
+
+    def _flat(self):
+        """``(class, state)`` of every node, nodes replaced by their indices."""
+        self._grow()
+        return [
+            (type(n), _swap(n.__getstate__(), lambda m: _Ref(self.index[id(m)])))
+            for n in self.nodes
+        ]
+
+    def __reduce__(self):
+        return (_rebuild_graph, (self._flat(),))
+
+    def __deepcopy__(self, memo):
+        return _rebuild_graph(copy.deepcopy(self._flat(), memo))
+
+
+def _rebuild_graph(flat):
+    """The :class:`_Graph` of a flattened one."""
+    nodes = [cls.__new__(cls) for cls, _ in flat]
+    for node, (_, state) in zip(nodes, flat):
+        node.__dict__.update(_swap(state, lambda i: nodes[i]))
+    graph = _Graph(nodes)
+    for n in nodes:
+        n.__dict__["_graph"] = (graph, _CLOCK[0])
+    return graph
+
+
+def _node_of(graph, index):
+    """Node ``index`` of ``graph`` (a node's unpickling)."""
+    return graph.nodes[index]
 
 
 def _diag(a, ndim):
@@ -78,7 +246,12 @@ class Node:
     ((3,), ((), ()))
     """
 
+    #: Whether the node computes its moments from its parents' (and passes
+    #: its children's messages on): a sum of products, a view of axes.
+    _deterministic = True
+
     def __init__(self, kind, plates, name=""):
+        _CLOCK[0] += 1
         self._kind = kind
         self.plates = tuple(int(p) for p in plates)
         self.name = name
@@ -165,8 +338,32 @@ class Node:
         """
         return [np.broadcast_to(u, self.plates + d) for u, d in zip(self.u, self.dims)]
 
+    def _lazy(self):
+        """Whether reading the moments may compute them from the parents' (see ``_ready_parents``)."""
+        return True
+
     def __repr__(self):
         return f"<{self.describe()} plates={self.plates}>"
+
+    # Pickling and copying go through the node's whole graph at once (see
+    # :class:`_Graph`), so that neither recurses along a deep network.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_graph", None)
+        return state
+
+    def __reduce_ex__(self, protocol):
+        graph = _Graph.of(self)
+        return (_node_of, (graph, graph.index[id(self)]))
+
+    def __deepcopy__(self, memo):
+        graph = _Graph.of(self)
+        return copy.deepcopy(graph, memo).nodes[graph.index[id(self)]]
+
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__getstate__())
+        return new
 
 
 class Constant(Node):
@@ -199,6 +396,11 @@ class Constant(Node):
         super().__init__(kind, plates, name)
         self.u = u
         self.observed = True
+
+    _deterministic = False
+
+    def _lazy(self):
+        return False
 
     def update(self):
         """Nothing to update: the value is fixed."""

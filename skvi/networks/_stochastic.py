@@ -3,7 +3,8 @@
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._node import Constant, Node, _as_parent
+from ._moments import _require
+from ._node import _CLOCK, Constant, Node, _as_parent, _post_order, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
 
@@ -11,11 +12,17 @@ def _propagate_masks(node):
     """Mask the latent elements above ``node`` whose every child element is missing, as BayesPy does.
 
     An element that no observed element depends on is integrated out
-    exactly: it sends no message and adds nothing to the bound.
+    exactly: it sends no message and adds nothing to the bound.  The nodes
+    above are visited children first (each once, without recursion), so
+    that a node's mask is computed from its children's final masks.
     """
-    for parent in node.parents:
-        if isinstance(parent, Constant) or getattr(parent, "observed", False):
-            continue
+
+    def latent_parents(n):
+        return [
+            p for p in n.parents if not (isinstance(p, Constant) or getattr(p, "observed", False))
+        ]
+
+    for parent in reversed(_post_order(node, latent_parents)[:-1]):
         used = np.zeros(parent.plates, dtype=bool)
         for child, index in parent.children:
             m = child._mask_to_parent(index)
@@ -24,7 +31,6 @@ def _propagate_masks(node):
                 break
             used = used | m
         parent._mask = None if used is None or used.all() else used.astype(np.float64)
-        _propagate_masks(parent)
 
 
 def _from_prior(name, doc):
@@ -36,10 +42,13 @@ def _from_prior(name, doc):
 
     def get(self):
         if self.__dict__.get("_u") is None:
+            _ready_parents(self)
             self.initialize_from_prior()
         return getattr(self, name)
 
     def set(self, value):
+        if name == "_u":
+            _CLOCK[1] += 1
         setattr(self, name, value)
 
     return property(get, set, doc=doc)
@@ -74,6 +83,10 @@ class Stochastic(Node):
 
     _detached = False
     _discrete = False
+    _deterministic = False
+
+    def _lazy(self):
+        return self.__dict__.get("_u") is None
 
     def __init__(self, parents, kind, plates, name):
         detached = self.__dict__.pop("_detach", False)
@@ -134,6 +147,14 @@ class Stochastic(Node):
 
     def _random(self, phi, rng):
         raise NotImplementedError(f"{self.describe()}: random draws are not implemented")
+
+    def _support(self, x):
+        """Where data ``x`` lie in the family's support: ``(ok, what is valid, value axes)``.
+
+        ``ok`` is a bool array over the plates (and any leading axes of
+        ``x``); None: every value is valid.
+        """
+        return None
 
     def _valid_natural(self, phi):
         """Whether natural parameters define a distribution of the family (every element)."""
@@ -248,6 +269,7 @@ class Stochastic(Node):
             # A valid value in the missing places: the first observed one.
             x = np.array(x, copy=True)
             x[~mask] = x[mask][0]
+            self._check_support(x)
             if self.children:
                 # The missing elements are latent: q from the prior, the
                 # observed elements fixed in the moments.
@@ -262,6 +284,7 @@ class Stochastic(Node):
                 _propagate_masks(self)
                 return self
             self._mask = mask.astype(np.float64)
+        self._check_support(x)
         _propagate_masks(self)
         try:
             self.u, self.f = self._fixed_moments_and_f(x)
@@ -271,6 +294,20 @@ class Stochastic(Node):
         self.g = None
         self.observed = True
         return self
+
+    def _check_support(self, x):
+        """Refuse data outside the family's support, naming the node and saying what is valid."""
+        check = self._support(x)
+        if check is None:
+            return
+        ok, valid, event_ndim = check
+        try:
+            _require(ok, x, valid, event_ndim)
+        except ValueError as err:
+            raise NetworkError(
+                f"{self.describe()}: observed data: {err} (a missing value can be left "
+                "out with observe's mask)"
+            ) from None
 
     def initialize_from_prior(self):
         """Set ``q(x)`` to the prior given the parents' current moments."""

@@ -89,6 +89,10 @@ class Wishart(Stochastic):
         )
         return [mean, expected_log_det], -A
 
+    def _support(self, x):
+        valid = f"a finite symmetric positive definite {self.D}x{self.D} matrix"
+        return expfam.Wishart.in_support(x), valid, 2
+
     def _fixed_moments_and_f(self, x):
         try:
             x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
