@@ -1800,3 +1800,16 @@ def test_gaussian_wishart_and_ellipsis_messages_say_what_is_wrong():
         SumMultiply("...i", x)
     with pytest.raises(NetworkError, match=r"'1' is not a key"):
         SumMultiply("i1->i", GaussianARD(0.0, 1.0, shape=(2, 2)))
+
+
+def test_vb_takes_a_network_deeper_than_the_recursion_limit():
+    # Its acyclicity check walks the graph with a stack of its own; a cycle
+    # is still named.
+    import sys
+
+    x = GaussianARD(0, 1)
+    for _ in range(sys.getrecursionlimit() + 500):
+        x = GaussianARD(x, 1)
+    x.observe(1.0)
+    Q = VB(x)
+    assert np.isfinite(Q.compute_lowerbound())

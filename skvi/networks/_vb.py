@@ -38,26 +38,34 @@ def _check_sweeps(repeat, tol):
 
 
 def check_acyclic(nodes):
-    """Raise a NetworkError naming a node that is its own ancestor."""
+    """Raise a NetworkError naming a node that is its own ancestor.
+
+    A depth-first search with an explicit stack: a network may be deeper
+    than Python's recursion limit.
+    """
     state = {}
-
-    def visit(node, path):
-        mark = state.get(id(node))
-        if mark == 1:
-            cycle = " -> ".join(n.describe() for n in path + [node])
-            raise NetworkError(
-                f"{node.describe()}: the network has a cycle ({cycle}); a "
-                "Bayesian network must be a directed acyclic graph"
-            )
-        if mark == 2:
-            return
-        state[id(node)] = 1
-        for p in node.parents:
-            visit(p, path + [node])
-        state[id(node)] = 2
-
-    for n in nodes:
-        visit(n, [])
+    for start in nodes:
+        if state.get(id(start)) == 2:
+            continue
+        state[id(start)] = 1
+        path, todo = [start], [iter(start.parents)]
+        while todo:
+            for p in todo[-1]:
+                mark = state.get(id(p))
+                if mark == 1:
+                    cycle = " -> ".join(n.describe() for n in path + [p])
+                    raise NetworkError(
+                        f"{p.describe()}: the network has a cycle ({cycle}); a "
+                        "Bayesian network must be a directed acyclic graph"
+                    )
+                if mark is None:
+                    state[id(p)] = 1
+                    path.append(p)
+                    todo.append(iter(p.parents))
+                    break
+            else:
+                state[id(path.pop())] = 2
+                todo.pop()
 
 
 class VB:
