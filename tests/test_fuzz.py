@@ -21,6 +21,7 @@ from skvi import (  # noqa: E402
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
     SVICorrelatedTopicModel,
+    SVIHierarchicalDirichletProcess,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -282,10 +283,17 @@ ESTIMATORS = {
     "SVISparseGPClassifier": lambda: SVISparseGPClassifier(
         n_inducing=4, max_iter=3, random_state=0
     ),
+    "SVIHierarchicalDirichletProcess": lambda: SVIHierarchicalDirichletProcess(
+        n_components=4, n_document_components=2, max_iter=2, random_state=0
+    ),
 }
 # Models of counts (topics) and of ratings (matrix factorization): their
 # "features" are the counts, their rows documents or ratings.
-COUNTS = ("SVILatentDirichletAllocation", "SVICorrelatedTopicModel")
+COUNTS = (
+    "SVILatentDirichletAllocation",
+    "SVICorrelatedTopicModel",
+    "SVIHierarchicalDirichletProcess",
+)
 MF = "SVIMatrixFactorization"
 # The constructor's numbers that are not hyperparameters of the model.
 CONTROL = {

@@ -9,6 +9,7 @@ from skvi import (
     GaussianGammaVB,
     SVIBayesianGaussianMixture,
     SVICorrelatedTopicModel,
+    SVIHierarchicalDirichletProcess,
     SVILatentDirichletAllocation,
     SVILinearRegression,
     SVILogisticRegression,
@@ -42,6 +43,17 @@ ESTIMATORS = [
         n_components=3, max_iter=5, mean_change_tol=1e-10, max_doc_update_iter=10000
     ),
     SVIMatrixFactorization(n_components=2, max_iter=5),
+    # The local step starts from the documents' own words (no random draws)
+    # and is iterated to its fixed point: weighted and repeated documents
+    # give the same fit.
+    SVIHierarchicalDirichletProcess(
+        n_components=4,
+        n_document_components=2,
+        max_iter=5,
+        mean_change_tol=1e-10,
+        max_doc_update_iter=10000,
+        random_state=0,
+    ),
     SVICorrelatedTopicModel(n_components=3, max_iter=5, init_passes=2, random_state=0),
     # tol=0: a fixed number of passes, so that weighted and repeated rows (whose
     # sums differ in the last bits) stop at the same pass on data it fits exactly.

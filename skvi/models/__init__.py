@@ -2,6 +2,7 @@
 
 from .ctm import SVICorrelatedTopicModel
 from .gaussian_gamma import GaussianGammaVB
+from .hdp import SVIHierarchicalDirichletProcess
 from .glm import SVILogisticRegression, SVIPoissonRegression
 from .lda import SVILatentDirichletAllocation
 from .linear import SVILinearRegression
@@ -14,6 +15,7 @@ __all__ = [
     "SVIBayesianGaussianMixture",
     "SVICorrelatedTopicModel",
     "GaussianGammaVB",
+    "SVIHierarchicalDirichletProcess",
     "SVILatentDirichletAllocation",
     "SVILinearRegression",
     "SVILogisticRegression",

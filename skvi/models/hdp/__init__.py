@@ -1,0 +1,5 @@
+"""The hierarchical Dirichlet process topic model (online variational inference)."""
+
+from .estimator import SVIHierarchicalDirichletProcess
+
+__all__ = ["SVIHierarchicalDirichletProcess"]
