@@ -211,6 +211,19 @@ def check_glm(ns):
     assert np.abs(ns["stream"].coef_ - mode).max() < 0.25
 
 
+def check_hdp(ns):
+    # The held-out words of the topics sample are predicted better than by
+    # the unigram model, and (the page's claim) than by LDA with six topics.
+    _, counts, train, test = topics_split()
+    assert ns["hdp_perplexity"] < 0.8 * unigram_perplexity(train, test)
+    assert ns["hdp_perplexity"] < ns["lda_perplexity"]
+    np.testing.assert_allclose(ns["theta"].sum(axis=1), 1.0, rtol=1e-12)
+    # The stream: one step per chunk of 30 documents, every document counted.
+    assert ns["stream"].n_batch_iter_ == 3 and ns["stream"].n_samples_seen_ == 90
+    # The expected corpus shares of the topics sum to one.
+    assert ns["hdp"].topic_weights_.sum() == pytest.approx(1.0, rel=1e-12)
+
+
 def check_matrix_factorization(ns):
     from sklearn.metrics import log_loss
 

