@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 from ...engine import ModelSettings, SVIEstimator
 from ...engine.data import Rows, check_row_weights
 from ...expfam import Dirichlet
-from ...validation import check_heldout_counts, check_sparse_structure
+from ...validation import check_feature_magnitude, check_heldout_counts, check_sparse_structure
 from ..lda.estep import mixture_probabilities
 from .estep import expected_log_sticks, hdp_local_step, log_mean_sticks, stick_kl
 
@@ -293,6 +293,8 @@ class SVIHierarchicalDirichletProcess(
             self, X, reset=reset, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32]
         )
         check_non_negative(X, f"{type(self).__name__} (input X)")
+        # Counts beyond 1e100 overflow the squared sums of the ELBO's terms.
+        check_feature_magnitude(X, type(self).__name__)
         X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
         if not X.has_sorted_indices:
             X = X.sorted_indices()
