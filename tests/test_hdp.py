@@ -313,3 +313,20 @@ def test_partial_fit_steps_follow_the_engines_rules():
             )
             np.testing.assert_allclose(hdp.natural_params_[name][0], want, rtol=1e-10)
     assert hdp.n_batch_iter_ == 3
+
+
+@pytest.mark.slow
+def test_a_dask_array_is_fitted_as_in_memory(client):
+    # The local step has no random draws, so a batch fit on a cluster takes
+    # the in-memory fit's steps, to rounding.
+    da = pytest.importorskip("dask.array")
+    X, _ = _corpus(n_docs=300)
+    kw = dict(n_components=6, n_document_components=3, learning_method="batch", max_iter=3)
+    ref = SVIHierarchicalDirichletProcess(random_state=0, **kw).fit(X)
+    Xd = da.from_array(X, chunks=(100, 30)).map_blocks(sp.csr_matrix)
+    est = SVIHierarchicalDirichletProcess(random_state=0, **kw).fit(Xd)
+    for name in ("topics", "sticks"):
+        np.testing.assert_allclose(
+            est.natural_params_[name][0], ref.natural_params_[name][0], rtol=1e-8, atol=1e-10
+        )
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-7)
