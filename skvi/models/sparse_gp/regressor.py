@@ -85,7 +85,9 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
         against 0.688 at 1.0, ``benchmarks/sparse_gp.py``).
     learning_method : {'batch', 'online'}, default='batch'
         ``'batch'``: natural-gradient steps on all rows (one step for the
-        conjugate objectives).  ``'online'``: SVI on shuffled minibatches.
+        conjugate objectives).  ``'online'``: SVI on shuffled minibatches;
+        a fit whose rows fit in one minibatch (``batch_size >= n``) takes
+        batch steps, and learns the hyperparameters as a batch fit does.
     batch_size : int, default=1000
         Largest number of rows per online minibatch.
 
@@ -384,7 +386,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("objective='optimal' does not decompose over rows: use batch fit.")
         kernel = self._start(data, random_state)
         noise = float(self.noise_variance)
-        if self.optimizer is not None and self.learning_method == "batch":
+        if self.optimizer is not None and self._hyperparameters_in_batch():
             kernel, noise = self._optimize_hyperparameters(data, kernel, noise, random_state)
         self._set_kernel(kernel)
         self.noise_variance_ = noise
