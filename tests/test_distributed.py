@@ -365,6 +365,28 @@ def test_sparse_gp_regressor_batch_equals_the_in_memory_fit(client, objective):
     np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
 
 
+def test_sparse_gp_regressor_normalizes_y_by_all_the_blocks(client):
+    # normalize_y: each block is centred and scaled by the moments of every
+    # block's target (merged before any block is validated), as a fit in
+    # memory scales all the rows; a block's own would differ.
+    rng = np.random.RandomState(16)
+    X = rng.uniform(-3, 3, size=(900, 1))
+    y = 50.0 * np.sin(2 * X[:, 0]) + 20.0 * (X[:, 0] > 1) + 300.0 + 5.0 * rng.normal(size=900)
+    w = rng.uniform(0.5, 2.0, size=900)
+    kw = dict(n_inducing=12, optimizer=None, random_state=0, max_iter=3, tol=0)
+    ref = SVISparseGPRegressor(**kw).fit(X, y, sample_weight=w)
+    est = SVISparseGPRegressor(**kw).fit(
+        da.from_array(X, chunks=(300, 1)),
+        da.from_array(y, chunks=300),
+        sample_weight=da.from_array(w, chunks=300),
+    )
+    assert est._y_train_mean == pytest.approx(np.average(y, weights=w), rel=1e-12)
+    assert est._y_train_mean == pytest.approx(ref._y_train_mean, rel=1e-12)
+    assert est._y_train_std == pytest.approx(ref._y_train_std, rel=1e-12)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-9)
+    assert est.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-12)
+
+
 @pytest.mark.slow
 def test_sparse_gp_regressor_online_learns_the_kernel_on_a_cluster(client):
     # Hyperparameter steps from the gradient summed over the blocks, against

@@ -1180,3 +1180,59 @@ def test_mf_recommend_with_any_seen_pairs_leaves_them_out(pairs, strings):
     for u, row in zip(users, items):
         for i in row:
             assert strings or (u, i) not in set(pairs)
+
+
+# --------------------------------- the sparse GP regressor's normalize_y, include_noise
+def _gp_rows(n=12):
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, size=(n, 1))
+    return X, np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+@FUZZ
+@given(st.sampled_from(["yes", "True", 1, 0, 2.0, None, [True], np.array([True, False])]))
+def test_sparse_gp_normalize_y_not_a_bool_is_a_clear_error(value):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = _gp_rows()
+    with pytest.raises(InvalidParameterError, match="normalize_y"):
+        SVISparseGPRegressor(normalize_y=value, n_inducing=4, max_iter=2).fit(X, y)
+
+
+@FUZZ
+@given(st.sampled_from(["yes", "False", 1, 0, 0.5, None, [True], np.array([True])]))
+def test_sparse_gp_include_noise_not_a_bool_is_a_clear_error(value):
+    X, y = _gp_rows()
+    gp = _quiet(SVISparseGPRegressor(n_inducing=4, max_iter=2, random_state=0).fit, X, y)
+    for kw in ({"return_std": True}, {"return_cov": True}, {}):
+        with pytest.raises(ValueError, match="include_noise must be True or False"):
+            gp.predict(X, include_noise=value, **kw)
+
+
+@FUZZ
+@given(
+    st.sampled_from([0.0, 1e-8, 1e-3, 1.0, 1e3, 1e8]),
+    st.sampled_from([0.0, -7.0, 1e3, -1e6]),
+    st.booleans(),
+    st.integers(1, 30),
+    st.integers(0, 2**16),
+)
+def test_sparse_gp_targets_of_any_scale_and_offset_are_finite(scale, offset, normalize, n, seed):
+    # A constant target (scale 0), a single row and targets far from the
+    # prior's scale: finite predictions, a noisy observation's standard
+    # deviation at least the latent function's, both in y's units.
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-2, 2, size=(n, 1))
+    y = scale * rng.normal(size=n) + offset
+    gp = _quiet(
+        SVISparseGPRegressor(n_inducing=4, max_iter=3, normalize_y=normalize, random_state=0).fit,
+        X,
+        y,
+    )
+    mean, std = gp.predict(X, return_std=True)
+    _, noisy = gp.predict(X, return_std=True, include_noise=True)
+    _finite(mean, std, noisy, gp.noise_variance_)
+    assert np.all(noisy >= std) and gp.noise_variance_ > 0
+    np.testing.assert_allclose(noisy**2, std**2 + gp.noise_variance_, rtol=1e-9)
+    if scale == 0.0 and normalize:  # centred only: the constant is predicted
+        np.testing.assert_allclose(mean, offset, rtol=1e-9, atol=1e-9)

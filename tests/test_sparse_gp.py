@@ -33,12 +33,14 @@ def _nystrom(X, Z, kernel=KERNEL, jitter=0.0):
 
 
 def _fit(objective, Z, X, y, sample_weight=None, **kw):
+    # The closed forms below are those of y as it is (no normalisation).
     kw = {
         "kernel": KERNEL,
         "noise_variance": NOISE,
         "inducing_points": Z,
         "optimizer": None,
         "objective": objective,
+        "normalize_y": False,
         **kw,
     }
     with warnings.catch_warnings():
@@ -156,7 +158,9 @@ def test_learned_hyperparameters_match_scikit_learn_with_inducing_points_at_the_
     ref = GaussianProcessRegressor(
         C(1.0) * RBF(1.0) + WhiteKernel(0.1), alpha=0.0, random_state=0
     ).fit(X, y)
-    gp = SVISparseGPRegressor(C(1.0) * RBF(1.0), noise_variance=0.1, inducing_points=X).fit(X, y)
+    gp = SVISparseGPRegressor(
+        C(1.0) * RBF(1.0), noise_variance=0.1, inducing_points=X, normalize_y=False
+    ).fit(X, y)
     ref_k = ref.kernel_
     assert gp.kernel_.k2.length_scale == pytest.approx(ref_k.k1.k2.length_scale, rel=2e-3)
     assert gp.kernel_.k1.constant_value == pytest.approx(ref_k.k1.k1.constant_value, rel=5e-3)
@@ -630,3 +634,156 @@ def test_classifier_on_separable_classes_converges_with_bounded_hyperparameters(
             n_inducing=10, kernel_prior_scale=None, random_state=0, max_iter=30
         ).fit(X, y)
     assert not flat.converged_ and np.exp(flat.kernel_.theta[0]) > 10 * variance
+
+
+# ------------------------------------------ online fits of one minibatch
+def _sine(n=300, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(-3, 3, size=(n, 1))
+    return X, np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_online_fit_whose_rows_fit_in_one_minibatch_is_the_batch_fit():
+    # The engine takes batch steps (rho = 1) when batch_size >= n; the
+    # hyperparameters' gradient steps, sized for a decaying schedule, went
+    # back and forth between two kernels (R^2 0.823 after 100 or 300 passes,
+    # against the batch fit's 0.977, and a warning to raise max_iter).
+    X, y = _sine()
+    batch = SVISparseGPRegressor(n_inducing=30, random_state=0).fit(X, y)
+    for batch_size in (300, 1000):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            online = SVISparseGPRegressor(
+                n_inducing=30, learning_method="online", batch_size=batch_size, random_state=0
+            ).fit(X, y)
+        assert online.converged_ and online.n_iter_ <= 3
+        assert online.score(X, y) == pytest.approx(batch.score(X, y), abs=0.01)
+        np.testing.assert_allclose(online.kernel_.theta, batch.kernel_.theta, rtol=1e-10)
+        assert online.noise_variance_ == pytest.approx(batch.noise_variance_, rel=1e-10)
+    assert batch.score(X, y) > 0.95
+
+
+def test_classifier_online_fit_of_one_minibatch_is_the_batch_fit():
+    from skvi import SVISparseGPClassifier
+
+    X, y = _binary(100)
+    kw = dict(n_inducing=8, random_state=0, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        batch = SVISparseGPClassifier(**kw).fit(X, y)
+        online = SVISparseGPClassifier(learning_method="online", batch_size=100, **kw).fit(X, y)
+    np.testing.assert_allclose(online.kernel_.theta, batch.kernel_.theta, rtol=1e-8)
+    np.testing.assert_allclose(online.q_mean_, batch.q_mean_, rtol=1e-8, atol=1e-10)
+
+
+def test_hyperparameter_gradient_step_of_a_batch_step_follows_the_schedule():
+    # On a cluster the model cannot tell a fit of one minibatch in advance:
+    # a gradient reaching a batch step (rho = 1 at every pass) is scaled by
+    # the schedule's rho_t instead, so that the steps shrink and settle.
+    from skvi.engine import StepContext
+    from skvi.schedules import RobbinsMonro
+
+    X, y = _sine(60)
+    gp = SVISparseGPRegressor(
+        n_inducing=5, learning_method="online", batch_size=20, max_iter=1, tol=0, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gp.fit(X, y)
+    start = gp._hyper_vector()
+    grad = np.array([0.3, -0.2, 0.1])
+    ctx = StepContext(online=False, t=7, rho=1.0, backoff=1.0, scale=1.0, prior={})
+    assert gp._update_hyperparameters((grad * 10.0, np.asarray(10.0)), ctx)
+    rho = RobbinsMonro(offset=gp.learning_offset, decay=gp.learning_decay)(7)
+    np.testing.assert_allclose(gp._hyper_vector() - start, rho * grad, rtol=1e-12)
+
+
+# ------------------------------------------------ normalize_y, include_noise
+def test_normalize_y_equals_scikit_learns_exact_gp_with_normalize_y():
+    # With every row an inducing point the sparse GP is the exact GP:
+    # means, standard deviations and covariances as scikit-learn's, whose
+    # normalize_y centres and scales y the same way (its alpha is our
+    # noise_variance, of the normalised target).
+    rng = np.random.RandomState(3)
+    X = rng.uniform(-3, 3, size=(30, 1))
+    y = 40.0 * np.sin(2 * X[:, 0]) + 7.0 + 4.0 * rng.normal(size=30)
+    X_new = np.linspace(-3.5, 3.5, 11)[:, None]
+    for normalize in (True, False):
+        exact = GaussianProcessRegressor(
+            KERNEL, alpha=NOISE, optimizer=None, normalize_y=normalize
+        ).fit(X, y)
+        gp = _fit("titsias", X, X, y, normalize_y=normalize)
+        mean, std = gp.predict(X_new, return_std=True)
+        ref_mean, ref_std = exact.predict(X_new, return_std=True)
+        np.testing.assert_allclose(mean, ref_mean, atol=1e-4)
+        np.testing.assert_allclose(std, ref_std, atol=1e-4)
+        cov = gp.predict(X_new, return_cov=True)[1]
+        np.testing.assert_allclose(cov, exact.predict(X_new, return_cov=True)[1], atol=1e-4)
+    # The exact GP's log marginal likelihood of the normalised target.
+    exact = GaussianProcessRegressor(KERNEL, alpha=NOISE, optimizer=None, normalize_y=True)
+    gp = _fit("optimal", X[:5], X, y, normalize_y=True)
+    lml = exact.fit(X, y).log_marginal_likelihood_value_
+    assert gp.lower_bound_ == pytest.approx(lml, rel=1e-8)
+    assert gp.noise_variance_ == pytest.approx(NOISE * np.var(y), rel=1e-12)
+
+
+def test_normalize_y_makes_the_fit_equivariant_to_an_affine_target():
+    # y -> 120 y + 500: the same kernel and the predictions transformed
+    # (without normalize_y the default kernel and noise fitted a flat line).
+    X, y = _sine(200, seed=4)
+    X_new = np.linspace(-3, 3, 9)[:, None]
+    a = SVISparseGPRegressor(n_inducing=20, random_state=0).fit(X, y)
+    b = SVISparseGPRegressor(n_inducing=20, random_state=0).fit(X, 120.0 * y + 500.0)
+    np.testing.assert_allclose(b.kernel_.theta, a.kernel_.theta, rtol=1e-5, atol=1e-6)
+    mean_a, std_a = a.predict(X_new, return_std=True)
+    mean_b, std_b = b.predict(X_new, return_std=True)
+    np.testing.assert_allclose(mean_b, 120.0 * mean_a + 500.0, rtol=1e-6)
+    np.testing.assert_allclose(std_b, 120.0 * std_a, rtol=1e-5)
+    assert b.noise_variance_ == pytest.approx(120.0**2 * a.noise_variance_, rel=1e-5)
+    assert b.score(X, 120.0 * y + 500.0) > 0.95
+    # partial_fit normalises by its first call's rows, and keeps them.
+    s = SVISparseGPRegressor(n_inducing=20, random_state=0)
+    t = SVISparseGPRegressor(n_inducing=20, random_state=0)
+    for rows in (slice(0, 100), slice(100, 200)):
+        s.partial_fit(X[rows], y[rows])
+        t.partial_fit(X[rows], 120.0 * y[rows] + 500.0)
+    np.testing.assert_allclose(t.predict(X_new), 120.0 * s.predict(X_new) + 500.0, rtol=1e-6)
+
+
+def test_a_flat_fit_of_a_target_with_spread_warns_without_normalize_y():
+    X, y = _sine(200, seed=4)
+    with pytest.warns(ConvergenceWarning, match="the fit is flat"):
+        flat = SVISparseGPRegressor(n_inducing=20, normalize_y=False, random_state=0).fit(
+            X, 120.0 * y + 500.0
+        )
+    assert flat.score(X, 120.0 * y + 500.0) < 0.05
+    # A fit that follows y, or a constant target, says nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        SVISparseGPRegressor(n_inducing=20, normalize_y=False, random_state=0).fit(X, y)
+        SVISparseGPRegressor(n_inducing=20, normalize_y=False, random_state=0).fit(
+            X, np.full(200, 500.0)
+        )
+
+
+def test_include_noise_adds_the_noise_variance():
+    X, y = _sine(100, seed=5)
+    X_new = np.linspace(-3, 3, 7)[:, None]
+    for normalize, target in ((True, 30.0 * y - 4.0), (False, y)):
+        gp = SVISparseGPRegressor(n_inducing=15, normalize_y=normalize, random_state=0)
+        gp.fit(X, target)
+        mean, std = gp.predict(X_new, return_std=True)
+        same = gp.predict(X_new, return_std=True, include_noise=False)
+        np.testing.assert_array_equal(same[1], std)
+        mean_y, std_y = gp.predict(X_new, return_std=True, include_noise=True)
+        np.testing.assert_array_equal(mean_y, mean)
+        np.testing.assert_allclose(std_y**2, std**2 + gp.noise_variance_, rtol=1e-12)
+        cov = gp.predict(X_new, return_cov=True)[1]
+        cov_y = gp.predict(X_new, return_cov=True, include_noise=True)[1]
+        np.testing.assert_allclose(cov_y, cov + gp.noise_variance_ * np.eye(7), rtol=1e-12)
+        # The log predictive density is that of the noisy observation.
+        np.testing.assert_allclose(
+            gp.log_predictive_density(X_new, mean_y),
+            -0.5 * np.log(2 * np.pi * std_y**2),
+            rtol=1e-12,
+        )

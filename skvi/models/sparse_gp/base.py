@@ -128,7 +128,18 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
         return X, phi, phi @ loc, np.maximum(var, 0.0)
 
     def _start(self, data, random_state):
-        """The inducing points and a copy of the kernel for a new fit."""
+        """The inducing points and a copy of the kernel for a new fit; how it steps."""
+        # The engine takes batch steps in an online fit whose rows fit in one
+        # minibatch (``batch_size >= n``): the step size is then 1 at every
+        # pass, and the hyperparameters' gradient steps, sized for a
+        # decaying schedule, went back and forth between two kernels for
+        # ever.  Such a fit learns them as a batch fit does.  The rows of the
+        # fit are known from the local _prepare_data; none is left on a
+        # cluster (or in a partial_fit), whose steps follow learning_method.
+        rows = self.__dict__.pop("_fit_rows", None)
+        self._batch_steps = self.learning_method == "batch" or (
+            rows is not None and rows <= self.batch_size
+        )
         self.inducing_points_ = self._choose_inducing(data, random_state)
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
 
@@ -156,7 +167,17 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
                 "objective='optimal' does not decompose over rows: it has no partial_fit. "
                 "Use 'titsias', 'fitc' or 'predictive' on a stream."
             )
-        return self._rows(X, y, reset, sample_weight, classes)
+        data = self._rows(X, y, reset, sample_weight, classes)
+        if vocabulary is None and partial:  # partial_fit's steps are online steps
+            self._fit_rows = None
+            self._batch_steps = self.learning_method == "batch"
+        elif vocabulary is None and reset:  # a new fit in memory: _start reads its rows
+            self._fit_rows = data.shape[0]
+        return data
+
+    def _hyperparameters_in_batch(self):
+        """Whether the hyperparameters are learned as in a batch fit (see ``_start``)."""
+        return getattr(self, "_batch_steps", self.learning_method == "batch")
 
     def _settings_for(self, **kwargs):
         # The inducing points' k-means of a fit on a cluster takes at most

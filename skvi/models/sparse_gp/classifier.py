@@ -81,7 +81,9 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
         has no effect.
     learning_method : {'batch', 'online'}, default='batch'
         Batch fixed-point steps on all rows (a step that lowers the ELBO is
-        halved) or SVI on minibatches.
+        halved) or SVI on minibatches; a fit whose rows fit in one minibatch
+        (``batch_size >= n``) takes batch steps, and learns the kernel as a
+        batch fit does.
     batch_size : int, default=1000
         Largest number of rows per online minibatch.
 

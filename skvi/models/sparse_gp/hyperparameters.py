@@ -166,14 +166,14 @@ class _Hyperparameters:
     def _learns_hyperparameters_by_steps(self):
         return (
             self.optimizer is not None
-            and self.learning_method == "online"
+            and not self._hyperparameters_in_batch()
             and self._hyper_vector().size > 0
         )
 
     def _hyperparameter_statistics(self, data, local):
         if data is None or not self._learns_hyperparameters_by_steps():
             return None
-        if self.learning_method == "batch":
+        if self._hyperparameters_in_batch():
             # Coordinate ascent: the hyperparameters that maximise the
             # objective with the q just updated fixed (L-BFGS, exact
             # gradients); all the rows at once, so never on a cluster's
@@ -217,10 +217,24 @@ class _Hyperparameters:
             # rows): its share per row is grad / (scale * count).
             prior_grad = self._log_hyperprior(self._hyper_vector())[1]
             grad = grad + prior_grad / max(float(ctx.scale), 1e-300)
-            step = ctx.rho * self.hyperparameter_learning_rate * grad / max(float(count), 1e-300)
+            # A batch step of the engine (an online fit on a cluster whose rows
+            # fit in one minibatch) has rho = 1 at every pass: a gradient
+            # step of constant size need not converge, so it takes the
+            # schedule's decaying size instead.
+            rho = ctx.rho if ctx.online else self._hyper_schedule(ctx.t)
+            step = rho * self.hyperparameter_learning_rate * grad / max(float(count), 1e-300)
             new = self._hyper_vector() + np.clip(step, -0.5, 0.5)
         self._set_hyper_vector(np.clip(new, bounds[:, 0], bounds[:, 1]))
         return True
+
+    def _hyper_schedule(self, t):
+        """The estimator's schedule at step ``t`` (Robbins-Monro's for one that needs gradients)."""
+        from ...schedules import RobbinsMonro, make_schedule
+
+        schedule = make_schedule(self.learning_rate, self.learning_offset, self.learning_decay)
+        if schedule.needs_gradient:  # fed the factors' gradients only in online steps
+            schedule = RobbinsMonro(offset=self.learning_offset, decay=self.learning_decay)
+        return min(float(schedule(t)), 1.0)
 
 
 class _CollapsedHyperparameters:

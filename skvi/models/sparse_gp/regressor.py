@@ -5,11 +5,13 @@ import numbers
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import r2_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ...engine.data import Rows, check_row_weights
+from ...engine.statistics import Moments
 from ...validation import check_feature_magnitude
 from .._design import row_quadratic
 from .base import _SparseGP
@@ -19,6 +21,26 @@ __all__ = ["SVISparseGPRegressor"]
 
 #: Largest number of rows of the 'optimal' objective, which factorises N x N.
 MAX_OPTIMAL_ROWS = 5000
+
+
+class _TargetMoments(Moments):
+    """The target's moments as the vocabulary of a fit on a cluster, merged over its blocks.
+
+    The cluster hands each block the merged vocabulary's ``values``: here the
+    moments themselves.
+    """
+
+    __slots__ = ()
+
+    def __add__(self, other):
+        total = super().__add__(other)
+        if total is NotImplemented:
+            return total
+        return _TargetMoments(total.n_rows, total.total, total.mean, total.scatter)
+
+    @property
+    def values(self):
+        return self
 
 
 def _gauss_logpdf(y, mean, var):
@@ -57,7 +79,9 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
         hyperparameters (``theta``, in log space) are learned with
         ``optimizer`` within ``kernel.bounds``, or kept.
     noise_variance : float, default=1.0
-        Initial (or, with ``optimizer=None``, fixed) noise variance ``s2``.
+        Initial (or, with ``optimizer=None``, fixed) noise variance ``s2``;
+        with ``normalize_y``, of the normalised target (as scikit-learn's
+        ``alpha``).
     n_inducing : int, default=100
         Number of inducing points when ``inducing_points`` is None: k-means
         centres of (at most 20,000 rows of) the first data seen, or all the
@@ -78,6 +102,20 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
     n_restarts_optimizer : int, default=0
         Further L-BFGS runs from ``theta`` drawn log-uniformly within the
         bounds; the best is kept.
+    normalize_y : bool, default=True
+        Fit the target centred and scaled to unit variance (with the row
+        weights; in ``partial_fit``, by the first call's rows), and
+        transform the predictions back, as scikit-learn's
+        :class:`~sklearn.gaussian_process.GaussianProcessRegressor` does:
+        the model's zero prior mean and unit starting kernel and noise then
+        suit any target.  ``kernel``, ``noise_variance``, ``kernel_``,
+        ``q_mean_``, ``q_covariance_`` and the objective's values
+        (``lower_bounds_``) are those of the normalised target;
+        ``noise_variance_`` and every prediction are in the units of ``y``.
+        On standardised targets it changes nothing.  False fits ``y`` as it
+        is: a target far from zero or of a spread far from 1 then needs a
+        kernel and noise of its scale, else the fit may stay flat (which
+        warns).
     hyperparameter_learning_rate : float, default=1.0
         Online hyperparameter step per unit ``rho_t``, on the per-row
         gradient of the objective in log space.  At 0.01 the online SVGP's
@@ -85,7 +123,9 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
         against 0.688 at 1.0, ``benchmarks/sparse_gp.py``).
     learning_method : {'batch', 'online'}, default='batch'
         ``'batch'``: natural-gradient steps on all rows (one step for the
-        conjugate objectives).  ``'online'``: SVI on shuffled minibatches.
+        conjugate objectives).  ``'online'``: SVI on shuffled minibatches;
+        a fit whose rows fit in one minibatch (``batch_size >= n``) takes
+        batch steps, and learns the hyperparameters as a batch fit does.
     batch_size : int, default=1000
         Largest number of rows per online minibatch.
 
@@ -94,7 +134,8 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
     kernel_ : Kernel
         The kernel with the fitted hyperparameters.
     noise_variance_ : float
-        The fitted noise variance.
+        The fitted noise variance, in the units of ``y`` (with
+        ``normalize_y``, the normalised target's times ``y``'s variance).
     inducing_points_ : ndarray of shape (n_inducing, n_features)
         The inducing inputs ``Z``.
     jitter_ : float
@@ -102,9 +143,10 @@ class SVISparseGPRegressor(RegressorMixin, _CollapsedHyperparameters, _SparseGP)
         smallest of ``JITTERS`` with which it factorises well (1e-10 unless
         the inducing points nearly coincide).
     q_mean_ : ndarray of shape (n_inducing,)
-        Mean of ``q(u)`` (not whitened).
+        Mean of ``q(u)`` (not whitened; of the normalised target with
+        ``normalize_y``).
     q_covariance_ : ndarray of shape (n_inducing, n_inducing)
-        Covariance of ``q(u)``.
+        Covariance of ``q(u)`` (idem).
     natural_params_, lower_bounds_, lower_bound_, n_iter_, n_batch_iter_, \
 n_samples_seen_, converged_, n_rejected_steps_
         Engine history (the objective's values), see
@@ -128,16 +170,17 @@ n_samples_seen_, converged_, n_rejected_steps_
     >>> y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=200)
     >>> gp = SVISparseGPRegressor(kernel=RBF(0.5), noise_variance=0.01, n_inducing=30,
     ...                           optimizer=None, random_state=0).fit(X, y)
-    >>> exact = GaussianProcessRegressor(RBF(0.5), alpha=0.01, optimizer=None).fit(X, y)
+    >>> exact = GaussianProcessRegressor(RBF(0.5), alpha=0.01, optimizer=None,
+    ...                                  normalize_y=True).fit(X, y)
 
     30 inducing points give the exact GP's predictions and, nearly, its log
-    marginal likelihood:
+    marginal likelihood (both of the normalised target, ``normalize_y``):
 
     >>> X_new = np.array([[0.0], [1.0]])
     >>> bool(np.allclose(gp.predict(X_new), exact.predict(X_new), atol=1e-5))
     True
     >>> round(gp.lower_bound_, 2), round(float(exact.log_marginal_likelihood_value_), 2)
-    (143.33, 143.33)
+    (76.91, 76.91)
     """
 
     _parameter_constraints = {
@@ -145,6 +188,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         "noise_variance": [Interval(numbers.Real, 0, None, closed="neither")],
         "objective": [StrOptions({"titsias", "optimal", "fitc", "predictive"})],
         "n_restarts_optimizer": [Interval(numbers.Integral, 0, None, closed="left")],
+        "normalize_y": ["boolean"],
     }
 
     def __init__(
@@ -157,6 +201,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         objective="titsias",
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
+        normalize_y=True,
         hyperparameter_learning_rate=1.0,
         learning_method="batch",
         batch_size=1000,
@@ -177,6 +222,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.objective = objective
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.normalize_y = normalize_y
         self.hyperparameter_learning_rate = hyperparameter_learning_rate
         self.learning_method = learning_method
         self.batch_size = batch_size
@@ -191,12 +237,12 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.verbose = verbose
 
     # ------------------------------------------------------------ public API
-    def predict(self, X, return_std=False, return_cov=False):
+    def predict(self, X, return_std=False, return_cov=False, include_noise=False):
         """Predictive mean of f (and its standard deviation or covariance).
 
         As :class:`~sklearn.gaussian_process.GaussianProcessRegressor`: the
-        latent function, without the noise:
-        ``N(phi . m, k** - q** + phi^T V phi)``.
+        latent function, by default without the noise:
+        ``N(phi . m, k** - q** + phi^T V phi)``, in the units of ``y``.
 
         Parameters
         ----------
@@ -206,24 +252,39 @@ n_samples_seen_, converged_, n_rejected_steps_
             Also return the standard deviation.
         return_cov : bool, default=False
             Also return the joint covariance.
+        include_noise : bool, default=False
+            Whether the standard deviation includes the observation noise:
+            True adds ``noise_variance_`` to the variance of f (to the
+            diagonal of the covariance with ``return_cov``), for the
+            predictive distribution of a new observation of ``y``.
 
         Returns
         -------
         mean : ndarray of shape (n_samples,)
             Predictive mean of f.
         std : ndarray of shape (n_samples,)
-            Predictive standard deviation of f; only with ``return_std``.
+            Predictive standard deviation of f (of a new observation with
+            ``include_noise``); only with ``return_std``.
         cov : ndarray of shape (n_samples, n_samples)
-            Predictive covariance of f; only with ``return_cov``.
+            Predictive covariance of f (of new observations with
+            ``include_noise``); only with ``return_cov``.
         """
         if return_std and return_cov:
             raise ValueError("At most one of return_std and return_cov can be requested.")
+        if not isinstance(include_noise, (bool, np.bool_)):
+            raise ValueError(f"include_noise must be True or False, got {include_noise!r}.")
         X, phi, mean, var = self._latent_moments(X)
+        offset, scale = self._y_train_mean, self._y_train_std
+        mean = scale * mean + offset
+        # The noise of the normalised target: noise_variance_ / scale**2.
+        noise = self._noise if include_noise else 0.0
         if return_cov:
             cov = self._q_moments()[1]
-            return mean, self.kernel_(X) - phi @ phi.T + phi @ cov @ phi.T
+            cov = self.kernel_(X) - phi @ phi.T + phi @ cov @ phi.T
+            cov[np.diag_indices_from(cov)] += noise
+            return mean, scale * scale * cov
         if return_std:
-            return mean, np.sqrt(var)
+            return mean, scale * np.sqrt(var + noise)
         return mean
 
     def log_predictive_density(self, X, y):
@@ -301,15 +362,65 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("objective='optimal' takes no sample_weight.")
         return Rows(X, np.asarray(y, dtype=np.float64), weight)
 
+    def _prepare_data(
+        self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
+    ):
+        data = super()._prepare_data(X, y, sample_weight, reset, classes, vocabulary, partial)
+        if reset:
+            moments = None if vocabulary is None else vocabulary.get("y")
+            mean, std = self._target_scale(data, moments)
+            # A constant target (to rounding) is centred only, as
+            # scikit-learn's _handle_zeros_in_scale does; relative to the
+            # mean, so that the rounding of a large constant is not blown up
+            # to unit variance.
+            spread = std > 10.0 * np.finfo(np.float64).eps * max(1.0, abs(mean))
+            if self.normalize_y:
+                self._y_train_mean, self._y_train_std = mean, std if spread else 1.0
+            else:
+                self._y_train_mean, self._y_train_std = 0.0, 1.0
+            # Without normalize_y, the end of the fit tells when it stayed
+            # flat on a target with spread (_on_params_updated).
+            self._flat_check = std if spread and not self.normalize_y else None
+        if self._y_train_mean == 0.0 and self._y_train_std == 1.0:
+            return data
+        return Rows(data.X, (data.y - self._y_train_mean) / self._y_train_std, data.weight)
+
+    def _target_scale(self, data, moments=None):
+        """The target's (weighted) mean and standard deviation.
+
+        ``moments``: those of all the blocks of a fit on a cluster.
+        """
+        if moments is None:
+            moments = Moments.of(data.y[:, None], data.weight, full=False)
+        if not moments.total > 0:
+            return 0.0, 0.0
+        mean = float(moments.mean[0])
+        return mean, float(np.sqrt(max(float(moments.covariance(diagonal=True)[0]), 0.0)))
+
+    def _data_vocabulary(self, X, y, sample_weight):
+        # On a cluster: the target's moments over every block, so that each
+        # block is normalised as a fit in memory normalises all the rows.
+        if y is None:
+            return None
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        moments = Moments.of(y[:, None], weight, full=False)
+        return {"y": _TargetMoments(moments.n_rows, moments.total, moments.mean, moments.scatter)}
+
+    def _set_noise(self, noise):
+        """The noise variance of the normalised target, and ``noise_variance_`` in y's units."""
+        self._noise = float(noise)
+        self.noise_variance_ = self._noise * self._y_train_std**2
+
     def _hyper_vector(self):
-        return np.append(self.kernel_.theta, np.log(self.noise_variance_))
+        return np.append(self.kernel_.theta, np.log(self._noise))
 
     def _hyper_bounds(self):
         return np.vstack([np.reshape(self.kernel_.bounds, (-1, 2)), [np.log(1e-6), np.log(1e6)]])
 
     def _set_hyper_vector(self, params):
         super()._set_hyper_vector(params)
-        self.noise_variance_ = float(np.exp(params[-1]))
+        self._set_noise(np.exp(params[-1]))
 
     def _row_partials(self, data, mean, s, c, extra, objective=None):
         objective = self.objective if objective is None else objective
@@ -343,14 +454,14 @@ n_samples_seen_, converged_, n_rejected_steps_
         mean = phi @ loc
         c = np.maximum(kdiag - np.sum(phi * phi, axis=1), 0.0)
         value, d_mean, d_s, _, _ = self._row_partials(
-            data, mean, row_quadratic(phi, cov), c, [np.log(self.noise_variance_)]
+            data, mean, row_quadratic(phi, cov), c, [np.log(self._noise)]
         )
         return value, mean, d_mean, 2.0 * d_s
 
     def _optimal_terms(self, X, y, phi, q=None, kernel=None, noise=None):
         """Cholesky factor of ``B = K - Q + s2 I`` and, given q, the data term."""
         kernel = self.kernel_ if kernel is None else kernel
-        noise = self.noise_variance_ if noise is None else noise
+        noise = self._noise if noise is None else noise
         B = kernel(X) - phi @ phi.T
         B[np.diag_indices_from(B)] += noise
         chol = sla.cho_factor(B, lower=True)
@@ -384,10 +495,10 @@ n_samples_seen_, converged_, n_rejected_steps_
             raise ValueError("objective='optimal' does not decompose over rows: use batch fit.")
         kernel = self._start(data, random_state)
         noise = float(self.noise_variance)
-        if self.optimizer is not None and self.learning_method == "batch":
+        if self.optimizer is not None and self._hyperparameters_in_batch():
             kernel, noise = self._optimize_hyperparameters(data, kernel, noise, random_state)
         self._set_kernel(kernel)
-        self.noise_variance_ = noise
+        self._set_noise(noise)
         return self._prior_natural()
 
     def _local_step(self, data, params):
@@ -421,6 +532,24 @@ n_samples_seen_, converged_, n_rejected_steps_
         values, vectors = np.linalg.eigh(precision)
         clipped = (vectors * np.maximum(values, 1e-6)) @ vectors.T
         return clipped @ mean + grad, -0.5 * clipped
+
+    def _on_params_updated(self):
+        super()._on_params_updated()
+        spread = getattr(self, "_flat_check", None)
+        if spread is None or self.q_mean_.size < 2:
+            return
+        # E[f] at the inducing points varies by a thousandth of y's standard
+        # deviation or less: the fit explains none of y's variation.
+        self._flat_check = None  # once per fit
+        if np.ptp(self.q_mean_) < 1e-3 * spread:
+            self._warn(
+                f"{type(self).__name__}: the fit is flat (its mean varies by less than 0.1% of "
+                f"y's standard deviation, {spread:.4g}) with normalize_y=False: the prior "
+                "mean 0 and the starting kernel and noise_variance of scale 1 may not suit "
+                "this target. Unless y is noise, pass normalize_y=True, or a kernel and "
+                "noise_variance of y's scale.",
+                ConvergenceWarning,
+            )
 
     def _local_bound(self, data, local, params):
         phi, kdiag = (local["phi"], local["kdiag"]) if local else self._features(data.X)
