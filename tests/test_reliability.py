@@ -1096,7 +1096,9 @@ def test_mf_factor_precision_below_its_working_range_is_refused(kw):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mf.fit(pairs, y)
-        mean, std = mf.predict(pairs, return_std=True)
+        # The predictive mean rating of any likelihood (a Bernoulli model's
+        # predict gives labels, without a standard deviation).
+        mean, std = mf.predict_mean(pairs, return_std=True)
         assert np.isfinite(mf.lower_bound_)
         assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
 
