@@ -1,7 +1,10 @@
 """``SVIBayesianNetwork``: a user-declared network as a scikit-learn estimator on the engine.
 
-The user's ``builder(n_rows)`` returns the observed node; its leading plate
-is the rows of X.  Nodes whose plates change with ``n_rows`` are local
+The user's ``builder(n_rows)`` (or, with ``fit(X, y)``, ``builder(X_rows)`` of
+the rows' inputs) returns the observed node; its leading plate is the rows.
+The builder declares the network once (:mod:`._declared`): each block of
+rows gets a copy with its rows' plates and inputs, not a fresh call.  Nodes
+whose plates change with the number of rows are local
 (re-optimised on every minibatch with the globals fixed); the other latent
 nodes are the engine's global factors, their natural parameters the
 engine's parameters.  A step of the engine is then Paquet's Alg. 1 ("On the
@@ -145,15 +148,30 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     local: a mixture's assignments, a factor model's scores.  The others
     are global: their posteriors are the estimator's parameters.
 
+    With ``fit(X, y)``, a builder of one argument receives the rows' inputs
+    instead, ``builder(X_rows)`` (an array with one row per observation,
+    used where BayesPy takes an array: ``SumMultiply('d,d->', X_rows, w)``,
+    a mixture's index ``X_rows[:, 0]``), and the observed node observes y;
+    :meth:`predict` and :meth:`predict_proba` then give its posterior
+    predictive mean and class probabilities for new inputs.
+
+    The builder declares the structure: it is called at a few numbers of
+    rows (with inputs, a few of the rows), and every block of rows is then
+    fitted in a copy of that network, its rows' plates resized and its
+    inputs put in.  A builder whose network changes with the number of rows
+    other than by the rows' plate, or that returns a node of an earlier call,
+    is refused before anything is fitted.
+
     Parameters
     ----------
     model : callable
         ``builder(n_rows) -> observed node``, or ``builder(n_rows,
         n_features)`` when it takes two arguments (a network that adapts
-        to the width of X).  It must build a fresh
-        network on every call (the estimator calls it for every block of
-        rows) and be picklable for pickling and cluster fits (a function
-        defined at module level).
+        to the width of X; it ignores y), or with ``fit(X, y)``
+        ``builder(X_rows) -> observed node`` of the rows' inputs.  It must
+        make every node on each call, build the same network for every
+        number of rows (but for the rows' plate) and be picklable for
+        cluster fits (a function defined at module level).
     local_max_iter : int, default=50
         Most sweeps of the local step when there are several local latent
         nodes (one sweep is exact for one).
@@ -219,6 +237,21 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     array([-4., -0.,  4.])
     >>> net.transform(X[:2]).max(axis=1).round(3)      # responsibilities
     array([1., 1.])
+
+    A regression, its builder a function of the rows' inputs:
+
+    >>> from skvi.networks import Gamma, GaussianARD, SumMultiply
+    >>> def regression(X_rows):
+    ...     w = GaussianARD(0, 1e-6, shape=(X_rows.shape[1],), name="w")
+    ...     tau = Gamma(1e-3, 1e-3, name="tau")
+    ...     return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
+    >>> inputs = np.column_stack([np.arange(10.0), np.ones(10)])
+    >>> y = 2 * inputs[:, 0] + 5 + rng.normal(0, 0.01, size=10)
+    >>> reg = SVIBayesianNetwork(model=regression).fit(inputs, y)
+    >>> reg.nodes_["w"].get_moments()[0].round(1)      # slope and bias
+    array([2., 5.])
+    >>> reg.predict([[20.0, 1.0]]).round(1)             # E[y] = x E[w]
+    array([45.])
     """
 
     _parameter_constraints = {
