@@ -22,7 +22,7 @@ import copy
 
 import numpy as np
 
-from ._node import Constant
+from ._node import Constant, Node
 from ._plates import NetworkError
 from ._stochastic import Stochastic
 
@@ -118,6 +118,19 @@ def _refuse(what):
         f"model: the builder declares a different network for different numbers of rows "
         f"({what}); only the rows' plate may change with them"
     )
+
+
+def _shapes_of(node):
+    """A node's tuples of ints (plates and the like), its helper nodes' plates among them."""
+    out = {}
+    for key, value in vars(node).items():
+        if key in ("parents", "children") or key in _BLOCK_STATE:
+            continue
+        if isinstance(value, tuple) and all(isinstance(v, (int, np.integer)) for v in value):
+            out[key] = tuple(int(v) for v in value)
+        elif isinstance(value, Node) and key != "parents":
+            out[key] = value.plates
+    return out
 
 
 def _resized(plates, axis, n):
@@ -268,6 +281,15 @@ class Declaration:
                     f"node {node.describe()} has plates {other.plates} for {n} rows, "
                     f"where {want} follow from its plates {node.plates} for {self.size}"
                 )
+        # What a node computed from its plates at construction must follow too.
+        copy_ = self.network(n, feed=False)
+        for name, node in built.items():
+            if _shapes_of(node) != _shapes_of(copy_[name]):
+                raise NetworkError(
+                    f"model: node {node.describe()} keeps shapes of the rows "
+                    f"({_shapes_of(node)} for {n} rows) that a block of rows cannot change; "
+                    "declare it so that only its plates follow the rows"
+                )
         consts, declared = _constants(built), _constants(self.nodes)
         if set(consts) != set(declared):
             raise _refuse(f"the fixed parents of the nodes change for {n} rows")
@@ -302,6 +324,26 @@ class Declaration:
         return np.moveaxis(flat.reshape((n,) + shape), 0, axis)
 
     # ------------------------------------------------------------ blocks
+    def _copy(self):
+        """The declared nodes, each copied, linked to each other's copies.
+
+        A block's nodes hold its state (q, observations, masks), so each is
+        its own; fixed values and a mixture's family formulas are read
+        only, and shared, but for the fixed values of the rows.
+        """
+        fed = {id(self.nodes[k[0]].parents[k[1]]) for k in self.feeds}
+        new = {}
+        for node in self.nodes.values():
+            new[id(node)] = copy.copy(node)
+            for p in node.parents:
+                if id(p) in fed and id(p) not in new:
+                    new[id(p)] = copy.copy(p)
+        for node in new.values():
+            node.parents = [new.get(id(p), p) for p in node.parents]
+            node.children = [(new[id(c)], i) for c, i in node.children if id(c) in new]
+            node.__dict__.pop("_u_cache", None)
+        return _Network((name, new[id(node)]) for name, node in self.nodes.items())
+
     def network(self, n, inputs=None, feed=True, call=None):
         """A copy of the declared network for ``n`` rows, the rows' inputs in its fixed values.
 
@@ -309,7 +351,7 @@ class Declaration:
         at zero), for counting elements.  ``call`` is the builder's call,
         for fixed values that are not columns of the inputs.
         """
-        nodes = copy.deepcopy(self.nodes)
+        nodes = self._copy()
         for name in self.local:
             node = nodes[name]
             node.plates = _resized(node.plates, self.row_axis[name], n)

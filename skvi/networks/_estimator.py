@@ -31,7 +31,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ..engine.base import _blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
-from ._declared import CHECK_SIZES, Declaration
+from ._declared import CHECK_SIZES, Declaration, _Network
+from ._node import Constant
 from ._mixture import Mixture
 from ._plates import NetworkError
 from ._predictive import predictive_mean
@@ -41,6 +42,8 @@ __all__ = ["SVIBayesianNetwork"]
 
 #: Rows whose masks ``_row_counts`` propagates at once.
 COUNT_ROWS = 4096
+#: The start's sweeps on its subsample stop at this relative change of its bound.
+INIT_TOL = 1e-6
 
 
 def _takes_features(builder):
@@ -279,7 +282,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         init_draws=5,
         n_init=1,
         learning_method="batch",
-        batch_size=256,
+        batch_size=1000,
         max_iter=200,
         tol=1e-7,
         learning_offset=10.0,
@@ -433,6 +436,17 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     # ------------------------------------------------------------ helpers
     @staticmethod
     def _set_globals(nodes, glob, params):
+        # A step reads a network at the same factors many times (each
+        # factor's statistics and target): set them once, unless another
+        # hand has changed a node's q since.
+        factors = tuple(params[n] for n in glob)
+        last = nodes.__dict__.get("_globals_set") if isinstance(nodes, _Network) else None
+        if (
+            last is not None
+            and all(a is b for a, b in zip(last[0], factors))
+            and all(nodes[n].__dict__.get("_phi") is phi for n, phi in zip(glob, last[1]))
+        ):
+            return
         for n in glob:
             factor = params[n]
             node = nodes[n]
@@ -441,6 +455,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             )
             node.phi = [np.asarray(a) for a in factor]
             node.u, node.g = u, g
+        if isinstance(nodes, _Network):
+            nodes._globals_set = (factors, [nodes[n].__dict__.get("_phi") for n in glob])
 
     def _observations(self, X):
         """The observed node's values of the rows: y with inputs, else X itself."""
@@ -543,15 +559,22 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _global_base(self, name, params):
         """Prior from the parents at ``params`` + global children's messages: the unscaled part."""
         nodes, _, _, glob = self._template()
-        self._set_globals(nodes, glob, params)
         node = nodes[name]
+        fixed = self.__dict__.setdefault("_fixed_bases", {})
+        if name in fixed:  # fixed parents and no global child: the prior alone, once
+            return [a.copy() for a in fixed[name]]
+        self._set_globals(nodes, glob, params)
         phi = node._full(node._phi_from_parents(node._parent_moments()))
         gset = set(glob)
         names = {id(v): k for k, v in nodes.items()}
+        neighbours = False
         for child, index in node.children:
             if names.get(id(child)) in gset:
+                neighbours = True
                 for i, m in enumerate(child._message_to_parent(index)):
                     phi[i] = phi[i] + m
+        if not neighbours and all(isinstance(p, Constant) for p in node.parents):
+            fixed[name] = [a.copy() for a in phi]
         return phi
 
     def _global_target(self, name, params, stats, scale):
@@ -580,7 +603,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if reset:
             # A builder of (n_rows, n_features) fits X alone, whatever y is.
             self._with_inputs = y is not None and not _takes_features(self.model)
-            for name in ("_structure", "_declaration", "_reach"):
+            for name in ("_structure", "_declaration", "_reach", "_fixed_bases"):
                 self.__dict__.pop(name, None)
         elif self._takes_inputs != (y is not None) and self._takes_inputs:
             raise ValueError(
@@ -665,7 +688,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                     self._globals_from(net, params, 1.0)
                     self._local_sweeps(net, latent_local)
                     bound = self._local_bound(rows, net, params) + self._global_bound(params)
-                    if last is not None and abs(bound - last) <= 1e-6 * abs(bound):
+                    if last is not None and abs(bound - last) <= INIT_TOL * abs(bound):
                         break
                     last = bound
                 if best is None or bound > best[0]:
