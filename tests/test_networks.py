@@ -1764,3 +1764,14 @@ def test_a_dask_fit_does_not_depend_on_its_chunks(client, first):
     est = SVIBayesianNetwork(model=regression_builder, max_iter=50, tol=0)
     est.fit(da.from_array(X, chunks=((first, 10 - first), (2,))), da.from_array(t, chunks=first))
     np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-8)
+
+
+def test_transform_follows_set_output():
+    pd = pytest.importorskip("pandas")
+    y = blobs(200)
+    est = SVIBayesianNetwork(model=mixture_builder, max_iter=5, random_state=0).fit(y)
+    plain = est.transform(y[:5])
+    frame = est.set_output(transform="pandas").transform(y[:5])
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == ["z0", "z1", "z2", "z3"]
+    np.testing.assert_array_equal(frame.to_numpy(), plain)

@@ -844,6 +844,30 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         u = np.asarray(nodes[name].get_moments()[0])
         return u.reshape(rows.shape[0], -1)
 
+    def get_feature_names_out(self, input_features=None):
+        """The names of :meth:`transform`'s columns: the local node's name and an index.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the columns are the local node's values, not X's).
+
+        Returns
+        -------
+        ndarray of str
+            ``'<node><i>'`` for each column, as ``set_output`` names them.
+        """
+        check_is_fitted(self, "natural_params_")
+        nodes, _, latent_local, _ = self._template()
+        name = self.transform_node or (latent_local[0] if latent_local else None)
+        if name not in latent_local:
+            raise NetworkError("the network has no local latent node to transform to")
+        node = nodes[name]
+        plates = list(node.plates)
+        del plates[self._declaration.row_axis[name]]
+        width = math.prod(plates) * math.prod(node.dims[0])
+        return np.asarray([f"{name}{i}" for i in range(width)], dtype=object)
+
     def _fitted_on_inputs(self):
         # predict and predict_proba exist for a network fitted on (X, y).
         return self._takes_inputs
