@@ -1775,3 +1775,37 @@ def test_transform_follows_set_output():
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.columns) == ["z0", "z1", "z2", "z3"]
     np.testing.assert_array_equal(frame.to_numpy(), plain)
+
+
+def test_missing_observations_in_y_are_the_fit_without_them():
+    X, y = _bayespy_regression()
+    gappy = y.copy()
+    gappy[[2, 7]] = np.nan
+    keep = ~np.isnan(gappy)
+    kw = dict(model=regression_builder, max_iter=500, tol=1e-13)
+    a = SVIBayesianNetwork(**kw).fit(X, gappy)
+    b = SVIBayesianNetwork(**kw).fit(X[keep], y[keep])
+    np.testing.assert_allclose(
+        a.nodes_["w"].get_moments()[0], b.nodes_["w"].get_moments()[0], rtol=1e-8
+    )
+    assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)
+
+
+def _shifted_rows(n_rows, D=2):
+    # A fixed value repeated on every row: declared once, fed per block.
+    mu = GaussianARD(0.0, 1e-3, shape=(D,), name="mu")
+    f = SumMultiply("d,d->d", mu, np.ones((n_rows, D)), name="f")
+    return GaussianARD(f, 1.0, shape=(D,), name="y")
+
+
+def test_values_repeated_on_every_row_are_fed_to_every_block():
+    rng = np.random.RandomState(0)
+    Y = rng.normal([2.0, -3.0], 1.0, size=(300, 2))
+    est = SVIBayesianNetwork(model=_shifted_rows, max_iter=50, tol=1e-13).fit(Y)
+    assert not est._declaration.rebuild and est._declaration.feeds
+    exact = Y.sum(axis=0) / (1e-3 + 300)
+    np.testing.assert_allclose(est.nodes_["mu"].get_moments()[0], exact, rtol=1e-10)
+    online = SVIBayesianNetwork(
+        model=_shifted_rows, learning_method="online", batch_size=7, max_iter=3, tol=0
+    ).fit(Y)
+    assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)

@@ -26,7 +26,12 @@ from sklearn.base import TransformerMixin
 from sklearn.utils import gen_batches
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
 from ..engine.base import _blockwise_elsewhere
@@ -611,17 +616,10 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                 "pass y too"
             )
         if self._takes_inputs:
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                reset=reset,
-                dtype=np.float64,
-                multi_output=True,
-                y_numeric=True,
-                ensure_all_finite=True,
-                ensure_min_samples=1,
-            )
+            # NaN in y marks a missing observation, as NaN in X does without inputs.
+            X = validate_data(self, X, reset=reset, dtype=np.float64)
+            y = check_array(y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan")
+            check_consistent_length(X, y)
             y = np.asarray(y, dtype=np.float64)
             if reset:
                 self._y_1d = y.ndim == 1
