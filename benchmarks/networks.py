@@ -34,12 +34,26 @@ skvi, ...), with BLAS held to one thread.  It also times
 start (VMP on a 1,000-row subsample from five random draws) plus its
 passes.
 
+``--against-mixture`` times instead ``SVIBayesianNetwork`` against the
+hand-written ``SVIBayesianGaussianMixture`` it equals, each at its own
+defaults (``learning_method`` batch and online): 200,000 rows of four
+clusters at ``rng.normal(scale=6)`` centres (``RandomState(0)``), the
+network's builder ``Mixture(Z, Gaussian, mu, Lambda)`` with
+``Dirichlet(1e-3)``, ``Gaussian(0, 1e-3 I)`` and ``Wishart(2, 1e-2 I)``, and
+the mixture with ``n_components=4`` and
+``weight_concentration_prior_type='dirichlet_distribution'``.  Fits with
+``random_state`` 0, 1 and 2 alternate between the two estimators, each
+repeated ``--repeats`` times; it reports median wall and CPU seconds, their
+ratios (network / mixture), and the median ``score`` on the first 20,000
+rows.
+
 How to run
 ----------
 BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
 
     python benchmarks/networks.py
     python benchmarks/networks.py --n-samples 200000 --repeats 3 --starts 3
+    python benchmarks/networks.py --against-mixture --repeats 3
 """
 
 import argparse
@@ -103,6 +117,58 @@ class Lib:
         self.VB = module_vb.VB
 
 
+def against_mixture(repeats):
+    """SVIBayesianNetwork against SVIBayesianGaussianMixture, each at its defaults."""
+    from skvi import SVIBayesianGaussianMixture
+    from skvi.networks import (Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork,
+                               Wishart)
+
+    rng = np.random.RandomState(0)
+    centres = rng.normal(scale=6, size=(4, 2))
+    labels = rng.randint(4, size=200000)
+    X = centres[labels] + rng.normal(size=(200000, 2))
+
+    def builder(n):
+        alpha = Dirichlet(1e-3 * np.ones(4))
+        Z = Categorical(alpha, plates=(n,))
+        mu = Gaussian(np.zeros(2), 1e-3 * np.identity(2), plates=(4,))
+        Lambda = Wishart(2, 1e-2 * np.identity(2), plates=(4,))
+        return Mixture(Z, Gaussian, mu, Lambda)
+
+    def make(kind, method, r):
+        if kind == "network":
+            return SVIBayesianNetwork(model=builder, learning_method=method, random_state=r)
+        return SVIBayesianGaussianMixture(
+            n_components=4, weight_concentration_prior_type="dirichlet_distribution",
+            learning_method=method, random_state=r)
+
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
+    print(f"200000 rows, D=2, K=4; random_state 0, 1, 2, each {repeats} times, the two "
+          "estimators alternating; BLAS on one thread\n")
+    body = []
+    with one_blas_thread():
+        for method in ("batch", "online"):
+            got = {"network": [], "mixture": []}
+            for _ in range(repeats):
+                for r in (0, 1, 2):
+                    for kind in got:
+                        est = make(kind, method, r)
+                        wall, cpu = time.perf_counter(), time.process_time()
+                        est.fit(X)
+                        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                        got[kind].append((wall, cpu, est.score(X[:20000]), est.n_iter_))
+            med = {k: [statistics.median(x[i] for x in v) for i in range(4)]
+                   for k, v in got.items()}
+            net, mix = med["network"], med["mixture"]
+            body.append([method, f"{net[0]:.3f}", f"{mix[0]:.3f}", f"{net[0] / mix[0]:.2f}",
+                         f"{net[1]:.3f}", f"{mix[1]:.3f}", f"{net[1] / mix[1]:.2f}",
+                         f"{net[2]:.6f}", f"{mix[2]:.6f}", f"{(net[2] - mix[2]) / abs(mix[2]):.1e}",
+                         f"{net[3]:g}", f"{mix[3]:g}"])
+    header = ["method", "network s", "mixture s", "ratio", "network cpu", "mixture cpu",
+              "cpu ratio", "network score", "mixture score", "rel diff", "passes", "passes"]
+    print(format_table(header, body, [False] + [True] * (len(header) - 1)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-samples", type=int, default=200_000)
@@ -115,7 +181,12 @@ def main(argv=None):
     parser.add_argument("--start", choices=("random", "forgy"), default="random",
                         help="Z from a random draw (BayesPy's example) or each row's "
                              "nearest of K random rows (the same labels in both)")
+    parser.add_argument("--against-mixture", action="store_true",
+                        help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
     args = parser.parse_args(argv)
+    if args.against_mixture:
+        against_mixture(args.repeats)
+        return
 
     import skvi.networks as ours
 

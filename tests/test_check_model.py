@@ -35,6 +35,7 @@ from skvi.networks import (
     Gaussian,
     GaussianARD,
     Mixture,
+    SumMultiply,
     SVIBayesianNetwork,
     Wishart,
 )
@@ -156,6 +157,12 @@ def _normal_builder(n):
     return GaussianARD(mu, tau, plates=(n,), shape=(3,))
 
 
+def _regression_builder(X_rows):
+    w = GaussianARD(0, 1e-6, shape=(X_rows.shape[1],), name="w")
+    tau = Gamma(1e-3, 1e-3, name="tau")
+    return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
+
+
 def _cases():
     rng = np.random.RandomState(0)
     n = 300
@@ -193,6 +200,12 @@ def _cases():
         ("gp_classifier", SVISparseGPClassifier(random_state=0), Xl[:100, :2], yb[:100]),
         ("network_mixture", SVIBayesianNetwork(model=_mixture_builder, random_state=0), Xm, None),
         ("network_normal", SVIBayesianNetwork(model=_normal_builder, random_state=0), Xg, None),
+        (
+            "network_inputs",
+            SVIBayesianNetwork(model=_regression_builder, random_state=0),
+            Xl,
+            yl,
+        ),
     ]
 
 

@@ -407,6 +407,25 @@ def check_networks(ns):
     t = 1 / 0.3**2
     S = np.linalg.inv(t * inputs.T @ inputs + np.eye(3))
     np.testing.assert_allclose(ns["W"].get_moments()[0], t * (S @ inputs.T @ outputs).T, rtol=1e-10)
+    # A builder of inputs: BayesPy's regression, q(w) VB's on the same network.
+    from skvi.networks import VB
+
+    Y = ns["regression"](ns["inputs_10"])
+    Y.observe(ns["line"])
+    w, tau = Y.parents[0].parents[1], Y.parents[1]
+    Qr = VB(Y, w, tau)
+    Qr.update(repeat=1000, tol=1e-13)
+    Ew = ns["reg"].nodes_["w"].get_moments()[0]
+    np.testing.assert_allclose(Ew, w.get_moments()[0], rtol=1e-6)
+    np.testing.assert_allclose(ns["reg"].predict(ns["new_rows"]), ns["new_rows"] @ Ew)
+    assert ns["reg"].elbo(ns["inputs_10"], ns["line"]) == pytest.approx(
+        Qr.compute_lowerbound(), rel=1e-8
+    )
+    # Each group's answer rates: the Dirichlet posterior means.
+    group, answer = ns["group"], ns["answer"]
+    counts = np.array([np.bincount(answer[group == k], minlength=3) for k in range(2)])
+    rates = (1.0 + counts) / (3.0 + counts.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(ns["survey"].predict_proba([[0], [1]]), rates, rtol=1e-8)
     # The Normal-Wishart mixture is scikit-learn's model: the same bound.
     assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
     # ... and from the same start, the same bound at every pass.

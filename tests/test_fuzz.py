@@ -1236,3 +1236,105 @@ def test_sparse_gp_targets_of_any_scale_and_offset_are_finite(scale, offset, nor
     np.testing.assert_allclose(noisy**2, std**2 + gp.noise_variance_, rtol=1e-9)
     if scale == 0.0 and normalize:  # centred only: the constant is predicted
         np.testing.assert_allclose(mean, offset, rtol=1e-9, atol=1e-9)
+
+
+# ------------------------------------------------------------ network builders
+def _bad_builder(defect, threshold, width):
+    """A builder of a Gaussian's mean and precision per column, with one defect."""
+    from skvi.networks import Gamma, GaussianARD
+
+    shared = GaussianARD(0.0, 1e-3, plates=(width,), name="mu")
+
+    def builder(n_rows):
+        mu = shared if defect == "reuses a node" else GaussianARD(0.0, 1e-3, plates=(width,))
+        mu.name = "mu"
+        tau = Gamma(1e-3, 1e-3, plates=(width,), name="tau")
+        if defect == "changes with the rows" and n_rows > threshold:
+            if threshold % 2:  # another node
+                mu = GaussianARD(GaussianARD(0.0, 1.0, name="m"), 1e-3, plates=(width,))
+                mu.name = "mu"
+            else:  # another prior
+                tau = Gamma(2e-3, 1e-3, plates=(width,), name="tau")
+        if defect == "plates beside the rows":
+            return GaussianARD(mu, tau, plates=(min(n_rows, threshold + 1), n_rows, width))
+        if defect == "rows not leading":
+            column = GaussianARD(0.0, 1e-3, plates=(width, 1), name="mu")
+            return GaussianARD(column, 1.0, plates=(width, n_rows), name="y")
+        if defect == "a fixed number of rows":
+            return GaussianARD(mu, tau, plates=(threshold + 2, width), name="y")
+        if defect == "returns no node":
+            return np.zeros((n_rows, width))
+        return GaussianARD(mu, tau, plates=(n_rows, width), name="y")
+
+    return builder
+
+
+@FUZZ
+@given(
+    st.sampled_from(
+        [
+            "changes with the rows",
+            "reuses a node",
+            "plates beside the rows",
+            "rows not leading",
+            "a fixed number of rows",
+            "returns no node",
+        ]
+    ),
+    st.integers(1, 40),
+    st.integers(1, 3),
+    st.integers(8, 60),
+    st.sampled_from(["batch", "online"]),
+)
+def test_network_builders_that_cannot_work_are_refused_before_fitting(
+    defect, threshold, width, n, method
+):
+    from skvi.networks import NetworkError, SVIBayesianNetwork
+
+    X = np.random.RandomState(threshold).normal(size=(n, width))
+    est = SVIBayesianNetwork(
+        model=_bad_builder(defect, threshold, width),
+        learning_method=method,
+        batch_size=7,
+        max_iter=2,
+        tol=0,
+    )
+    if defect == "changes with the rows" and threshold >= max(n, 7):
+        # It never changes at the sizes a fit uses: a valid builder here.
+        assert np.isfinite(est.fit(X).score(X))
+        return
+    with pytest.raises(NetworkError) as err:
+        est.fit(X)
+    message = str(err.value)
+    if defect in ("changes with the rows", "reuses a node", "plates beside the rows"):
+        assert message.startswith("model: ")
+    elif defect == "returns no node":
+        assert "must return the observed node" in message
+    else:
+        assert "leading plate must be the rows" in message
+    assert not hasattr(est, "natural_params_")
+
+
+@FUZZ
+@given(st.integers(1, 12), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_network_inputs_of_any_chunking_give_the_batch_posterior(n_blocks, d, seed):
+    """A regression on inputs: each block's inputs fed into the declared network."""
+    from skvi.networks import GaussianARD, SumMultiply, SVIBayesianNetwork
+
+    def builder(X_rows):
+        w = GaussianARD(0, 1e-6, shape=(d,), name="w")
+        return GaussianARD(SumMultiply("d,d->", X_rows, w), 4.0, name="y")
+
+    rng = np.random.RandomState(seed)
+    n = n_blocks + rng.randint(0, 20)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.5 * rng.normal(size=n)
+    exact = np.linalg.solve(4.0 * X.T @ X + 1e-6 * np.eye(d), 4.0 * X.T @ y)
+    est = SVIBayesianNetwork(model=builder, max_iter=3, tol=0).fit(X, y)
+    np.testing.assert_allclose(est.nodes_["w"].get_moments()[0], exact, rtol=1e-8, atol=1e-10)
+    stream = SVIBayesianNetwork(model=builder, total_samples=n, learning_offset=1.0)
+    for _ in range(3):
+        for rows in np.array_split(np.arange(n), n_blocks):
+            stream.partial_fit(X[rows], y[rows])
+    assert np.all(np.isfinite(stream.predict(X)))
+    assert stream.elbo(X, y) <= est.elbo(X, y) + 1e-8 * abs(est.elbo(X, y))

@@ -1813,3 +1813,276 @@ def test_vb_takes_a_network_deeper_than_the_recursion_limit():
     x.observe(1.0)
     Q = VB(x)
     assert np.isfinite(Q.compute_lowerbound())
+
+
+# ------------------------------------------------- inputs, the declared network, bad builders
+def _bayespy_regression():
+    """BayesPy's regression example: ten rows of a line with a bias column, its model."""
+    np.random.seed(42)
+    x = np.arange(10)
+    y = 2 * x + 5 + 2 * np.random.randn(10)
+    return np.vstack([x, np.ones(len(x))]).T, y
+
+
+def regression_builder(X_rows):
+    w = GaussianARD(0, 1e-6, shape=(X_rows.shape[1],), name="w")
+    tau = Gamma(1e-3, 1e-3, name="tau")
+    return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
+
+
+def test_a_builder_of_inputs_is_vmp_on_the_same_network():
+    X, y = _bayespy_regression()
+    Y = regression_builder(X)
+    Y.observe(y)
+    w, tau = Y.parents[0].parents[1], Y.parents[1]
+    Q = VB(Y, w, tau)
+    Q.update(repeat=1000, tol=1e-13)
+    est = SVIBayesianNetwork(model=regression_builder, max_iter=1000, tol=1e-13).fit(X, y)
+    Ew = est.nodes_["w"].get_moments()[0]
+    np.testing.assert_allclose(Ew, w.get_moments()[0], rtol=1e-6)
+    np.testing.assert_allclose(est.nodes_["tau"].get_moments()[0], tau.get_moments()[0], rtol=1e-6)
+    assert est.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-8)
+    # The posterior predictive mean of y: X E[w], on rows it was not fitted to too.
+    new = np.column_stack([np.linspace(-5, 15, 7), np.ones(7)])
+    np.testing.assert_allclose(est.predict(X), X @ Ew, rtol=1e-12)
+    np.testing.assert_allclose(est.predict(new), new @ Ew, rtol=1e-12)
+    assert est.predict(X).shape == (10,)
+    batch = est.elbo(X, y)
+    assert batch == pytest.approx(Q.compute_lowerbound(), rel=1e-8)
+    online = SVIBayesianNetwork(
+        model=regression_builder, learning_method="online", max_iter=5, batch_size=2, tol=0
+    ).fit(X, y)
+    assert online.elbo(X, y) == pytest.approx(batch, rel=0.01)
+    stream = SVIBayesianNetwork(model=regression_builder, total_samples=10)
+    for _ in range(5):
+        for i in range(10):
+            stream.partial_fit(X[i : i + 1], y[i : i + 1])
+    assert stream.elbo(X, y) == pytest.approx(batch, rel=0.01)
+    # score is the data part per row at the fitted globals; y is needed.
+    assert est.score(X, y) * 10 == pytest.approx(batch - est._global_bound(est.natural_params_))
+    with pytest.raises(ValueError, match=r"score\(X, y\) needs y"):
+        est.score(X)
+
+
+def test_inputs_are_fed_into_the_declared_network_without_calling_the_builder():
+    X, y = _bayespy_regression()
+    calls = []
+
+    def counted(X_rows):
+        calls.append(X_rows.shape[0])
+        return regression_builder(X_rows)
+
+    est = SVIBayesianNetwork(
+        model=counted, learning_method="online", batch_size=2, max_iter=5, tol=0
+    ).fit(X, y)
+    assert est.n_batch_iter_ == 25
+    # Declared at a few sizes and checked at a few more: never once per block.
+    assert len(calls) <= 8
+    before = len(calls)
+    est.predict(X)
+    est.elbo(X, y)
+    assert len(calls) == before
+    # The rows' inputs are columns of X: fed, never rebuilt.
+    assert not est._declaration.rebuild
+
+
+def _group_means(X_rows, G=3):
+    mu = GaussianARD(0.0, 1e-2, plates=(G,), name="mu")
+    return Mixture(X_rows[:, 1], GaussianARD, mu, 1.0, name="y")
+
+
+def test_inputs_as_a_mixtures_index_give_each_groups_closed_form():
+    rng = np.random.RandomState(0)
+    g = rng.randint(3, size=200)
+    X = np.column_stack([rng.normal(size=200), g])  # the index is the second column
+    y = np.array([-2.0, 0.0, 3.0])[g] + rng.normal(size=200)
+    est = SVIBayesianNetwork(model=_group_means, max_iter=50, tol=1e-12).fit(X, y)
+    n = np.bincount(g, minlength=3)
+    exact = np.bincount(g, weights=y, minlength=3) / (1e-2 + n)
+    np.testing.assert_allclose(est.nodes_["mu"].get_moments()[0], exact, rtol=1e-10)
+    np.testing.assert_allclose(est.predict(X[:6]), exact[g[:6]], rtol=1e-10)
+    assert not est._declaration.rebuild
+
+
+def _class_of_group(X_rows, G=2, C=3):
+    p = Dirichlet(np.ones(C), plates=(G,), name="p")
+    return Mixture(X_rows[:, 0], Categorical, p, name="y")
+
+
+def _coin_of_group(X_rows, G=2):
+    p = Beta([1.0, 1.0], plates=(G,), name="p")
+    return Mixture(X_rows[:, 0], Bernoulli, p, name="y")
+
+
+def test_predict_proba_is_the_posterior_predictive_of_categorical_and_bernoulli_nodes():
+    rng = np.random.RandomState(1)
+    g = rng.randint(2, size=300)
+    X = g[:, None].astype(float)
+    y = np.where(g == 0, rng.choice(3, size=300, p=[0.7, 0.2, 0.1]), rng.randint(3, size=300))
+    est = SVIBayesianNetwork(model=_class_of_group, max_iter=20, tol=1e-12).fit(X, y)
+    counts = np.array([np.bincount(y[g == k], minlength=3) for k in range(2)])
+    exact = (1.0 + counts) / (3.0 + counts.sum(axis=1, keepdims=True))  # Dirichlet means
+    np.testing.assert_allclose(est.predict_proba(np.array([[0.0], [1.0]])), exact, rtol=1e-10)
+    np.testing.assert_array_equal(est.predict(np.array([[0.0], [1.0]])), exact.argmax(axis=1))
+    coin = (y == 0).astype(float)
+    est = SVIBayesianNetwork(model=_coin_of_group, max_iter=20, tol=1e-12).fit(X, coin)
+    heads = np.array([coin[g == k].sum() for k in range(2)])
+    mean = (1.0 + heads) / (2.0 + np.bincount(g))
+    proba = est.predict_proba(np.array([[0.0], [1.0]]))
+    np.testing.assert_allclose(proba, np.column_stack([1 - mean, mean]), rtol=1e-10)
+    np.testing.assert_allclose(est.predict(np.array([[0.0], [1.0]])), mean, rtol=1e-10)
+    with pytest.raises(NetworkError, match="predict_proba needs a categorical or Bernoulli"):
+        SVIBayesianNetwork(model=regression_builder).fit(*_bayespy_regression()).predict_proba(
+            np.ones((2, 2))
+        )
+    # A network fitted on X alone has no inputs to predict from.
+    assert not hasattr(
+        SVIBayesianNetwork(model=mixture_builder, max_iter=2).fit(blobs(50)), "predict"
+    )
+
+
+def _squared_inputs(X_rows):
+    w = GaussianARD(0, 1e-6, shape=(2,), name="w")
+    features = np.column_stack([X_rows[:, 0] ** 2, np.ones(len(X_rows))])
+    return GaussianARD(SumMultiply("d,d->", features, w), 4.0, name="y")
+
+
+def test_inputs_computed_by_the_builder_are_exact_too():
+    """Values that are no column of X (a square): taken from the builder for each block."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 1))
+    y = 1.5 * X[:, 0] ** 2 - 1.0 + 0.5 * rng.normal(size=60)
+    est = SVIBayesianNetwork(model=_squared_inputs).fit(X, y)
+    assert est._declaration.rebuild
+    F = np.column_stack([X[:, 0] ** 2, np.ones(60)])
+    S = np.linalg.inv(4.0 * F.T @ F + 1e-6 * np.eye(2))
+    np.testing.assert_allclose(est.nodes_["w"].get_moments()[0], 4.0 * S @ F.T @ y, rtol=1e-10)
+    online = SVIBayesianNetwork(
+        model=_squared_inputs, learning_method="online", batch_size=7, max_iter=20, tol=0
+    ).fit(X, y)
+    assert online.score(X, y) == pytest.approx(est.score(X, y), rel=0.01)
+
+
+def test_builders_that_cannot_be_declared_are_refused_up_front():
+    X, y = _bayespy_regression()
+
+    def closes_over_inputs(X_rows):
+        w = GaussianARD(0, 1e-6, shape=(2,), name="w")
+        return GaussianARD(SumMultiply("d,d->", X, w), 1.0, name="y")  # X, not X_rows
+
+    with pytest.raises(NetworkError, match="leading plate must be the rows.*inputs it is given"):
+        SVIBayesianNetwork(model=closes_over_inputs).fit(X, y)
+
+    def changes_with_rows(n_rows):
+        K = 4 if n_rows > 20 else 3
+        alpha = Dirichlet(np.ones(K), name="alpha")
+        z = Categorical(alpha, plates=(n_rows,), name="z")
+        mu = Gaussian(np.zeros(2), np.eye(2), plates=(K,), name="mu")
+        return Mixture(z, Gaussian, mu, np.eye(2), name="y")
+
+    # A batch fit calls it at 50 rows only; it is still refused, naming the model.
+    with pytest.raises(NetworkError, match=r"^model: .* different network for different numbers"):
+        SVIBayesianNetwork(model=changes_with_rows).fit(blobs(50))
+
+    def rows_elsewhere(n_rows):
+        mu = GaussianARD(0.0, 1.0, plates=(min(n_rows, 4), 1), name="mu")
+        return GaussianARD(mu, 1.0, plates=(min(n_rows, 4), n_rows), name="y")
+
+    with pytest.raises(NetworkError, match=r"^model: .*no one axis of them is the rows"):
+        SVIBayesianNetwork(model=rows_elsewhere).fit(np.zeros((10, 10)))
+
+    shared_mu = GaussianARD(0.0, 1e-3, name="mu")
+
+    def reuses_a_global(n_rows):
+        return GaussianARD(shared_mu, 1.0, plates=(n_rows,), name="y")
+
+    with pytest.raises(NetworkError, match=r"^model: .*same node \(GaussianARD 'mu'"):
+        SVIBayesianNetwork(model=reuses_a_global).fit(np.zeros((10, 1)))
+    # Nothing was fitted into the shared node: no rows were given to it.
+    assert all(c.plates[0] in (2, 3) for c, _ in shared_mu.children)
+
+    def of_rows(n_rows):
+        return mixture_builder(n_rows)
+
+    with pytest.raises(TypeError, match=r"fit\(X, y\) calls the builder with the rows' inputs"):
+        SVIBayesianNetwork(model=of_rows).fit(blobs(20), np.zeros(20))
+
+
+def test_the_pickle_holds_no_training_rows():
+    import pickle
+
+    X, y = _bayespy_regression()
+    rng = np.random.RandomState(0)
+    sizes = []
+    for n in (10, 2000):
+        Xn = np.column_stack([rng.normal(size=n), np.ones(n)])
+        yn = Xn @ [2.0, 5.0] + rng.normal(size=n)
+        est = SVIBayesianNetwork(model=regression_builder, max_iter=5, tol=0).fit(Xn, yn)
+        sizes.append(len(pickle.dumps(est)))
+        again = pickle.loads(pickle.dumps(est))
+        np.testing.assert_allclose(again.predict(X), est.predict(X), rtol=1e-12)
+        assert again.score(Xn, yn) == pytest.approx(est.score(Xn, yn), rel=1e-12)
+    assert sizes[1] <= sizes[0] + 200
+
+
+@pytest.mark.parametrize("first", [1, 3])
+def test_a_dask_fit_does_not_depend_on_its_chunks(client, first):
+    da = pytest.importorskip("dask.array")
+    y = blobs(2000, seed=1)
+    kw = dict(model=mixture_builder, max_iter=5, random_state=1)
+    memory = SVIBayesianNetwork(**kw).fit(y)
+    chunks = ((first, 500 - first, 500, 500, 500), (2,))
+    dist = SVIBayesianNetwork(**kw).fit(da.from_array(y, chunks=chunks))
+    assert dist.score(y) == pytest.approx(memory.score(y), rel=0.01)
+    # The start is drawn over every block, as in memory: the same steps.
+    np.testing.assert_allclose(dist.lower_bounds_, memory.lower_bounds_, rtol=1e-8)
+    X, t = _bayespy_regression()
+    ref = SVIBayesianNetwork(model=regression_builder, max_iter=50, tol=0).fit(X, t)
+    est = SVIBayesianNetwork(model=regression_builder, max_iter=50, tol=0)
+    est.fit(da.from_array(X, chunks=((first, 10 - first), (2,))), da.from_array(t, chunks=first))
+    np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-8)
+
+
+def test_transform_follows_set_output():
+    pd = pytest.importorskip("pandas")
+    y = blobs(200)
+    est = SVIBayesianNetwork(model=mixture_builder, max_iter=5, random_state=0).fit(y)
+    plain = est.transform(y[:5])
+    frame = est.set_output(transform="pandas").transform(y[:5])
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == ["z0", "z1", "z2", "z3"]
+    np.testing.assert_array_equal(frame.to_numpy(), plain)
+
+
+def test_missing_observations_in_y_are_the_fit_without_them():
+    X, y = _bayespy_regression()
+    gappy = y.copy()
+    gappy[[2, 7]] = np.nan
+    keep = ~np.isnan(gappy)
+    kw = dict(model=regression_builder, max_iter=500, tol=1e-13)
+    a = SVIBayesianNetwork(**kw).fit(X, gappy)
+    b = SVIBayesianNetwork(**kw).fit(X[keep], y[keep])
+    np.testing.assert_allclose(
+        a.nodes_["w"].get_moments()[0], b.nodes_["w"].get_moments()[0], rtol=1e-8
+    )
+    assert a.lower_bound_ == pytest.approx(b.lower_bound_, rel=1e-10)
+
+
+def _shifted_rows(n_rows, D=2):
+    # A fixed value repeated on every row: declared once, fed per block.
+    mu = GaussianARD(0.0, 1e-3, shape=(D,), name="mu")
+    f = SumMultiply("d,d->d", mu, np.ones((n_rows, D)), name="f")
+    return GaussianARD(f, 1.0, shape=(D,), name="y")
+
+
+def test_values_repeated_on_every_row_are_fed_to_every_block():
+    rng = np.random.RandomState(0)
+    Y = rng.normal([2.0, -3.0], 1.0, size=(300, 2))
+    est = SVIBayesianNetwork(model=_shifted_rows, max_iter=50, tol=1e-13).fit(Y)
+    assert not est._declaration.rebuild and est._declaration.feeds
+    exact = Y.sum(axis=0) / (1e-3 + 300)
+    np.testing.assert_allclose(est.nodes_["mu"].get_moments()[0], exact, rtol=1e-10)
+    online = SVIBayesianNetwork(
+        model=_shifted_rows, learning_method="online", batch_size=7, max_iter=3, tol=0
+    ).fit(Y)
+    assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)

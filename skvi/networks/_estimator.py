@@ -1,7 +1,10 @@
 """``SVIBayesianNetwork``: a user-declared network as a scikit-learn estimator on the engine.
 
-The user's ``builder(n_rows)`` returns the observed node; its leading plate
-is the rows of X.  Nodes whose plates change with ``n_rows`` are local
+The user's ``builder(n_rows)`` (or, with ``fit(X, y)``, ``builder(X_rows)`` of
+the rows' inputs) returns the observed node; its leading plate is the rows.
+The builder declares the network once (:mod:`._declared`): each block of
+rows gets a copy with its rows' plates and inputs, not a fresh call.  Nodes
+whose plates change with the number of rows are local
 (re-optimised on every minibatch with the globals fixed); the other latent
 nodes are the engine's global factors, their natural parameters the
 engine's parameters.  A step of the engine is then Paquet's Alg. 1 ("On the
@@ -21,44 +24,31 @@ import numbers
 import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils import gen_batches
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
+from ..engine.base import _blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
-from ._mixture import Mixture
+from ._declared import CHECK_SIZES, Declaration, _Network
 from ._node import Constant
-from ._stochastic import Stochastic, _propagate_masks
+from ._mixture import Mixture
 from ._plates import NetworkError
+from ._predictive import predictive_mean
+from ._stochastic import Stochastic, _propagate_masks
 
 __all__ = ["SVIBayesianNetwork"]
 
 #: Rows whose masks ``_row_counts`` propagates at once.
 COUNT_ROWS = 4096
-
-
-def discover(observed):
-    """The stochastic nodes above ``observed``, parents before children, and their names."""
-    order, seen = [], set()
-
-    def visit(node):
-        if id(node) in seen or isinstance(node, Constant):
-            return
-        seen.add(id(node))
-        for p in node.parents:
-            visit(p)
-        order.append(node)
-
-    visit(observed)
-    names, counts = [], {}
-    for node in order:
-        base = node.name or type(node).__name__
-        counts[base] = counts.get(base, 0) + 1
-        names.append(base if node.name else f"{base}_{counts[base]}")
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise NetworkError(f"nodes named {dup} more than once: give every node its own name")
-    return dict(zip(names, order))
+#: The start's sweeps on its subsample stop at this relative change of its bound.
+INIT_TOL = 1e-6
 
 
 def _takes_features(builder):
@@ -140,14 +130,6 @@ def _child_counts(child, index, axis, parent, weight):
     return np.broadcast_to(c, parent.plates)
 
 
-class _Network(dict):
-    """A block's network, nodes by name: one object, so that it pickles whole.
-
-    (dask's serialisation takes a plain dict apart and pickles its values
-    one by one, which would give each node its own copy of its neighbours.)
-    """
-
-
 class _NodeFamily:
     """The engine's view of a global node's family: its step-safety test."""
 
@@ -174,15 +156,30 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     local: a mixture's assignments, a factor model's scores.  The others
     are global: their posteriors are the estimator's parameters.
 
+    With ``fit(X, y)``, a builder of one argument receives the rows' inputs
+    instead, ``builder(X_rows)`` (an array with one row per observation,
+    used where BayesPy takes an array: ``SumMultiply('d,d->', X_rows, w)``,
+    a mixture's index ``X_rows[:, 0]``), and the observed node observes y;
+    :meth:`predict` and :meth:`predict_proba` then give its posterior
+    predictive mean and class probabilities for new inputs.
+
+    The builder declares the structure: it is called at a few numbers of
+    rows (with inputs, a few of the rows), and every block of rows is then
+    fitted in a copy of that network, its rows' plates resized and its
+    inputs put in.  A builder whose network changes with the number of rows
+    other than by the rows' plate, or that returns a node of an earlier call,
+    is refused before anything is fitted.
+
     Parameters
     ----------
     model : callable
         ``builder(n_rows) -> observed node``, or ``builder(n_rows,
         n_features)`` when it takes two arguments (a network that adapts
-        to the width of X).  It must build a fresh
-        network on every call (the estimator calls it for every block of
-        rows) and be picklable for pickling and cluster fits (a function
-        defined at module level).
+        to the width of X; it ignores y), or with ``fit(X, y)``
+        ``builder(X_rows) -> observed node`` of the rows' inputs.  It must
+        make every node on each call, build the same network for every
+        number of rows (but for the rows' plate) and be picklable for
+        cluster fits (a function defined at module level).
     local_max_iter : int, default=50
         Most sweeps of the local step when there are several local latent
         nodes (one sweep is exact for one).
@@ -248,6 +245,21 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     array([-4., -0.,  4.])
     >>> net.transform(X[:2]).max(axis=1).round(3)      # responsibilities
     array([1., 1.])
+
+    A regression, its builder a function of the rows' inputs:
+
+    >>> from skvi.networks import Gamma, GaussianARD, SumMultiply
+    >>> def regression(X_rows):
+    ...     w = GaussianARD(0, 1e-6, shape=(X_rows.shape[1],), name="w")
+    ...     tau = Gamma(1e-3, 1e-3, name="tau")
+    ...     return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
+    >>> inputs = np.column_stack([np.arange(10.0), np.ones(10)])
+    >>> y = 2 * inputs[:, 0] + 5 + rng.normal(0, 0.01, size=10)
+    >>> reg = SVIBayesianNetwork(model=regression).fit(inputs, y)
+    >>> reg.nodes_["w"].get_moments()[0].round(1)      # slope and bias
+    array([2., 5.])
+    >>> reg.predict([[20.0, 1.0]]).round(1)             # E[y] = x E[w]
+    array([45.])
     """
 
     _parameter_constraints = {
@@ -275,7 +287,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         init_draws=5,
         n_init=1,
         learning_method="batch",
-        batch_size=256,
+        batch_size=1000,
         max_iter=200,
         tol=1e-7,
         learning_offset=10.0,
@@ -312,59 +324,106 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------ structure
-    def _build(self, n_rows):
-        """A fresh network for ``n_rows`` rows: (nodes by name, observed node's name)."""
+    def _call_builder(self, n_rows, inputs):
+        """The builder's observed node for ``n_rows`` rows (``inputs``: their inputs, or None)."""
         if self.model is None:
             raise ValueError(
                 "SVIBayesianNetwork needs model=builder, a function of n_rows "
-                "that returns the observed node."
+                "(or of the rows' inputs X, with fit(X, y)) that returns the observed node."
             )
+        if inputs is not None:
+            try:
+                return self.model(inputs)
+            except TypeError as err:
+                raise TypeError(
+                    f"model: fit(X, y) calls the builder with the rows' inputs (an array of "
+                    f"shape {inputs.shape}), and it failed ({err}); a builder of n_rows "
+                    "fits X alone: fit(X)"
+                ) from err
         if _takes_features(self.model):
-            observed = self.model(n_rows, self.n_features_in_)
-        else:
-            observed = self.model(n_rows)
-        if not isinstance(observed, Stochastic):
-            raise NetworkError(
-                f"the model must return the observed node (a stochastic node), got {observed!r}"
-            )
-        nodes = _Network(discover(observed))
-        y_name = next(n for n, node in nodes.items() if node is observed)
-        return nodes, y_name
+            return self.model(n_rows, self.n_features_in_)
+        return self.model(n_rows)
 
-    def _template(self):
-        """The network's structure, from two builds: (nodes, y, locals, globals)."""
-        cached = self.__dict__.get("_structure")
-        if cached is not None:
-            return cached
-        a, y_name = self._build(2)
-        b, _ = self._build(3)
-        if list(a) != list(b):
-            raise NetworkError("the model builds different nodes for different n_rows")
-        local = [n for n in a if a[n].plates != b[n].plates]
+    def _declare(self, X=None, sizes=()):
+        """Declare the network from the builder (``X``: rows whose inputs it takes, if any)."""
+        probe = None
+        if self._takes_inputs:
+            # Rows spread over the data, different ones at each size, so that
+            # an input column is told from a value repeated on every row.
+            inputs = np.asarray(X.X, dtype=np.float64)
+
+            def probe(n):
+                return inputs[np.linspace(0, inputs.shape[0] - 1, n).round().astype(np.intp)]
+
+        decl = Declaration(self._call_builder, probe, sizes)
+        a = decl.nodes
+        y_name = list(a)[-1]
         observed = a[y_name]
-        if y_name not in local or not observed.plates or observed.plates[0] != 2:
+        if y_name not in decl.local or decl.row_axis[y_name] != 0:
             raise NetworkError(
                 f"{observed.describe()}: the observed node's leading plate must "
-                f"be the rows (n_rows), got plates {observed.plates}"
+                f"be the rows (n_rows), got plates {observed.plates} for {decl.size} rows"
+                + (
+                    "; a builder of inputs must build the node from the inputs it is given, "
+                    "not from arrays of its own"
+                    if self._takes_inputs
+                    else ""
+                )
             )
         if observed.children:
             raise NetworkError(
                 f"{observed.describe()}: the observed node must be a leaf; it has "
                 f"children {[c.describe() for c, _ in observed.children]}"
             )
-        latent_local = [n for n in local if n != y_name and isinstance(a[n], Stochastic)]
-        glob = [n for n in a if n not in local]
+        latent_local = [n for n in decl.local if n != y_name and isinstance(a[n], Stochastic)]
+        glob = [n for n in a if n not in decl.local]
         for n in glob:
             if not isinstance(a[n], Stochastic) or a[n].observed:
                 raise NetworkError(f"{a[n].describe()}: a global node must be latent")
-        self._reach = _row_axes_of_children(a, b, glob)
-        structure = (a, y_name, latent_local, glob)
-        self._structure = structure
-        return structure
+        # The q the builder sets (init_params='model'), before any fit moves it.
+        decl.initial = {
+            n: None if a[n].phi is None else tuple(np.array(v, dtype=np.float64) for v in a[n].phi)
+            for n in glob
+        }
+        self._declaration = decl
+        self._reach = _row_axes_of_children(a, decl.network(3, feed=False), glob)
+        self._structure = (a, y_name, latent_local, glob)
+
+    @property
+    def _takes_inputs(self):
+        """Whether the builder takes the rows' inputs (a fit on X and y)."""
+        return bool(self.__dict__.get("_with_inputs", False))
+
+    def _template(self):
+        """The declared network: (nodes, observed node's name, local latent, globals)."""
+        cached = self.__dict__.get("_structure")
+        if cached is None:
+            if self._takes_inputs:
+                raise NetworkError("the network of inputs is declared by fit(X, y)")
+            self._declare()
+        return self._structure
+
+    def _declaration_network(self, n_rows):
+        """The declared network's plates for ``n_rows`` rows (no inputs: for counting)."""
+        self._template()
+        return self._declaration.network(n_rows, feed=False)
+
+    def _network(self, X, feed=True):
+        """The declared network for the rows of ``X``, their inputs fed in."""
+        self._template()
+        inputs = None
+        if self._takes_inputs and feed:
+            inputs = np.asarray(X.X, dtype=np.float64)
+        return self._declaration.network(X.shape[0], inputs, feed=feed, call=self._call_builder)
 
     @property
     def _settings(self):
-        nodes, _, _, glob = self._template()
+        try:
+            nodes, _, _, glob = self._template()
+        except (TypeError, ValueError, AttributeError, IndexError):
+            # Not declared yet, and the builder not of n_rows alone (one of
+            # the inputs, which fit declares from its rows): no factors yet.
+            return ModelSettings({}, parallel=True, start_sample_size=self.init_rows)
         # A global node with local children is a row group of its plate
         # elements: each element is scaled by its own N_m / C_m and steps by
         # its own counter (Paquet's Alg. 1).
@@ -376,17 +435,23 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             row_axes={n: len(nodes[n].plates) for n in groups},
             local_depends_on_globals=True,
             parallel=True,
+            start_sample_size=self.init_rows,
         )
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_structure", None)
-        state.pop("_reach", None)
-        return state
 
     # ------------------------------------------------------------ helpers
     @staticmethod
     def _set_globals(nodes, glob, params):
+        # A step reads a network at the same factors many times (each
+        # factor's statistics and target): set them once, unless another
+        # hand has changed a node's q since.
+        factors = tuple(params[n] for n in glob)
+        last = nodes.__dict__.get("_globals_set") if isinstance(nodes, _Network) else None
+        if (
+            last is not None
+            and all(a is b for a, b in zip(last[0], factors))
+            and all(nodes[n].__dict__.get("_phi") is phi for n, phi in zip(glob, last[1]))
+        ):
+            return
         for n in glob:
             factor = params[n]
             node = nodes[n]
@@ -395,6 +460,14 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             )
             node.phi = [np.asarray(a) for a in factor]
             node.u, node.g = u, g
+        if isinstance(nodes, _Network):
+            nodes._globals_set = (factors, [nodes[n].__dict__.get("_phi") for n in glob])
+
+    def _observations(self, X):
+        """The observed node's values of the rows: y with inputs, else X itself."""
+        values = X.y if self._takes_inputs else X.X
+        values = np.asarray(values, dtype=np.float64)
+        return values[:, None] if values.ndim == 1 else values
 
     def _shape_rows(self, X, observed):
         want = observed.plates[1:] + observed._kind.value_shape()
@@ -402,7 +475,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             want = observed.plates[1:]
         if int(np.prod(want)) != X.shape[1]:
             raise ValueError(
-                f"X has {X.shape[1]} columns, but the observed node "
+                f"{'y' if self._takes_inputs else 'X'} has {X.shape[1]} columns, but the "
+                "observed node "
                 f"{observed.describe()} takes {int(np.prod(want))} per row "
                 f"(plates and shape {want})."
             )
@@ -426,10 +500,10 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _local_network(self, X, params, init_random=None):
         """A network of X's rows with the globals at ``params``, its local step done."""
         _, y_name, latent_local, glob = self._template()
-        nodes, _ = self._build(X.shape[0])
+        nodes = self._network(X)
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
-        values = self._shape_rows(np.asarray(X.X, dtype=np.float64), observed)
+        values = self._shape_rows(self._observations(X), observed)
         observed.observe(values, mask=self._observed_mask(values, observed))
         if X.weight is not None:
             # Row i's terms count w_i times: in the local bound and in every
@@ -445,6 +519,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         for n in latent_local:
             if init_random is not None:
                 nodes[n].initialize_from_random(init_random)
+            elif len(latent_local) == 1:
+                # One local node: its update reads messages that never depend
+                # on its own moments, so its start is not computed (zeros
+                # stand for it until the update sets q).
+                node = nodes[n]
+                node.u = [np.broadcast_to(0.0, node.plates + d) for d in node.dims]
             else:
                 nodes[n].initialize_from_prior()
         if init_random is None:
@@ -484,15 +564,22 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _global_base(self, name, params):
         """Prior from the parents at ``params`` + global children's messages: the unscaled part."""
         nodes, _, _, glob = self._template()
-        self._set_globals(nodes, glob, params)
         node = nodes[name]
+        fixed = self.__dict__.setdefault("_fixed_bases", {})
+        if name in fixed:  # fixed parents and no global child: the prior alone, once
+            return [a.copy() for a in fixed[name]]
+        self._set_globals(nodes, glob, params)
         phi = node._full(node._phi_from_parents(node._parent_moments()))
         gset = set(glob)
         names = {id(v): k for k, v in nodes.items()}
+        neighbours = False
         for child, index in node.children:
             if names.get(id(child)) in gset:
+                neighbours = True
                 for i, m in enumerate(child._message_to_parent(index)):
                     phi[i] = phi[i] + m
+        if not neighbours and all(isinstance(p, Constant) for p in node.parents):
+            fixed[name] = [a.copy() for a in phi]
         return phi
 
     def _global_target(self, name, params, stats, scale):
@@ -518,13 +605,41 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _prepare_data(
         self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
     ):
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
-        weight = check_row_weights(sample_weight, X)
         if reset:
-            self.__dict__.pop("_structure", None)
+            # A builder of (n_rows, n_features) fits X alone, whatever y is.
+            self._with_inputs = y is not None and not _takes_features(self.model)
+            for name in ("_structure", "_declaration", "_reach", "_fixed_bases"):
+                self.__dict__.pop(name, None)
+        elif self._takes_inputs != (y is not None) and self._takes_inputs:
+            raise ValueError(
+                "this network was fitted on (X, y), its builder a function of the inputs X: "
+                "pass y too"
+            )
+        if self._takes_inputs:
+            # NaN in y marks a missing observation, as NaN in X does without inputs.
+            X = validate_data(self, X, reset=reset, dtype=np.float64)
+            y = check_array(y, ensure_2d=False, dtype=np.float64, ensure_all_finite="allow-nan")
+            check_consistent_length(X, y)
+            y = np.asarray(y, dtype=np.float64)
+            if reset:
+                self._y_1d = y.ndim == 1
+        else:
+            X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan")
+        weight = check_row_weights(sample_weight, X)
+        data = Rows(X, y if self._takes_inputs else None, weight)
+        if reset:
+            sizes = list(CHECK_SIZES)
+            if vocabulary is None:
+                # The sizes this fit calls it at, too: all the rows, a minibatch.
+                sizes += [X.shape[0], min(self.batch_size, X.shape[0])]
+            self._declare(data, sorted(set(sizes)))
         nodes, y_name, _, _ = self._template()
-        self._shape_rows(X[:0], nodes[y_name])
-        return Rows(X, None, weight)
+        self._shape_rows(self._observations(data[:0]), nodes[y_name])
+        return data
+
+    def _data_summary(self, X):
+        # The samples of all the rows: a start on a sample counts for them.
+        return float(X.count())
 
     def _prior_natural(self):
         nodes, _, _, glob = self._template()
@@ -536,17 +651,16 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _initialize_globals(self, X, random_state, summary):
         nodes, _, latent_local, glob = self._template()
         if self.init_params == "model":
-            # A fresh build: the q its builder sets, or the prior.
-            fresh, _ = self._build(2)
+            # The q its builder sets, or the prior.
             params = {}
             for n in glob:
-                if fresh[n].phi is None:
+                if self._declaration.initial[n] is None:
                     raise NetworkError(
-                        f"{fresh[n].describe()}: init_params='model' needs a q "
+                        f"{nodes[n].describe()}: init_params='model' needs a q "
                         "for every global node; this one was set to a value "
                         "(initialize_from_parameters sets a q)"
                     )
-                params[n] = tuple(np.array(a, dtype=np.float64) for a in fresh[n].phi)
+                params[n] = tuple(np.array(a) for a in self._declaration.initial[n])
             return params
         params = {}
         for n in glob:  # q from the prior, parents first
@@ -572,13 +686,15 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                     self._globals_from(net, params, 1.0)
                     self._local_sweeps(net, latent_local)
                     bound = self._local_bound(rows, net, params) + self._global_bound(params)
-                    if last is not None and abs(bound - last) <= 1e-6 * abs(bound):
+                    if last is not None and abs(bound - last) <= INIT_TOL * abs(bound):
                         break
                     last = bound
                 if best is None or bound > best[0]:
                     best = (bound, net, params)
             _, net, params = best
-            self._globals_from(net, params, X.count() / rows.count())
+            # Scaled to all the rows (on a cluster, X is a sample drawn over every block).
+            total = X.count() if summary is None else float(summary)
+            self._globals_from(net, params, total / rows.count())
         return {n: tuple(v) for n, v in params.items()}
 
     def _globals_from(self, net, params, scale):
@@ -611,9 +727,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _row_counts(self, X, sizes):
         if not sizes:
             return {}
-        values = np.asarray(X.X, dtype=np.float64)
+        values = self._observations(X)
         if not np.isnan(values).any():  # every row's elements: one row's, times the rows
-            nodes, _ = self._build(1)
+            nodes = self._declaration_network(1)
             return {
                 name: float(X.count()) * self._counts(nodes, name, None).reshape(size)
                 for name, size in sizes.items()
@@ -622,7 +738,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         out = {name: np.zeros(size) for name, size in sizes.items()}
         for rows in gen_batches(values.shape[0], COUNT_ROWS):
             # The masks alone, a bounded block of rows at a time: no moments.
-            nodes, _ = self._build(rows.stop - rows.start)
+            nodes = self._declaration_network(rows.stop - rows.start)
             observed = nodes[y_name]
             mask = self._observed_mask(self._shape_rows(values[rows], observed), observed)
             if mask is not True:
@@ -671,28 +787,46 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.local_nodes_ = list(latent_local)
 
     # ------------------------------------------------------------ public API
-    def _fitted_rows(self, X):
+    def _fitted_rows(self, X, y=None):
+        """Validated rows: with the observed values when given (inputs: y; else X)."""
         check_is_fitted(self, "natural_params_")
-        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
-        return Rows(X, None, None)
+        if not self._takes_inputs:
+            X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
+            return Rows(X, None, None)
+        if y is None:
+            X = validate_data(self, X, reset=False, dtype=np.float64)
+            return Rows(X, None, None)
+        return self._prepare_data(X, y, None, reset=False)
 
-    def transform(self, X):
+    def _predictive_network(self, rows):
+        """The rows' network at the fitted globals, nothing observed: locals from their prior."""
+        _, y_name, latent_local, glob = self._template()
+        nodes = self._network(rows)
+        self._set_globals(nodes, glob, self.natural_params_)
+        for n in latent_local:  # parents first: each local node's prior given its parents
+            nodes[n].initialize_from_prior()
+        return nodes, nodes[y_name]
+
+    def transform(self, X, y=None):
         """The posterior mean of a local node for each row of X (globals fixed).
 
-        For a mixture's assignments, the responsibilities.
+        For a mixture's assignments, the responsibilities.  With a builder of
+        the inputs, X are the rows' inputs and ``y`` their observations; without
+        ``y`` the local nodes are at their prior given the inputs and globals.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows.
+            Rows (the observations, or with ``fit(X, y)`` the inputs).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            The rows' observations, for a network fitted on ``(X, y)``.
 
         Returns
         -------
         ndarray of shape (n_samples, n_values)
             ``E_q`` of ``transform_node``'s variable, one row per row of X.
         """
-        rows = self._fitted_rows(X)
-        nodes = self._local_network(rows, self.natural_params_)
+        rows = self._fitted_rows(X, y)
         _, _, latent_local, _ = self._template()
         if not latent_local:
             raise NetworkError("the network has no local latent node to transform to")
@@ -701,8 +835,104 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             raise ValueError(
                 f"transform_node={name!r} is not a local latent node; they are {latent_local}"
             )
+        if self._takes_inputs and y is None:
+            nodes, _ = self._predictive_network(rows)
+        else:
+            nodes = self._local_network(rows, self.natural_params_)
         u = np.asarray(nodes[name].get_moments()[0])
         return u.reshape(rows.shape[0], -1)
+
+    def get_feature_names_out(self, input_features=None):
+        """The names of :meth:`transform`'s columns: the local node's name and an index.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the columns are the local node's values, not X's).
+
+        Returns
+        -------
+        ndarray of str
+            ``'<node><i>'`` for each column, as ``set_output`` names them.
+        """
+        check_is_fitted(self, "natural_params_")
+        nodes, _, latent_local, _ = self._template()
+        name = self.transform_node or (latent_local[0] if latent_local else None)
+        if name not in latent_local:
+            raise NetworkError("the network has no local latent node to transform to")
+        node = nodes[name]
+        plates = list(node.plates)
+        del plates[self._declaration.row_axis[name]]
+        width = math.prod(plates) * math.prod(node.dims[0])
+        return np.asarray([f"{name}{i}" for i in range(width)], dtype=object)
+
+    def _fitted_on_inputs(self):
+        # predict and predict_proba exist for a network fitted on (X, y).
+        return self._takes_inputs
+
+    @available_if(_fitted_on_inputs)
+    @_blockwise_elsewhere
+    def predict(self, X):
+        """The posterior predictive mean of the observed node for the inputs X.
+
+        ``E[y] = E_q[E[y | parents]]`` at the fitted globals, the rows' local
+        nodes at their prior given the inputs: ``X E[w]`` for a regression's
+        ``SumMultiply('d,d->', X, w)``; a mixture's responsibilities times its
+        clusters' means.  For a categorical node, the most probable category.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows' inputs (a network fitted on ``(X, y)``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            One prediction per row, shaped as the ``y`` of the fit.
+        """
+        mean, observed = self._predictive(X)
+        if observed._kind.name == "categorical":
+            return np.argmax(mean, axis=-1).reshape(mean.shape[0], -1).squeeze(axis=1)
+        mean = mean.reshape(mean.shape[0], -1)
+        return mean[:, 0] if self._y_1d and mean.shape[1] == 1 else mean
+
+    @available_if(_fitted_on_inputs)
+    @_blockwise_elsewhere
+    def predict_proba(self, X):
+        """The posterior predictive class probabilities of a categorical or Bernoulli node.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows' inputs (a network fitted on ``(X, y)``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            ``P(y = k)`` per row (a Bernoulli's classes 0 and 1).
+        """
+        mean, observed = self._predictive(X)
+        kind = observed._kind.name
+        if kind not in ("categorical", "bernoulli") or observed.plates[1:]:
+            raise NetworkError(
+                f"{observed.describe()}: predict_proba needs a categorical or Bernoulli "
+                f"observed node with one value per row, got a {observed._kind.describe} "
+                f"with plates {observed.plates}"
+            )
+        if kind == "bernoulli":
+            return np.column_stack([1.0 - mean, mean])
+        return np.asarray(mean)
+
+    def _predictive(self, X):
+        check_is_fitted(self, "natural_params_")
+        if not self._takes_inputs:
+            raise NetworkError(
+                "predict needs a network of inputs, fitted on (X, y) with a builder of the "
+                "inputs; this one was fitted on X alone"
+            )
+        rows = self._fitted_rows(X)
+        _, observed = self._predictive_network(rows)
+        return np.asarray(predictive_mean(observed)), observed
 
     def score(self, X, y=None):
         """The data part of the ELBO per row: globals fixed, the rows' local nodes optimised.
@@ -710,14 +940,17 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows.
-        y : None
-            Ignored.
+            Rows (the observations, or with ``fit(X, y)`` the inputs).
+        y : array-like or None, default=None
+            The rows' observations, for a network fitted on ``(X, y)``;
+            ignored otherwise.
 
         Returns
         -------
         float
-            ``(E_q[log p(X, locals | globals)] - E_q[log q(locals)]) / n_samples``.
+            ``(E_q[log p(y, locals | globals)] - E_q[log q(locals)]) / n_samples``.
         """
-        rows = self._fitted_rows(X)
+        if self._takes_inputs and y is None:
+            raise ValueError("this network was fitted on (X, y): score(X, y) needs y")
+        rows = self._fitted_rows(X, y)
         return self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
