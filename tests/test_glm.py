@@ -734,3 +734,80 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step(monkeypatch):
     small = len(pickle.dumps(SVILogisticRegression(**kw).fit(X, y)))
     large = len(pickle.dumps(SVILogisticRegression(**kw).fit(np.tile(X, (10, 1)), np.tile(y, 10))))
     assert abs(large - small) < 0.1 * small
+
+
+# ------------------------------------------------- partial_fit classes, errors
+
+
+def _sklearn_partial_fit_outcome(calls):
+    """Whether scikit-learn's SGDClassifier takes each partial_fit call's classes."""
+    from sklearn.linear_model import SGDClassifier
+
+    return _partial_fit_outcome(SGDClassifier(), calls)
+
+
+def _partial_fit_outcome(est, calls):
+    X = np.random.RandomState(0).normal(size=(40, 2))
+    y = np.arange(40) % 2
+    outcome = []
+    for classes in calls:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.partial_fit(X, y, classes=classes)
+        except ValueError:
+            outcome.append("ValueError")
+        else:
+            outcome.append("ok")
+    return outcome, est
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [[0, 1, np.nan]],
+        [[0.0, 1.0, np.inf]],
+        [[0, 1.5]],
+        [[0, 1], [0, 1, 2]],
+        [[0, 1], [1]],
+        [[0, 1], [1, 0], None, [0, 1]],
+        [[0, 1, 2], [0, 1, 2], [0, 1]],
+    ],
+)
+def test_partial_fit_classes_are_checked_as_scikit_learn_checks_them(calls):
+    # NaN or a continuous value is never a class, and a later call may pass
+    # the first call's classes again but no others (sklearn's
+    # _check_partial_fit_first_call, here through SGDClassifier).
+    want, _ = _sklearn_partial_fit_outcome(calls)
+    got, est = _partial_fit_outcome(SVILogisticRegression(random_state=0), calls)
+    assert got == want
+    if hasattr(est, "classes_"):
+        assert np.all(np.isfinite(est.classes_.astype(float)))
+        assert est.classes_.tolist() == sorted(set(calls[0]))
+
+
+def test_partial_fit_rejects_new_classes_naming_the_first_ones():
+    X = np.random.RandomState(0).normal(size=(40, 2))
+    est = SVILogisticRegression(random_state=0).partial_fit(X, np.arange(40) % 2, classes=[0, 1])
+    with pytest.raises(
+        ValueError, match=r"SVILogisticRegression.partial_fit: `classes=\[0, 1, 2\]"
+    ):
+        est.partial_fit(X, np.arange(40) % 2, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="not class labels: Input contains NaN"):
+        SVILogisticRegression().partial_fit(X, np.arange(40) % 2, classes=[0, 1, np.nan])
+
+
+def test_errors_name_the_public_class_not_a_private_base():
+    import skvi.models as models
+
+    for name in models.__all__:
+        cls = getattr(models, name)
+        with pytest.raises(TypeError, match=rf"^{name}\.__init__\(\) got an unexpected keyword"):
+            cls(no_such_parameter=1)
+        try:  # the estimators whose parameters are keyword-only
+            cls(1.0)
+        except TypeError as exc:
+            assert str(exc).startswith(f"{name}.__init__() takes 1 positional")
+        with pytest.raises(ValueError, match=rf"for estimator {name}\("):
+            cls().set_params(no_such_parameter=1)
+        assert not cls.__init__.__qualname__.startswith("_"), name
