@@ -736,7 +736,58 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step(monkeypatch):
     assert abs(large - small) < 0.1 * small
 
 
-# ------------------------------------------------- partial_fit classes, errors
+# ------------------------------------------------- resources: memory
+def _wide_cases():
+    from skvi import SVILinearRegression, SVIOverdispersedPoissonRegression
+
+    two, three = np.arange(60) % 2, np.arange(60) % 3
+    return [
+        (SVILogisticRegression(), two, 1, "LogisticRegression"),
+        (SVILogisticRegression(), three, 3, "LogisticRegression"),
+        (SVIPoissonRegression(), two, 1, "PoissonRegressor"),
+        (SVIOverdispersedPoissonRegression(), two, 1, "PoissonRegressor"),
+        (SVILinearRegression(), two.astype(float), 1, "Ridge"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_wide_sparse_input_is_refused_before_any_large_allocation(case, method):
+    # A sparse X of 10^6 columns: q(w)'s dense covariance would be
+    # (10^6 + 1)^2 * K^2 float64s, 7.3 TiB with one predictor (65.5 TiB with
+    # three classes), where LDA fits the same X.  The error says why and
+    # what to do, and comes before anything of that size is allocated.
+    import tracemalloc
+
+    est, y, k, alternative = _wide_cases()[case]
+    X = sp.random(60, 10**6, density=2e-5, format="csr", random_state=0)
+    d = (10**6 + 1) * k
+    tib = d * d * 8 / 2**40
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            getattr(est, method)(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6
+    message = str(info.value)
+    assert message.startswith(type(est).__name__ + ":")
+    assert f"{d} x {d} float64 matrix of {tib:.1f} TiB" in message
+    assert "sklearn.feature_selection" in message and alternative in message
+    assert not hasattr(est, "natural_params_")
+
+
+def test_covariance_size_limit_is_one_gib_of_float64():
+    from skvi.models.glm.resources import check_covariance_size
+
+    # 11585^2 * 8 bytes is below 2^30, 11586^2 * 8 above (2^27 = 11585.2^2).
+    assert check_covariance_size("E", 11584) == 11585**2 * 8
+    with pytest.raises(ValueError, match="11586 x 11586"):
+        check_covariance_size("E", 11585)
+    with pytest.raises(ValueError, match=r"11586 weights \(5793 per class\)"):
+        check_covariance_size("E", 5792, n_outputs=2)
+    assert check_covariance_size("E", 11585, intercept=False) == 11585**2 * 8
 
 
 def _sklearn_partial_fit_outcome(calls):
