@@ -736,7 +736,7 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step(monkeypatch):
     assert abs(large - small) < 0.1 * small
 
 
-# ------------------------------------------------- resources: memory
+# ------------------------------------------------- resources: memory, threads
 def _wide_cases():
     from skvi import SVILinearRegression, SVIOverdispersedPoissonRegression
 
@@ -760,7 +760,11 @@ def test_wide_sparse_input_is_refused_before_any_large_allocation(case, method):
     import tracemalloc
 
     est, y, k, alternative = _wide_cases()[case]
-    X = sp.random(60, 10**6, density=2e-5, format="csr", random_state=0)
+    rng = np.random.RandomState(0)
+    X = sp.csr_matrix(
+        (np.ones(1200), (rng.randint(60, size=1200), rng.randint(10**6, size=1200))),
+        shape=(60, 10**6),
+    )
     d = (10**6 + 1) * k
     tib = d * d * 8 / 2**40
     tracemalloc.start()
@@ -862,3 +866,68 @@ def test_errors_name_the_public_class_not_a_private_base():
         with pytest.raises(ValueError, match=rf"for estimator {name}\("):
             cls().set_params(no_such_parameter=1)
         assert not cls.__init__.__qualname__.startswith("_"), name
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def _record_threads(monkeypatch, cls, hook):
+    seen = []
+    original = getattr(cls, hook)
+
+    def recording(self, *args, **kwargs):
+        if not seen:  # threadpool_info walks the loaded libraries: once
+            seen.append(_blas_threads())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, hook, recording)
+    return seen
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+@pytest.mark.parametrize("n_features, inside", [(20, {1}), (300, {3})])
+def test_few_features_fit_with_one_blas_thread(monkeypatch, method, n_features, inside):
+    # A step of a fit with few weights is many small BLAS calls: the fit
+    # holds BLAS to one thread while it runs, and gives back the caller's
+    # setting after it; with many features it leaves BLAS as it is.
+    from threadpoolctl import threadpool_limits
+
+    from skvi import SVILinearRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, n_features))
+    y = (X[:, 0] > 0).astype(int)
+    for cls in (SVILogisticRegression, SVIPoissonRegression, SVILinearRegression):
+        seen = _record_threads(monkeypatch, cls, "_local_step")
+        est = cls(max_iter=2)
+        with threadpool_limits(limits=3, user_api="blas"):
+            getattr(est, method)(X, y)
+            after = _blas_threads()
+        assert seen == [inside], cls.__name__
+        assert after == {3}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_concurrent_fits_restore_the_blas_threads():
+    # Fits on several threads: the limit is held while any of them runs and
+    # the caller's setting comes back when the last ends.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] > 0).astype(int)
+    with threadpool_limits(limits=3, user_api="blas"):
+        with ThreadPoolExecutor(4) as pool:
+            fits = [
+                pool.submit(SVILogisticRegression(max_iter=3, random_state=s).fit, X, y)
+                for s in range(8)
+            ]
+            coefs = [f.result().coef_ for f in fits]
+        assert _blas_threads() == {3}
+    assert all(np.all(np.isfinite(c)) for c in coefs)

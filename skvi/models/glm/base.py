@@ -23,7 +23,7 @@ from .._design import (
     with_intercept,
 )
 from .kernels import _block_gram, _block_moments, _gaussian_moments
-from .resources import check_covariance_size
+from .resources import blas_limited, check_covariance_size
 
 #: Gauss-Hermite nodes for the ELBO and the predictive quantities.
 _BOUND_POINTS = 20
@@ -58,6 +58,11 @@ class _BayesianGLM(SVIEstimator):
     _auto_expectation = "quadrature"
     #: The point estimate that a too wide X's error proposes instead.
     _point_estimate = None
+
+    # The engine's fit and partial_fit, BLAS held to one thread when X has
+    # few columns: a step is then many small BLAS calls (resources.py).
+    fit = blas_limited(SVIEstimator.fit)
+    partial_fit = blas_limited(SVIEstimator.partial_fit)
 
     def __init__(
         self,
