@@ -1338,3 +1338,97 @@ def test_network_inputs_of_any_chunking_give_the_batch_posterior(n_blocks, d, se
             stream.partial_fit(X[rows], y[rows])
     assert np.all(np.isfinite(stream.predict(X)))
     assert stream.elbo(X, y) <= est.elbo(X, y) + 1e-8 * abs(est.elbo(X, y))
+
+
+# ----------------------------------------------- GLMs: width, classes, names
+_GLMS = [
+    SVILogisticRegression,
+    SVIPoissonRegression,
+    SVIOverdispersedPoissonRegression,
+    SVILinearRegression,
+]
+
+
+@FUZZ
+@given(
+    st.integers(0, 3),
+    st.integers(11586, 10**8),
+    st.sampled_from(["csr", "coo"]),
+    st.booleans(),
+    st.integers(2, 6),
+)
+def test_glm_too_wide_x_is_a_clear_error_before_allocating(which, n_features, fmt, intercept, k):
+    # Any X whose weights' dense covariance passes 1 GiB (11586 weights and
+    # more): a ValueError naming the estimator, the matrix and its size,
+    # with little memory used on the way.
+    import tracemalloc
+
+    cls = _GLMS[which]
+    rng = np.random.RandomState(0)
+    X = sp.coo_matrix(
+        (rng.uniform(size=50), (rng.randint(20, size=50), rng.randint(n_features, size=50))),
+        shape=(20, n_features),
+    ).asformat(fmt)
+    y = np.arange(20) % (k if cls is SVILogisticRegression else 2)
+    outputs = k if cls is SVILogisticRegression and k > 2 else 1
+    d = (n_features + int(intercept)) * outputs
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            cls(fit_intercept=intercept).fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6
+    message = str(info.value)
+    assert message.startswith(f"{cls.__name__}: X has {n_features} features")
+    assert f"{d} x {d} float64 matrix" in message and "Reduce the features" in message
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-3, 3),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([np.nan, np.inf, -np.inf, 0.5]),
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_partial_fit_classes_are_labels_or_a_clear_error(classes):
+    # scikit-learn's test of the labels decides: a NaN, an infinity or a
+    # non-integer float is never a class.
+    from sklearn.utils.multiclass import unique_labels
+
+    X = np.random.RandomState(0).normal(size=(20, 2))
+    y = np.arange(20) % 2
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            labels = unique_labels(classes)
+    except ValueError:
+        with pytest.raises(ValueError, match="are not class labels"):
+            SVILogisticRegression().partial_fit(X, y, classes=classes)
+        return
+    est = SVILogisticRegression(max_iter=1)
+    if not {0, 1} <= set(labels.tolist()):
+        with pytest.raises(ValueError):
+            est.partial_fit(X, y, classes=classes)
+        return
+    _quiet(est.partial_fit, X, y, classes=classes)
+    assert est.classes_.tolist() == labels.tolist()
+    _quiet(est.partial_fit, X, y, classes=classes[::-1])  # the same classes again
+    with pytest.raises(ValueError, match="is not the same as on the first call"):
+        est.partial_fit(X, y, classes=list(labels) + [int(labels.max()) + 1])
+
+
+@FUZZ
+@given(st.integers(0, 3), st.from_regex(r"[a-z][a-z_]{0,14}", fullmatch=True))
+def test_glm_bad_keyword_names_the_public_class(which, keyword):
+    cls = _GLMS[which]
+    if keyword in cls().get_params():
+        return
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\.__init__\(\) got an unexpected"):
+        cls(**{keyword: 1})

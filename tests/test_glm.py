@@ -734,3 +734,200 @@ def test_batch_quadrature_fit_reuses_the_elbo_tests_local_step(monkeypatch):
     small = len(pickle.dumps(SVILogisticRegression(**kw).fit(X, y)))
     large = len(pickle.dumps(SVILogisticRegression(**kw).fit(np.tile(X, (10, 1)), np.tile(y, 10))))
     assert abs(large - small) < 0.1 * small
+
+
+# ------------------------------------------------- resources: memory, threads
+def _wide_cases():
+    from skvi import SVILinearRegression, SVIOverdispersedPoissonRegression
+
+    two, three = np.arange(60) % 2, np.arange(60) % 3
+    return [
+        (SVILogisticRegression(), two, 1, "LogisticRegression"),
+        (SVILogisticRegression(), three, 3, "LogisticRegression"),
+        (SVIPoissonRegression(), two, 1, "PoissonRegressor"),
+        (SVIOverdispersedPoissonRegression(), two, 1, "PoissonRegressor"),
+        (SVILinearRegression(), two.astype(float), 1, "Ridge"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_wide_sparse_input_is_refused_before_any_large_allocation(case, method):
+    # A sparse X of 10^6 columns: q(w)'s dense covariance would be
+    # (10^6 + 1)^2 * K^2 float64s, 7.3 TiB with one predictor (65.5 TiB with
+    # three classes), where LDA fits the same X.  The error says why and
+    # what to do, and comes before anything of that size is allocated.
+    import tracemalloc
+
+    est, y, k, alternative = _wide_cases()[case]
+    rng = np.random.RandomState(0)
+    X = sp.csr_matrix(
+        (np.ones(1200), (rng.randint(60, size=1200), rng.randint(10**6, size=1200))),
+        shape=(60, 10**6),
+    )
+    d = (10**6 + 1) * k
+    tib = d * d * 8 / 2**40
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            getattr(est, method)(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100e6
+    message = str(info.value)
+    assert message.startswith(type(est).__name__ + ":")
+    assert f"{d} x {d} float64 matrix of {tib:.1f} TiB" in message
+    assert "sklearn.feature_selection" in message and alternative in message
+    assert not hasattr(est, "natural_params_")
+
+
+def test_covariance_size_limit_is_one_gib_of_float64():
+    from skvi.models.glm.resources import check_covariance_size
+
+    # 11585^2 * 8 bytes is below 2^30, 11586^2 * 8 above (2^27 = 11585.2^2).
+    assert check_covariance_size("E", 11584) == 11585**2 * 8
+    with pytest.raises(ValueError, match="11586 x 11586"):
+        check_covariance_size("E", 11585)
+    with pytest.raises(ValueError, match=r"11586 weights \(5793 per class\)"):
+        check_covariance_size("E", 5792, n_outputs=2)
+    assert check_covariance_size("E", 11585, intercept=False) == 11585**2 * 8
+
+
+def _sklearn_partial_fit_outcome(calls):
+    """Whether scikit-learn's SGDClassifier takes each partial_fit call's classes."""
+    from sklearn.linear_model import SGDClassifier
+
+    return _partial_fit_outcome(SGDClassifier(), calls)
+
+
+def _partial_fit_outcome(est, calls):
+    X = np.random.RandomState(0).normal(size=(40, 2))
+    y = np.arange(40) % 2
+    outcome = []
+    for classes in calls:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.partial_fit(X, y, classes=classes)
+        except ValueError:
+            outcome.append("ValueError")
+        else:
+            outcome.append("ok")
+    return outcome, est
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [[0, 1, np.nan]],
+        [[0.0, 1.0, np.inf]],
+        [[0, 1.5]],
+        [[0, 1], [0, 1, 2]],
+        [[0, 1], [1]],
+        [[0, 1], [1, 0], None, [0, 1]],
+        [[0, 1, 2], [0, 1, 2], [0, 1]],
+    ],
+)
+def test_partial_fit_classes_are_checked_as_scikit_learn_checks_them(calls):
+    # NaN or a continuous value is never a class, and a later call may pass
+    # the first call's classes again but no others (sklearn's
+    # _check_partial_fit_first_call, here through SGDClassifier).
+    want, _ = _sklearn_partial_fit_outcome(calls)
+    got, est = _partial_fit_outcome(SVILogisticRegression(random_state=0), calls)
+    assert got == want
+    if hasattr(est, "classes_"):
+        assert np.all(np.isfinite(est.classes_.astype(float)))
+        assert est.classes_.tolist() == sorted(set(calls[0]))
+
+
+def test_partial_fit_rejects_new_classes_naming_the_first_ones():
+    X = np.random.RandomState(0).normal(size=(40, 2))
+    est = SVILogisticRegression(random_state=0).partial_fit(X, np.arange(40) % 2, classes=[0, 1])
+    with pytest.raises(
+        ValueError, match=r"SVILogisticRegression.partial_fit: `classes=\[0, 1, 2\]"
+    ):
+        est.partial_fit(X, np.arange(40) % 2, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="not class labels: Input contains NaN"):
+        SVILogisticRegression().partial_fit(X, np.arange(40) % 2, classes=[0, 1, np.nan])
+
+
+def test_errors_name_the_public_class_not_a_private_base():
+    import skvi.models as models
+
+    for name in models.__all__:
+        cls = getattr(models, name)
+        with pytest.raises(TypeError, match=rf"^{name}\.__init__\(\) got an unexpected keyword"):
+            cls(no_such_parameter=1)
+        try:  # the estimators whose parameters are keyword-only
+            cls(1.0)
+        except TypeError as exc:
+            assert str(exc).startswith(f"{name}.__init__() takes 1 positional")
+        with pytest.raises(ValueError, match=rf"for estimator {name}\("):
+            cls().set_params(no_such_parameter=1)
+        assert not cls.__init__.__qualname__.startswith("_"), name
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def _record_threads(monkeypatch, cls, hook):
+    seen = []
+    original = getattr(cls, hook)
+
+    def recording(self, *args, **kwargs):
+        if not seen:  # threadpool_info walks the loaded libraries: once
+            seen.append(_blas_threads())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, hook, recording)
+    return seen
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+@pytest.mark.parametrize("n_features, inside", [(20, {1}), (300, {3})])
+def test_few_features_fit_with_one_blas_thread(monkeypatch, method, n_features, inside):
+    # A step of a fit with few weights is many small BLAS calls: the fit
+    # holds BLAS to one thread while it runs, and gives back the caller's
+    # setting after it; with many features it leaves BLAS as it is.
+    from threadpoolctl import threadpool_limits
+
+    from skvi import SVILinearRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, n_features))
+    y = (X[:, 0] > 0).astype(int)
+    for cls in (SVILogisticRegression, SVIPoissonRegression, SVILinearRegression):
+        seen = _record_threads(monkeypatch, cls, "_local_step")
+        est = cls(max_iter=2)
+        with threadpool_limits(limits=3, user_api="blas"):
+            getattr(est, method)(X, y)
+            after = _blas_threads()
+        assert seen == [inside], cls.__name__
+        assert after == {3}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_concurrent_fits_restore_the_blas_threads():
+    # Fits on several threads: the limit is held while any of them runs and
+    # the caller's setting comes back when the last ends.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] > 0).astype(int)
+    with threadpool_limits(limits=3, user_api="blas"):
+        with ThreadPoolExecutor(4) as pool:
+            fits = [
+                pool.submit(SVILogisticRegression(max_iter=3, random_state=s).fit, X, y)
+                for s in range(8)
+            ]
+            coefs = [f.result().coef_ for f in fits]
+        assert _blas_threads() == {3}
+    assert all(np.all(np.isfinite(c)) for c in coefs)

@@ -12,6 +12,7 @@ from ..engine import ModelSettings, Moments, SVIEstimator
 from ..engine.data import check_row_weights
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_feature_magnitude, check_sparse_structure
+from .glm.resources import blas_limited, check_covariance_size
 from ._design import (
     column_squares,
     design_of,
@@ -172,6 +173,11 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.random_state = random_state
         self.verbose = verbose
 
+    # The engine's fit and partial_fit, BLAS held to one thread when X has
+    # few columns (skvi/models/glm/resources.py).
+    fit = blas_limited(SVIEstimator.fit)
+    partial_fit = blas_limited(SVIEstimator.partial_fit)
+
     # ------------------------------------------------------------ public API
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of y.
@@ -220,6 +226,15 @@ n_samples_seen_, converged_, n_rejected_steps_
             y_numeric=True,
         )
         check_feature_magnitude(X, type(self).__name__)
+        if reset:
+            # Before the weights' covariance is allocated (terabytes for a
+            # sparse X of 10^6 columns).
+            check_covariance_size(
+                type(self).__name__,
+                X.shape[1],
+                intercept=self.fit_intercept,
+                alternative="scikit-learn's Ridge or SGDRegressor",
+            )
         if sp.issparse(X):
             X = X.tocsr()
         return design_rows(

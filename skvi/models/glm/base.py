@@ -23,6 +23,7 @@ from .._design import (
     with_intercept,
 )
 from .kernels import _block_gram, _block_moments, _gaussian_moments
+from .resources import blas_limited, check_covariance_size
 
 #: Gauss-Hermite nodes for the ELBO and the predictive quantities.
 _BOUND_POINTS = 20
@@ -55,6 +56,13 @@ class _BayesianGLM(SVIEstimator):
 
     #: What ``expectation='auto'`` means for the model (see ``_expectation_rule``).
     _auto_expectation = "quadrature"
+    #: The point estimate that a too wide X's error proposes instead.
+    _point_estimate = None
+
+    # The engine's fit and partial_fit, BLAS held to one thread when X has
+    # few columns: a step is then many small BLAS calls (resources.py).
+    fit = blas_limited(SVIEstimator.fit)
+    partial_fit = blas_limited(SVIEstimator.partial_fit)
 
     def __init__(
         self,
@@ -555,6 +563,15 @@ class _BayesianGLM(SVIEstimator):
             classes = vocabulary.get("classes")
         y = self._encode_targets(y, reset=reset, classes=classes)
         if reset:
+            # Before the first weight is allocated: a sparse X of 10^6
+            # columns would need terabytes for q(w)'s covariance.
+            check_covariance_size(
+                type(self).__name__,
+                X.shape[1],
+                self._n_outputs,
+                self.fit_intercept,
+                self._point_estimate,
+            )
             # Whether every step of this fit is a batch step (see _expectation_rule).
             self._batch_steps_only = not partial and (
                 self.learning_method == "batch"

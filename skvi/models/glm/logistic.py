@@ -2,7 +2,7 @@
 
 import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
 
 from ...likelihoods import Bernoulli, Softmax
 from .base import _BayesianGLM
@@ -62,6 +62,55 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
     """
     )
 
+    def __init__(
+        self,
+        *,
+        prior_variance=None,
+        fit_intercept=True,
+        intercept_prior_variance=100.0,
+        algorithm="mc-ssvi",
+        gradient_learning_rate=0.5,
+        expectation="auto",
+        n_mc_samples=10,
+        learning_method="online",
+        batch_size=2000,
+        max_iter=20,
+        tol=1e-4,
+        learning_offset=1.0,
+        learning_decay=0.7,
+        learning_rate=None,
+        total_samples="auto",
+        step_safety=True,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        # Its own signature, so that a wrong keyword's TypeError names this
+        # class rather than the private base.
+        super().__init__(
+            prior_variance=prior_variance,
+            fit_intercept=fit_intercept,
+            intercept_prior_variance=intercept_prior_variance,
+            algorithm=algorithm,
+            gradient_learning_rate=gradient_learning_rate,
+            expectation=expectation,
+            n_mc_samples=n_mc_samples,
+            learning_method=learning_method,
+            batch_size=batch_size,
+            max_iter=max_iter,
+            tol=tol,
+            learning_offset=learning_offset,
+            learning_decay=learning_decay,
+            learning_rate=learning_rate,
+            total_samples=total_samples,
+            step_safety=step_safety,
+            random_state=random_state,
+            n_jobs=n_jobs,
+            verbose=verbose,
+        )
+
+    _point_estimate = "scikit-learn's LogisticRegression"
+
     @property
     def _likelihood(self):
         return Bernoulli() if self._n_outputs == 1 else Softmax()
@@ -70,9 +119,11 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         y = np.asarray(y)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-dimensional, got shape {y.shape}.")
+        if classes is not None:
+            classes = self._check_classes(classes, reset)
         if reset:
             check_classification_targets(y)
-            found = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            found = np.unique(y) if classes is None else classes
             if found.size < 2:
                 raise ValueError(
                     "SVILogisticRegression needs samples of at least 2 classes; the "
@@ -92,6 +143,29 @@ class SVILogisticRegression(ClassifierMixin, _BayesianGLM):
         if self._n_outputs == 1:
             return (y == self.classes_[1]).astype(np.float64)
         return np.searchsorted(self.classes_, y).astype(np.float64)
+
+    def _check_classes(self, classes, reset):
+        """``partial_fit``'s ``classes``, checked as scikit-learn's classifiers check them.
+
+        The labels of classification targets (a NaN or a continuous value is
+        a ValueError, never a class), and on a later call the first call's
+        labels again (scikit-learn's ``_check_partial_fit_first_call``):
+        classes cannot be added to a fitted posterior.
+        """
+        try:
+            with np.errstate(invalid="ignore"):  # the NaN test's own cast of a NaN to int
+                labels = unique_labels(classes)
+        except ValueError as exc:
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit: classes={classes!r} are not class "
+                f"labels: {exc}"
+            ) from exc
+        if not reset and not np.array_equal(self.classes_, labels):
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit: `classes={classes!r}` is not the same "
+                f"as on the first call to partial_fit, was: {self.classes_!r}."
+            )
+        return labels
 
     def _target_sums(self, y, weight):
         if self._n_outputs == 1:

@@ -63,6 +63,7 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         **_BayesianGLM._parameter_constraints,
         "link": [StrOptions({"exp", "softplus"})],
     }
+    _point_estimate = "scikit-learn's PoissonRegressor"
     # The paper's draws: with the log link's exact expectations, one-row
     # online steps reached parameters that step safety's probe then rejected
     # at every step size (tests/test_glm.py, the expected failure).
