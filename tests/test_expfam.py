@@ -1448,7 +1448,10 @@ def test_supports_agree_with_scipy_densities():
 
     k = np.array([0.0, 3.0, 2.5, -1.0, np.inf, np.nan])
     with np.errstate(invalid="ignore"):
-        assert_array_equal(count_in_support(k), stats.poisson(2.0).pmf(k) > 0)
+        # A count is a whole number: scipy before 1.11 gives pmf(2.5) the
+        # value of pmf(2), later ones 0.
+        whole = np.isfinite(k) & (k == np.floor(np.where(np.isfinite(k), k, 0.0)))
+        assert_array_equal(count_in_support(k), (stats.poisson(2.0).pmf(k) > 0) & whole)
     assert_array_equal(category_in_support(k, 3), [True, False, False, False, False, False])
     counts = np.array([[1.0, 3.0], [2.0, 1.0], [4.5, -0.5], [np.nan, 4.0]])
     with np.errstate(invalid="ignore"):
