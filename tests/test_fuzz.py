@@ -1433,20 +1433,3 @@ def test_glm_bad_keyword_names_the_public_class(which, keyword):
         return
     with pytest.raises(TypeError, match=rf"^{cls.__name__}\.__init__\(\) got an unexpected"):
         cls(**{keyword: 1})
-
-
-def test_matrix_factorization_ids_of_another_kind_are_refused_not_unknown():
-    # Integer ids asked as strings read as unknown ids (the prior's
-    # prediction for every row, silently); unknown ids of the fitted kind
-    # are still predicted from the prior.
-    rng = np.random.RandomState(0)
-    pairs = np.column_stack([rng.randint(0, 6, 40), rng.randint(0, 5, 40)])
-    mf = _quiet(
-        SVIMatrixFactorization(n_components=2, max_iter=2, random_state=0).fit,
-        pairs,
-        rng.normal(size=40),
-    )
-    with pytest.raises(ValueError, match="cannot match the fitted ids"):
-        mf.predict(pairs.astype(str))
-    unknown = mf.predict(np.array([[100, 200]]))
-    np.testing.assert_allclose(unknown, mf.predict(np.array([[101, 201]])))

@@ -100,14 +100,6 @@ class IdEncoder:
         ids = as_id_array(ids)
         n = self._sorted.shape[0]
         comparable = n > 0 and _same_kind(self._sorted, ids)
-        if n > 0 and not comparable and ids.shape[0] and not grow:
-            # Every such id would read as unknown, and be predicted from the
-            # prior, silently: integer ids given as the strings '1', '2', ...
-            raise ValueError(
-                f"Ids of kind {ids.dtype} cannot match the fitted ids, of kind "
-                f"{self.classes_.dtype} (numbers and strings never compare): give the "
-                "ids as the model was fitted with them."
-            )
         if comparable:
             pos = np.minimum(np.searchsorted(self._sorted, ids), n - 1)
             known = self._sorted[pos] == ids
