@@ -33,7 +33,7 @@
     ``step_trace_``.
 """
 
-from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator
+from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator, blockwise_elsewhere
 from .check import ContractError, check_model
 from .data import Rows, check_row_weights
 from .executor import even_batches
@@ -64,6 +64,7 @@ __all__ = [
     "Statistics",
     "StepContext",
     "add_statistics",
+    "blockwise_elsewhere",
     "check_model",
     "check_row_weights",
     "even_batches",

@@ -75,8 +75,36 @@ OPTIONAL_HOOKS = (
 BLOCKWISE_METHODS = ("transform", "predict", "predict_proba", "predict_log_proba", "score_samples")
 
 
-def _blockwise_elsewhere(method):
-    """``method(X, ...)``, or its lazy blockwise result when X is held elsewhere (dask)."""
+def blockwise_elsewhere(method):
+    """Decorate a method of rows so that rows held elsewhere (dask) are mapped blockwise.
+
+    The engine wraps every estimator's ``transform``, ``predict``,
+    ``predict_proba``, ``predict_log_proba`` and ``score_samples`` so; a
+    model decorates any other method of rows that returns one value per
+    row (one that exists only in some fits, say).
+
+    Parameters
+    ----------
+    method : callable
+        ``method(self, X, ...)``, returning one value (or row) per row of X.
+
+    Returns
+    -------
+    callable
+        ``method(self, X, ...)`` for rows in memory, the backend's lazy
+        blockwise result for a collection held elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import blockwise_elsewhere
+    >>> class Doubler:
+    ...     @blockwise_elsewhere
+    ...     def double(self, X):
+    ...         return 2 * np.asarray(X)
+    >>> Doubler().double([1.0, 2.0])
+    array([2., 4.])
+    """
 
     @functools.wraps(method)
     def wrapper(self, X, *args, **kwargs):
@@ -154,7 +182,7 @@ class SVIEstimator(BaseEstimator):
         for name in BLOCKWISE_METHODS:
             method = cls.__dict__.get(name)
             if inspect.isfunction(method) and not getattr(method, "_blockwise_elsewhere", False):
-                setattr(cls, name, _blockwise_elsewhere(method))
+                setattr(cls, name, blockwise_elsewhere(method))
 
     # --------------------------------------------------------- required hooks
     def _missing_hook(self, hook, what):

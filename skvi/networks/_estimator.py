@@ -34,7 +34,7 @@ from sklearn.utils.validation import (
 )
 
 from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
-from ..engine.base import _blockwise_elsewhere
+from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
 from ._declared import CHECK_SIZES, Declaration, _Network
 from ._node import Constant
@@ -871,7 +871,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return self._takes_inputs
 
     @available_if(_fitted_on_inputs)
-    @_blockwise_elsewhere
+    @blockwise_elsewhere
     def predict(self, X):
         """The posterior predictive mean of the observed node for the inputs X.
 
@@ -897,7 +897,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return mean[:, 0] if self._y_1d and mean.shape[1] == 1 else mean
 
     @available_if(_fitted_on_inputs)
-    @_blockwise_elsewhere
+    @blockwise_elsewhere
     def predict_proba(self, X):
         """The posterior predictive class probabilities of a categorical or Bernoulli node.
 
