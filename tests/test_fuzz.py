@@ -1433,3 +1433,27 @@ def test_glm_bad_keyword_names_the_public_class(which, keyword):
         return
     with pytest.raises(TypeError, match=rf"^{cls.__name__}\.__init__\(\) got an unexpected"):
         cls(**{keyword: 1})
+
+
+def test_matrix_factorization_ids_of_another_kind_are_refused_not_unknown():
+    # Integer ids asked as strings read as unknown ids (the prior's
+    # prediction for every row, silently); unknown ids of the fitted kind
+    # are still predicted from the prior, and recommend's seen pairs of
+    # another kind still match nothing.
+    rng = np.random.RandomState(0)
+    pairs = np.column_stack([rng.randint(0, 6, 40), rng.randint(0, 5, 40)])
+    mf = _quiet(
+        SVIMatrixFactorization(n_components=2, max_iter=2, random_state=0).fit,
+        pairs,
+        rng.normal(size=40),
+    )
+    for method in (mf.predict, mf.predict_mean, mf.score):
+        args = (pairs.astype(str),) + ((rng.normal(size=40),) if method == mf.score else ())
+        with pytest.raises(ValueError, match="user ids asked are of kind <U"):
+            method(*args)
+    mixed = np.column_stack([pairs[:, 0], pairs[:, 1]]).astype(object)
+    mixed[:, 1] = [f"i{v}" for v in pairs[:, 1]]
+    with pytest.raises(ValueError, match="item ids asked are of kind"):
+        mf.predict(mixed)
+    unknown = mf.predict(np.array([[100, 200]]))
+    np.testing.assert_allclose(unknown, mf.predict(np.array([[101, 201]])))

@@ -56,8 +56,12 @@ def blockwise(estimator, method, X, *args, **kwargs):
         raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimension(s).")
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: -1})
-    # The output's width from one row of zeros (no data is computed).
-    sample = method(estimator, np.zeros((1, X.shape[1]), dtype=X.dtype), *args, **kwargs)
+    # The output's width from one row of zeros (no data is computed), or,
+    # where zeros are not a valid row (ids of strings, say), from X's first.
+    try:
+        sample = method(estimator, np.zeros((1, X.shape[1]), dtype=X.dtype), *args, **kwargs)
+    except (ValueError, TypeError):
+        sample = method(estimator, np.asarray(X[:1].compute()), *args, **kwargs)
     if isinstance(sample, tuple):
         raise NotImplementedError(
             f"{method.__name__} returning several arrays is not supported on dask "

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...engine import Distinct
 from ...engine import Moments as DataMoments
-from .ids import IdEncoder, as_id_array
+from .ids import IdEncoder, as_id_array, check_id_kind
 from .inputs import fitted_likelihood, id_columns, likelihood_targets, raw_ratings
 from .nodes import prepare
 from .parameters import check_cluster_fit, check_prior_params, has_proba
@@ -68,6 +68,9 @@ class RatingsData:
             self._item_ids = IdEncoder(vocabulary.get("items", data.items))
             if classes is None:
                 classes = vocabulary.get("ratings")
+        if not grow:
+            check_id_kind(data.users, self._user_ids, "user")
+            check_id_kind(data.items, self._item_ids, "item")
         data.users = self._user_ids.encode(data.users, grow=grow)
         data.items = self._item_ids.encode(data.items, grow=grow)
         return self._encode_targets(data, reset=reset, classes=classes)
@@ -105,6 +108,11 @@ class RatingsData:
     def _pairs(self, X):
         """Encoded (users, items) rows of the id pairs X; -1 for unknown ids."""
         users, items = id_columns(self, X, reset=False)
+        for asked, fitted, side in (
+            (users, self._user_ids, "user"),
+            (items, self._item_ids, "item"),
+        ):
+            check_id_kind(asked, fitted, side)
         return self._user_ids.encode(users), self._item_ids.encode(items)
 
     def _prepare_data(

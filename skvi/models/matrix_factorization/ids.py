@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["IdEncoder", "as_id_array"]
+__all__ = ["IdEncoder", "as_id_array", "check_id_kind"]
 
 
 def as_id_array(column):
@@ -121,6 +121,48 @@ class IdEncoder:
             self._rows = order
             rows[~known] = start + np.searchsorted(new, ids[~known])
         return rows
+
+
+def check_id_kind(ids, encoder, side):
+    """Refuse ids that can never equal the fitted ones (numbers against strings).
+
+    Such ids would all read as unknown and be predicted from the prior,
+    silently: integer ids asked as the strings ``'1'``, ``'2'``, ...  Only
+    the ids a user asks to predict are checked; ids merely compared (seen
+    pairs of :meth:`recommend`) are meant to match nothing when they differ.
+
+    Parameters
+    ----------
+    ids : array-like of shape (n,)
+        The ids asked.
+    encoder : IdEncoder
+        The fitted ids.
+    side : str
+        ``'user'`` or ``'item'``, for the message.
+
+    Raises
+    ------
+    ValueError
+        When there are ids and fitted ids and they are of different kinds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.matrix_factorization.ids import IdEncoder, check_id_kind
+    >>> check_id_kind(np.array([3, 4]), IdEncoder(np.array([1, 2])), "user")
+    >>> check_id_kind(np.array(["1"]), IdEncoder(np.array([1, 2])), "user")
+    Traceback (most recent call last):
+    ...
+    ValueError: The user ids asked are of kind <U1 and the fitted ones of kind int64: numbers and strings never compare, so every one would be predicted as an unknown id. Give the ids as the model was fitted with them.
+    """
+    ids = as_id_array(ids)
+    if ids.shape[0] and len(encoder) and not _same_kind(encoder.classes_, ids):
+        raise ValueError(
+            f"The {side} ids asked are of kind {ids.dtype} and the fitted ones of kind "
+            f"{encoder.classes_.dtype}: numbers and strings never compare, so every one "
+            "would be predicted as an unknown id. Give the ids as the model was fitted "
+            "with them."
+        )
 
 
 def _same_kind(a, b):
