@@ -209,20 +209,7 @@ def _cases():
     ]
 
 
-CTM_KEEPS_DOCUMENTS = pytest.mark.xfail(
-    strict=True,
-    raises=(ContractError, IndexError),
-    reason="the correlated topic model's documents are a row group whose row i is data row "
-    "i's own factor, which two checks cannot handle yet: check 4 repeats rows, and the repeated "
-    "documents are rows the fitted group does not have (IndexError), and the engine keeps every "
-    "training document's posterior, which check 5 finds in the pickle (ContractError); both "
-    "need an engine concept of rows that are local to a call (open reliability items)",
-)
-
-
 def _marks(name):
-    if name == "ctm":
-        return [CTM_KEEPS_DOCUMENTS]
     if name.startswith("gp_"):
         return [pytest.mark.slow]  # the start's collapsed hyperparameter fit, several times
     return []

@@ -586,11 +586,6 @@ def test_top_words_are_the_topics_largest_word_counts():
 
 
 # ------------------------------------------------------------ the pickle
-@pytest.mark.xfail(
-    strict=True,
-    reason="the engine keeps the documents' factors of a fit (natural_params_ and the row "
-    "group's counters and rule state): it has no concept yet of rows that are local to a call",
-)
 def test_the_pickle_does_not_grow_with_the_training_documents():
     import pickle
 
@@ -600,3 +595,27 @@ def test_the_pickle_does_not_grow_with_the_training_documents():
         ctm = SVICorrelatedTopicModel(n_components=4, max_iter=2, tol=0, random_state=0).fit(X)
         sizes.append(len(pickle.dumps(ctm, protocol=pickle.HIGHEST_PROTOCOL)))
     assert sizes[1] <= sizes[0] * 1.05
+
+
+def test_a_loaded_pickle_transforms_as_the_fit_and_refuses_to_continue_a_stream():
+    import copy
+    import pickle
+
+    X, _, _ = _corpus(600, n_words=40, words=40, seed=12)
+    X_new, _, _ = _corpus(50, n_words=40, words=40, seed=13)
+    ctm = SVICorrelatedTopicModel(n_components=4, max_iter=2, tol=0, random_state=0).fit(X)
+    loaded = pickle.loads(pickle.dumps(ctm))
+    assert not hasattr(loaded, "document_mean_")
+    # The same model: topics, mu, Sigma, and so the same posteriors of new documents.
+    np.testing.assert_array_equal(loaded.components_, ctm.components_)
+    np.testing.assert_array_equal(loaded.prior_covariance_, ctm.prior_covariance_)
+    np.testing.assert_array_equal(loaded.transform(X_new), ctm.transform(X_new))
+    assert loaded.score(X_new) == ctm.score(X_new)
+    with pytest.raises(NotImplementedError, match="loaded from a pickle"):
+        loaded.partial_fit(X_new)
+    # A copy in memory keeps the documents: it continues the stream as the original.
+    copied = copy.deepcopy(ctm)
+    copied.partial_fit(X_new)
+    ctm.partial_fit(X_new)
+    np.testing.assert_array_equal(copied.components_, ctm.components_)
+    np.testing.assert_array_equal(copied.prior_mean_, ctm.prior_mean_)

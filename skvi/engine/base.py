@@ -20,6 +20,7 @@ A model supplies hooks and declarative :class:`~skvi.engine.ModelSettings`
 (``docs/engine.md``).
 """
 
+import copy
 import functools
 import inspect
 import time
@@ -913,6 +914,17 @@ class SVIEstimator(BaseEstimator):
         return self._monitoring_state("step_trace_").trace.array()
 
     def __getstate__(self):
+        return self._state_to_copy(keep_resident_rows=False)
+
+    def __deepcopy__(self, memo):
+        # A copy in memory is the same fit, resident rows included; a pickle
+        # (a model stored or shipped) keeps their summary only.
+        other = type(self).__new__(type(self))
+        memo[id(self)] = other
+        other.__setstate__(copy.deepcopy(self._state_to_copy(keep_resident_rows=True), memo))
+        return other
+
+    def _state_to_copy(self, keep_resident_rows):
         state = dict(super().__getstate__())
         st = state.get("_svi")
         if st is not None:
@@ -921,7 +933,32 @@ class SVIEstimator(BaseEstimator):
             state["_svi"] = st.portable()
             for name in st.settings.transient if st.settings is not None else ():
                 state.pop(name, None)
+            if st.settings is not None and not keep_resident_rows:
+                self._pickle_resident_rows_as_summaries(state, st.settings)
         return state
+
+    def _pickle_resident_rows_as_summaries(self, state, settings):
+        """A resident row group travels as its summary, as after a fit on a cluster.
+
+        Its rows are the training rows' own factors (a document's
+        ``q(eta_d)``), not the model's: a pickle that kept them would grow
+        with the training data and carry it.  What the model needs of them
+        (the summary its closed forms and bound read) stays.
+        """
+        natural = state.get("natural_params_")
+        resident = [
+            name
+            for name in settings.resident_row_groups
+            if natural is not None and not isinstance(natural.get(name), ResidentRows)
+        ]
+        if not resident:
+            return
+        natural = dict(natural)
+        for name in resident:
+            natural[name] = ResidentRows([], [], summary=self._rows_summary(name))
+        state["natural_params_"] = natural
+        st = state["_svi"] = copy.copy(state["_svi"])
+        st.rows = type(st.rows)({k: v for k, v in st.rows.items() if k not in resident})
 
     def __setstate__(self, state):
         super().__setstate__(state)

@@ -47,7 +47,9 @@ class ModelSettings:
         ``N_i`` is the count itself (a user's ratings seen so far).
     resident_row_groups : tuple of str, default=()
         Row groups whose row ``i`` is data row ``i``'s own factor (a
-        document's ``q(eta_d)``): on a cluster they stay with their blocks.
+        document's ``q(eta_d)``): on a cluster they stay with their blocks,
+        and a pickle keeps their ``_row_summary`` only (a copy in memory
+        keeps them).
     hierarchical : tuple of str, default=()
         Factors whose children are other global factors (prior
         precisions): their statistics come from the globals alone, once per

@@ -168,7 +168,12 @@ class SVICorrelatedTopicModel(
         ``q(eta_d)`` of the training documents.  After a fit of a dask
         array on a cluster (:mod:`skvi.distributed`), where every
         document's ``q(eta_d)`` stays on the worker of its block, lazy dask
-        arrays computed there.
+        arrays computed there.  A pickle keeps neither them nor the
+        documents' factors (they are the training documents' own, and would
+        make it grow with them), only the sums over the documents that
+        ``mu``, ``Sigma`` and the bound read: a model loaded from a pickle
+        transforms and scores as the fitted one, and continues with ``fit``,
+        not ``partial_fit``, as after a fit on a cluster.
     lower_bounds_ : list of float
         ELBO (Monte Carlo, common random numbers) after each pass.
 
@@ -483,9 +488,11 @@ class SVICorrelatedTopicModel(
             # New documents of a stream, numbered after the ones seen.
             if isinstance(self.natural_params_["documents"], ResidentRows):
                 raise NotImplementedError(
-                    "partial_fit after a fit on a cluster: the documents' factors, on which "
-                    "mu and Sigma depend, are on the workers. Fit in memory to continue "
-                    "with partial_fit."
+                    "partial_fit after a fit on a cluster, or of a model loaded from a "
+                    "pickle: the documents' factors, on which mu and Sigma depend, stayed "
+                    "on the workers or were not pickled (they are the training documents' "
+                    "own). Continue with partial_fit in the process that fitted in memory, "
+                    "or fit again."
                 )
             start = self._row_totals("documents").shape[0]
         # (A block of a fit on a cluster numbers its documents from 0.)
