@@ -63,12 +63,17 @@ class _ChainKind(MomentsKind):
         return [x, _outer(x, 1), x[..., :-1, :, None] * x[..., 1:, None, :]]
 
 
-def _length(label, states, time_plates, what):
-    """The chain's length from ``states`` and the time plates of its transitions (BayesPy's rule)."""
+def _length(label, states, time_plates, what, arg):
+    """The chain's length from ``states`` (the argument ``arg``) and the transitions' time plates.
+
+    BayesPy's rule: the parents' time plate, of ``N - 1`` transitions, gives
+    the length unless it is 1 (the same transitions at every step).
+    """
     if states is not None:
         if isinstance(states, bool) or not isinstance(states, numbers.Integral) or states < 2:
             raise NetworkError(
-                f"{label}: the length must be an integer of at least 2, got {states!r}"
+                f"{label}: {arg}, the length of the chain, must be an integer of at least 2, "
+                f"got {states!r}"
             )
         states = int(states)
     T = [t for t in time_plates if t != 1]
@@ -80,14 +85,13 @@ def _length(label, states, time_plates, what):
     if T:
         if states is not None and states != T[0] + 1:
             raise NetworkError(
-                f"{label}: the length {states} does not match {what}'s {T[0]} transitions "
+                f"{label}: {arg}={states} does not match {what}'s {T[0]} transitions "
                 f"(a chain of N states has N - 1)"
             )
         return T[0] + 1
     if states is None:
         raise NetworkError(
-            f"{label}: cannot tell the length of the chain from {what}; give it "
-            "(states=... or n=...)"
+            f"{label}: cannot tell the length of the chain from {what}; give it as {arg}=..."
         )
     return states
 
@@ -196,7 +200,7 @@ class CategoricalMarkovChain(Stochastic):
                 f"Dirichlet node with last plate {K}); its plates are {tuple(A_plates)}"
             )
         self.K = K
-        self.N = _length(label, states, tuple(A_plates[-2:-1]), "A")
+        self.N = _length(label, states, tuple(A_plates[-2:-1]), "A", "states")
         N = self.N
         kind = _ChainKind(
             "categorical_markov_chain",
@@ -367,7 +371,9 @@ class GaussianMarkovChain(Stochastic):
                 f"plate {D}); its plates are {tuple(nu_plates)}"
             )
         self.D = D
-        self.N = _length(label, n, tuple(A_plates[-2:-1]) + tuple(nu_plates[-2:-1]), "A and nu")
+        self.N = _length(
+            label, n, tuple(A_plates[-2:-1]) + tuple(nu_plates[-2:-1]), "A and nu", "n"
+        )
         N = self.N
         kind = _ChainKind(
             "gaussian_markov_chain",
