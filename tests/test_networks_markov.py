@@ -343,27 +343,40 @@ def test_gaussian_chain_node_is_the_dense_posterior_and_evidence(varying):
     assert Q.compute_lowerbound() == pytest.approx(evidence, rel=1e-10)
 
 
-def test_categorical_chain_node_is_the_enumerated_posterior_and_evidence():
+@pytest.mark.parametrize("masked", [False, True])
+def test_categorical_chain_node_is_the_enumerated_posterior_and_evidence(masked):
+    # A hidden Markov model with known parameters: one sweep is the exact
+    # posterior and its bound the log evidence; a missing observation (the
+    # mask) leaves its step's emission out.
     rng = np.random.RandomState(5)
     N, K = 4, 3
     p0 = rng.dirichlet(np.ones(K))
     A = rng.dirichlet(np.ones(K), size=K)
     emit = rng.dirichlet(np.ones(2), size=K)
     obs = rng.randint(2, size=N)
+    seen = np.array([True, False, True, True]) if masked else np.ones(N, dtype=bool)
     Z = CategoricalMarkovChain(p0, A, states=N)
     Y = networks.Mixture(Z, networks.Categorical, emit)
-    Y.observe(obs)
+    Y.observe(np.where(seen, obs, np.nan) if masked else obs, mask=seen)
     Q = VB(Y, Z)
     Q.update(repeat=1)
     joint = np.zeros((K,) * N)
     for path in itertools.product(range(K), repeat=N):
         p = p0[path[0]] * np.prod([A[path[t], path[t + 1]] for t in range(N - 1)])
-        joint[path] = p * np.prod([emit[path[t], obs[t]] for t in range(N)])
+        joint[path] = p * np.prod([emit[path[t], obs[t]] for t in range(N) if seen[t]])
     assert Q.compute_lowerbound() == pytest.approx(np.log(joint.sum()), rel=1e-12)
     marginals = [joint.sum(axis=tuple(a for a in range(N) if a != t)) for t in range(N)]
     np.testing.assert_allclose(
         Y.parents[0].get_moments()[0], np.array(marginals) / joint.sum(), rtol=1e-10
     )
+    if masked:
+        theirs = _library("bayespy")
+        Zb = theirs.CategoricalMarkovChain(p0, A, states=N)
+        Yb = theirs.Mixture(Zb, theirs.Categorical, emit)
+        Yb.observe(obs, mask=seen)
+        Qb = theirs.VB(Yb, Zb)
+        _update(theirs, Qb, repeat=1)
+        assert Q.compute_lowerbound() == pytest.approx(Qb.compute_lowerbound(), rel=1e-10)
 
 
 def test_categorical_chain_draws_are_bayespys():
