@@ -430,6 +430,16 @@ def check_networks(ns):
     assert ns["nw"].lower_bound_ == pytest.approx(ns["sk"].lower_bound_, rel=1e-6)
     # ... and from the same start, the same bound at every pass.
     np.testing.assert_allclose(ns["same"].lower_bounds_, ns["ref"].lower_bounds_, rtol=1e-12)
+    # The hidden Markov models: BayesPy's bounds on its hmm page, and the
+    # states recovered; the smoothed walk is the dense joint Gaussian's mean.
+    assert ns["Q_weather"].compute_lowerbound() == pytest.approx(-109.5883, abs=1e-4)
+    assert ns["Q_hmm"].compute_lowerbound() == pytest.approx(-923.5053, abs=1e-4)
+    assert np.mean(ns["states"].argmax(axis=1) == ns["z"]) > 0.9
+    n = len(ns["walk"])
+    J = 4.0 * np.eye(n) + 2.0 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+    J[-1, -1] -= 1.0
+    y = ns["Y_walk"].get_moments()[0][:, 0]
+    np.testing.assert_allclose(ns["smoothed"], np.linalg.solve(J, 4.0 * y), rtol=1e-10)
 
 
 CHECKS = {name[len("check_") :]: f for name, f in globals().items() if name.startswith("check_")}

@@ -222,3 +222,137 @@ def _magnitude(nodes):
 
 def _is_gaussian_mean(node):
     return type(node).__name__ in ("GaussianARD", "Gaussian") and not node.observed
+
+
+# ----------------------------------------------------------------- Markov chains
+CHAIN_FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@st.composite
+def chain_declarations(draw):
+    """A hidden Markov model or a linear state-space model, its sizes, priors and data."""
+    kind = draw(st.sampled_from(["categorical", "gaussian"]))
+    n = draw(st.integers(2, 8))
+    k = draw(st.integers(1, 3))
+    plates = draw(st.sampled_from([(), (2,)]))
+    scale = draw(st.sampled_from([1e-2, 1.0, 1e2]))
+    prior = draw(st.sampled_from([1e-3, 1.0]))
+    rng = np.random.RandomState(draw(st.integers(0, 2**16)))
+    if kind == "categorical":
+        K = k + 1
+        data = rng.randint(3, size=plates + (n,))
+        emission = rng.dirichlet(np.ones(3), size=K)
+    else:
+        K = k
+        data = scale * rng.randn(*plates, n, K)
+        emission = None
+    return {
+        "kind": kind,
+        "n": n,
+        "K": K,
+        "plates": plates,
+        "prior": prior,
+        "data": data,
+        "emission": emission,
+    }
+
+
+def build_chain(lib, spec):
+    """The declared chain model in ``lib``: (observed, latents in update order)."""
+    n, K, plates, p = spec["n"], spec["K"], spec["plates"], spec["prior"]
+    if spec["kind"] == "categorical":
+        pi = lib.Dirichlet(np.full(K, 1.0 + p))
+        A = lib.Dirichlet(np.full((K, K), 1.0 + p))
+        Z = lib.CategoricalMarkovChain(pi, A, states=n, plates=plates)
+        Y = lib.Mixture(Z, lib.Categorical, spec["emission"])
+        return Y, [Z, A, pi]
+    # Priors that differ between the elements: BayesPy keeps the moments of
+    # equal elements as one element, and its chain then sums the rows of
+    # E[nu_d a_d a_d^T] over that single element instead of D.
+    spread = 1.0 + 0.1 * np.arange(K)
+    alpha = lib.Gamma(p * spread, p, plates=(K,))
+    A = lib.GaussianARD(0.0, alpha, shape=(K,), plates=(K,))
+    nu = lib.Gamma((1.0 + p) * spread, 1.0, plates=(K,))
+    X = lib.GaussianMarkovChain(np.zeros(K), np.identity(K), A, nu, n=n, plates=plates)
+    tau = lib.Gamma(p, p)
+    Y = lib.GaussianARD(X, tau, shape=(K,))
+    return Y, [X, A, alpha, nu, tau]
+
+
+def _fit_chain(lib, spec, sweeps):
+    y, latents = build_chain(lib, spec)
+    y.observe(spec["data"])
+    Q = lib.VB(y, *latents)
+    kwargs = {} if lib is ours else {"verbose": False}
+    Q.update(repeat=sweeps, tol=-np.inf, **kwargs)
+    return Q
+
+
+@CHAIN_FUZZ
+@given(chain_declarations())
+def test_generated_chains_never_lower_the_bound_and_agree_with_bayespy(spec):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*lower bound decreased")
+        Q = _fit_chain(ours, spec, sweeps=6)
+    assert np.all(np.isfinite(Q.L)), Q.L
+    inference = pytest.importorskip("bayespy.inference")
+    theirs = SimpleNamespace(VB=inference.VB, **vars(pytest.importorskip("bayespy.nodes")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Qb = _fit_chain(theirs, spec, sweeps=1)
+    assert Q.L[0] == pytest.approx(Qb.L[0], rel=1e-6)
+
+
+def _valid_chain_arguments(kind, K):
+    if kind == "categorical":
+        return {
+            "pi": np.full(K, 1.0 / K),
+            "A": np.full((K, K), 1.0 / K),
+        }
+    return {
+        "mu": np.zeros(K),
+        "Lambda": np.identity(K),
+        "A": 0.5 * np.identity(K),
+        "nu": np.ones(K),
+    }
+
+
+@st.composite
+def bad_chain_arguments(draw):
+    """A chain's valid arguments with one of them spoilt: not finite, off the simplex, misshapen."""
+    kind = draw(st.sampled_from(["categorical", "gaussian"]))
+    K = draw(st.integers(2, 4))
+    args = _valid_chain_arguments(kind, K)
+    name = draw(st.sampled_from(sorted(args)))
+    value = np.array(args[name], dtype=float)
+    spoil = draw(st.sampled_from(["nan", "inf", "-inf", "shape", "range"]))
+    index = tuple(draw(st.integers(0, s - 1)) for s in value.shape)
+    if spoil in ("nan", "inf", "-inf"):
+        value[index] = float(spoil)
+    elif spoil == "shape":
+        value = np.ones(value.shape[:-1] + (K + 1,)) / (K + 1)
+    elif kind == "categorical":
+        value[index] += draw(st.sampled_from([-2.0, 0.5]))  # a row off the simplex
+    elif name in ("Lambda", "nu"):
+        value[index] = -1.0  # not positive (definite)
+    else:
+        # mu or A of the wrong dimension (one that does not broadcast either)
+        value = np.concatenate([value, np.zeros(value.shape[:-1] + (1,))], axis=-1)
+    args[name] = value
+    return kind, K, name, args
+
+
+@CHAIN_FUZZ
+@given(bad_chain_arguments())
+def test_chains_refuse_bad_arguments_naming_them(case):
+    kind, K, name, args = case
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        if kind == "categorical":
+            ours.CategoricalMarkovChain(args["pi"], args["A"], states=5)
+        else:
+            ours.GaussianMarkovChain(args["mu"], args["Lambda"], args["A"], args["nu"], n=5)

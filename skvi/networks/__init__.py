@@ -21,6 +21,7 @@ from ._wishart import Wishart
 from ._estimator import SVIBayesianNetwork
 from ._plates import NetworkError
 from ._vb import VB
+from ._markov_chain import CategoricalMarkovChain, GaussianMarkovChain
 
 __all__ = [
     "Bernoulli",
@@ -43,4 +44,6 @@ __all__ = [
     "SumMultiply",
     "VB",
     "Wishart",
+    "CategoricalMarkovChain",
+    "GaussianMarkovChain",
 ]

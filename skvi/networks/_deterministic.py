@@ -110,6 +110,7 @@ class SumMultiply(Node):
         self.name = name
         label = self.describe()
         keysets, keys_out, operands = self._parse(label, args)
+        operands = [op._view_as("gaussian") if isinstance(op, Node) else op for op in operands]
         sizes = {}
         nodes = []
         for i, (op, ks) in enumerate(zip(operands, keysets)):

@@ -59,6 +59,8 @@ class Mixture(Stochastic):
                 f"{label}: the mixed family must be a node class such as "
                 f"Gaussian or GaussianARD, got {family!r}"
             )
+        if isinstance(z, Node):
+            z = z._view_as("categorical")
         if isinstance(z, Node) and z._kind.name != "categorical":
             raise NetworkError(
                 f"{label}: the assignment z is {z.describe()}, but a mixture's "

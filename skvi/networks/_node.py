@@ -342,6 +342,14 @@ class Node:
         """Whether reading the moments may compute them from the parents' (see ``_ready_parents``)."""
         return True
 
+    def _view_as(self, name):
+        """The node as a parent that needs moments of kind ``name``: itself, or a view.
+
+        A Markov chain gives a view of its states one at a time to a child
+        that takes a state's moments (BayesPy's moment converters).
+        """
+        return self
+
     def __repr__(self):
         return f"<{self.describe()} plates={self.plates}>"
 
@@ -409,6 +417,8 @@ class Constant(Node):
 def _as_parent(child, slot, value, kind):
     """A node for the parent ``slot`` of ``child``: the node itself, or a Constant of the value."""
     if isinstance(value, Node):
+        if value._kind.name != kind.name:
+            value = value._view_as(kind.name)
         if value._kind.name == kind.name and value._kind != kind:
             raise NetworkError(
                 f"{child}: parent '{slot}' is {value.describe()} of {value._kind.describe}, "
