@@ -782,6 +782,7 @@ def test_no_client_is_a_clear_error():
         GaussianGammaVB().fit(X)
 
 
+@pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning")  # the data, in the graph
 def test_bytes_per_step_do_not_grow_with_the_data(client):
     # The same number of blocks and steps on 2,000 and 32,000 rows: what
     # goes out (the globals, the model) and comes back (statistics, counts,

@@ -583,7 +583,9 @@ def test_defaults_converge_on_a_small_data_set_like_scikit_learn():
     X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
     default = SVILogisticRegression(random_state=0).fit(X_tr, y_tr)
     batch = SVILogisticRegression(learning_method="batch", random_state=0).fit(X_tr, y_tr)
-    ref = LogisticRegressionCV(max_iter=5000).fit(X_tr, y_tr)
+    with warnings.catch_warnings():  # its defaults' announced changes
+        warnings.simplefilter("ignore", FutureWarning)
+        ref = LogisticRegressionCV(max_iter=5000).fit(X_tr, y_tr)
     nll = log_loss(y_te, default.predict_proba(X_te))
     assert default.converged_
     assert nll == pytest.approx(log_loss(y_te, batch.predict_proba(X_te)), rel=1e-3)

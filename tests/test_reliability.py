@@ -147,9 +147,9 @@ def test_lda_compiled_e_step_equals_numpy_for_tiny_dirichlet_totals():
     from skvi.models.lda.estep import e_step, e_step_numpy
 
     rng = np.random.RandomState(0)
-    X = sp.csr_matrix(rng.poisson(0.5, size=(8, 6)).astype(float))
-    X[0] = 0
-    X.eliminate_zeros()
+    counts = rng.poisson(0.5, size=(8, 6)).astype(float)
+    counts[0] = 0  # an empty document
+    X = sp.csr_matrix(counts)
     beta_t = rng.dirichlet(np.ones(6), size=4).T.copy()
     alpha = np.full(4, 1e-5)
     a, b = np.ones((8, 4)), np.ones((8, 4))
@@ -617,6 +617,7 @@ def test_float32_features_beyond_1e19_fit_as_their_float64_values(name):
         np.testing.assert_allclose(got, ref, rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
 def test_poisson_predictions_that_overflow_are_infinite_not_nan():
     # Rows far outside the training range: E[lambda] = exp(m + v / 2)
     # overflows.  The overdispersed model's standard deviation was

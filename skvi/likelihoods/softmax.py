@@ -99,7 +99,8 @@ def _softmax_at_points(mean, root, z):
     factor[:, k] = mean - shift[:, 0]
     ones = np.ones(z.shape[:-1] + (1,))
     e = np.matmul(np.concatenate([z, ones], axis=-1), factor)  # f - shift, (n, s, K)
-    np.exp(e, out=e)
+    with np.errstate(over="ignore"):  # an overflow takes the exact path below
+        np.exp(e, out=e)
     total = e @ np.ones(k)
     if not np.all(np.isfinite(total) & (total > 0.0)):
         f = np.matmul(z, np.swapaxes(root, -1, -2)) + mean[:, None, :]
