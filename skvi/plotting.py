@@ -13,12 +13,18 @@ skvi[plot]``), so ``import skvi`` never does; each draws on the given
 :func:`plot_top_words`
     The most probable words of each topic of a fitted
     :class:`~skvi.SVILatentDirichletAllocation`.
+:func:`plot_hinton`
+    A Hinton diagram of a :mod:`skvi.networks` node's posterior mean (or
+    of a matrix), as BayesPy's ``bayespy.plot.hinton``.
+:func:`plot_pdf`
+    The posterior density of each scalar element of a Gaussian, Gamma or
+    Beta node of :mod:`skvi.networks`, as BayesPy's ``bayespy.plot.pdf``.
 """
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["plot_elbo", "plot_step_sizes", "plot_top_words"]
+__all__ = ["plot_elbo", "plot_hinton", "plot_pdf", "plot_step_sizes", "plot_top_words"]
 
 _X_AXES = {
     "time": ("time", "fit time [s]"),
@@ -328,3 +334,209 @@ def plot_top_words(lda, feature_names, n_words=10, ax=None, topics=None):
         axis.set_xlabel("probability")
         axis.locator_params(axis="x", nbins=3)  # few, unclipped probability ticks
     return axes
+
+
+def _posterior_mean(node):
+    """``E_q[x]`` of a network node (probabilities for a Dirichlet or Beta)."""
+    from .networks import Dirichlet, Node  # noqa: PLC0415
+
+    if not isinstance(node, Node):
+        return None
+    if isinstance(node, Dirichlet) and getattr(node, "phi", None) is not None:
+        alpha = np.asarray(node.phi[0], dtype=float)  # q's concentration
+        return alpha / alpha.sum(axis=-1, keepdims=True)
+    return np.asarray(node.get_moments()[0], dtype=float)
+
+
+def plot_hinton(node, ax=None):
+    """A Hinton diagram of a network node's posterior mean, or of a matrix.
+
+    One square per element: its area proportional to the element's size
+    relative to the largest, white for a positive value and black for a
+    negative one, on grey; rows top to bottom.  A node shows ``E_q[x]``
+    (for a Dirichlet or Beta node the expected probabilities
+    ``alpha / sum(alpha)``), so that, as in BayesPy's ``hinton``, the
+    loadings of a PCA or the probabilities of a mixture are read at a
+    glance.
+
+    Parameters
+    ----------
+    node : skvi.networks node or array-like of shape (n_rows, n_cols) or (n,)
+        The node (its posterior mean is drawn) or the values; a vector is
+        drawn as one row, a node's plates and dimensions must make at most
+        two axes.
+    ax : matplotlib.axes.Axes or None, default=None
+        The axes to draw on; None draws on a new figure.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        Its ``patches`` are the squares, row by row.
+
+    Raises
+    ------
+    ValueError
+        When the values are empty, not finite or have more than two axes.
+
+    See Also
+    --------
+    plot_pdf : the posterior density of a scalar node.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skvi.networks import Categorical, Dirichlet, VB
+    >>> p = Dirichlet(np.ones(3))
+    >>> z = Categorical(p, plates=(6,))
+    >>> _ = z.observe(np.array([0, 0, 0, 1, 1, 2]))
+    >>> VB(z, p).update(repeat=1, verbose=False)
+    >>> from skvi.plotting import plot_hinton
+    >>> ax = plot_hinton(p)               # E[p] = (4, 3, 2) / 9
+    >>> [float(round(square.get_width() ** 2, 3)) for square in ax.patches]
+    [1.0, 0.75, 0.5]
+    """
+    mean = _posterior_mean(node)
+    values = np.asarray(node if mean is None else mean, dtype=float)
+    values = np.squeeze(values) if values.ndim > 2 else values
+    if values.ndim > 2:
+        raise ValueError(
+            f"plot_hinton draws at most two axes; the values have shape {values.shape}: "
+            "draw a slice of them"
+        )
+    values = np.atleast_2d(values)
+    if values.size == 0:
+        raise ValueError(f"plot_hinton has nothing to draw: the values have shape {values.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("plot_hinton needs finite values; they contain NaN or infinity")
+    from matplotlib.patches import Rectangle  # noqa: PLC0415
+
+    ax = _new_axes(ax)
+    largest = np.max(np.abs(values), initial=0.0)
+    ax.set_facecolor("grey")
+    n_rows, n_cols = values.shape
+    for (i, j), v in np.ndenumerate(values):
+        side = np.sqrt(abs(v) / largest) if largest > 0 else 0.0
+        ax.add_patch(
+            Rectangle(
+                (j - side / 2, i - side / 2),
+                side,
+                side,
+                facecolor="white" if v > 0 else "black",
+                edgecolor="none",
+            )
+        )
+    ax.set_xlim(-0.5, n_cols - 0.5)
+    ax.set_ylim(n_rows - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
+
+
+def plot_pdf(node, x=None, ax=None, max_lines=20):
+    """The posterior density of each scalar element of a network node.
+
+    One line per element (at most ``max_lines``, the first in C order),
+    labelled by its index: for a ``GaussianARD`` or ``Gaussian`` node the
+    normal density of each element's marginal mean and variance (from the
+    moments ``E[x]`` and ``E[x x^T]``), for a ``Gamma`` node its Gamma
+    density, and for a ``Beta`` node the density of the probability of the
+    first outcome; as BayesPy's ``pdf`` for one variable.
+
+    Parameters
+    ----------
+    node : GaussianARD, Gaussian, Gamma or Beta node of :mod:`skvi.networks`
+        The node; its current ``q``.
+    x : array-like of shape (n_points,) or None, default=None
+        Where to evaluate the densities; None: 400 points covering every
+        element's posterior (mean plus and minus 4 standard deviations, or
+        the Gamma's 0.1% to 99.9% quantiles, or (0, 1) for a Beta).
+    ax : matplotlib.axes.Axes or None, default=None
+        The axes to draw on; None draws on a new figure.
+    max_lines : int, default=20
+        Elements drawn at most.
+
+    Returns
+    -------
+    ax : matplotlib.axes.Axes
+        Its ``lines`` are the densities, one per element.
+
+    Raises
+    ------
+    ValueError
+        When the node is of another family, or ``x`` is not finite.
+
+    See Also
+    --------
+    plot_hinton : the posterior means of many elements at once.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> from skvi.networks import GaussianARD, VB
+    >>> mu = GaussianARD(0.0, 1.0)
+    >>> y = GaussianARD(mu, 1.0, plates=(3,))
+    >>> _ = y.observe(np.array([1.0, 2.0, 3.0]))
+    >>> VB(y, mu).update(repeat=1, verbose=False)
+    >>> from skvi.plotting import plot_pdf
+    >>> ax = plot_pdf(mu, x=np.linspace(0, 3, 7))
+    >>> line = ax.lines[0]                # q(mu) = N(6 / 4, 1 / 4)
+    >>> bool(np.allclose(line.get_ydata(), stats.norm.pdf(line.get_xdata(), 1.5, 0.5)))
+    True
+    """
+    from scipy import stats  # noqa: PLC0415
+
+    from .networks import Beta, Gamma, Gaussian, GaussianARD, Node  # noqa: PLC0415
+
+    if not isinstance(node, (GaussianARD, Gaussian, Gamma, Beta)):
+        kind = type(node).__name__ if isinstance(node, Node) else type(node).__name__
+        raise ValueError(
+            f"plot_pdf draws a GaussianARD, Gaussian, Gamma or Beta node of skvi.networks; "
+            f"got {kind}. plot_hinton draws the posterior mean of any node."
+        )
+    u = node.get_moments()
+    if isinstance(node, Gamma):
+        phi = node.phi
+        if phi is None:
+            raise ValueError("plot_pdf draws a latent node; this Gamma node is observed")
+        shape, rate = np.broadcast_arrays(np.asarray(phi[1], float), -np.asarray(phi[0], float))
+        dists = stats.gamma(shape.ravel(), scale=1.0 / rate.ravel())
+        low, high = dists.ppf(1e-3).min(), dists.ppf(1 - 1e-3).max()
+    elif isinstance(node, Beta):
+        if node.phi is None:
+            raise ValueError("plot_pdf draws a latent node; this Beta node is observed")
+        alpha = np.asarray(node.phi[0], dtype=float).reshape(-1, 2)
+        dists = stats.beta(alpha[:, 0], alpha[:, 1])
+        low, high = 0.0, 1.0
+    else:
+        mean = np.asarray(u[0], dtype=float)
+        second = np.asarray(u[1], dtype=float)
+        if isinstance(node, Gaussian):  # the marginals of the vector's elements
+            second = np.diagonal(second, axis1=-2, axis2=-1)
+        sd = np.sqrt(np.maximum(second - mean**2, 0.0)).ravel()
+        mean = mean.ravel()
+        dists = stats.norm(mean, sd)
+        low, high = np.min(mean - 4 * sd), np.max(mean + 4 * sd)
+    if x is None:
+        x = np.linspace(low, high, 400)
+    x = np.asarray(x, dtype=float).ravel()
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x must be finite; it contains NaN or infinity")
+    with np.errstate(over="ignore", under="ignore"):  # far tails: a density of 0
+        density = dists.pdf(x[:, None])  # (n_points, elements)
+    ax = _new_axes(ax)
+    shape = np.asarray(u[0]).shape
+    n_lines = min(int(max_lines), density.shape[1])
+    for index in range(n_lines):
+        label = str(np.unravel_index(index, shape)) if len(shape) else None
+        ax.plot(x, density[:, index], label=label)
+    ax.set_xlabel(node.name or "x")
+    ax.set_ylabel("posterior density")
+    if 1 < n_lines <= 10:
+        ax.legend()
+    return ax

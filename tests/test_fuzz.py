@@ -1458,3 +1458,60 @@ def test_matrix_factorization_ids_of_another_kind_are_refused_not_unknown():
         mf.predict(mixed)
     unknown = mf.predict(np.array([[100, 200]]))
     np.testing.assert_allclose(unknown, mf.predict(np.array([[101, 201]])))
+
+
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        (np.array([[1.0, np.nan]]), "finite"),
+        (np.array([[np.inf, 1.0]]), "finite"),
+        (np.empty((0, 3)), "nothing to draw"),
+        (np.ones((2, 2, 2)), "at most two axes"),
+        (np.array([["a", "b"]]), "could not convert"),
+    ],
+)
+def test_plot_hinton_refuses_values_it_cannot_draw(values, match):
+    pytest.importorskip("matplotlib").use("Agg")
+    import matplotlib.pyplot as plt
+
+    from skvi.plotting import plot_hinton
+
+    with pytest.raises(ValueError, match=match):
+        plot_hinton(values)
+    # Huge values are drawn: sizes relative to the largest.
+    ax = plot_hinton(np.array([[1e308, -1e307]]))
+    np.testing.assert_allclose([s.get_width() ** 2 for s in ax.patches], [1.0, 0.1])
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "node, x, match",
+    [
+        ("gaussian", np.array([0.0, np.nan]), "finite"),
+        ("gaussian", np.array([np.inf]), "finite"),
+        ("gaussian", np.array(["a"]), "could not convert"),
+        ("categorical", None, "GaussianARD, Gaussian, Gamma or Beta"),
+        ("array", None, "GaussianARD, Gaussian, Gamma or Beta"),
+        ("observed_gamma", None, "observed"),
+    ],
+)
+def test_plot_pdf_refuses_what_it_cannot_draw(node, x, match):
+    pytest.importorskip("matplotlib").use("Agg")
+    import matplotlib.pyplot as plt
+
+    from skvi.networks import Categorical, Dirichlet, Gamma, GaussianARD
+    from skvi.plotting import plot_pdf
+
+    nodes = {
+        "gaussian": lambda: GaussianARD(0.0, 1.0),
+        "categorical": lambda: Categorical(Dirichlet(np.ones(2))),
+        "array": lambda: np.ones(3),
+        "observed_gamma": lambda: Gamma(1.0, 1.0).observe(2.0),
+    }
+    with pytest.raises(ValueError, match=match):
+        plot_pdf(nodes[node](), x=x)
+    # Huge and empty grids are drawn: densities of zero, or no points.
+    ax = plot_pdf(GaussianARD(0.0, 1.0), x=np.array([1e300, -1e300]))
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), [0.0, 0.0])
+    assert plot_pdf(GaussianARD(0.0, 1.0), x=np.array([])).lines[0].get_ydata().size == 0
+    plt.close("all")

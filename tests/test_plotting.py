@@ -15,7 +15,13 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from skvi.plotting import plot_elbo, plot_step_sizes, plot_top_words  # noqa: E402
+from skvi.plotting import (  # noqa: E402
+    plot_elbo,
+    plot_hinton,
+    plot_pdf,
+    plot_step_sizes,
+    plot_top_words,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -186,3 +192,85 @@ def test_plot_top_words_labels_do_not_overlap(n_topics, n_words):
         for j, other in enumerate(axes):
             if j != i:
                 assert not any(box.overlaps(other.get_window_extent(renderer)) for box in boxes)
+
+
+# ------------------------------------------------- network nodes' posteriors
+def test_plot_pdf_draws_the_conjugate_posteriors_in_closed_form():
+    from scipy import stats
+
+    from skvi.networks import VB, Gamma, GaussianARD
+
+    # A mean of known precision: q(mu) is N(m, 1 / p) exactly, after one sweep.
+    rng = np.random.RandomState(0)
+    y_obs = rng.normal(2.0, 0.5, size=20)
+    mu = GaussianARD(0.0, 1e-2, name="mu")
+    y = GaussianARD(mu, 4.0, plates=(20,))
+    y.observe(y_obs)
+    VB(y, mu).update(repeat=1, verbose=False)
+    precision = 1e-2 + 4.0 * 20
+    mean = 4.0 * y_obs.sum() / precision
+    line = plot_pdf(mu).lines[0]
+    x = line.get_xdata()
+    np.testing.assert_allclose(
+        line.get_ydata(), stats.norm.pdf(x, mean, precision**-0.5), rtol=1e-10
+    )
+    assert x.min() == pytest.approx(mean - 4 * precision**-0.5)
+    # A precision of known mean: q(tau) is Gamma(a + n / 2, b + sum y^2 / 2).
+    tau = Gamma(2.0, 3.0, name="tau")
+    z = GaussianARD(0.0, tau, plates=(20,))
+    z.observe(y_obs)
+    VB(z, tau).update(repeat=1, verbose=False)
+    grid = np.linspace(0.01, 1.0, 50)
+    line = plot_pdf(tau, x=grid).lines[0]
+    reference = stats.gamma.pdf(grid, 2.0 + 10.0, scale=1.0 / (3.0 + 0.5 * y_obs @ y_obs))
+    np.testing.assert_allclose(line.get_ydata(), reference, rtol=1e-10)
+
+
+def test_plot_pdf_of_a_vector_draws_each_marginal_and_of_a_beta_the_first_outcome():
+    from scipy import stats
+
+    from skvi.networks import VB, Bernoulli, Beta, Gaussian
+
+    x = Gaussian(np.array([1.0, -2.0]), np.array([[2.0, 0.5], [0.5, 1.0]]))
+    ax = plot_pdf(x, x=np.linspace(-3, 3, 13))
+    cov = np.linalg.inv([[2.0, 0.5], [0.5, 1.0]])
+    for i, line in enumerate(ax.lines):
+        reference = stats.norm.pdf(line.get_xdata(), [1.0, -2.0][i], np.sqrt(cov[i, i]))
+        np.testing.assert_allclose(line.get_ydata(), reference, rtol=1e-10)
+    # Beta(1, 1) and 7 successes in 10: q(p) = Beta(8, 4).
+    p = Beta([1.0, 1.0])
+    b = Bernoulli(p, plates=(10,))
+    b.observe(np.array([1] * 7 + [0] * 3))
+    VB(b, p).update(repeat=1, verbose=False)
+    line = plot_pdf(p, x=np.linspace(0.05, 0.95, 19)).lines[0]
+    np.testing.assert_allclose(
+        line.get_ydata(), stats.beta.pdf(line.get_xdata(), 8.0, 4.0), rtol=1e-10
+    )
+
+
+def test_plot_hinton_squares_have_the_area_of_the_values_and_their_sign():
+    from skvi.networks import GaussianARD
+
+    values = np.array([[1.0, -0.25], [0.0, 0.5]])
+    ax = plot_hinton(values)
+    areas = [square.get_width() * square.get_height() for square in ax.patches]
+    np.testing.assert_allclose(areas, np.abs(values).ravel() / 1.0)
+    colours = [square.get_facecolor()[:3] for square in ax.patches]
+    assert colours[0] == (1.0, 1.0, 1.0) and colours[1] == (0.0, 0.0, 0.0)
+    # A node: its prior mean, the same diagram.
+    node = GaussianARD(values, 1.0, shape=(2,))
+    node_areas = [s.get_width() ** 2 for s in plot_hinton(node).patches]
+    np.testing.assert_allclose(node_areas, areas)
+
+
+def test_plot_pdf_and_hinton_refuse_what_they_cannot_draw():
+    from skvi.networks import Categorical, Dirichlet
+
+    with pytest.raises(ValueError, match="GaussianARD, Gaussian, Gamma or Beta"):
+        plot_pdf(Categorical(Dirichlet(np.ones(3))))
+    with pytest.raises(ValueError, match="GaussianARD, Gaussian, Gamma or Beta"):
+        plot_pdf(np.ones(3))
+    with pytest.raises(ValueError, match="at most two axes"):
+        plot_hinton(np.ones((2, 3, 4)))
+    with pytest.raises(ValueError, match="finite"):
+        plot_hinton(np.array([[1.0, np.nan]]))
