@@ -44,3 +44,8 @@ __all__ = [
     "VB",
     "Wishart",
 ]
+
+from ._indexing import Add, Gate, Take  # noqa: E402
+from ._moments import CategoricalMoments  # noqa: E402
+
+__all__ += ["Add", "CategoricalMoments", "Gate", "Take"]
