@@ -144,6 +144,18 @@ class Multinomial(Stochastic):
     def _message(self, index, u, up, n):
         return [u[0]]  # the counts are in the moments
 
+    def _random(self, phi, rng):
+        # One draw per plate element, in C order, as BayesPy draws them, so
+        # that a seed gives BayesPy's counts (numpy's multinomial takes one
+        # probability vector at a time).
+        p, _ = categorical_probabilities(phi[0])
+        p = np.broadcast_to(p, self.plates + (self.K,))
+        n = np.broadcast_to(self.n, self.plates).astype(np.int64)
+        x = np.empty(self.plates + (self.K,), dtype=np.int64)
+        for i in np.ndindex(*self.plates):
+            x[i] = rng.multinomial(n[i], p[i])
+        return x
+
 
 class Bernoulli(Stochastic):
     """A binary variable: BayesPy's ``Bernoulli(p)``; ``p`` a :class:`Beta` node or a probability.
