@@ -52,6 +52,16 @@ class GaussianARD(Stochastic):
     -58.2029
     """
 
+    def __new__(cls, *args, **kwargs):
+        # BayesPy's: a mean with Gaussian-Gamma moments brings its precision
+        # scale tau along (skvi.networks.GaussianGamma).
+        mu = args[0] if args else kwargs.get("mu")
+        if cls is GaussianARD and isinstance(mu, Node) and mu._kind.name == "gaussian_gamma":
+            from ._gaussian_gamma import GaussianARDGamma
+
+            return super().__new__(GaussianARDGamma)
+        return super().__new__(cls)
+
     def __init__(self, mu, alpha, shape=(), plates=None, name=""):
         self.shape = tuple(int(s) for s in shape)
         self._nd = len(self.shape)
