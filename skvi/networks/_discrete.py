@@ -101,7 +101,13 @@ class Multinomial(Stochastic):
     _discrete = True
 
     def __init__(self, n, p, plates=None, name=""):
-        K = p.K if isinstance(p, Dirichlet) else np.shape(p)[-1]
+        if isinstance(p, Node):
+            # A Dirichlet node, or a node that picks one (Take, Gate).
+            K = p._kind.dims[0][0] if p._kind.dims[0] else 0
+        else:
+            K = np.shape(p)[-1] if np.ndim(p) else 0
+        if K < 1:
+            raise NetworkError(f"Multinomial '{name}': p must have a last axis of categories")
         self.K = K
         if isinstance(n, Node):
             raise NetworkError(f"Multinomial '{name}': the number of draws n must be fixed")
