@@ -52,10 +52,9 @@ class GaussianARD(Stochastic):
     -58.2029
     """
 
-    def __new__(cls, *args, **kwargs):
+    def __new__(cls, mu=None, alpha=None, shape=(), plates=None, name=""):
         # BayesPy's: a mean with Gaussian-Gamma moments brings its precision
         # scale tau along (skvi.networks.GaussianGamma).
-        mu = args[0] if args else kwargs.get("mu")
         if cls is GaussianARD and isinstance(mu, Node) and mu._kind.name == "gaussian_gamma":
             from ._gaussian_gamma import GaussianARDGamma
 

@@ -12,8 +12,8 @@ import numbers
 
 import numpy as np
 
-from ._moments import MomentsKind
-from ._node import _CLOCK, Node, _as_parent, _children_total, _ready_parents
+from ._moments import MomentsKind, _require
+from ._node import _CLOCK, Constant, Node, _as_parent, _children_total, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
 
@@ -87,6 +87,28 @@ class _Cached(Node):
         return out
 
 
+class _IndexMoments(MomentsKind):
+    """Indices into a plate axis of ``length`` elements, as a fixed parent of :class:`Take`."""
+
+    def __init__(self, length, where=""):
+        super().__init__("index", ((),), f"index into {length} elements", size=length)
+        self.where = where
+
+    def fixed(self, x):
+        x = np.asarray(x)
+        L = self.size
+        if x.dtype == bool:
+            x = x.astype(np.intp)
+        if x.size and not np.issubdtype(x.dtype, np.integer):
+            with np.errstate(invalid="ignore"):
+                whole = np.isfinite(x) & (x == np.round(x))
+            _require(whole, x, "an integer index")
+        with np.errstate(invalid="ignore"):
+            idx = np.where(np.isfinite(x), x, 0).astype(np.intp) if x.size else x.astype(np.intp)
+        _require((idx >= -L) & (idx < L), x, f"in [-{L}, {L}) ({self.where})")
+        return [np.where(idx < 0, idx + L, idx)]
+
+
 class Take(_Cached):
     """Plate elements of a node picked by index: BayesPy's ``Take(node, indices)``.
 
@@ -133,14 +155,13 @@ class Take(_Cached):
         if idx.dtype == bool or not np.issubdtype(idx.dtype, np.integer):
             raise NetworkError(f"{label}: indices must be integers, got an array of {idx.dtype}")
         L = node.plates[axis]
-        bad = (idx < -L) | (idx >= L)
-        if np.any(bad):
-            at = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise NetworkError(
-                f"{label}: indices: got {int(idx[at])} at index {at}, but it must be in "
-                f"[-{L}, {L}) (plate axis {axis} of {node.describe()} has {L} elements)"
-            )
-        self._indices = np.where(idx < 0, idx + L, idx).astype(np.intp)
+        kind = _IndexMoments(L, f"plate axis {axis} of {node.describe()} has {L} elements")
+        try:
+            # A fixed parent, so that a network's rows can bring their own
+            # indices (SVIBayesianNetwork feeds each block's into it).
+            const = Constant(kind, idx, name="indices")
+        except NetworkError as err:
+            raise NetworkError(f"{label}: {err}") from None
         self._axis = axis
         self._length = L
         pos = len(node.plates) + axis
@@ -148,12 +169,17 @@ class Take(_Cached):
         plates = node.plates[:pos] + idx.shape + node.plates[pos + 1 :]
         self.name = name
         super().__init__(node._kind, plates, name)
-        self.parents = [node]
+        self.parents = [node, const]
         node.children.append((self, 0))
+        const.children.append((self, 1))
+
+    @property
+    def _indices(self):
+        return self.parents[1].u[0].astype(np.intp)
 
     def _compute(self, up):
         parent = self.parents[0]
-        flat = self._indices.ravel()
+        flat = up[1][0].astype(np.intp).ravel()
         out = []
         for ui, d in zip(up[0], self.dims):
             ui = np.broadcast_to(ui, parent.plates + d)
@@ -182,7 +208,9 @@ class Take(_Cached):
         return self._put(np.broadcast_to(m, self.plates).astype(np.float64), 0) > 0
 
     def _message_to_parent(self, index):
-        parent = self.parents[0]
+        parent = self.parents[index]
+        if index == 1:
+            return [np.zeros(())]  # the indices are fixed
         return [self._put(m, len(d)) for m, d in zip(self._incoming(parent), self.dims)]
 
 
