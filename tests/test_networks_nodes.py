@@ -522,3 +522,87 @@ def test_factorisation_estimator_feeds_each_blocks_indices_and_is_vmp():
     EU, EV = nodes["U"].get_moments()[0], nodes["V"].get_moments()[0]
     expected = (EU[[3, 29]] * EV[[4, 0]]).sum(axis=1)
     np.testing.assert_allclose(est.predict(new), expected, rtol=1e-8)
+    # A row of weight 3 is that row three times, through the picks.
+    weight = np.ones(n)
+    weight[:5] = 3.0
+    settings = {"model": factorisation_builder, "init_params": "model", "max_iter": 10, "tol": 0.0}
+    weighted = _fit_quietly(ours.SVIBayesianNetwork(**settings), X, ratings, sample_weight=weight)
+    repeated = _fit_quietly(
+        ours.SVIBayesianNetwork(**settings),
+        np.vstack([X, X[:5], X[:5]]),
+        np.concatenate([ratings, ratings[:5], ratings[:5]]),
+    )
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-10)
+
+
+N_DOCS, N_TOPICS, N_VOCABULARY = 8, 3, 30
+
+
+def lda_builder(X_rows):
+    """LDA of the rows' words, each row's document its input: BayesPy's gates."""
+    p_topic = Dirichlet(np.ones(N_TOPICS), plates=(N_DOCS,), name="p_topic")
+    p_word = Dirichlet(np.ones(N_VOCABULARY), plates=(N_TOPICS,), name="p_word")
+    start = np.random.RandomState(3).gamma(1.0, size=(N_TOPICS, N_VOCABULARY)) + 0.5
+    p_word.initialize_from_parameters(start)
+    documents = Constant(CategoricalMoments(N_DOCS), X_rows[:, 0].astype(int), name="document")
+    topics = Categorical(Gate(documents, p_topic), name="topics")
+    return Categorical(Gate(topics, p_word), name="words")
+
+
+def _lda_corpus(n=1500):
+    rng = np.random.RandomState(0)
+    docs = rng.randint(N_DOCS, size=n)
+    p_topic = rng.dirichlet(0.2 * np.ones(N_TOPICS), size=N_DOCS)
+    p_word = rng.dirichlet(0.2 * np.ones(N_VOCABULARY), size=N_TOPICS)
+    topics = (rng.rand(n, 1) > np.cumsum(p_topic[docs], axis=1)).sum(axis=1)
+    words = (rng.rand(n, 1) > np.cumsum(p_word[topics], axis=1)).sum(axis=1)
+    return docs[:, None].astype(float), np.minimum(words, N_VOCABULARY - 1)
+
+
+def _fit_quietly(est, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fixed number of passes, converged or not
+        return est.fit(*args, **kwargs)
+
+
+def test_lda_estimator_with_gates_is_vmp_weights_rows_and_learns_online():
+    X, words = _lda_corpus()
+    est = _fit_quietly(
+        ours.SVIBayesianNetwork(model=lda_builder, init_params="model", max_iter=20, tol=0.0),
+        X,
+        words,
+    )
+    assert est.local_nodes_ == ["topics"]
+    # VB on the same network: the local step (topics) first, then the globals.
+    Y = lda_builder(X)
+    Y.observe(words)
+    nodes = {n.name: n for n in _graph_nodes(Y)}
+    Q = VB(Y, nodes["topics"], *[nodes[name] for name in est.global_nodes_])
+    Q.update(repeat=20, tol=-np.inf)
+    assert est.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-10)
+    # A row of weight 2 is that row twice, through both gates.
+    weight = np.ones(len(X))
+    weight[:10] = 2.0
+    settings = {"model": lda_builder, "init_params": "model", "max_iter": 20, "tol": 0.0}
+    weighted = _fit_quietly(ours.SVIBayesianNetwork(**settings), X, words, sample_weight=weight)
+    repeated = _fit_quietly(
+        ours.SVIBayesianNetwork(**settings),
+        np.vstack([X, X[:10]]),
+        np.concatenate([words, words[:10]]),
+    )
+    assert weighted.lower_bound_ == pytest.approx(repeated.lower_bound_, rel=1e-10)
+    # Online SVI over minibatches reaches the batch fit's held-in score.
+    batch = ours.SVIBayesianNetwork(**{**settings, "max_iter": 100, "tol": 1e-8}).fit(X, words)
+    online = _fit_quietly(
+        ours.SVIBayesianNetwork(
+            model=lda_builder,
+            init_params="model",
+            learning_method="online",
+            batch_size=300,
+            max_iter=30,
+            random_state=0,
+        ),
+        X,
+        words,
+    )
+    assert online.score(X, words) == pytest.approx(batch.score(X, words), rel=0.06)
