@@ -391,6 +391,13 @@ def check_networks(ns):
     a, b = 1e-3 + len(y) / 2, 1e-3 + 0.5 * (y @ y - m @ Ln @ m)
     np.testing.assert_allclose(ns["tau_x"] / ns["tau_line"], m, rtol=1e-9)
     assert float(ns["tau_line"]) == pytest.approx(a / b, rel=1e-9)
+    # Matrix factorisation with Take: the noise precision 1 / 0.3^2, and each
+    # prediction the product of the fitted factors of its pair.
+    net, pairs = ns["mf_net"], ns["mf_pairs"]
+    assert net.nodes_["tau"].get_moments()[0] == pytest.approx(1 / 0.3**2, rel=0.1)
+    EU, EV = net.nodes_["U"].get_moments()[0], net.nodes_["V"].get_moments()[0]
+    expected = np.sum(EU[pairs[:5, 0]] * EV[pairs[:5, 1]], axis=1)
+    np.testing.assert_allclose(net.predict(pairs[:5].astype(float)), expected, rtol=1e-8)
     # LDA through gates: each word's topic counts once in its document's and
     # its topic's posterior concentrations (the priors' are ones).
     n_words = ns["n_words"]
