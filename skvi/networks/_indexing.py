@@ -29,7 +29,7 @@ def _negative_axis(label, value, arg):
 
 
 def _times(a, b):
-    """``sum_k a[..., k] b[..., k, d]``, the leading axes broadcast: one matrix product when ``b`` has none."""
+    """``sum_k a[..., k] b[..., k, d]``, leading axes broadcast (one matrix product if b has none)."""
     if b.ndim == 2:
         return (a.reshape((-1, a.shape[-1])) @ b).reshape(a.shape[:-1] + b.shape[-1:])
     return (a[..., None, :] @ b)[..., 0, :]
@@ -424,12 +424,13 @@ class Add(_Cached):
             np.asarray(u[1]).reshape(np.shape(u[1])[: np.ndim(u[1]) - 2 * len(self.shape)] + (D, D))
             for u in up
         )
-        # E[(sum x)(sum x)^T] = sum_i E[x_i x_i^T] + (sum_i m_i)(sum_j m_j)^T - sum_i m_i m_i^T
-        second = (
-            second
-            + total[..., :, None] * total[..., None, :]
-            - sum(m[..., :, None] * m[..., None, :] for m in means)
-        )
+        # E[(sum x)(sum x)^T] = sum_i E[x_i x_i^T] + sum_{i != j} m_i m_j^T: the
+        # cross terms of independent variables, each pair written out (no
+        # difference of large numbers).
+        for i, mi in enumerate(means):
+            for mj in means[i + 1 :]:
+                cross = mi[..., :, None] * mj[..., None, :]
+                second = second + cross + np.swapaxes(cross, -1, -2)
         plates = total.shape[:-1]
         return [
             np.broadcast_to(total.reshape(plates + self.shape), self.plates + self.shape),
