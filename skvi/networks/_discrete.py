@@ -29,6 +29,11 @@ class Categorical(Stochastic):
         The plates.
     name : str, default=''
         The node's name.
+    plates_multiplier : tuple of float or None, default=None
+        BayesPy's: the plates stand for this many times as many elements
+        (a minibatch of the data, for SVI written by hand), each counted
+        that many times in the bound and in the messages to the global
+        nodes; None: the parents' (1 without).
 
     Examples
     --------
@@ -40,7 +45,7 @@ class Categorical(Stochastic):
 
     _discrete = True
 
-    def __init__(self, p, plates=None, name=""):
+    def __init__(self, p, plates=None, name="", plates_multiplier=None):
         K = p.K if isinstance(p, Dirichlet) else (np.shape(p)[-1] if np.ndim(p) else 0)
         if isinstance(p, Node) and not isinstance(p, Dirichlet):
             K = p._kind.dims[0][0] if p._kind.dims[0] else 0
@@ -50,6 +55,10 @@ class Categorical(Stochastic):
         super().__init__(
             [("p", p, MomentsKind.dirichlet(K))], MomentsKind.categorical(K), plates, name
         )
+        if not self._detached:
+            from ._indexing import _plates_multiplier
+
+            _plates_multiplier(self, plates_multiplier, self.parents, self.plates)
 
     def _phi_from_parents(self, up):
         return [up[0][0]]

@@ -35,6 +35,35 @@ def _times(a, b):
     return (a[..., None, :] @ b)[..., 0, :]
 
 
+def _plates_multiplier(owner, given, parents, plates):
+    """Set ``owner``'s plates multiplier (BayesPy's): given, or its parents'; 1 for none.
+
+    A node whose plates stand for ``m`` times as many elements (a minibatch
+    of a larger data set) counts each element ``m`` times: in its bound term
+    and in its messages to parents that do not have the multiplier, as the
+    rows' weights of :class:`SVIBayesianNetwork` do.
+    """
+    if given is None:
+        found = {float(getattr(p, "_plates_multiplier", 1.0)) for p in parents}
+        found.discard(1.0)
+        if len(found) > 1:
+            raise NetworkError(
+                f"{owner.describe()}: the parents' plates multipliers {sorted(found)} differ"
+            )
+        m = found.pop() if found else 1.0
+    else:
+        m = np.asarray(given, dtype=np.float64)
+        if m.ndim > 1 or not np.all(np.isfinite(m)) or np.any(m <= 0):
+            raise NetworkError(
+                f"{owner.describe()}: plates_multiplier must be a tuple of positive numbers, "
+                f"got {given!r}"
+            )
+        m = float(np.prod(m))
+    if m != 1.0:
+        owner._plates_multiplier = m
+        owner._row_weight = np.full(plates, m)
+
+
 class _Cached(Node):
     """A deterministic node whose moments are computed from its parents' and cached.
 
@@ -289,6 +318,7 @@ class Gate(_Cached):
         self.parents = [Z, X]
         Z.children.append((self, 0))
         X.children.append((self, 1))
+        _plates_multiplier(self, None, self.parents, self.plates)
 
     def _x_flat(self, u, d):
         """X's moment ``u`` with the gated axis last among the plates, dims flattened."""
