@@ -384,6 +384,27 @@ def check_engine(ns):
 
 
 def check_networks(ns):
+    # BayesPy's regression model 2: the Normal-Gamma posterior, in closed form.
+    X, y = ns["X_line"], ns["y_line"]
+    Ln = 1e-6 * np.eye(2) + X.T @ X
+    m = np.linalg.solve(Ln, X.T @ y)
+    a, b = 1e-3 + len(y) / 2, 1e-3 + 0.5 * (y @ y - m @ Ln @ m)
+    np.testing.assert_allclose(ns["tau_x"] / ns["tau_line"], m, rtol=1e-9)
+    assert float(ns["tau_line"]) == pytest.approx(a / b, rel=1e-9)
+    # Matrix factorisation with Take: the noise precision 1 / 0.3^2, and each
+    # prediction the product of the fitted factors of its pair.
+    net, pairs = ns["mf_net"], ns["mf_pairs"]
+    assert net.nodes_["tau"].get_moments()[0] == pytest.approx(1 / 0.3**2, rel=0.1)
+    EU, EV = net.nodes_["U"].get_moments()[0], net.nodes_["V"].get_moments()[0]
+    expected = np.sum(EU[pairs[:5, 0]] * EV[pairs[:5, 1]], axis=1)
+    np.testing.assert_allclose(net.predict(pairs[:5].astype(float)), expected, rtol=1e-8)
+    # LDA through gates: each word's topic counts once in its document's and
+    # its topic's posterior concentrations (the priors' are ones).
+    n_words = ns["n_words"]
+    p_topic, p_word = ns["Q_lda"]["p_topic"], ns["Q_lda"]["p_word"]
+    assert p_topic.phi[0].sum() == pytest.approx(p_topic.phi[0].size + n_words, rel=1e-10)
+    assert p_word.phi[0].sum() == pytest.approx(p_word.phi[0].size + n_words, rel=1e-10)
+    np.testing.assert_allclose(p_topic.phi[0].sum(axis=1) - 5, np.bincount(ns["word_documents"]))
     # The quickstart's posterior mean is the sample mean (vague prior).
     assert ns["vb"].mean_[0] == pytest.approx(ns["data"].mean(), abs=1e-4)
     # The estimator finds the four generating clusters; VB from the page's seed did not.

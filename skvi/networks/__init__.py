@@ -47,3 +47,12 @@ __all__ = [
     "CategoricalMarkovChain",
     "GaussianMarkovChain",
 ]
+
+from ._indexing import Add, Gate, Take  # noqa: E402
+from ._moments import CategoricalMoments  # noqa: E402
+
+__all__ += ["Add", "CategoricalMoments", "Gate", "Take"]
+
+from ._gaussian_gamma import GaussianGamma  # noqa: E402
+
+__all__ += ["GaussianGamma"]

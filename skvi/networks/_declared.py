@@ -80,7 +80,7 @@ def _value_of(const):
     """The value behind a fixed node's moments, or None where it cannot be read back."""
     kind, u = const._kind, const.u
     name = kind.name
-    if name in ("gaussian", "gamma", "poisson", "bernoulli", "multinomial"):
+    if name in ("gaussian", "gamma", "poisson", "bernoulli", "multinomial", "index"):
         value = np.asarray(u[0])
     elif name == "categorical":
         value = np.argmax(u[0], axis=-1).astype(np.float64)

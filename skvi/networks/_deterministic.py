@@ -106,6 +106,15 @@ class SumMultiply(Node):
     (((3,), (3, 3)), array([1., 2., 2.]))
     """
 
+    def __new__(cls, *args, name=""):
+        # BayesPy's: an operand with Gaussian-Gamma moments makes a sum of
+        # products that carries its precision scale (skvi.networks.GaussianGamma).
+        if any(isinstance(a, Node) and a._kind.name == "gaussian_gamma" for a in args):
+            from ._gaussian_gamma import GaussianGammaProduct
+
+            return GaussianGammaProduct(*args, name=name)
+        return super().__new__(cls)
+
     def __init__(self, *args, name=""):
         self.name = name
         label = self.describe()

@@ -29,6 +29,11 @@ class Categorical(Stochastic):
         The plates.
     name : str, default=''
         The node's name.
+    plates_multiplier : tuple of float or None, default=None
+        BayesPy's: the plates stand for this many times as many elements
+        (a minibatch of the data, for SVI written by hand), each counted
+        that many times in the bound and in the messages to the global
+        nodes; None: the parents' (1 without).
 
     Examples
     --------
@@ -40,7 +45,7 @@ class Categorical(Stochastic):
 
     _discrete = True
 
-    def __init__(self, p, plates=None, name=""):
+    def __init__(self, p, plates=None, name="", plates_multiplier=None):
         K = p.K if isinstance(p, Dirichlet) else (np.shape(p)[-1] if np.ndim(p) else 0)
         if isinstance(p, Node) and not isinstance(p, Dirichlet):
             K = p._kind.dims[0][0] if p._kind.dims[0] else 0
@@ -50,6 +55,10 @@ class Categorical(Stochastic):
         super().__init__(
             [("p", p, MomentsKind.dirichlet(K))], MomentsKind.categorical(K), plates, name
         )
+        if not self._detached:
+            from ._indexing import _plates_multiplier
+
+            _plates_multiplier(self, plates_multiplier, self.parents, self.plates)
 
     def _phi_from_parents(self, up):
         return [up[0][0]]
@@ -101,7 +110,13 @@ class Multinomial(Stochastic):
     _discrete = True
 
     def __init__(self, n, p, plates=None, name=""):
-        K = p.K if isinstance(p, Dirichlet) else np.shape(p)[-1]
+        if isinstance(p, Node):
+            # A Dirichlet node, or a node that picks one (Take, Gate).
+            K = p._kind.dims[0][0] if p._kind.dims[0] else 0
+        else:
+            K = np.shape(p)[-1] if np.ndim(p) else 0
+        if K < 1:
+            raise NetworkError(f"Multinomial '{name}': p must have a last axis of categories")
         self.K = K
         if isinstance(n, Node):
             raise NetworkError(f"Multinomial '{name}': the number of draws n must be fixed")
@@ -143,6 +158,18 @@ class Multinomial(Stochastic):
 
     def _message(self, index, u, up, n):
         return [u[0]]  # the counts are in the moments
+
+    def _random(self, phi, rng):
+        # One draw per plate element, in C order, as BayesPy draws them, so
+        # that a seed gives BayesPy's counts (numpy's multinomial takes one
+        # probability vector at a time).
+        p, _ = categorical_probabilities(phi[0])
+        p = np.broadcast_to(p, self.plates + (self.K,))
+        n = np.broadcast_to(self.n, self.plates).astype(np.int64)
+        x = np.empty(self.plates + (self.K,), dtype=np.int64)
+        for i in np.ndindex(*self.plates):
+            x[i] = rng.multinomial(n[i], p[i])
+        return x
 
 
 class Bernoulli(Stochastic):

@@ -52,6 +52,15 @@ class GaussianARD(Stochastic):
     -58.2029
     """
 
+    def __new__(cls, mu=None, alpha=None, shape=(), plates=None, name=""):
+        # BayesPy's: a mean with Gaussian-Gamma moments brings its precision
+        # scale tau along (skvi.networks.GaussianGamma).
+        if cls is GaussianARD and isinstance(mu, Node) and mu._kind.name == "gaussian_gamma":
+            from ._gaussian_gamma import GaussianARDGamma
+
+            return super().__new__(GaussianARDGamma)
+        return super().__new__(cls)
+
     def __init__(self, mu, alpha, shape=(), plates=None, name=""):
         self.shape = tuple(int(s) for s in shape)
         self._nd = len(self.shape)

@@ -246,3 +246,31 @@ class MomentsKind:
             _require(category_in_support(x, 2), x, "0 or 1")
             return [x]
         raise ValueError(f"no fixed value can stand for a {self.describe}")
+
+
+class CategoricalMoments(MomentsKind):
+    """The moments of a categorical variable over ``categories``: BayesPy's class of that name.
+
+    A :class:`MomentsKind` that BayesPy's examples give :class:`Constant`
+    for fixed categories (the document of each word in latent Dirichlet
+    allocation, a :class:`Gate`'s ``Z``): the one-hot vectors.
+
+    Parameters
+    ----------
+    categories : int
+        The number of categories, at least 1.
+
+    Examples
+    --------
+    >>> from skvi.networks import CategoricalMoments, Constant
+    >>> docs = Constant(CategoricalMoments(3), [0, 2, 2], name="docs")
+    >>> docs.plates, docs.get_moments()[0][1]
+    ((3,), array([0., 0., 1.]))
+    """
+
+    def __init__(self, categories):
+        K = np.asarray(categories)
+        if K.ndim != 0 or not np.issubdtype(K.dtype, np.integer) or int(K) < 1:
+            raise ValueError(f"categories must be a positive integer, got {categories!r}")
+        K = int(K)
+        super().__init__("categorical", ((K,),), f"Categorical over {K} categories")

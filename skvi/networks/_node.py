@@ -413,6 +413,40 @@ class Constant(Node):
     def update(self):
         """Nothing to update: the value is fixed."""
 
+    def set_value(self, x):
+        """Give the fixed parent another value of the same plates (BayesPy's: a new minibatch).
+
+        Parameters
+        ----------
+        x : array-like
+            The value, its plates broadcastable to the node's.
+
+        Examples
+        --------
+        >>> from skvi.networks import CategoricalMoments, Constant
+        >>> docs = Constant(CategoricalMoments(3), [0, 2])
+        >>> docs.set_value([1, 1])
+        >>> docs.get_moments()[0]
+        array([[0., 1., 0.],
+               [0., 1., 0.]])
+        """
+        try:
+            u = self._kind.fixed(x)
+        except ValueError as err:
+            raise NetworkError(f"{self.describe()}: {err}") from None
+        for ui, d in zip(u, self.dims):
+            try:
+                ok = np.broadcast_shapes(np.shape(ui), self.plates + d) == self.plates + d
+            except ValueError:
+                ok = False
+            if not ok:
+                raise NetworkError(
+                    f"{self.describe()}: a value of plates {np.shape(ui)[: np.ndim(ui) - len(d)]} "
+                    f"does not fit the node's plates {self.plates}"
+                )
+        self.u = u
+        _CLOCK[1] += 1  # the moments moved: cached moments below are stale
+
 
 def _as_parent(child, slot, value, kind):
     """A node for the parent ``slot`` of ``child``: the node itself, or a Constant of the value."""

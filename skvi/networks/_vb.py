@@ -121,6 +121,9 @@ class VB:
         self.iter = 0
         self.converged = False
         self.callback = None
+        #: BayesPy's switch for SVI written by hand, whose bound may fall:
+        #: True silences the warning of a falling bound.
+        self.ignore_bound_checks = False
 
     def __getitem__(self, name):
         for n in self.model:
@@ -140,9 +143,9 @@ class VB:
 
         Parameters
         ----------
-        *nodes : Stochastic
-            The nodes to update, in order (default: all, in the order given
-            to :class:`VB`).
+        *nodes : Stochastic or str
+            The nodes to update (or their names, as BayesPy's), in order
+            (default: all, in the order given to :class:`VB`).
         repeat : int or None, default=1
             The most sweeps (None: until converged).
         plot : bool, default=False
@@ -179,7 +182,7 @@ class VB:
         >>> Q.has_converged()
         True
         """
-        nodes = nodes or tuple(self.model)
+        nodes = self._nodes(nodes)
         tol = self.tol if tol is None else tol
         _check_sweeps(repeat, tol)
         bar = None if tqdm is None else tqdm(total=repeat)
@@ -201,6 +204,8 @@ class VB:
                 if verbose:
                     _LOG.info("VB iteration %d: lower bound %.10g", self.iter, L)
                 if not np.isfinite(L):
+                    if self.ignore_bound_checks:
+                        break
                     warnings.warn(
                         f"VB.update: the lower bound is {L} after sweep {self.iter}; the "
                         "sweeps stop (a node's parameters or data are not finite, or out "
@@ -218,10 +223,54 @@ class VB:
             if bar is not None and hasattr(bar, "close"):
                 bar.close()
 
+    def _nodes(self, nodes):
+        """The nodes given (nodes or their names, BayesPy's), or every node of the model."""
+        return tuple(self[n] if isinstance(n, str) else n for n in nodes) or tuple(self.model)
+
+    def gradient_step(self, *nodes, scale=1.0):
+        """One natural-gradient step of each node's ``q`` (BayesPy's, for SVI written by hand).
+
+        The natural parameters move ``scale`` of the way to the VMP update's:
+        ``phi <- phi + scale (phi_vmp - phi)``, with the children's current
+        messages (a minibatch's, counted by its plates multiplier).
+
+        Parameters
+        ----------
+        *nodes : Stochastic or str
+            The nodes (or their names); default: every latent node.
+        scale : float, default=1.0
+            The step size, in (0, 1].
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.networks import VB, Gamma, GaussianARD
+        >>> mu = GaussianARD(0.0, 1.0, name="mu")
+        >>> y = GaussianARD(mu, 1.0, plates=(4,))
+        >>> _ = y.observe([1.0, 2.0, 3.0, 2.0])
+        >>> Q = VB(y, mu)
+        >>> Q.gradient_step("mu", scale=0.5)
+        >>> round(float(mu.get_moments()[0]), 4)   # precision 1 -> 3, precision x mean 0 -> 4
+        1.3333
+        """
+        try:
+            scale = float(scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"scale must be a number, got {scale!r}") from None
+        if not 0.0 < scale <= 1.0:
+            raise ValueError(f"scale must be in (0, 1], got {scale}")
+        for node in self._nodes(nodes):
+            if not isinstance(node, Stochastic) or node.observed:
+                continue
+            old = node.phi
+            node.update()
+            if old is not None and scale != 1.0:
+                node._set_phi([a + scale * (b - a) for a, b in zip(old, node.phi)])
+
     def _converged(self, L0, L1, tol):
         """The stopping test of a sweep from ``L0`` to ``L1``; warns when the bound fell."""
         scale = 0.5 * (abs(L0) + abs(L1))
-        if L0 - L1 > _ROUNDING * max(scale, 1.0):
+        if L0 - L1 > _ROUNDING * max(scale, 1.0) and not self.ignore_bound_checks:
             warnings.warn(
                 f"VB.update: the lower bound decreased by {L0 - L1:.6g} (from {L0:.10g} to "
                 f"{L1:.10g}) in sweep {self.iter}: a node's update disagrees with its bound "
