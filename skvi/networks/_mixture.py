@@ -8,7 +8,7 @@ from ._deterministic import _ClusterAxisLast
 from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError, sum_to_plates
-from ._stochastic import Stochastic
+from ._stochastic import CACHE_SIZE, Stochastic
 
 
 class Mixture(Stochastic):
@@ -130,12 +130,28 @@ class Mixture(Stochastic):
 
     # The family's formulas, with the clusters on the last plate axis.
     def _cluster_phi(self, up):
-        return self._proto._phi_from_parents(up[1:])
+        return self._cluster_terms(up)[0]
+
+    def _cluster_terms(self, up):
+        """Each cluster's natural parameters and log normaliser from the parameters' moments.
+
+        Kept while those moments are the same arrays: the message to the
+        assignments and the bound read them at the same globals.
+        """
+        key = tuple(a for moments in up[1:] for a in moments)
+        cached = self.__dict__.get("_terms_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        phi = self._proto._phi_from_parents(up[1:])
+        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        if sum(np.size(a) for a in phi) <= CACHE_SIZE:
+            self._terms_cache = (key, (phi, g))
+        return phi, g
 
     def _log_pdf_k(self, u, up):
         """``phi_k . u + g_k`` for every element and cluster: shape ``plates + (K,)``."""
-        phi = self._cluster_phi(up)
-        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        phi, g = self._cluster_terms(up)
         out = 0.0
         for phik, ui, d in zip(phi, u, self.dims):
             out = out + _inner_k(ui, phik, len(d), self.K)
@@ -154,7 +170,7 @@ class Mixture(Stochastic):
         return out
 
     def _cgf_from_parents(self, up):
-        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        g = self._cluster_terms(up)[1]
         g = np.broadcast_to(g, g.shape[:-1] + (self.K,)) if g.ndim else np.full(self.K, g)
         return np.sum(up[0][0] * g, axis=-1)
 
@@ -179,9 +195,8 @@ class Mixture(Stochastic):
             w, m = self._row_weight, self._mask
             weight = m if w is None else (w if m is None else w * m)
             stats, counts = self._sums(z, weight)
-            phi = self._cluster_phi(up)
+            phi, g = self._cluster_terms(up)
             K = counts.shape[-1]
-            g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
             total = float(np.sum(np.broadcast_to(g.reshape(-1), (K,)) * counts))
             for phik, s, d in zip(phi, stats, self.dims):
                 phik = np.broadcast_to(phik.reshape((-1,) + tuple(d)), (K,) + tuple(d))
@@ -214,6 +229,7 @@ class Mixture(Stochastic):
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_sums_cache", None)
+        state.pop("_terms_cache", None)
         return state
 
     def _message_to_parent(self, index):

@@ -54,6 +54,11 @@ def _from_prior(name, doc):
     return property(get, set, doc=doc)
 
 
+#: Most values of a node's prior parameters kept between calls (a global
+#: node's; a local node's, one per row, are not held beyond their use).
+CACHE_SIZE = 65536
+
+
 class Stochastic(Node):
     """A random variable of an exponential family; a family fills in its formulas.
 
@@ -449,10 +454,26 @@ class Stochastic(Node):
         self._log_q_cache = (key, out)
         return out
 
+    def _prior_terms(self, up):
+        """``phi(parents)`` and ``g(parents)`` at the parents' moments ``up`` (read only).
+
+        Kept while the parents' moments are the same arrays: a node under
+        fixed parents (a global node's prior) computes them once.
+        """
+        key = tuple(a for moments in up for a in moments)
+        cached = self.__dict__.get("_prior_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        out = (self._phi_from_parents(up), self._cgf_from_parents(up))
+        if sum(np.size(a) for a in out[0]) <= CACHE_SIZE:  # not a copy of the rows' arrays
+            self._prior_cache = (key, out)
+        return out
+
     def _expected_log_prior(self, up):
         """``E[phi(parents) . u(x) + g(parents)]`` summed over the plates."""
-        phi_p = self._phi_from_parents(up)
-        L = self._total(self._cgf_from_parents(up))
+        phi_p, cgf = self._prior_terms(up)
+        L = self._total(cgf)
         with np.errstate(invalid="ignore"):
             for phi, u, d in zip(phi_p, self.u, self.dims):
                 axes = tuple(range(-len(d), 0))
