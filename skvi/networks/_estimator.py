@@ -47,8 +47,12 @@ __all__ = ["SVIBayesianNetwork"]
 
 #: Rows whose masks ``_row_counts`` propagates at once.
 COUNT_ROWS = 4096
-#: The start's sweeps on its subsample stop at this relative change of its bound.
+#: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
+#: The kept draw then sweeps on this many times ``init_rows`` rows (all of
+#: them when there are fewer): a start whose globals carry the sampling error
+#: of a larger subsample takes fewer passes over all the rows.
+REFINE_ROWS = 10
 
 
 def _takes_features(builder):
@@ -199,10 +203,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     init_rows : int, default=1000
         The start fits VMP to a random subsample of this many rows (all of
         them when there are fewer), from a random draw of the local nodes
-        (BayesPy's ``initialize_from_random``).
+        (BayesPy's ``initialize_from_random``), then refines the draw it
+        keeps on a subsample ten times as large.
     init_max_iter : int, default=100
-        Most VMP sweeps of that start (0: the globals are one update from
-        the random draw, as BayesPy's first sweep).
+        Most VMP sweeps of each draw and of the refinement (0: the globals
+        are one update from the random draw, as BayesPy's first sweep).
     init_draws : int, default=5
         Random draws the start fits on the subsample; the one with the
         highest bound there is kept.
@@ -423,7 +428,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         except (TypeError, ValueError, AttributeError, IndexError):
             # Not declared yet, and the builder not of n_rows alone (one of
             # the inputs, which fit declares from its rows): no factors yet.
-            return ModelSettings({}, parallel=True, start_sample_size=self.init_rows)
+            return ModelSettings({}, parallel=True, start_sample_size=REFINE_ROWS * self.init_rows)
         # A global node with local children is a row group of its plate
         # elements: each element is scaled by its own N_m / C_m and steps by
         # its own counter (Paquet's Alg. 1).
@@ -435,7 +440,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             row_axes={n: len(nodes[n].plates) for n in groups},
             local_depends_on_globals=True,
             parallel=True,
-            start_sample_size=self.init_rows,
+            # On a cluster, the start's rows: its draws' subsample and the
+            # larger one it refines the kept draw on.
+            start_sample_size=REFINE_ROWS * self.init_rows,
         )
 
     # ------------------------------------------------------------ helpers
@@ -473,11 +480,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         want = observed.plates[1:] + observed._kind.value_shape()
         if observed._kind.name in ("categorical", "poisson", "bernoulli", "beta"):
             want = observed.plates[1:]
-        if int(np.prod(want)) != X.shape[1]:
+        if int(math.prod(want)) != X.shape[1]:
             raise ValueError(
                 f"{'y' if self._takes_inputs else 'X'} has {X.shape[1]} columns, but the "
                 "observed node "
-                f"{observed.describe()} takes {int(np.prod(want))} per row "
+                f"{observed.describe()} takes {int(math.prod(want))} per row "
                 f"(plates and shape {want})."
             )
         return X.reshape((X.shape[0],) + want)
@@ -675,27 +682,43 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if latent_local:
             # BayesPy's start: the local nodes from a random draw, then sweeps
             # of VMP on a subsample (where random assignments break symmetry
-            # fast), then the globals from its locals, scaled to all the rows.
+            # fast), the best draw's refined on a larger subsample, then the
+            # globals from its locals, scaled to all the rows.
             start = dict(params)
             best = None
             for _ in range(self.init_draws if self.init_max_iter else 1):
                 params = dict(start)
                 net = self._local_network(rows, params, init_random=random_state)
-                bound = last = None
-                for _ in range(self.init_max_iter):
-                    self._globals_from(net, params, 1.0)
-                    self._local_sweeps(net, latent_local)
-                    bound = self._local_bound(rows, net, params) + self._global_bound(params)
-                    if last is not None and abs(bound - last) <= INIT_TOL * abs(bound):
-                        break
-                    last = bound
+                bound = self._sweeps(net, rows, params, self.init_max_iter, INIT_TOL)
                 if best is None or bound > best[0]:
                     best = (bound, net, params)
             _, net, params = best
+            more = min(n_all, REFINE_ROWS * self.init_rows)
+            if self.init_max_iter and more > rows.shape[0]:
+                # The kept globals, from the small subsample's locals scaled
+                # to the larger one's rows, start its sweeps.
+                wider = X[np.sort(random_state.choice(n_all, more, replace=False))]
+                self._globals_from(net, params, wider.count() / rows.count())
+                rows = wider
+                net = self._local_network(rows, params)
+                self._sweeps(net, rows, params, self.init_max_iter, INIT_TOL)
             # Scaled to all the rows (on a cluster, X is a sample drawn over every block).
             total = X.count() if summary is None else float(summary)
             self._globals_from(net, params, total / rows.count())
         return {n: tuple(v) for n, v in params.items()}
+
+    def _sweeps(self, net, rows, params, max_iter, tol):
+        """VMP sweeps of ``net`` (the rows' network) and ``params`` (in place) to ``tol``; its bound."""
+        _, _, latent_local, _ = self._template()
+        bound = last = None
+        for _ in range(max_iter):
+            self._globals_from(net, params, 1.0)
+            self._local_sweeps(net, latent_local)
+            bound = self._local_bound(rows, net, params) + self._global_bound(params)
+            if last is not None and abs(bound - last) <= tol * abs(bound):
+                break
+            last = bound
+        return bound
 
     def _globals_from(self, net, params, scale):
         """One sequential update of every global from the locals of ``net`` (in place)."""
@@ -716,7 +739,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             return stats
         # Every element, with C_m: the engine scales each by N_m / C_m.
         node = local[name]
-        size = int(np.prod(node.plates))
+        size = int(math.prod(node.plates))
         counts = self._counts(local, name, X.weight).reshape(size)
         return RowStatistics(
             np.arange(size),
@@ -751,7 +774,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
 
     def _row_prior(self, name, rows, ctx):
         node = self._template()[0][name]
-        size = int(np.prod(node.plates))
+        size = int(math.prod(node.plates))
         every = rows.shape[0] == size
         prior = (
             p.reshape((size,) + d) for p, d in zip(self._global_base(name, ctx.params), node.dims)

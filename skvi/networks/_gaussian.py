@@ -1,5 +1,7 @@
 """Gaussian nodes: GaussianARD, Gaussian and the joint GaussianWishart, BayesPy's."""
 
+import math
+
 import numpy as np
 
 from .. import expfam
@@ -127,7 +129,7 @@ class GaussianARD(Stochastic):
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
-        k = int(np.prod(self.shape))
+        k = int(math.prod(self.shape))
         return [x, _outer(x, self._nd)], np.full(x.shape[: x.ndim - self._nd], -0.5 * k * _LOG_2PI)
 
     def _message(self, index, u, up, n):
@@ -149,7 +151,7 @@ class GaussianARD(Stochastic):
 def _flat(phi, shape):
     """Gaussian natural parameters with the variable's axes flattened to one of size ``D``."""
     nd = len(shape)
-    D = int(np.prod(shape))
+    D = int(math.prod(shape))
     return (
         phi[0].reshape(phi[0].shape[: phi[0].ndim - nd] + (D,)),
         phi[1].reshape(phi[1].shape[: phi[1].ndim - 2 * nd] + (D, D)),

@@ -1,12 +1,14 @@
 """The mixture node: a family's node whose parameters a categorical assignment selects."""
 
+import math
+
 import numpy as np
 
 from ._deterministic import _ClusterAxisLast
 from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError, sum_to_plates
-from ._stochastic import Stochastic
+from ._stochastic import CACHE_SIZE, Stochastic
 
 
 class Mixture(Stochastic):
@@ -130,12 +132,28 @@ class Mixture(Stochastic):
 
     # The family's formulas, with the clusters on the last plate axis.
     def _cluster_phi(self, up):
-        return self._proto._phi_from_parents(up[1:])
+        return self._cluster_terms(up)[0]
+
+    def _cluster_terms(self, up):
+        """Each cluster's natural parameters and log normaliser from the parameters' moments.
+
+        Kept while those moments are the same arrays: the message to the
+        assignments and the bound read them at the same globals.
+        """
+        key = tuple(a for moments in up[1:] for a in moments)
+        cached = self.__dict__.get("_terms_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        phi = self._proto._phi_from_parents(up[1:])
+        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        if sum(np.size(a) for a in phi) <= CACHE_SIZE:
+            self._terms_cache = (key, (phi, g))
+        return phi, g
 
     def _log_pdf_k(self, u, up):
         """``phi_k . u + g_k`` for every element and cluster: shape ``plates + (K,)``."""
-        phi = self._cluster_phi(up)
-        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        phi, g = self._cluster_terms(up)
         out = 0.0
         for phik, ui, d in zip(phi, u, self.dims):
             out = out + _inner_k(ui, phik, len(d), self.K)
@@ -154,7 +172,7 @@ class Mixture(Stochastic):
         return out
 
     def _cgf_from_parents(self, up):
-        g = np.asarray(self._proto._cgf_from_parents(up[1:]), dtype=np.float64)
+        g = self._cluster_terms(up)[1]
         g = np.broadcast_to(g, g.shape[:-1] + (self.K,)) if g.ndim else np.full(self.K, g)
         return np.sum(up[0][0] * g, axis=-1)
 
@@ -172,8 +190,49 @@ class Mixture(Stochastic):
 
     def _expected_log_prior(self, up):
         z = up[0][0]
+        if all(p == 1 for p in self._proto.plates[:-1]):
+            # Linear in each cluster's weighted sums, which the messages to
+            # the cluster parameters share: sum_k phi_k . S_k + g_k N_k,
+            # without a pass over the rows when they are known.
+            w, m = self._row_weight, self._mask
+            weight = m if w is None else (w if m is None else w * m)
+            stats, counts = self._sums(z, weight)
+            phi, g = self._cluster_terms(up)
+            K = counts.shape[-1]
+            total = float(np.sum(np.broadcast_to(g.reshape(-1), (K,)) * counts))
+            for phik, s, d in zip(phi, stats, self.dims):
+                phik = np.broadcast_to(phik.reshape((-1,) + tuple(d)), (K,) + tuple(d))
+                with np.errstate(invalid="ignore"):
+                    term = phik * s
+                total += float(np.sum(np.where(s != 0, term, 0.0)))
+            return total
         lp = self._log_pdf_k(self.u, up)
         return self._total(np.sum(np.broadcast_to(z, lp.shape) * lp, axis=-1))
+
+    def _sums(self, z, weight):
+        """:func:`_cluster_stats` of the moments ``z`` of the assignments, rows weighted by ``weight``.
+
+        Kept while ``z``, ``weight`` and this node's moments are the same
+        arrays: the messages to each cluster parameter and the bound read
+        the same sums, and only a new ``q(z)`` (or new data) changes them.
+        """
+        key = (z, weight, *self.u)
+        cached = self.__dict__.get("_sums_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        zb = np.broadcast_to(z, self.plates + (self.K,))
+        if weight is not None:
+            zb = zb * np.broadcast_to(weight, self.plates)[..., None]
+        out = _cluster_stats(zb, self.u, self.dims, self.plates, self._proto.plates)
+        self._sums_cache = (key, out)
+        return out
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_sums_cache", None)
+        state.pop("_terms_cache", None)
+        return state
 
     def _message_to_parent(self, index):
         up = self._parent_moments()
@@ -185,11 +244,7 @@ class Mixture(Stochastic):
                 m = m * np.broadcast_to(w, self.plates)[..., None]
             return [sum_to_plates(m, parent.plates, 1, self.plates)]
         # Weighted statistics of each cluster: sum_n z_nk u_n, and the weights.
-        z = np.broadcast_to(up[0][0], self.plates + (self.K,))
-        w = self._weights_to(parent)
-        if w is not None:
-            z = z * np.broadcast_to(w, self.plates)[..., None]
-        stats, counts = _cluster_stats(z, self.u, self.dims, self.plates, self._proto.plates)
+        stats, counts = self._sums(up[0][0], self._weights_to(parent))
         m = self._proto._message(index - 1, stats, up[1:], counts)
         full = stats[0].shape[: stats[0].ndim - len(self.dims[0])]
         if index - 1 < len(self._proto.parents):
@@ -204,7 +259,7 @@ def _inner_k(u, phik, nd, K):
     ``u``: ``plates + dims``; ``phik``: ``pplates + (K,) + dims``.  One matrix
     product when the parameters have no plates but the clusters.
     """
-    D = int(np.prod(u.shape[u.ndim - nd :])) if nd else 1
+    D = int(math.prod(u.shape[u.ndim - nd :])) if nd else 1
     plates = u.shape[: u.ndim - nd]
     pp = phik.shape[: phik.ndim - nd]
     Kp = pp[-1] if pp else 1
@@ -224,7 +279,7 @@ def _weighted_k(z, phik, nd):
     dims = phik.shape[phik.ndim - nd :]
     K = pp[-1]
     if all(p == 1 for p in pp[:-1]):
-        D = int(np.prod(dims)) if nd else 1
+        D = int(math.prod(dims)) if nd else 1
         out = z.reshape((-1, K)) @ phik.reshape((K, D))
         return out.reshape(z.shape[:-1] + dims)
     ze = z.reshape(z.shape + (1,) * nd)
@@ -243,7 +298,7 @@ def _cluster_stats(z, u, dims, plates, param_plates):
         zf = z.reshape((-1, K))
         stats = []
         for ui, d in zip(u, dims):
-            D = int(np.prod(d)) if d else 1
+            D = int(math.prod(d)) if d else 1
             uf = np.broadcast_to(ui, plates + tuple(d)).reshape((-1, D))
             stats.append((zf.T @ uf).reshape((K,) + tuple(d)))
         return stats, zf.sum(axis=0)

@@ -19,6 +19,7 @@ broadcast right-aligned, as in BayesPy.
 """
 
 import copy
+import math
 import threading
 
 import numpy as np
@@ -197,7 +198,7 @@ def _diag(a, ndim):
         return a
     shape = a.shape[a.ndim - ndim :]
     plates = a.shape[: a.ndim - ndim]
-    D = int(np.prod(shape))
+    D = int(math.prod(shape))
     flat = a.reshape(plates + (D,))
     out = np.zeros(plates + (D, D))
     idx = np.arange(D)
@@ -211,7 +212,7 @@ def _get_diag(a, ndim):
         return a
     shape = a.shape[a.ndim - ndim :]
     plates = a.shape[: a.ndim - 2 * ndim]
-    D = int(np.prod(shape))
+    D = int(math.prod(shape))
     flat = a.reshape(plates + (D, D))
     return np.diagonal(flat, axis1=-2, axis2=-1).reshape(plates + shape)
 

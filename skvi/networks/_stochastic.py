@@ -54,6 +54,11 @@ def _from_prior(name, doc):
     return property(get, set, doc=doc)
 
 
+#: Most values of a node's prior parameters kept between calls (a global
+#: node's; a local node's, one per row, are not held beyond their use).
+CACHE_SIZE = 65536
+
+
 class Stochastic(Node):
     """A random variable of an exponential family; a family fills in its formulas.
 
@@ -429,20 +434,50 @@ class Stochastic(Node):
             if not self._discrete:
                 return -np.inf
             return L + self._total(self._point_f)
-        L -= self._total(self.g)
+        return L - self._log_q()
+
+    def _log_q(self):
+        """``E[log q(x)]`` summed over the plates, kept while q and the weights are the same arrays.
+
+        It does not depend on the parents: a bound at new parents (the globals
+        after a step, with the rows' local nodes as they were) reuses it.
+        """
+        key = (self._row_weight, self._mask, self.g, *self.phi, *self.u)
+        cached = self.__dict__.get("_log_q_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        out = self._total(self.g)
         for phi, u, d in zip(self.phi, self.u, self.dims):
             axes = tuple(range(-len(d), 0))
-            L -= self._total(np.sum(phi * u, axis=axes) if axes else phi * u)
-        return L
+            out += self._total(np.sum(phi * u, axis=axes) if axes else phi * u)
+        self._log_q_cache = (key, out)
+        return out
+
+    def _prior_terms(self, up):
+        """``phi(parents)`` and ``g(parents)`` at the parents' moments ``up`` (read only).
+
+        Kept while the parents' moments are the same arrays: a node under
+        fixed parents (a global node's prior) computes them once.
+        """
+        key = tuple(a for moments in up for a in moments)
+        cached = self.__dict__.get("_prior_cache")
+        if cached is not None and len(cached[0]) == len(key):
+            if all(a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        out = (self._phi_from_parents(up), self._cgf_from_parents(up))
+        if sum(np.size(a) for a in out[0]) <= CACHE_SIZE:  # not a copy of the rows' arrays
+            self._prior_cache = (key, out)
+        return out
 
     def _expected_log_prior(self, up):
         """``E[phi(parents) . u(x) + g(parents)]`` summed over the plates."""
-        phi_p = self._phi_from_parents(up)
-        L = self._total(self._cgf_from_parents(up))
-        for phi, u, d in zip(phi_p, self.u, self.dims):
-            axes = tuple(range(-len(d), 0))
-            with np.errstate(invalid="ignore"):
+        phi_p, cgf = self._prior_terms(up)
+        L = self._total(cgf)
+        with np.errstate(invalid="ignore"):
+            for phi, u, d in zip(phi_p, self.u, self.dims):
+                axes = tuple(range(-len(d), 0))
                 term = phi * u
-            term = np.where(u != 0, term, 0.0)  # 0 * -inf: a category of zero probability
-            L += self._total(np.sum(term, axis=axes) if axes else term)
+                term = np.where(u != 0, term, 0.0)  # 0 * -inf: a category of zero probability
+                L += self._total(np.sum(term, axis=axes) if axes else term)
         return L
