@@ -38,7 +38,9 @@ The cases (the data that need files come from ``--data``, default
 * GaussianGammaVB: 10^6 x 10 Gaussian rows against ``StandardScaler``: the
   posterior mean's error;
 * LDA: 20 Newsgroups train (K = 20) against scikit-learn's
-  ``LatentDirichletAllocation``: perplexity of the test documents;
+  ``LatentDirichletAllocation``: perplexity of the test documents; and skvi's
+  with ``learning_method='online'`` against the same (batch) fit: the
+  document-completion perplexity of the test documents;
 * correlated topic model: 2,000 documents of 20 Newsgroups (K = 10) against
   scikit-learn's LDA: perplexity of the test documents;
 * matrix factorization: MovieLens-100k u1 against Surprise's SVD when
@@ -319,6 +321,28 @@ def case_lda(args):
     }
 
 
+def case_lda_online(args):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    from skvi import SVILatentDirichletAllocation
+    from skvi.metrics import document_completion_perplexity
+
+    train, test = newsgroups(args.data)
+
+    def completion(m):
+        return float(document_completion_perplexity(m, test, random_state=0))
+
+    return {
+        "skvi": lambda: SVILatentDirichletAllocation(
+            n_components=20, learning_method="online", random_state=0
+        ).fit(train),
+        "peer": lambda: LatentDirichletAllocation(n_components=20, random_state=0).fit(train),
+        "measure": "test completion perplexity",
+        "skvi_score": completion,
+        "peer_score": completion,
+    }
+
+
 def case_ctm(args):
     from sklearn.decomposition import LatentDirichletAllocation
 
@@ -383,6 +407,7 @@ CASES = [
     ("overdispersed Poisson counts", lambda a: case_poisson(a, overdispersed=True)),
     ("GaussianGammaVB 1e6 x 10", case_gaussian_gamma),
     ("LDA 20NG", case_lda),
+    ("LDA 20NG online", case_lda_online),
     ("CTM 20NG 2000 docs", case_ctm),
     ("matrix factorization ML-100k u1", case_mf),
 ]

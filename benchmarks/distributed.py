@@ -6,7 +6,7 @@ Two parts (``--part``):
     LDA (K = 20) on the 20 Newsgroups training set replicated ``--replicate``
     times (10 by default: 113,140 documents), the blocks built on the workers
     from the corpus file.  Batch fits (``--passes`` coordinate-ascent steps)
-    and, with ``--online``, online fits at the default ``batch_size``.
+    and, with ``--online``, online fits at ``batch_size=128`` (scikit-learn's default).
 ``gaussian-gamma``
     ``GaussianGammaVB`` on ``--gg-rows`` x 10 synthetic rows (1e8 by default,
     float32) generated blockwise on the workers; the in-process fit runs on
@@ -83,7 +83,7 @@ def parse_args(argv=None):
     parser.add_argument("--replicate", type=int, default=10)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--online", action="store_true",
-                        help="also time online LDA at the default batch_size (one pass)")
+                        help="also time online LDA at batch_size=128, scikit-learn's default (one pass)")
     parser.add_argument("--blocks-per-worker", type=int, default=1)
     parser.add_argument("--gg-rows", type=float, default=1e8)
     parser.add_argument("--gg-inprocess-rows", type=float, default=1e7)
@@ -311,7 +311,7 @@ def lda_part(args):
           f"non-zeros, {X_train.shape[1]} words")
     kws = [("batch", dict(learning_method="batch", max_iter=args.passes))]
     if args.online:
-        kws.append(("online", dict(learning_method="online", max_iter=1)))
+        kws.append(("online", dict(learning_method="online", batch_size=128, max_iter=1)))
     modes = [
         (f"{mode} ({kw})",
          lambda kw=kw: SVILatentDirichletAllocation(n_components=20, random_state=0, **kw))

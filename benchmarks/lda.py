@@ -71,6 +71,16 @@ small holder object is filled with
   ``get_count_by_topics()``, ``V`` the number of used words) and put back in
   column order through ``used_vocabs``; a column tomotopy never saw gets eta.
 
+With ``--defaults`` the script instead compares the estimators at their
+defaults, only ``n_components`` (``--ks``, default 10, 20, 50 and 100) and
+``random_state=0`` set: scikit-learn's ``LatentDirichletAllocation`` (batch,
+10 passes), skvi's ``SVILatentDirichletAllocation`` (the same batch fit) and
+skvi's with ``learning_method='online'`` (its online defaults and stopping
+rule).  For every K the three take turns ``--repeat`` times; the table gives
+the median fit seconds, the time of scikit-learn's over each (speed-up), the
+document-completion perplexity and its ratio to scikit-learn's, the passes
+made, ``converged_`` and the warnings raised during the fit.
+
 The table gives, per method, the fit seconds, the test perplexity, for the
 skvi rows the speed-up over a peer (``peer_seconds / skvi_seconds``: the
 matching scikit-learn mode, tomotopy for the CVB0 rows), and the perplexity
@@ -89,6 +99,8 @@ environment, e.g.::
     /path/to/venv/bin/python benchmarks/lda.py --methods sklearn-online,skvi-online
     /path/to/venv/bin/python benchmarks/lda.py --passes 2 --gibbs-iter 50   # quick run
     /path/to/venv/bin/python benchmarks/lda.py --repeat 3   # median of 3 interleaved runs
+    /path/to/venv/bin/python benchmarks/lda.py --defaults --repeat 3   # the defaults
+    /path/to/venv/bin/python benchmarks/lda.py --defaults --ks 20 --repeat 3
 
 CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR int32
 document-term counts, read with ``scipy.sparse.load_npz``); it defaults to
@@ -211,7 +223,19 @@ def parse_args(argv=None):
         "report the median fit time: on a shared machine whose speed drifts over minutes, "
         "each method then sees the same conditions (default: 1)",
     )
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="compare the estimators at their defaults (only n_components and random_state "
+        "set): scikit-learn's, skvi's and skvi's with learning_method='online'",
+    )
+    parser.add_argument(
+        "--ks",
+        default="10,20,50,100",
+        help="numbers of topics of --defaults, comma-separated (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
+    args.ks = [int(k) for k in args.ks.split(",") if k.strip()]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
@@ -391,10 +415,93 @@ def format_table(rows):
     return "\n".join(lines)
 
 
+DEFAULT_METHODS = ("sklearn", "skvi", "skvi-online")
+
+
+def fit_default(method, k, X_train):
+    """Fit one estimator at its defaults; (model, seconds, warnings raised)."""
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    from skvi import SVILatentDirichletAllocation
+
+    if method == "sklearn":
+        model = LatentDirichletAllocation(n_components=k, random_state=SEED)
+    elif method == "skvi":
+        model = SVILatentDirichletAllocation(n_components=k, random_state=SEED)
+    else:
+        model = SVILatentDirichletAllocation(
+            n_components=k, learning_method="online", random_state=SEED
+        )
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        start = time.perf_counter()
+        model.fit(X_train)
+        seconds = time.perf_counter() - start
+    caught = sorted({"%s: %s" % (w.category.__name__, str(w.message)[:70]) for w in seen})
+    return model, seconds, caught
+
+
+def run_defaults(args, X_train, X_test):
+    """The defaults table: scikit-learn's and skvi's estimators as most users run them."""
+    from skvi.metrics import document_completion_perplexity
+
+    header = ("K", "method", "fit [s]", "speed-up", "perplexity", "vs sklearn", "passes",
+              "converged_", "warnings")
+    body = []
+    for k in args.ks:
+        times, models, caught = {}, {}, {}
+        for turn in range(args.repeat):
+            order = DEFAULT_METHODS if turn % 2 == 0 else DEFAULT_METHODS[::-1]
+            for method in order:
+                model, seconds, seen = fit_default(method, k, X_train)
+                times.setdefault(method, []).append(seconds)
+                models.setdefault(method, model)  # every run is seeded alike
+                caught.setdefault(method, seen)
+                print("K=%-3d %-12s fit %8.2f s   (run %d of %d)"
+                      % (k, method, seconds, turn + 1, args.repeat), flush=True)
+        seconds = {m: float(np.median(times[m])) for m in DEFAULT_METHODS}
+        perplexity = {
+            m: float(document_completion_perplexity(models[m], X_test, random_state=SEED))
+            for m in DEFAULT_METHODS
+        }
+        for m in DEFAULT_METHODS:
+            model = models[m]
+            converged = getattr(model, "converged_", None)
+            body.append((
+                str(k),
+                m,
+                "%.2f" % seconds[m],
+                "" if m == "sklearn" else "%.1fx" % (seconds["sklearn"] / seconds[m]),
+                "%.1f" % perplexity[m],
+                "" if m == "sklearn" else "%.3f" % (perplexity[m] / perplexity["sklearn"]),
+                str(model.n_iter_),
+                "-" if converged is None else str(bool(converged)),
+                "; ".join(caught[m]) or "none",
+            ))
+    print()
+    print(format_defaults(header, body))
+
+
+def format_defaults(header, body):
+    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
+
+    def fmt(row):
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
+
+
 def main(argv=None):
     wall_start = time.perf_counter()
     args = parse_args(argv)
     X_train, X_test = load_corpus(args.corpus_dir)
+    if args.defaults:
+        with one_blas_thread(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            run_defaults(args, X_train, X_test)
+        print()
+        print("total wall time %.1f s" % (time.perf_counter() - wall_start))
+        return
 
     try:
         from skvi.metrics import document_completion_perplexity

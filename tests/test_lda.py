@@ -14,6 +14,7 @@ from sklearn.pipeline import Pipeline
 
 from skvi import SVILatentDirichletAllocation
 from skvi.engine import executor as executor_module
+from skvi.metrics import document_completion_perplexity
 from skvi.models.lda import estep
 from skvi.schedules import Constant, RobbinsMonro
 
@@ -99,6 +100,17 @@ def test_perplexity_stopping_rule():
     ).fit(X)
     # Evaluated after passes 2 and 4; the second change is below perp_tol.
     assert lda.n_iter_ == 4 and len(lda.lower_bounds_) == 2 and lda.converged_
+
+
+def test_default_fit_is_scikit_learn_default_fit():
+    # max_iter=None is scikit-learn's 10 batch passes; the parameter reads
+    # back unchanged after the fit.
+    X, _, _ = lda_corpus(n_docs=60)
+    ours = SVILatentDirichletAllocation(n_components=K, random_state=0).fit(X)
+    ref = LatentDirichletAllocation(n_components=K, random_state=0).fit(X)
+    np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-6)
+    assert ours.bound_ == pytest.approx(ref.bound_, rel=1e-9)
+    assert ours.n_iter_ == ref.n_iter_ == 10 and ours.get_params()["max_iter"] is None
 
 
 # ---------------------------------------------------------------- online mode
@@ -192,6 +204,45 @@ def test_online_fit_approaches_batch_topics():
     # Each true topic is matched by a learned one (total variation < 0.1).
     tv = 0.5 * np.abs(topics[:, None, :] - est[None, :, :]).sum(axis=2)
     assert tv.min(axis=1).max() < 0.1
+
+
+def test_online_defaults_stop_by_the_rule_at_the_batch_fit_quality():
+    # learning_method='online' and nothing else: minibatches of 1024
+    # documents, at most 50 passes; the rule stops the fit, without a
+    # warning, as good on held-out documents as scikit-learn's default
+    # (batch) fit.
+    X, _, _ = lda_corpus(n_docs=4000, seed=30)
+    train, test = X[:3000], X[3000:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lda = SVILatentDirichletAllocation(
+            n_components=K, learning_method="online", random_state=0
+        ).fit(train)
+    assert lda.converged_ and 1 < lda.n_iter_ < 50
+    assert lda.n_batch_iter_ <= 3 * lda.n_iter_  # ceil(3000 / 1024) steps a pass
+    assert lda.get_params()["max_iter"] is None
+    ref = LatentDirichletAllocation(n_components=K, random_state=0).fit(train)
+    ours = document_completion_perplexity(lda, test, random_state=0)
+    assert ours < 1.01 * document_completion_perplexity(ref, test, random_state=0)
+
+
+@pytest.mark.slow
+def test_online_defaults_on_20_newsgroups_reach_scikit_learn_batch_default(shared_data):
+    # The fit the defaults are chosen for: with scikit-learn's minibatches
+    # of 128 documents the online fit stops 11% above the batch fit's
+    # held-out perplexity, and more passes do not close the gap.
+    folder = shared_data("20newsgroups-bydate")
+    train = sp.load_npz(folder / "train.npz").tocsr()
+    test = sp.load_npz(folder / "test.npz").tocsr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lda = SVILatentDirichletAllocation(
+            n_components=20, learning_method="online", random_state=0
+        ).fit(train)
+    assert lda.converged_ and lda.n_iter_ < 50
+    ref = LatentDirichletAllocation(n_components=20, random_state=0).fit(train)
+    ours = document_completion_perplexity(lda, test, random_state=0)
+    assert ours < 1.01 * document_completion_perplexity(ref, test, random_state=0)
 
 
 # ---------------------------------------------------------------- priors
@@ -395,7 +446,8 @@ def test_fractional_counts_are_accepted_as_scikit_learn_does():
     # Non-integer counts (e.g. tf-idf weights) act as fractional tokens.
     X, _, _ = lda_corpus(seed=14)
     Xf = X * 0.37
-    params = dict(n_components=K, total_samples=500, random_state=0)
+    # scikit-learn's minibatches (its default batch_size): two steps.
+    params = dict(n_components=K, batch_size=128, total_samples=500, random_state=0)
     ours = SVILatentDirichletAllocation(**params).partial_fit(Xf)
     ref = LatentDirichletAllocation(**params).partial_fit(Xf)
     np.testing.assert_allclose(ours.components_, ref.components_, rtol=1e-7)

@@ -19,6 +19,11 @@ from .evidence import lda_log_evidence
 
 __all__ = ["SVILatentDirichletAllocation"]
 
+# Passes of fit with max_iter=None: scikit-learn's 10 for batch fits (which
+# run them all without evaluate_every); online fits need more passes with the
+# default minibatches, and their stopping rule ends them sooner.
+_DEFAULT_PASSES = {"batch": 10, "online": 50}
+
 
 class SVILatentDirichletAllocation(
     TopicWordsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
@@ -64,6 +69,10 @@ class SVILatentDirichletAllocation(
       engine's rule on a small sample of the documents, ``docs/watching.md``),
       and sets ``converged_``; scikit-learn's runs ``max_iter`` passes
       unless ``evaluate_every`` is positive.  ``tol=0`` runs them all.
+    - Online fits default to minibatches of 1024 documents: the first,
+      large steps on scikit-learn's 128, each scaled up to the corpus,
+      settle the topics in a poorer local optimum (see the user guide).
+      Pass ``batch_size=128`` for scikit-learn's ``partial_fit`` steps.
     - ``doc_topic_prior`` may be a vector of length ``n_components``
       (an asymmetric prior), and priors are not limited to ``[0, 1]``.
     - ``learn_priors=True`` updates the priors by empirical Bayes during
@@ -109,13 +118,17 @@ class SVILatentDirichletAllocation(
         ``ConvergenceWarning`` when the steps follow it.
     learning_offset : float, default=10.0
         ``tau`` of the default schedule.
-    max_iter : int, default=10
-        Passes over the data in ``fit``.
-    batch_size : int, default=128
+    max_iter : int or None, default=None
+        Most passes over the data in ``fit``.  None: 10 for a batch fit
+        (scikit-learn's default: it runs them all unless ``evaluate_every``
+        is positive) and 50 for an online fit, which stops earlier by its
+        rule (``tol``).
+    batch_size : int, default=1024
         Documents per minibatch.  Online ``fit`` cuts each pass into
-        ``ceil(N / batch_size)`` near-equal minibatches; ``partial_fit``
-        steps on consecutive slices of ``batch_size`` documents, as
-        scikit-learn does.
+        ``ceil(N / batch_size)`` near-equal minibatches (a corpus of at
+        most ``batch_size`` documents is fitted by batch passes);
+        ``partial_fit`` steps on consecutive slices of ``batch_size``
+        documents, as scikit-learn does (whose default is 128).
     evaluate_every : int, default=-1
         Compute the full ELBO (and perplexity) every this many passes in
         ``fit``, recording it in ``lower_bounds_`` and stopping when the
@@ -228,7 +241,7 @@ class SVILatentDirichletAllocation(
         "n_components": [Interval(numbers.Integral, 1, None, closed="left")],
         "doc_topic_prior": [None, Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
         "topic_word_prior": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_iter": [None, Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 0, None, closed="neither")],
         "evaluate_every": [Interval(numbers.Integral, None, None, closed="neither")],
         "perp_tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -248,8 +261,8 @@ class SVILatentDirichletAllocation(
         learning_method="batch",
         learning_decay=0.7,
         learning_offset=10.0,
-        max_iter=10,
-        batch_size=128,
+        max_iter=None,
+        batch_size=1024,
         evaluate_every=-1,
         total_samples="auto",
         perp_tol=1e-1,
@@ -311,6 +324,40 @@ class SVILatentDirichletAllocation(
             transient=("_buffers",),
             stream_steps="bayes",
         )
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the topics to the documents X.
+
+        Batch coordinate ascent or online passes (``learning_method``), at
+        most ``max_iter`` of them (None: 10 batch passes, scikit-learn's
+        default, or 50 online passes, which the stopping rule ends when the
+        fit stops improving).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Word counts.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Non-negative document weights: a document of weight 2 counts as
+            the document twice; weight 0 drops it.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        if self.max_iter is not None:
+            return super().fit(X, y, sample_weight=sample_weight)
+        # The engine runs max_iter passes; None stands for the learning
+        # method's default for the length of this call only, so that the
+        # parameters read back unchanged (as scikit-learn requires).
+        self.max_iter = _DEFAULT_PASSES.get(self.learning_method, 10)
+        try:
+            return super().fit(X, y, sample_weight=sample_weight)
+        finally:
+            self.max_iter = None
 
     def transform(self, X, *, normalize=True):
         """Infer the topic proportions of each document of X.
