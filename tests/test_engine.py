@@ -415,3 +415,13 @@ def test_many_blocks_statistics_sum_at_once_to_the_pairwise_sum():
         np.testing.assert_array_equal(a, b)
     for a, b in zip(got.factors["dense"] + got.hyper["h"], ref.factors["dense"] + ref.hyper["h"]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("method, passes", [("batch", 10), ("online", 50)])
+def test_max_iter_none_runs_the_learning_methods_default_passes(method, passes):
+    # tol=0 runs every pass: max_iter=None caps them at 10 batch or 50 online
+    # passes, and the parameter reads back as given.
+    X = np.random.RandomState(0).normal(size=(200, 2))
+    est = GaussianGammaVB(learning_method=method, batch_size=50, max_iter=None, tol=0).fit(X)
+    assert est.n_iter_ == passes
+    assert est.get_params()["max_iter"] is None

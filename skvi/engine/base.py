@@ -35,7 +35,7 @@ from .acceleration import batch_pass
 from .convergence import Convergence
 from .executor import WorkerState, backend_for, cut, even_batches, local_executor
 from .monitoring import _Run, warn_user
-from .parameters import document_engine_parameters, learning_decay_warning
+from .parameters import document_engine_parameters, learning_decay_warning, max_passes
 from .rows import ChildSample, ResidentRows, counts_of_ids, sample_children
 from .step import end_of_pass, factor_target, row_prior, take_step, update_factor
 from .state import FitState
@@ -560,7 +560,7 @@ class SVIEstimator(BaseEstimator):
             self.converged_ = False
             self.n_iter_ = 0
             local = None
-            for it in range(1, self.max_iter + 1):
+            for it in range(1, max_passes(self) + 1):
                 accepted_before = st.n_accepted
                 run.begin_pass(it, n_batches)
                 times = st.clock.snapshot(executor)
@@ -615,10 +615,11 @@ class SVIEstimator(BaseEstimator):
             and settings.warn_not_converged
             and conv.mode != "none"
             and self.tol > 0
-            and self.max_iter > 1
+            and max_passes(self) > 1
         ):
             self._warn(
-                f"{type(self).__name__} did not converge in max_iter={self.max_iter} passes "
+                f"{type(self).__name__} did not converge in {max_passes(self)} passes "
+                f"(max_iter={self.max_iter}) "
                 f"(ELBO change above tol={self.tol}). Increase max_iter or tol.",
                 ConvergenceWarning,
             )

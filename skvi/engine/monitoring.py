@@ -34,6 +34,8 @@ import joblib
 import numpy as np
 import sklearn
 
+from .parameters import max_passes
+
 __all__ = ["FitRecord", "monitor"]
 
 #: The logger of ``verbose=2`` (INFO per pass and per ``partial_fit`` call,
@@ -521,7 +523,7 @@ class _Run:
         """Seconds to the end of ``max_iter`` passes (fit) or of the call, or None."""
         in_pass = now - self.pass_start
         if self.kind == "fit":
-            remaining = self.est.max_iter - self.pass_index
+            remaining = max_passes(self.est) - self.pass_index
             if self.pass_seconds:
                 per_pass = float(np.mean(self.pass_seconds))
             elif self.n_batches and batch:
@@ -580,7 +582,7 @@ class _Run:
         rate = steps / max(now - self.pass_start, 1e-12)
         of = f"/{self.n_batches}" if self.n_batches else ""
         if self.kind == "fit":
-            where = f"pass {self.pass_index}/{est.max_iter}, minibatch {batch}{of}"
+            where = f"pass {self.pass_index}/{max_passes(est)}, minibatch {batch}{of}"
         else:
             where = f"partial_fit, minibatch {batch}{of}"
         text = f"[{self.name}] {where}: {rate:.1f} steps/s, elapsed {self.elapsed(now):.2f} s"
@@ -605,17 +607,17 @@ class _Run:
         rejected = est.n_rejected_steps_ - self.rejected_before
         if self.callbacks and not self.stopped:
             self._ask(self._record("pass", now, bound, 0, rejected, True))
-        done = converged or self.stopped or it >= est.max_iter
+        done = converged or self.stopped or it >= max_passes(est)
         if self.line is None and not self.log:
             return self.stopped
         rate = (est.n_batch_iter_ - self.steps_before) / max(seconds, 1e-12)
         shown = "not evaluated" if bound is None else f"{bound:.10g}"
         text = (
-            f"[{self.name}] pass {it}/{est.max_iter}: ELBO = {shown}, "
+            f"[{self.name}] pass {it}/{max_passes(est)}: ELBO = {shown}, "
             f"{rate:.1f} steps/s, elapsed {self.elapsed(now):.2f} s"
         )
         if not done:
-            text += f", ETA {_seconds((est.max_iter - it) * float(np.mean(self.pass_seconds)))}"
+            text += f", ETA {_seconds((max_passes(est) - it) * float(np.mean(self.pass_seconds)))}"
         if rejected:
             text += f", {rejected} step(s) rejected"
         if converged:

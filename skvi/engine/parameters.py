@@ -19,12 +19,18 @@ __all__ = [
     "ENGINE_PARAMETER_DOCS",
     "document_engine_parameters",
     "learning_decay_warning",
+    "max_passes",
 ]
+
+#: Passes of a ``fit`` with ``max_iter=None``: scikit-learn's customary 10
+#: for batch coordinate ascent, and room for an online fit, whose stopping
+#: rule ends it when it stops improving.
+DEFAULT_PASSES = {"batch": 10, "online": 50}
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-    "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+    "max_iter": [None, Interval(numbers.Integral, 1, None, closed="left")],
     "tol": [Interval(numbers.Real, 0, None, closed="left")],
     "learning_offset": [Interval(numbers.Real, 0, None, closed="left")],
     "learning_decay": [Interval(numbers.Real, 0, 1, closed="both")],
@@ -62,9 +68,11 @@ ENGINE_PARAMETER_DOCS = {
         near-equal minibatches.""",
     ),
     "max_iter": (
-        "int",
+        "int or None",
         """
-        Most passes over the data in ``fit``.""",
+        Most passes over the data in ``fit``.  None: 10 for a batch fit and
+        50 for an online fit, which its stopping rule (``tol``) ends when it
+        stops improving.""",
     ),
     "tol": (
         "float",
@@ -238,3 +246,31 @@ def learning_decay_warning(estimator):
         "Set learning_decay in (0.5, 1] (0.7, say), or pass learning_rate "
         "(a constant or a skvi.schedules object) to choose the step sizes explicitly."
     )
+
+
+def max_passes(estimator):
+    """The most passes ``fit`` takes: ``max_iter``, or its default for the learning method.
+
+    Parameters
+    ----------
+    estimator : SVIEstimator
+        The estimator.
+
+    Returns
+    -------
+    int
+        ``estimator.max_iter``, or when it is None :data:`DEFAULT_PASSES`
+        of its ``learning_method``.
+
+    Examples
+    --------
+    >>> from skvi import SVILatentDirichletAllocation
+    >>> from skvi.engine.parameters import max_passes
+    >>> max_passes(SVILatentDirichletAllocation(learning_method="online", max_iter=None))
+    50
+    >>> max_passes(SVILatentDirichletAllocation(max_iter=7))
+    7
+    """
+    if estimator.max_iter is not None:
+        return int(estimator.max_iter)
+    return DEFAULT_PASSES.get(getattr(estimator, "learning_method", "batch"), 10)

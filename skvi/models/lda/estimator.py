@@ -19,11 +19,6 @@ from .evidence import lda_log_evidence
 
 __all__ = ["SVILatentDirichletAllocation"]
 
-# Passes of fit with max_iter=None: scikit-learn's 10 for batch fits (which
-# run them all without evaluate_every); online fits need more passes with the
-# default minibatches, and their stopping rule ends them sooner.
-_DEFAULT_PASSES = {"batch": 10, "online": 50}
-
 
 class SVILatentDirichletAllocation(
     TopicWordsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
@@ -324,40 +319,6 @@ class SVILatentDirichletAllocation(
             transient=("_buffers",),
             stream_steps="bayes",
         )
-
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the topics to the documents X.
-
-        Batch coordinate ascent or online passes (``learning_method``), at
-        most ``max_iter`` of them (None: 10 batch passes, scikit-learn's
-        default, or 50 online passes, which the stopping rule ends when the
-        fit stops improving).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Word counts.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative document weights: a document of weight 2 counts as
-            the document twice; weight 0 drops it.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        if self.max_iter is not None:
-            return super().fit(X, y, sample_weight=sample_weight)
-        # The engine runs max_iter passes; None stands for the learning
-        # method's default for the length of this call only, so that the
-        # parameters read back unchanged (as scikit-learn requires).
-        self.max_iter = _DEFAULT_PASSES.get(self.learning_method, 10)
-        try:
-            return super().fit(X, y, sample_weight=sample_weight)
-        finally:
-            self.max_iter = None
 
     def transform(self, X, *, normalize=True):
         """Infer the topic proportions of each document of X.
