@@ -1,0 +1,187 @@
+"""Rotations of a factor model's latent space: a parameter expansion of VMP sweeps.
+
+In ``F = SumMultiply('d,d->', X, C)`` the product is unchanged when every
+``x`` becomes ``R x`` and every ``c`` becomes ``R^{-T} c``, for any invertible
+``R``: the likelihood does not see ``R``, but the priors and entropies of
+``q(X)`` and ``q(C)`` do.  VMP sweeps move along this direction only
+slowly, each factor's update held by the other's; after a sweep, the ``R``
+that maximises the bound is found directly (a small optimisation over a
+``D x D`` matrix from the sums of ``E[x x^T]`` and ``E[c c^T]``) and
+applied, as in Luttinen and Ilin, "Transformations in variational Bayesian
+factor analysis to speed up learning", and BayesPy's ``RotateGaussianARD``.
+
+A pair qualifies when ``X`` and ``C`` are latent :class:`GaussianARD`
+vectors with zero prior means, each the operand of that product alone
+(its only child), and each with a prior precision per component: a fixed
+array shared by its plates, or a :class:`Gamma` node with fixed parameters
+and this node its only child, whose ``q`` is then updated with the rotated
+node (the bound is taken at that ``q``'s optimum).
+"""
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..expfam.linear_map import inverse_and_logdet
+from ._deterministic import SumMultiply
+from ._gamma import Gamma
+from ._gaussian import GaussianARD
+from ._node import Constant
+from ._stochastic import Stochastic
+
+#: The most L-BFGS iterations of one rotation; most stop sooner, converged.
+_MAXITER = 30
+
+
+class _Side:
+    """One operand of a rotatable product: the node, its prior precision and counts."""
+
+    def __init__(self, node, D):
+        self.node = node
+        self.count = int(np.prod(node.plates))
+        alpha = node.parents[1]
+        self.gamma = None
+        if isinstance(alpha, Constant):
+            a = np.asarray(alpha.u[0], dtype=np.float64)
+            self.fixed = np.broadcast_to(a.reshape(-1)[-D:] if a.size >= D else a, (D,))
+        else:
+            self.gamma = alpha
+            shape = np.broadcast_to(np.asarray(alpha.parents[0].u[0]), alpha.plates)
+            rate = np.broadcast_to(np.asarray(alpha.parents[1].u[0]), alpha.plates)
+            # The shape of q(alpha) after its update: the prior's plus half
+            # the elements of this node per component.
+            self.shape = shape.reshape(-1)[-D:] + 0.5 * self.count
+            self.rate = rate.reshape(-1)[-D:]
+
+    def second_moment(self):
+        u1 = self.node.u[1]
+        D = u1.shape[-1]
+        return u1.reshape(-1, D, D).sum(axis=0)
+
+    def term(self, T, S):
+        """The side's prior terms at ``x -> T x`` from ``S = sum E[x x^T]``, and their gradient in T."""
+        TS = T @ S
+        b = np.einsum("ij,ij->i", TS, T)
+        if self.gamma is None:
+            h = -0.5 * self.fixed
+            value = float(np.dot(h, b))
+        else:
+            rate = self.rate + 0.5 * b
+            if np.any(rate <= 0):
+                return -np.inf, None
+            value = -float(np.dot(self.shape, np.log(rate)))
+            h = -0.5 * self.shape / rate
+        return value, 2.0 * h[:, None] * TS
+
+    def apply(self, T, Tinv, logdet):
+        """Map ``q(x)`` to that of ``T x``: its moments, natural parameters and normaliser."""
+        n = self.node
+        phi0, phi1 = n.phi
+        u0, u1 = n.u
+        n.phi = [phi0 @ Tinv, Tinv.T @ phi1 @ Tinv]
+        n.g = n.g - logdet
+        n.u = [u0 @ T.T, T @ u1 @ T.T]
+        if self.gamma is not None:
+            self.gamma.update()
+
+
+def _qualifies(node, D, F):
+    """Whether ``node`` is a latent zero-mean ARD vector whose only child is ``F``."""
+    if not isinstance(node, GaussianARD) or node.shape != (D,) or node.observed:
+        return False
+    if node._fixed is not None or node._mask is not None:
+        return False
+    if len(node.children) != 1 or node.children[0][0] is not F:
+        return False
+    mu, alpha = node.parents
+    if not (isinstance(mu, Constant) and not np.any(mu.u[0])):
+        return False
+    if isinstance(alpha, Constant):
+        a = np.asarray(alpha.u[0])
+        return a.ndim <= 1 or all(n == 1 for n in a.shape[:-1])
+    if not isinstance(alpha, Gamma) or alpha.observed or alpha.children != [(node, 1)]:
+        return False
+    if alpha._mask is not None or alpha._fixed is not None:
+        return False
+    if not all(isinstance(p, Constant) for p in alpha.parents):
+        return False
+    return alpha.plates[-1:] == (D,) and all(n == 1 for n in alpha.plates[:-1])
+
+
+def find_rotations(nodes):
+    """The rotatable products among the parents of ``nodes``' children: a list of side pairs."""
+    found, seen = [], set()
+    ids = {id(n) for n in nodes}
+    for node in nodes:
+        for F, _ in getattr(node, "children", []):
+            if id(F) in seen or not isinstance(F, SumMultiply) or len(F.parents) != 2:
+                continue
+            seen.add(id(F))
+            if F._out or any(len(k) != 1 for k in F._keys) or F._keys[0] != F._keys[1]:
+                continue
+            X, C = F.parents
+            if id(X) not in ids or id(C) not in ids:
+                continue
+            D = X.dims[0][0] if len(X.dims[0]) == 1 else 0
+            if D and all(_qualifies(n, D, F) for n in (X, C)):
+                found.append((_Side(X, D), _Side(C, D)))
+    return found
+
+
+def _terms(X, C):
+    """The rotated terms' sum over the nodes a rotation changes (X, C and their Gamma nodes)."""
+    total = 0.0
+    for side in (X, C):
+        total += side.node.lower_bound_contribution()
+        if side.gamma is not None:
+            total += side.gamma.lower_bound_contribution()
+    return total
+
+
+def rotate(X, C):
+    """Rotate ``X`` by the ``R`` that maximises the bound and ``C`` by ``R^{-T}``.
+
+    The bound changes by ``(N_X - N_C) log|det R|`` plus the priors'
+    terms; its maximum is found by L-BFGS from ``R = I``, and kept only when
+    the nodes' terms rose (returns whether it was kept).
+    """
+    if not isinstance(X.node, Stochastic) or X.node.phi is None or C.node.phi is None:
+        return False
+    XX, CC = X.second_moment(), C.second_moment()
+    D = XX.shape[0]
+    diff = X.count - C.count
+
+    def cost(r):
+        R = r.reshape(D, D)
+        Rinv, logdet = inverse_and_logdet(R)
+        if Rinv is None:
+            return np.inf, np.zeros_like(r)
+        fx, gx = X.term(R, XX)
+        fc, gt = C.term(Rinv.T, CC)
+        if gx is None or gt is None:
+            return np.inf, np.zeros_like(r)
+        value = diff * logdet + fx + fc
+        # d/dR of a term in T = R^{-T}: -R^{-T} G_T^T R^{-T}, transposed.
+        grad = diff * Rinv.T + gx - Rinv.T @ gt.T @ Rinv.T
+        return -value, -grad.ravel()
+
+    start = np.eye(D).ravel()
+    f0 = cost(start)[0]
+    res = minimize(cost, start, jac=True, method="L-BFGS-B", options={"maxiter": _MAXITER})
+    if not (np.isfinite(res.fun) and res.fun < f0):
+        return False
+    R = res.x.reshape(D, D)
+    Rinv, logdet = inverse_and_logdet(R)
+    if Rinv is None:
+        return False
+    saved = [(s.node.phi, s.node.u, s.node.g) for s in (X, C)]
+    gammas = [(s.gamma, s.gamma.phi, s.gamma.u, s.gamma.g) for s in (X, C) if s.gamma]
+    before = _terms(X, C)
+    X.apply(R, Rinv, logdet)
+    C.apply(Rinv.T, R.T, -logdet)
+    if _terms(X, C) >= before:
+        return True
+    for s, (phi, u, g) in zip((X, C), saved):
+        s.node.phi, s.node.u, s.node.g = phi, u, g
+    for node, phi, u, g in gammas:
+        node.phi, node.u, node.g = phi, u, g
+    return False
