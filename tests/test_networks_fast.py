@@ -21,19 +21,20 @@ def _bayespy():
     return nodes, inference
 
 
-def pca_example(nodes, VB_, N=100, M=20, D=10, seed=1, **vb):
+def pca_example(nodes, VB_, N=100, M=20, D=10, seed=1, missing=0.0, **vb):
     """BayesPy's PCA example (doc/source/examples/pca.rst), without its rotation lines."""
     np.random.seed(seed)
     x = np.random.randn(N, 2)
     w = np.random.randn(M, 2)
     y = w @ x.T + 0.1 * np.random.randn(M, N)
+    mask = np.random.rand(M, N) >= missing if missing else True
     X = nodes.GaussianARD(0, 1, plates=(1, N), shape=(D,))
     alpha = nodes.Gamma(1e-5, 1e-5, plates=(D,))
     C = nodes.GaussianARD(0, alpha, plates=(M, 1), shape=(D,))
     F = nodes.SumMultiply("d,d->", X, C)
     tau = nodes.Gamma(1e-5, 1e-5)
     Y = nodes.GaussianARD(F, tau)
-    Y.observe(y)
+    Y.observe(y, mask=mask)
     Q = VB_(Y, X, C, alpha, tau, **vb)
     C.initialize_from_random()
     return Q, X, C, alpha, F
@@ -63,11 +64,13 @@ def test_pca_example_reaches_bayespys_bound_with_rotations():
     assert plain.compute_lowerbound() < theirs - 100
 
 
-def test_a_rotation_changes_the_bound_by_its_predicted_amount():
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_a_rotation_changes_the_bound_by_its_predicted_amount(missing):
     # The objective of R is the bound's change: applied to a random R (not
     # the optimum), the full bound moves by the objective's change, and the
-    # product F's moments, which the likelihood sees, do not move.
-    Q, X, C, alpha, F = pca_example(ours, VB, N=30, M=8, D=4, accelerate=False)
+    # product F's moments, which the likelihood sees, do not move.  With
+    # missing values each row's scores have their own precision.
+    Q, X, C, alpha, F = pca_example(ours, VB, N=30, M=8, D=4, missing=missing, accelerate=False)
     Q.update(repeat=5, tol=-np.inf)
     ((sx, sc),) = _rotate.find_rotations(Q.model)
     XX, CC = sx.second_moment(), sc.second_moment()

@@ -24,7 +24,7 @@ from scipy.optimize import minimize
 from ..expfam.linear_map import inverse_and_logdet
 from ._deterministic import SumMultiply
 from ._gamma import Gamma
-from ._gaussian import GaussianARD
+from ._gaussian import GaussianARD, _shared
 from ._node import Constant
 from ._stochastic import Stochastic
 
@@ -76,12 +76,29 @@ class _Side:
         """Map ``q(x)`` to that of ``T x``: its moments, natural parameters and normaliser."""
         n = self.node
         phi0, phi1 = n.phi
-        u0, u1 = n.u
-        n.phi = [phi0 @ Tinv, Tinv.T @ phi1 @ Tinv]
-        n.g = n.g - logdet
-        n.u = [u0 @ T.T, T @ u1 @ T.T]
+        shared = _shared(phi1, phi1.ndim - 2)
+        if shared.shape != phi1.shape:
+            # One precision for every plate element (a factor model without
+            # missing values): mapped once, the moments computed from it.
+            phi1 = np.broadcast_to(_sandwich(Tinv.T, shared), phi1.shape).copy()
+            n._set_phi([phi0 @ Tinv, phi1])
+        else:
+            u0, u1 = n.u
+            n.phi = [phi0 @ Tinv, _sandwich(Tinv.T, phi1)]
+            n.g = n.g - logdet
+            n.u = [u0 @ T.T, _sandwich(T, u1)]
         if self.gamma is not None:
             self.gamma.update()
+
+
+def _sandwich(T, A):
+    """``T A T^T`` of each matrix of the stack ``A``, as two matrix products over the whole stack."""
+    D = T.shape[0]
+    shape = A.shape
+    right = (A.reshape(-1, D) @ T.T).reshape(shape)  # A T^T
+    # T (A T^T) = ((A T^T)^T T^T)^T, the transposes within each matrix.
+    left = np.swapaxes(right, -1, -2).reshape(-1, D) @ T.T
+    return np.swapaxes(left.reshape(shape), -1, -2)
 
 
 def _qualifies(node, D, F):
@@ -127,22 +144,14 @@ def find_rotations(nodes):
     return found
 
 
-def _terms(X, C):
-    """The rotated terms' sum over the nodes a rotation changes (X, C and their Gamma nodes)."""
-    total = 0.0
-    for side in (X, C):
-        total += side.node.lower_bound_contribution()
-        if side.gamma is not None:
-            total += side.gamma.lower_bound_contribution()
-    return total
-
-
 def rotate(X, C):
     """Rotate ``X`` by the ``R`` that maximises the bound and ``C`` by ``R^{-T}``.
 
     The bound changes by ``(N_X - N_C) log|det R|`` plus the priors'
-    terms; its maximum is found by L-BFGS from ``R = I``, and kept only when
-    the nodes' terms rose (returns whether it was kept).
+    terms (the likelihood's do not move), exactly: the change is found by
+    L-BFGS from ``R = I`` and applied only when it is a rise (returns
+    whether it was).  A Gamma node of a side, updated after the map, can
+    only add to it.
     """
     if not isinstance(X.node, Stochastic) or X.node.phi is None or C.node.phi is None:
         return False
@@ -173,15 +182,6 @@ def rotate(X, C):
     Rinv, logdet = inverse_and_logdet(R)
     if Rinv is None:
         return False
-    saved = [(s.node.phi, s.node.u, s.node.g) for s in (X, C)]
-    gammas = [(s.gamma, s.gamma.phi, s.gamma.u, s.gamma.g) for s in (X, C) if s.gamma]
-    before = _terms(X, C)
     X.apply(R, Rinv, logdet)
     C.apply(Rinv.T, R.T, -logdet)
-    if _terms(X, C) >= before:
-        return True
-    for s, (phi, u, g) in zip((X, C), saved):
-        s.node.phi, s.node.u, s.node.g = phi, u, g
-    for node, phi, u, g in gammas:
-        node.phi, node.u, node.g = phi, u, g
-    return False
+    return True
