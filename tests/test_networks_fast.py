@@ -108,6 +108,10 @@ def test_rotations_need_the_factor_model_pattern():
         return _rotate.find_rotations([Y, X, C, *C.parents[1:]])
 
     assert len(pair()) == 1
+    X = GaussianARD(0, 1, plates=(1, 6), shape=(2,))
+    C = GaussianARD(0, Gamma(1e-3, 1e-3, plates=(2,)), plates=(4, 1), shape=(2,))
+    GaussianARD(SumMultiply("d,d->", X, C), 1.0)
+    assert _rotate.find_rotations([X, C]) == []  # its Gamma node is not updated
     assert pair(mean=1.0) == []
     assert pair(extra_child=True) == []
     assert pair(keys="d,d->d") == []

@@ -101,8 +101,12 @@ def _sandwich(T, A):
     return np.swapaxes(left.reshape(shape), -1, -2)
 
 
-def _qualifies(node, D, F):
-    """Whether ``node`` is a latent zero-mean ARD vector whose only child is ``F``."""
+def _qualifies(node, D, F, ids):
+    """Whether ``node`` is a latent zero-mean ARD vector whose only child is ``F``.
+
+    A Gamma node of its precisions must be among the nodes updated (``ids``):
+    the rotation updates it with the node.
+    """
     if not isinstance(node, GaussianARD) or node.shape != (D,) or node.observed:
         return False
     if node._fixed is not None or node._mask is not None:
@@ -116,6 +120,8 @@ def _qualifies(node, D, F):
         a = np.asarray(alpha.u[0])
         return a.ndim <= 1 or all(n == 1 for n in a.shape[:-1])
     if not isinstance(alpha, Gamma) or alpha.observed or alpha.children != [(node, 1)]:
+        return False
+    if id(alpha) not in ids:
         return False
     if alpha._mask is not None or alpha._fixed is not None:
         return False
@@ -139,7 +145,7 @@ def find_rotations(nodes):
             if id(X) not in ids or id(C) not in ids:
                 continue
             D = X.dims[0][0] if len(X.dims[0]) == 1 else 0
-            if D and all(_qualifies(n, D, F) for n in (X, C)):
+            if D and all(_qualifies(n, D, F, ids) for n in (X, C)):
                 found.append((_Side(X, D), _Side(C, D)))
     return found
 
