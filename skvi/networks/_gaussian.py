@@ -188,7 +188,10 @@ def _gaussian_moments(phi, shape):
         mean, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(phi0, phi1)
     # BayesPy's g leaves the -D log(2 pi) / 2 of skvi's A to the base measure f.
     g = -0.5 * np.einsum("...i,...i->...", mean, phi0) + 0.5 * logdet
-    u1 = cov + mean[..., :, None] * mean[..., None, :]
+    # The outer products first, the covariance added in place: adding a
+    # broadcast covariance to a new array walks it element by element.
+    u1 = mean[..., :, None] * mean[..., None, :]
+    u1 += cov
     plates = mean.shape[:-1]
     return [mean.reshape(plates + shape), u1.reshape(plates + shape + shape)], g
 

@@ -21,6 +21,7 @@ node (the bound is taken at that ``q``'s optimum).
 import numpy as np
 from scipy.optimize import minimize
 
+from .. import expfam
 from ..expfam.linear_map import inverse_and_logdet
 from ._deterministic import SumMultiply
 from ._gamma import Gamma
@@ -30,6 +31,8 @@ from ._stochastic import Stochastic
 
 #: The most L-BFGS iterations of one rotation; most stop sooner, converged.
 _MAXITER = 30
+#: The share of the prior terms below which a rotation's rise is rounding.
+_ROUNDING = 1e-12
 
 
 class _Side:
@@ -79,9 +82,16 @@ class _Side:
         shared = _shared(phi1, phi1.ndim - 2)
         if shared.shape != phi1.shape:
             # One precision for every plate element (a factor model without
-            # missing values): mapped once, the moments computed from it.
-            phi1 = np.broadcast_to(_sandwich(Tinv.T, shared), phi1.shape).copy()
-            n._set_phi([phi0 @ Tinv, phi1])
+            # missing values): mapped once, its covariance computed once.
+            mapped = _sandwich(Tinv.T, shared)
+            zero = np.zeros(mapped.shape[:-1])
+            _, cov, _ = expfam.MultivariateGaussian.moments_from_natural(zero, mapped)
+            mean = n.u[0] @ T.T
+            n.phi = [phi0 @ Tinv, np.broadcast_to(mapped, phi1.shape)]
+            n.g = n.g - logdet
+            u1 = mean[..., :, None] * mean[..., None, :]
+            u1 += cov
+            n.u = [mean, u1]
         else:
             u0, u1 = n.u
             n.phi = [phi0 @ Tinv, _sandwich(Tinv.T, phi1)]
@@ -182,7 +192,8 @@ def rotate(X, C):
     start = np.eye(D).ravel()
     f0 = cost(start)[0]
     res = minimize(cost, start, jac=True, method="L-BFGS-B", options={"maxiter": _MAXITER})
-    if not (np.isfinite(res.fun) and res.fun < f0):
+    # A rise within the rounding of the terms is no rise: the map is skipped.
+    if not (np.isfinite(res.fun) and f0 - res.fun > _ROUNDING * max(1.0, abs(f0))):
         return False
     R = res.x.reshape(D, D)
     Rinv, logdet = inverse_and_logdet(R)

@@ -125,7 +125,7 @@ class _Sweeps:
             "sweeps stop (a node's parameters or data are not finite, or out "
             "of its support).",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
         return False
 
