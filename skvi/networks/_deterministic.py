@@ -107,6 +107,10 @@ class SumMultiply(Node):
     (((3,), (3, 3)), array([1., 2., 2.]))
     """
 
+    #: Whether the sums run as planned contractions (see ``__init__``); a
+    #: node unpickled from before they existed takes the general sums.
+    _planned = False
+
     def __init__(self, *args, name=""):
         self.name = name
         label = self.describe()

@@ -198,6 +198,9 @@ class VB:
     4.029 True
     """
 
+    #: The default of ``accelerate`` (also that of a VB unpickled from before it).
+    accelerate = "rotate"
+
     def __init__(self, *nodes, tol=1e-5, accelerate="rotate"):
         for n in nodes:
             if not isinstance(n, Node):
