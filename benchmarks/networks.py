@@ -47,6 +47,17 @@ repeated ``--repeats`` times; it reports median wall and CPU seconds, their
 ratios (network / mixture), the median ``score`` on the first 20,000
 rows, and the median passes and steps (network / mixture).
 
+``--pca`` times instead BayesPy's PCA example (``doc/source/examples/pca.rst``:
+M = 20, N = 100, D = 10, ``np.random.seed(1)``, ``C.initialize_from_random()``)
+to each library's default tolerance, ``Q.update(repeat=10000)``: skvi at
+its defaults (rotations of the latent space after each sweep), skvi's plain
+and extrapolated sweeps (``accelerate=False`` and ``'extrapolate'``), and
+BayesPy with its rotations (``RotateGaussianARD`` and ``RotationOptimizer``
+as the callback, the example's lines) and without; then one sweep of the
+same PCA on N = 2,000 rows, ``Q.update(repeat=50, tol=-np.inf)`` (every
+sweep runs) after ten sweeps, per sweep.  Medians over ``--repeats``
+interleaved runs in one process, BLAS on one thread.
+
 How to run
 ----------
 BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
@@ -54,6 +65,7 @@ BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
     python benchmarks/networks.py
     python benchmarks/networks.py --n-samples 200000 --repeats 3 --starts 3
     python benchmarks/networks.py --against-mixture --repeats 3
+    python benchmarks/networks.py --pca --repeats 5
 """
 
 import argparse
@@ -170,6 +182,103 @@ def against_mixture(repeats):
     print(format_table(header, body, [False] + [True] * (len(header) - 1)))
 
 
+def pca_example(nodes, VB, N=100, M=20, D=10, seed=1, **vb):
+    """BayesPy's PCA example, its data and start, without its rotation lines."""
+    np.random.seed(seed)
+    x = np.random.randn(N, 2)
+    w = np.random.randn(M, 2)
+    y = np.einsum("ik,jk->ij", w, x) + 0.1 * np.random.randn(M, N)
+    X = nodes.GaussianARD(0, 1, plates=(1, N), shape=(D,))
+    alpha = nodes.Gamma(1e-5, 1e-5, plates=(D,))
+    C = nodes.GaussianARD(0, alpha, plates=(M, 1), shape=(D,))
+    F = nodes.SumMultiply("d,d->", X, C)
+    tau = nodes.Gamma(1e-5, 1e-5)
+    Y = nodes.GaussianARD(F, tau)
+    Y.observe(y)
+    Q = VB(Y, X, C, alpha, tau, **vb)
+    C.initialize_from_random()
+    return Q, X, C, alpha
+
+
+def pca(repeats):
+    """BayesPy's PCA example: skvi's default, plain and extrapolated sweeps against BayesPy's."""
+    import bayespy.inference
+    import bayespy.nodes
+    from bayespy.inference.vmp.transformations import RotateGaussianARD, RotationOptimizer
+
+    import skvi.networks as ours
+
+    def skvi(accelerate, N=100):
+        vb = {} if accelerate is None else {"accelerate": accelerate}
+        return pca_example(ours, ours.VB, N=N, **vb)[0]
+
+    def theirs(rotate, N=100):
+        Q, X, C, alpha = pca_example(bayespy.nodes, bayespy.inference.VB, N=N)
+        if rotate:
+            R = RotationOptimizer(RotateGaussianARD(X), RotateGaussianARD(C, alpha), 10)
+            Q.set_callback(R.rotate)
+        return Q
+
+    runs = {
+        "skvi, default (rotations)": lambda: skvi(None),
+        "skvi, accelerate='extrapolate'": lambda: skvi("extrapolate"),
+        "skvi, accelerate=False (plain)": lambda: skvi(False),
+        "BayesPy with rotations": lambda: theirs(True),
+        "BayesPy, plain": lambda: theirs(False),
+    }
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}, "
+          f"bayespy {version('bayespy')}")
+    print(f"BayesPy's PCA example (M=20, N=100, D=10), Q.update(repeat=10000) to each "
+          f"library's default tolerance; medians of {repeats} interleaved runs; BLAS on one "
+          "thread\n")
+    got = {name: [] for name in runs}
+    with one_blas_thread():
+        for _ in range(repeats):
+            for name, make in runs.items():
+                Q = make()
+                kwargs = {"verbose": False} if name.startswith("BayesPy") else {}
+                start = time.perf_counter()
+                Q.update(repeat=10000, **kwargs)
+                elapsed = time.perf_counter() - start
+                sweeps = Q.iter if name.startswith("skvi") else int(np.sum(np.isfinite(Q.L)))
+                got[name].append((elapsed, float(Q.compute_lowerbound()), sweeps))
+        reference = got["BayesPy with rotations"]
+        t_ref = statistics.median(t for t, _, _ in reference)
+        bound_ref = reference[0][1]
+        body = []
+        for name, results in got.items():
+            t = statistics.median(r[0] for r in results)
+            bound, sweeps = results[0][1], results[0][2]
+            body.append([name, f"{t:.3f}", str(sweeps), f"{bound:.4f}",
+                         f"{(bound - bound_ref) / abs(bound_ref):.1e}", f"{t / t_ref:.2f}"])
+        header = ["run", "seconds", "sweeps", "bound", "rel. to BayesPy rot.",
+                  "time / BayesPy rot."]
+        print(format_table(header, body, [False] + [True] * 5))
+
+        print("\nOne sweep of the same PCA on N = 2000 rows: Q.update(repeat=50, "
+              "tol=-np.inf) after 10 sweeps, seconds per sweep\n")
+        sweep_runs = {
+            "skvi, default (rotations)": lambda: skvi(None, N=2000),
+            "skvi, accelerate=False (plain)": lambda: skvi(False, N=2000),
+            "BayesPy with rotations": lambda: theirs(True, N=2000),
+            "BayesPy, plain": lambda: theirs(False, N=2000),
+        }
+        per = {name: [] for name in sweep_runs}
+        for _ in range(repeats):
+            for name, make in sweep_runs.items():
+                Q = make()
+                kwargs = {"verbose": False} if name.startswith("BayesPy") else {}
+                Q.update(repeat=10, tol=-np.inf, **kwargs)
+                start = time.perf_counter()
+                Q.update(repeat=50, tol=-np.inf, **kwargs)
+                per[name].append((time.perf_counter() - start) / 50)
+        t_ref = statistics.median(per["BayesPy, plain"])
+        body = [[name, f"{statistics.median(v) * 1e3:.2f}",
+                 f"{statistics.median(v) / t_ref:.2f}"] for name, v in per.items()]
+        print(format_table(["run", "ms per sweep", "time / BayesPy plain"], body,
+                           [False, True, True]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-samples", type=int, default=200_000)
@@ -184,7 +293,12 @@ def main(argv=None):
                              "nearest of K random rows (the same labels in both)")
     parser.add_argument("--against-mixture", action="store_true",
                         help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
+    parser.add_argument("--pca", action="store_true",
+                        help="time BayesPy's PCA example: skvi against BayesPy with rotations")
     args = parser.parse_args(argv)
+    if args.pca:
+        pca(args.repeats)
+        return
     if args.against_mixture:
         against_mixture(args.repeats)
         return

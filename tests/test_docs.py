@@ -423,6 +423,9 @@ def check_networks(ns):
     assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
     assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
     assert ns["gappy"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    # BayesPy's PCA example: its bound with rotations (650.07), in fewer sweeps.
+    assert ns["fast"].compute_lowerbound() == pytest.approx(650.07, rel=1e-3)
+    assert ns["fast"].iter <= 26 and ns["plain"].compute_lowerbound() < 600
     # The two-output regression: each output's exact posterior mean (noise known).
     inputs, outputs = ns["inputs"], ns["outputs"]
     t = 1 / 0.3**2

@@ -154,10 +154,10 @@ def _observe(lib, y, spec):
     y.observe(data, mask=mask)
 
 
-def _fit(lib, spec, sweeps):
+def _fit(lib, spec, sweeps, **vb):
     y, latents = build(lib, spec)
     _observe(lib, y, spec)
-    Q = lib.VB(y, *latents)
+    Q = lib.VB(y, *latents, **vb)
     kwargs = {} if lib is ours else {"verbose": False}
     Q.update(repeat=sweeps, tol=-np.inf, **kwargs)
     return Q, y, latents
@@ -187,7 +187,9 @@ def test_generated_networks_never_lower_the_bound_and_agree_with_bayespy(spec):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         Qb, yb, latents_b = _fit(theirs, spec, sweeps=1)
-    Q1, y1, latents_1 = _fit(ours, spec, sweeps=1)
+    # BayesPy's VB without a callback sweeps plainly (skvi's default rotates
+    # a factor model's latent space after each sweep).
+    Q1, y1, latents_1 = _fit(ours, spec, sweeps=1, accelerate=False)
     ours_total, theirs_total, tolerance = Q1.L[0], Qb.L[0], 0.0
     if cancels:
         # For the same reason, a Gaussian mean's term is rounded differently
@@ -203,7 +205,7 @@ def test_generated_networks_never_lower_the_bound_and_agree_with_bayespy(spec):
         theirs_total = terms_b[yb] + sum(terms_b[latents_b[i]] for i in keep)
         tolerance = 1e3 * np.finfo(float).eps * _magnitude([y1] + latents_1)
     assert abs(ours_total - theirs_total) <= max(1e-6 * abs(theirs_total), tolerance, 1e-9)
-    assert Q.L[0] == Q1.L[0]
+    assert Q.L[0] == _fit(ours, spec, sweeps=1)[0].L[0]
 
 
 def _magnitude(nodes):

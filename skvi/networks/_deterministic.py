@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ._contract import MAX_LABELS, contract
 from ._moments import MomentsKind
 from ._node import _CLOCK, Node, _as_parent, _children_total, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
@@ -115,6 +116,10 @@ class SumMultiply(Node):
             return GaussianGammaProduct(*args, name=name)
         return super().__new__(cls)
 
+    #: Whether the sums run as planned contractions (see ``__init__``); a
+    #: node unpickled from before they existed takes the general sums.
+    _planned = False
+
     def __init__(self, *args, name=""):
         self.name = name
         label = self.describe()
@@ -175,6 +180,15 @@ class SumMultiply(Node):
         self.parents = nodes
         for i, p in enumerate(nodes):
             p.children.append((self, i))
+        # Integer labels of the contractions: key i is i, its primed copy
+        # K + i, the node's plate axis j is 2 K + j.  Operands that broadcast
+        # a key (size 1 against a longer one) take the general sums below.
+        K = len(sizes)
+        self._labels = [[ord(c) - ord("a") for c in k] for k in self._keys]
+        self._plate0 = 2 * K
+        self._planned = self._plate0 + len(plates) <= MAX_LABELS and all(
+            p.dims[0] == tuple(self._sizes[c] for c in k) for p, k in zip(nodes, self._keys)
+        )
 
     @staticmethod
     def _parse(label, args):
@@ -222,18 +236,53 @@ class SumMultiply(Node):
         if cached is not None and all(a is b for a, b in zip(cached[0], key)):
             self._u_cache = (cached[0], cached[1], _CLOCK[1])
             return cached[1]
-        first = ",".join("..." + k for k in self._keys) + "->..." + self._out
-        second = (
-            ",".join("..." + self._primed(k) for k in self._keys)
-            + "->..."
-            + self._primed(self._out)
-        )
-        u = [
-            np.einsum(first, *[k[0] for k in key], optimize=True),
-            np.einsum(second, *[k[1] for k in key], optimize=True),
-        ]
+        if self._planned:
+            u = [self._planned_moment(key, order) for order in (0, 1)]
+        else:
+            first = ",".join("..." + k for k in self._keys) + "->..." + self._out
+            second = (
+                ",".join("..." + self._primed(k) for k in self._keys)
+                + "->..."
+                + self._primed(self._out)
+            )
+            u = [
+                np.einsum(first, *[k[0] for k in key], optimize=True),
+                np.einsum(second, *[k[1] for k in key], optimize=True),
+            ]
         self._u_cache = (key, u, _CLOCK[1])
         return u
+
+    def _key_labels(self, keys, order):
+        """The labels of an operand's keyed axes in moment ``order`` (primed keys follow)."""
+        if order == 0:
+            return list(keys)
+        K = self._plate0 // 2
+        return list(keys) + [K + k for k in keys]
+
+    def _operand(self, a, keys, order):
+        """``a`` (plates, then keyed axes) without its plate axes of size 1, and its labels."""
+        a = np.asarray(a, dtype=np.float64)
+        nk = len(keys) * (order + 1)
+        lead = a.ndim - nk
+        first = self._plate0 + len(self.plates) - lead
+        labels = [first + j for j in range(lead) if a.shape[j] != 1]
+        shape = tuple(n for n in a.shape[:lead] if n != 1) + a.shape[lead:]
+        return a.reshape(shape), labels + self._key_labels(keys, order)
+
+    def _planned_moment(self, key, order):
+        """Moment ``order`` of f: one planned contraction over the operands' moments."""
+        arrays, labels = [], []
+        for u, keys in zip(key, self._labels):
+            a, lab = self._operand(u[order], keys, order)
+            arrays.append(a)
+            labels.append(lab)
+        present = {lab for lab_list in labels for lab in lab_list}
+        plates = [self._plate0 + j for j in range(len(self.plates))]
+        out_keys = self._key_labels([ord(c) - ord("a") for c in self._out], order)
+        kept = [lab for lab in plates if lab in present]
+        f = contract(arrays, labels, kept + out_keys)
+        shape = tuple(n if lab in present else 1 for n, lab in zip(self.plates, plates))
+        return f.reshape(shape + f.shape[len(kept) :])
 
     def _lazy(self):
         cached = self.__dict__.get("_u_cache")
@@ -251,6 +300,8 @@ class SumMultiply(Node):
         # The children's messages to f, then to operand ``index`` through the
         # others: the sums of u, with the operand's own moments left out.
         out = self.dims
+        if self._planned:
+            return [self._planned_message(index, order) for order in (0, 1)]
         m0 = np.zeros(self.plates + out[0])
         m1 = np.zeros(self.plates + out[1])
         total = _children_total(self)
@@ -282,6 +333,63 @@ class SumMultiply(Node):
                 mi = mi.sum(axis=axes, keepdims=True)
             msg.append(sum_to_plates(mi, parent.plates, len(d), self.plates))
         return msg
+
+    def _planned_message(self, index, order):
+        """Message ``order`` to operand ``index``: the children's, summed with the others' moments.
+
+        One contraction straight into the operand's plates and keyed axes,
+        summing over the plates it does not have on the way (a message to
+        the scores sums over the loadings' rows inside the product).  The
+        children's message stays as broadcast as they sent it: a plate axis
+        of size 1 is one value for the whole plate, which a sum over that
+        plate counts once per element.
+        """
+        parent = self.parents[index]
+        d = self.dims[order]
+        L = len(self.plates)
+        total = _children_total(self)
+        m = np.zeros(()) if total is None else np.asarray(total[order], dtype=np.float64)
+        m = m.reshape((1,) * (L + len(d) - m.ndim) + m.shape)
+        if m.shape[L:] != d:
+            m = np.broadcast_to(m, m.shape[:L] + d)
+        w = self._weights_to(parent)
+        if w is not None:
+            m = m * w.reshape((1,) * (L - w.ndim) + w.shape + (1,) * len(d))
+        out_key = [ord(c) - ord("a") for c in self._out]
+        a, lab = self._operand(m, out_key, order)
+        arrays, labels = [a], [lab]
+        for j, (p, keys) in enumerate(zip(self.parents, self._labels)):
+            if j != index:
+                a, lab = self._operand(p.u[order], keys, order)
+                arrays.append(a)
+                labels.append(lab)
+        own = self._key_labels(self._labels[index], order)
+        present = {x for lab in labels for x in lab}
+        K = self._plate0 // 2
+        for k in own:
+            if k not in present:
+                # A key of this operand alone: the message is the same along it.
+                arrays.append(np.ones(self._sizes[chr(ord("a") + k % K)]))
+                labels.append([k])
+        P = len(parent.plates)
+        kept = [
+            self._plate0 + L - P + i
+            for i, n in enumerate(parent.plates)
+            if n != 1 and self._plate0 + L - P + i in present
+        ]
+        mi = contract(arrays, labels, kept + own)
+        # A plate no array varies along, summed: every element adds the same.
+        count = 1
+        for j, n in enumerate(self.plates):
+            outside = j < L - P or parent.plates[j - (L - P)] == 1
+            if outside and self._plate0 + j not in present:
+                count *= n
+        if count != 1:
+            mi = mi * count
+        shape = tuple(
+            n if self._plate0 + L - P + i in kept else 1 for i, n in enumerate(parent.plates)
+        )
+        return mi.reshape(shape + mi.shape[len(kept) :])
 
 
 def Dot(*operands, name=""):

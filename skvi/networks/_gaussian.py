@@ -168,13 +168,41 @@ def _gaussian_valid(phi, nd):
     return bool(np.all(expfam.MultivariateGaussian.valid_natural(*_flat(phi, shape))))
 
 
+def _shared(a, nplates):
+    """``a`` with each plate axis along which it does not change reduced to size 1.
+
+    The rows of a factor model without missing values share one posterior
+    precision of their scores (each row's comes from the same loadings):
+    it is then factorised once, not once per row.
+    """
+    for axis in range(nplates):
+        if a.shape[axis] > 1:
+            first = a[(slice(None),) * axis + (slice(0, 1),)]
+            if np.array_equal(a, np.broadcast_to(first, a.shape)):
+                a = first
+    return a
+
+
 def _gaussian_moments(phi, shape):
     """Moments and log normaliser of Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``."""
     phi0, phi1 = _flat(phi, shape)
-    mean, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(phi0, phi1)
+    nplates = phi1.ndim - 2
+    shared = _shared(phi1, nplates)
+    if shared.shape != phi1.shape:
+        # One factorisation per distinct precision; the means are products.
+        zero = np.zeros(shared.shape[:-1])
+        _, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(zero, shared)
+        mean = np.matmul(cov, phi0[..., None])[..., 0]
+        cov = np.broadcast_to(cov, mean.shape + mean.shape[-1:])
+        logdet = np.broadcast_to(logdet, mean.shape[:-1])
+    else:
+        mean, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(phi0, phi1)
     # BayesPy's g leaves the -D log(2 pi) / 2 of skvi's A to the base measure f.
     g = -0.5 * np.einsum("...i,...i->...", mean, phi0) + 0.5 * logdet
-    u1 = cov + mean[..., :, None] * mean[..., None, :]
+    # The outer products first, the covariance added in place: adding a
+    # broadcast covariance to a new array walks it element by element.
+    u1 = mean[..., :, None] * mean[..., None, :]
+    u1 += cov
     plates = mean.shape[:-1]
     return [mean.reshape(plates + shape), u1.reshape(plates + shape + shape)], g
 

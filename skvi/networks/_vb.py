@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from . import _extrapolate, _rotate
 from ._node import Node
 from ._stochastic import Stochastic
 from ._plates import NetworkError
@@ -35,6 +36,13 @@ def _check_sweeps(repeat, tol):
             f"tol={tol} with repeat=None would never stop: give a tol of at least 0 "
             "(0 stops at an exact fixed point) or a number of sweeps"
         )
+
+
+def _check_accelerate(accelerate):
+    """``accelerate``, refused unless one of its values."""
+    if accelerate is False or accelerate in ("rotate", "extrapolate"):
+        return accelerate
+    raise ValueError(f"accelerate must be 'rotate', 'extrapolate' or False, got {accelerate!r}")
 
 
 def check_acyclic(nodes):
@@ -68,6 +76,76 @@ def check_acyclic(nodes):
                 todo.pop()
 
 
+class _Sweeps:
+    """The bookkeeping of one :meth:`VB.update`: its sweeps, bounds, callback, log and bar."""
+
+    def __init__(self, vb, nodes, repeat, bar, verbose, rotations=()):
+        self.vb, self.nodes, self.repeat = vb, nodes, repeat
+        self.rotations = rotations
+        self.bar, self.verbose = bar, verbose
+        self.history = list(vb.L)
+        self.done = 0
+
+    def left(self):
+        """Sweeps left to run (infinite without a ``repeat``)."""
+        return np.inf if self.repeat is None else self.repeat - self.done
+
+    def sweep(self, record=True):
+        """Update every node once and return the bound (recorded unless ``record`` is False)."""
+        for node in self.nodes:
+            node.update()
+        for X, C in self.rotations:
+            _rotate.rotate(X, C)
+        L = self.vb.compute_lowerbound()
+        if record:
+            self.record(L)
+        return L
+
+    def record(self, L):
+        """Count a sweep that ended at bound ``L``: history, callback, log, bar, a fall warned."""
+        vb = self.vb
+        checked = not vb.ignore_bound_checks
+        if checked and self.history and np.isfinite(self.history[-1]) and np.isfinite(L):
+            _warn_fall(self.history[-1], L, vb.iter + 1)
+        self.history.append(L)
+        self.done += 1
+        vb.iter += 1
+        if self.bar is not None:
+            self.bar.update()
+        if vb.callback is not None:
+            vb.callback()
+        if self.verbose:
+            _LOG.info("VB iteration %d: lower bound %.10g", vb.iter, L)
+
+    def finite(self, L):
+        """Whether the bound ``L`` is finite; warns that the sweeps stop when it is not."""
+        if np.isfinite(L):
+            return True
+        if self.vb.ignore_bound_checks:
+            return False
+        warnings.warn(
+            f"VB.update: the lower bound is {L} after sweep {self.vb.iter}; the "
+            "sweeps stop (a node's parameters or data are not finite, or out "
+            "of its support).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return False
+
+
+def _warn_fall(L0, L1, sweep):
+    """Warn when a sweep lowered the bound from ``L0`` to ``L1`` beyond rounding."""
+    scale = 0.5 * (abs(L0) + abs(L1))
+    if L0 - L1 > _ROUNDING * max(scale, 1.0):
+        warnings.warn(
+            f"VB.update: the lower bound decreased by {L0 - L1:.6g} (from {L0:.10g} to "
+            f"{L1:.10g}) in sweep {sweep}: a node's update disagrees with its bound "
+            "term, or the numbers lost precision.",
+            RuntimeWarning,
+            stacklevel=5,
+        )
+
+
 class VB:
     """Variational Bayes by message passing over the given nodes (BayesPy's ``VB``).
 
@@ -84,6 +162,19 @@ class VB:
         ones are updated).
     tol : float, default=1e-5
         Default relative tolerance of :meth:`update` (BayesPy's).
+    accelerate : {'rotate', 'extrapolate'} or False, default='rotate'
+        How :meth:`update` speeds up the sweeps; each keeps the bound from
+        falling.  ``'rotate'``: after each sweep, every factor model
+        ``SumMultiply('d,d->', X, C)`` of zero-mean :class:`GaussianARD`
+        vectors with per-component precisions (BayesPy's PCA) has its
+        latent space rotated to the bound's maximum, ``x -> R x`` and
+        ``c -> R^{-T} c`` (Luttinen and Ilin's parameter expansion, what
+        BayesPy's ``RotateGaussianARD`` and ``RotationOptimizer`` do when
+        set as the callback); networks without one sweep plainly.
+        ``'extrapolate'``: passes of two sweeps, a jump along them and a
+        third sweep, kept when it raises the bound (Varadhan and Roland's
+        SQUAREM, as the engine's batch fits), for any network.  ``False``:
+        plain sweeps, BayesPy's without a callback, sweep for sweep.
 
     Attributes
     ----------
@@ -110,19 +201,24 @@ class VB:
     4.029 True
     """
 
-    def __init__(self, *nodes, tol=1e-5):
+    #: The default of ``accelerate`` (also that of a VB unpickled from before it).
+    accelerate = "rotate"
+    #: BayesPy's switch for SVI written by hand, whose bound may fall: True
+    #: silences the warnings of a falling or non-finite bound.
+    ignore_bound_checks = False
+
+    def __init__(self, *nodes, tol=1e-5, accelerate="rotate"):
         for n in nodes:
             if not isinstance(n, Node):
                 raise NetworkError(f"VB takes nodes, got {n!r}")
         check_acyclic(nodes)
         self.model = list(nodes)
         self.tol = tol
+        self.accelerate = _check_accelerate(accelerate)
         self.L = np.empty(0)
         self.iter = 0
         self.converged = False
         self.callback = None
-        #: BayesPy's switch for SVI written by hand, whose bound may fall:
-        #: True silences the warning of a falling bound.
         self.ignore_bound_checks = False
 
     def __getitem__(self, name):
@@ -131,7 +227,9 @@ class VB:
                 return n
         raise KeyError(f"no node named {name!r} in this VB")
 
-    def update(self, *nodes, repeat=1, plot=False, tol=None, verbose=False, tqdm=None):
+    def update(
+        self, *nodes, repeat=1, plot=False, tol=None, verbose=False, tqdm=None, accelerate=None
+    ):
         """Run ``repeat`` sweeps of VMP updates, stopping early at the tolerance.
 
         After each sweep the bound is computed, the callback (if set) is
@@ -150,7 +248,7 @@ class VB:
             The most sweeps (None: until converged).
         plot : bool, default=False
             BayesPy's keyword, taken so that its code runs; nothing is drawn
-            (:func:`skvi.plotting.plot_node` draws a node's posterior).
+            (:func:`skvi.plotting.plot_pdf` and :func:`~skvi.plotting.plot_hinton` draw a node's posterior).
         tol : float or None, default=None
             Stop when the relative rise of the bound,
             ``(L1 - L0) / mean(|L0|, |L1|)``, is at most ``tol`` (None: the
@@ -163,13 +261,19 @@ class VB:
         tqdm : callable or None, default=None
             BayesPy's progress bar: a factory such as ``tqdm.tqdm``, called
             with ``total=repeat`` and updated once per sweep.
+        accelerate : {'rotate', 'extrapolate'}, False or None, default=None
+            How to speed up the sweeps (None: the object's ``accelerate``).
+            Every sweep counts in ``repeat``, ``iter`` and ``L`` (an
+            extrapolated pass is three); with ``'extrapolate'`` the
+            tolerance applies to the rise over a whole pass, and a pass's
+            last entry in ``L`` is the bound of the state it keeps.
 
         Raises
         ------
         ValueError
             ``repeat`` is not None or a positive integer, ``tol`` is NaN, or
             ``tol`` is negative with ``repeat=None`` (the sweeps would never
-            stop).
+            stop), or ``accelerate`` is none of its values.
 
         Examples
         --------
@@ -185,41 +289,23 @@ class VB:
         nodes = self._nodes(nodes)
         tol = self.tol if tol is None else tol
         _check_sweeps(repeat, tol)
+        accelerate = _check_accelerate(self.accelerate if accelerate is None else accelerate)
         bar = None if tqdm is None else tqdm(total=repeat)
         self.converged = False
-        history = list(self.L)
-        i = 0
+        rotations = _rotate.find_rotations(nodes) if accelerate == "rotate" else ()
+        extrapolate = accelerate == "extrapolate"
+        run = _Sweeps(self, nodes, repeat, bar, verbose, rotations)
         try:
-            while repeat is None or i < repeat:
-                for node in nodes:
-                    node.update()
-                L = self.compute_lowerbound()
-                history.append(L)
-                i += 1
-                self.iter += 1
-                if bar is not None:
-                    bar.update()
-                if self.callback is not None:
-                    self.callback()
-                if verbose:
-                    _LOG.info("VB iteration %d: lower bound %.10g", self.iter, L)
-                if not np.isfinite(L):
-                    if self.ignore_bound_checks:
-                        break
-                    warnings.warn(
-                        f"VB.update: the lower bound is {L} after sweep {self.iter}; the "
-                        "sweeps stop (a node's parameters or data are not finite, or out "
-                        "of its support).",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+            while run.left():
+                if extrapolate and run.left() >= 3 and run.history:
+                    stop = self._extrapolated_pass(run, tol)
+                else:
+                    L = run.sweep()
+                    stop = not run.finite(L) or self._stop(run.history, -2, tol)
+                if stop:
                     break
-                if len(history) > 1 and np.isfinite(history[-2]):
-                    if self._converged(history[-2], L, tol):
-                        self.converged = True
-                        break
         finally:
-            self.L = np.asarray(history)
+            self.L = np.asarray(run.history)
             if bar is not None and hasattr(bar, "close"):
                 bar.close()
 
@@ -267,18 +353,48 @@ class VB:
             if old is not None and scale != 1.0:
                 node._set_phi([a + scale * (b - a) for a, b in zip(old, node.phi)])
 
-    def _converged(self, L0, L1, tol):
-        """The stopping test of a sweep from ``L0`` to ``L1``; warns when the bound fell."""
-        scale = 0.5 * (abs(L0) + abs(L1))
-        if L0 - L1 > _ROUNDING * max(scale, 1.0) and not self.ignore_bound_checks:
-            warnings.warn(
-                f"VB.update: the lower bound decreased by {L0 - L1:.6g} (from {L0:.10g} to "
-                f"{L1:.10g}) in sweep {self.iter}: a node's update disagrees with its bound "
-                "term, or the numbers lost precision.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return L1 - L0 <= tol * scale
+    def _stop(self, history, start, tol):
+        """Whether the sweeps since ``history[start]`` rose by at most the tolerance (they stop)."""
+        if (start < 0 and len(history) < -start) or not np.isfinite(history[start]):
+            return False
+        if self._converged(history[start], history[-1], tol):
+            self.converged = True
+            return True
+        return False
+
+    def _extrapolated_pass(self, run, tol):
+        """Two sweeps, a jump along them and one more sweep (see ``_extrapolate``); True: stop.
+
+        The bound of the pass's last sweep is that of the state kept: the
+        jump's, or the second sweep's again when the jump lowered it.  The
+        pass converges when it raised the bound by at most ``tol`` from
+        where it started: its plain sweeps alone may each rise by less on a
+        ridge that the jump climbs.
+        """
+        start = len(run.history) - 1
+        nodes = _extrapolate.latent(run.nodes)
+        s0 = _extrapolate.snapshot(nodes)
+        L = run.sweep()
+        if not run.finite(L):
+            return True
+        s1 = _extrapolate.snapshot(nodes)
+        L2 = run.sweep()
+        if not run.finite(L2):
+            return True
+        s2 = _extrapolate.snapshot(nodes)
+        if s0 is None or s1 is None or s2 is None or not _extrapolate.jump(nodes, s0, s1, s2):
+            return self._stop(run.history, start, tol)
+        L3 = run.sweep(record=False)
+        if not L3 >= L2:
+            _extrapolate.restore(nodes, s2)
+            L3 = L2
+        run.record(L3)
+        return self._stop(run.history, start, tol)
+
+    @staticmethod
+    def _converged(L0, L1, tol):
+        """The stopping test of sweeps from bound ``L0`` to ``L1``."""
+        return L1 - L0 <= tol * 0.5 * (abs(L0) + abs(L1))
 
     def set_callback(self, callback):
         """Call ``callback()`` once after every sweep of :meth:`update` (BayesPy's).
