@@ -44,7 +44,9 @@ GaussianMoments = namedtuple(
 )
 GaussianMoments.__doc__ = """Moments of Gaussians, as :func:`gaussian_moments` returns them.
 
-Attributes
+A named tuple ``(mean, covariance, logdet_precision, factor)``.
+
+Parameters
 ----------
 mean : ndarray of shape batch_shape + (d,)
     ``m = Lambda^{-1} eta1``.
