@@ -43,6 +43,14 @@ def test_gaussian_moments_equal_numpy_inverse(batch, d):
     np.testing.assert_array_equal(q.factor, np.tril(q.factor))
     np.testing.assert_allclose(q.factor @ np.swapaxes(q.factor, -1, -2), inverse, rtol=1e-10)
     assert gaussian_moments(eta1, -0.5 * precision).factor is None
+    # The factor without the log-determinant: the precision inverted directly.
+    draw = gaussian_moments(eta1, -0.5 * precision, factor=True, logdet=False)
+    assert draw.logdet_precision is None
+    np.testing.assert_allclose(draw.covariance, inverse, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(draw.covariance, np.swapaxes(draw.covariance, -1, -2))
+    np.testing.assert_allclose(draw.mean, mean, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(draw.factor @ np.swapaxes(draw.factor, -1, -2), inverse, rtol=1e-10)
+    assert gaussian_moments(eta1, -0.5 * precision, logdet=False).logdet_precision is None
 
 
 def test_gaussian_moments_symmetrise_eta2_and_broadcast():
@@ -64,6 +72,7 @@ def test_gaussian_moments_diagonal_closed_form():
     np.testing.assert_allclose(q.mean, [[1.0, -6.0], [0.125, 1.0]])
     np.testing.assert_allclose(q.logdet_precision, [np.log(1.0), np.log(4.0)])
     np.testing.assert_allclose(q.factor, np.sqrt([[0.5, 2.0], [0.25, 1.0]]))
+    assert gaussian_moments(eta1, eta2, diagonal=True, logdet=False).logdet_precision is None
     # As the full map of the same diagonal precisions.
     full = gaussian_moments(eta1, eta2[:, :, None] * np.eye(2))
     np.testing.assert_allclose(q.mean, full.mean, rtol=1e-14)

@@ -69,8 +69,13 @@ array([1.])
 
 
 def _check_natural(eta1, eta2, diagonal):
+    """``(eta1, eta2)`` as floating arrays; ValueError naming a wrong shape (finiteness apart)."""
     eta1 = np.asarray(eta1)
     eta2 = np.asarray(eta2)
+    if eta1.dtype not in (np.float32, np.float64):
+        eta1 = eta1.astype(np.float64)
+    if eta2.dtype not in (np.float32, np.float64):
+        eta2 = eta2.astype(np.float64)
     event = 1 if diagonal else 2
     if eta1.ndim < 1 or eta2.ndim < event:
         raise ValueError(
@@ -84,15 +89,19 @@ def _check_natural(eta1, eta2, diagonal):
             f"gaussian_moments: eta2 must end in {(d,) * event} with d = eta1.shape[-1] = {d}; "
             f"got {eta2.shape}."
         )
-    try:
-        np.broadcast_shapes(eta1.shape[:-1], eta2.shape[: eta2.ndim - event])
-    except ValueError:
-        raise ValueError(
-            f"gaussian_moments: the batch shapes of eta1 {eta1.shape} and eta2 {eta2.shape} "
-            "do not broadcast."
-        ) from None
-    if not (np.all(np.isfinite(eta1)) and np.all(np.isfinite(eta2))):
-        raise ValueError("gaussian_moments: the natural parameters must be finite.")
+    if eta1.shape[:-1] != eta2.shape[: eta2.ndim - event]:
+        try:
+            np.broadcast_shapes(eta1.shape[:-1], eta2.shape[: eta2.ndim - event])
+        except ValueError:
+            raise ValueError(
+                f"gaussian_moments: the batch shapes of eta1 {eta1.shape} and eta2 "
+                f"{eta2.shape} do not broadcast."
+            ) from None
+    return eta1, eta2
+
+
+def _not_finite():
+    return ValueError("gaussian_moments: the natural parameters must be finite.")
 
 
 def _natural_factors(eta1, eta2):
@@ -124,10 +133,10 @@ def _covariance(chol_inv):
     return 0.5 * (cov + np.swapaxes(cov, -1, -2))
 
 
-def _diagonal_moments(eta1, eta2, factor):
+def _diagonal_moments(eta1, eta2, factor, logdet):
     var = -0.5 / eta2
     # log|Lambda| = sum log(-2 eta2)
-    logdet = np.sum(np.log(-2.0 * eta2), axis=-1)
+    logdet = np.sum(np.log(-2.0 * eta2), axis=-1) if logdet else None
     return GaussianMoments(eta1 * var, var, logdet, np.sqrt(var) if factor else None)
 
 
@@ -172,7 +181,15 @@ def _lapack_moments(eta1, eta2, memo, memo_size):
 
 
 def gaussian_moments(
-    eta1, eta2, *, diagonal=False, factor=False, lapack=False, memo=None, memo_size=MEMO_SIZE
+    eta1,
+    eta2,
+    *,
+    diagonal=False,
+    factor=False,
+    logdet=True,
+    lapack=False,
+    memo=None,
+    memo_size=MEMO_SIZE,
 ):
     """Mean, covariance and ``log|Lambda|`` of Gaussians from their natural parameters.
 
@@ -181,7 +198,10 @@ def gaussian_moments(
     leading axes: ``m = Lambda^{-1} eta1``, ``Sigma = Lambda^{-1}`` and
     ``log|Lambda|``.  A full precision is factorised once,
     ``Lambda = L L^T`` (``eta2`` symmetrised first); the mean comes from
-    two triangular solves and the covariance from ``L^{-1}``.
+    two triangular solves and the covariance from ``L^{-1}``.  Asked for
+    the covariance's factor without the log-determinant, the map inverts
+    each precision directly instead (the cheaper route when no factor of
+    the precision is needed).
 
     Parameters
     ----------
@@ -198,6 +218,10 @@ def gaussian_moments(
         Also return the lower Cholesky factor of each covariance (what a
         draw ``m + F z`` needs), or the standard deviations if
         ``diagonal``.
+    logdet : bool, default=True
+        Return ``log|Lambda|``; False leaves it out (None), for a caller
+        that does not need it (it costs a logarithm per entry of a
+        diagonal precision).
     lapack : bool, default=False
         One large float64 precision (``eta1`` of shape (d,), ``eta2`` of
         shape (d, d)): LAPACK's ``potrf``, then ``potrs`` for the mean and
@@ -217,7 +241,7 @@ def gaussian_moments(
     -------
     GaussianMoments
         ``(mean, covariance, logdet_precision, factor)``; ``factor`` is
-        None unless asked for.
+        None unless asked for, ``logdet_precision`` None if not.
 
     Raises
     ------
@@ -247,24 +271,42 @@ def gaussian_moments(
     >>> bool(np.allclose(lapack.covariance, q.covariance))
     True
     """
-    _check_natural(eta1, eta2, diagonal)
+    eta1, eta2 = _check_natural(eta1, eta2, diagonal)
     if diagonal:
-        dtype = _float_dtype(eta1, eta2)
-        eta1, eta2 = np.asarray(eta1, dtype=dtype), np.asarray(eta2, dtype=dtype)
-        if not np.all(eta2 < 0):
+        # -inf < eta2 < 0 and a finite mean: finite natural parameters
+        # (inf * var is not finite), and positive precisions.
+        if not np.all((eta2 < 0) & (eta2 > -np.inf)):
+            if not np.all(np.isfinite(eta2)):
+                raise _not_finite()
             raise np.linalg.LinAlgError("gaussian_moments: a precision is not positive.")
-        return _diagonal_moments(eta1, eta2, factor)
+        q = _diagonal_moments(eta1, eta2, factor, logdet)
+        if not np.all(np.isfinite(q.mean)):
+            raise _not_finite()
+        return q
+    if not (np.all(np.isfinite(eta1)) and np.all(np.isfinite(eta2))):
+        raise _not_finite()
     if lapack:
         if np.ndim(eta1) != 1 or np.ndim(eta2) != 2:
             raise ValueError(
                 "gaussian_moments: the LAPACK route takes one Gaussian, eta1 of shape (d,) "
                 f"and eta2 of shape (d, d); got {np.shape(eta1)} and {np.shape(eta2)}."
             )
-        mean, cov, logdet = _lapack_moments(eta1, eta2, memo, memo_size)
+        mean, cov, value = _lapack_moments(eta1, eta2, memo, memo_size)
+    elif factor and not logdet:
+        # The covariance's factor and no log-determinant (a caller that
+        # draws): one inverse of each precision (LU), half the work of
+        # factorising it, inverting the factor and multiplying.
+        precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+        cov = np.linalg.inv(precision)
+        cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+        mean = (cov @ eta1[..., None])[..., 0]
+        return GaussianMoments(mean, cov, None, np.linalg.cholesky(cov))
     else:
         _, chol, chol_inv, mean = _natural_factors(eta1, eta2)
-        cov, logdet = _covariance(chol_inv), _cholesky_logdet(chol)
-    return GaussianMoments(mean, cov, logdet, np.linalg.cholesky(cov) if factor else None)
+        cov, value = _covariance(chol_inv), _cholesky_logdet(chol) if logdet else None
+    return GaussianMoments(
+        mean, cov, value if logdet else None, np.linalg.cholesky(cov) if factor else None
+    )
 
 
 def _check_square(a, name):

@@ -30,7 +30,7 @@ def _set_state_rows(state, rows, values):
 
 def _gaussian_moments(eta1, eta2, diagonal):
     """Means and scales of Gaussians: standard deviations (diagonal) or Cholesky factors."""
-    q = gaussian_moments(eta1, eta2, diagonal=diagonal, factor=True)
+    q = gaussian_moments(eta1, eta2, diagonal=diagonal, factor=True, logdet=False)
     return q.mean, q.factor
 
 
