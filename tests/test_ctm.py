@@ -600,3 +600,13 @@ def test_the_pickle_does_not_grow_with_the_training_documents():
         ctm = SVICorrelatedTopicModel(n_components=4, max_iter=2, tol=0, random_state=0).fit(X)
         sizes.append(len(pickle.dumps(ctm, protocol=pickle.HIGHEST_PROTOCOL)))
     assert sizes[1] <= sizes[0] * 1.05
+
+
+def test_a_document_whose_precision_overflows_is_invalid_not_an_error():
+    # Finite natural parameters whose symmetrised precision -(eta2 + eta2^T)
+    # overflows: the document is invalid (its step is halved), as one whose
+    # eigenvalues are not positive.
+    model = SVICorrelatedTopicModel(n_components=3)
+    eta2 = -np.stack([np.eye(2), np.array([[1e308, 1e308], [1e308, 1.0]]), -np.eye(2)])
+    valid = model._valid_documents(np.zeros((3, 2)), eta2)
+    assert valid.tolist() == [True, False, False]

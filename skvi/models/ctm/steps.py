@@ -216,6 +216,8 @@ class _DocumentSteps:
                     & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1)
                 )
             precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+            # A sum that overflows is no precision either.
+            finite &= np.all(np.isfinite(precision.reshape(n, -1)), axis=1)
             precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
             w = symmetric_eigenvalues(precision)
             bound = np.linalg.norm(np.where(finite[:, None], eta1, 0.0), axis=1) / w[:, 0]
