@@ -86,6 +86,8 @@ def extensions():
             Extension(
                 "skvi.models.matrix_factorization._gaussian_fast",
                 ["skvi/models/matrix_factorization/_gaussian_fast.pyx"],
+                # The family layer's compiled Gaussian map, which the kernel cimports.
+                depends=["skvi/expfam/_gaussian_small.pxd"],
             ),
         ],
         compiler_directives={"language_level": 3},

@@ -619,3 +619,13 @@ def test_a_loaded_pickle_transforms_as_the_fit_and_refuses_to_continue_a_stream(
     ctm.partial_fit(X_new)
     np.testing.assert_array_equal(copied.components_, ctm.components_)
     np.testing.assert_array_equal(copied.prior_mean_, ctm.prior_mean_)
+
+
+def test_a_document_whose_precision_overflows_is_invalid_not_an_error():
+    # Finite natural parameters whose symmetrised precision -(eta2 + eta2^T)
+    # overflows: the document is invalid (its step is halved), as one whose
+    # eigenvalues are not positive.
+    model = SVICorrelatedTopicModel(n_components=3)
+    eta2 = -np.stack([np.eye(2), np.array([[1e308, 1e308], [1e308, 1.0]]), -np.eye(2)])
+    valid = model._valid_documents(np.zeros((3, 2)), eta2)
+    assert valid.tolist() == [True, False, False]

@@ -90,6 +90,26 @@ def test_networks_delegate_the_family_mathematics_to_expfam():
         assert len(path.read_text().splitlines()) <= 1000, path.name
 
 
+def test_models_delegate_the_gaussian_linear_algebra_to_expfam():
+    # One family layer: the Gaussian natural-to-moments map and the
+    # factorisations of positive definite matrices (the covariance's factor,
+    # log-determinants, eigenvalues) are written once, in skvi/expfam, and the
+    # models call them.  The sparse GPs (their kernels' gradients in
+    # skvi/models/_kernels.py) keep their own Gaussian-process algebra.
+    words = re.compile(r"\b(cholesky|cho_factor|cho_solve|potrf|potri|slogdet|eigh|eigvalsh)\b")
+    models = ROOT / "skvi" / "models"
+    paths = [
+        path
+        for pattern in ("*.py", "*.pyx", "*.pxd", "*.h")
+        for path in sorted(models.rglob(pattern))
+        if "sparse_gp" not in str(path.relative_to(models)) and path != models / "_kernels.py"
+    ]
+    assert any(path.suffix == ".pyx" for path in paths)
+    for path in paths:
+        found = sorted(set(words.findall(path.read_text())))
+        assert not found, f"{path.relative_to(ROOT)}: {found}"
+
+
 def test_the_factors_are_set_in_one_place():
     # One fit state owns the factors: every collaborator that decides a new
     # value hands it to FitState, the only module that assigns them.

@@ -1515,3 +1515,107 @@ def test_plot_pdf_refuses_what_it_cannot_draw(node, x, match):
     np.testing.assert_array_equal(ax.lines[0].get_ydata(), [0.0, 0.0])
     assert plot_pdf(GaussianARD(0.0, 1.0), x=np.array([])).lines[0].get_ydata().size == 0
     plt.close("all")
+
+
+# ------------------------------------- the family layer's linear algebra
+_BAD_ENTRIES = [np.nan, np.inf, -np.inf]
+
+
+@st.composite
+def _natural_gaussians(draw):
+    """Natural parameters of Gaussians, some damaged: a non-finite entry or a wrong shape."""
+    batch = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    d = draw(st.integers(1, 4))
+    diagonal = draw(st.booleans())
+    rng = np.random.RandomState(draw(st.integers(0, 2**16)))
+    scale = draw(scales)
+    if diagonal:
+        eta2 = -rng.uniform(0.1, 2.0, size=batch + (d,)) * scale
+    else:
+        A = rng.normal(size=batch + (d, d))
+        eta2 = -0.5 * (A @ np.swapaxes(A, -1, -2) + np.eye(d)) * scale
+    eta1 = rng.normal(size=batch + (d,)) * scale
+    damage = draw(st.sampled_from(["none", "eta1", "eta2", "shape", "indefinite"]))
+    if damage in ("eta1", "eta2"):
+        target = eta1 if damage == "eta1" else eta2
+        target.reshape(-1)[draw(st.integers(0, target.size - 1))] = draw(
+            st.sampled_from(_BAD_ENTRIES)
+        )
+    elif damage == "shape":
+        eta1 = eta1[..., :-1] if d > 1 else np.concatenate([eta1, eta1], axis=-1)
+    elif damage == "indefinite":
+        eta2 = -eta2
+    return eta1, eta2, diagonal, damage
+
+
+@FUZZ
+@given(_natural_gaussians(), st.booleans())
+def test_gaussian_moments_are_finite_or_a_clear_error(case, factor):
+    from skvi.expfam import gaussian_moments
+
+    eta1, eta2, diagonal, damage = case
+    try:
+        q = gaussian_moments(eta1, eta2, diagonal=diagonal, factor=factor)
+    except np.linalg.LinAlgError:
+        assert damage == "indefinite"
+        return
+    except ValueError as err:
+        assert damage in ("eta1", "eta2", "shape")
+        assert re.search(r"finite|shape|eta2", str(err)), err
+        return
+    assert damage == "none"
+    _finite(q.mean, q.covariance, q.logdet_precision)
+    if factor:
+        _finite(q.factor)
+    if eta1.ndim == 1 and not diagonal:  # the LAPACK route agrees
+        lapack = gaussian_moments(eta1, eta2, lapack=True)
+        np.testing.assert_allclose(lapack.covariance, q.covariance, rtol=1e-8, atol=1e-300)
+
+
+@FUZZ
+@given(
+    st.sampled_from(["cholesky", "logdet", "inverse", "eigenvalues", "projection", "jitter"]),
+    st.integers(1, 4),
+    st.sampled_from(["none", "entry", "not_square", "vector", "indefinite"]),
+    st.integers(0, 2**16),
+)
+def test_spd_factorisations_are_finite_or_a_clear_error(which, d, damage, seed):
+    from skvi.expfam import (
+        cholesky_factor,
+        psd_projection,
+        spd_inverse,
+        spd_logdet,
+        symmetric_eigenvalues,
+    )
+
+    fn = {
+        "cholesky": cholesky_factor,
+        "logdet": spd_logdet,
+        "inverse": spd_inverse,
+        "eigenvalues": symmetric_eigenvalues,
+        "projection": psd_projection,
+        "jitter": lambda a: cholesky_factor(a, jitter=True),
+    }[which]
+    rng = np.random.RandomState(seed)
+    A = rng.normal(size=(2, d, d))
+    a = A @ np.swapaxes(A, -1, -2) + np.eye(d)
+    if damage == "entry":
+        a[rng.randint(2), rng.randint(d), rng.randint(d)] = _BAD_ENTRIES[rng.randint(3)]
+    elif damage == "not_square":
+        a = a[..., :, : d + 1] if d == 1 else a[..., :, :-1]
+        a = np.concatenate([a, a], axis=-1) if d == 1 else a
+    elif damage == "vector":
+        a = a[0, 0]
+    elif damage == "indefinite":
+        a = -a
+    try:
+        out = fn(a)
+    except np.linalg.LinAlgError:
+        assert damage == "indefinite" and which in ("cholesky", "logdet", "inverse", "jitter")
+        return
+    except ValueError as err:
+        assert damage in ("entry", "not_square", "vector")
+        assert re.search(r"finite|square", str(err)), err
+        return
+    assert damage == "none" or (damage == "indefinite" and which in ("eigenvalues", "projection"))
+    _finite(out)

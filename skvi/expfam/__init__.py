@@ -55,13 +55,18 @@ Other conventions
 -----------------
 Callers that keep parameters in another convention (the nodes of
 :mod:`skvi.networks`, in BayesPy's) call array-level functions rather than
-re-deriving the mathematics: :meth:`MultivariateGaussian.moments_from_natural`
-(mean, covariance and log-determinant from a precision and a linear term),
+re-deriving the mathematics: :func:`gaussian_moments` (mean, covariance and
+log-determinant from a precision and a linear term, with the options the
+models need: diagonal, the covariance's factor, LAPACK with a memo of
+factorisations) and :meth:`MultivariateGaussian.moments_from_natural`,
 :meth:`Wishart.stats_from_inverse_scale` (a Wishart given by its inverse
 scale), :meth:`Wishart.sufficient_stats`, the log-normalisers' terms
 :meth:`Gamma.log_normalizer_shape_term` and
 :meth:`Wishart.log_normalizer_df_term`, and the count families' base
-measures in :mod:`skvi.expfam.counts`.
+measures in :mod:`skvi.expfam.counts`.  The models' other linear algebra
+of symmetric positive definite matrices is here too (:mod:`skvi.expfam.linalg`):
+:func:`cholesky_factor` (with jitter), :func:`spd_logdet`, :func:`spd_inverse`,
+:func:`symmetric_eigenvalues` and :func:`psd_projection`.
 
 Dtypes
 ------
@@ -90,6 +95,15 @@ from .base import (  # noqa: F401
 from .dirichlet import Dirichlet
 from .gamma import Gamma
 from .gaussian import Gaussian
+from .linalg import (
+    GaussianMoments,
+    cholesky_factor,
+    gaussian_moments,
+    psd_projection,
+    spd_inverse,
+    spd_logdet,
+    symmetric_eigenvalues,
+)
 from .multivariate_gaussian import MultivariateGaussian
 from .normal_gamma import NormalGamma
 from .normal_wishart import NormalWishart
@@ -101,9 +115,16 @@ __all__ = [
     "ExponentialFamily",
     "Gamma",
     "Gaussian",
+    "GaussianMoments",
     "MultivariateGaussian",
     "NormalGamma",
     "NormalWishart",
     "Rayleigh",
     "Wishart",
+    "cholesky_factor",
+    "gaussian_moments",
+    "psd_projection",
+    "spd_inverse",
+    "spd_logdet",
+    "symmetric_eigenvalues",
 ]

@@ -14,36 +14,7 @@ from .base import (
     _symmetric_mask,
     same_array,
 )
-
-
-def _natural_factors(eta1, eta2):
-    """``(precision, L, L^{-1}, mean)`` from natural parameters ``(Lambda m, -Lambda / 2)``.
-
-    The one map from a precision and a linear term to the mean: ``eta2`` is
-    symmetrised, ``precision = L L^T`` factorised once (``LinAlgError`` when
-    a precision is not positive definite) and ``m = L^{-T} (L^{-1} eta1)``,
-    batched over the leading axes.
-    """
-    dtype = _float_dtype(eta1, eta2)
-    eta1 = np.asarray(eta1, dtype=dtype)
-    eta2 = np.asarray(eta2, dtype=dtype)
-    d = eta2.shape[-1]
-    batch = np.broadcast_shapes(eta1.shape[:-1], eta2.shape[:-2])
-    precision = -(eta2 + np.swapaxes(eta2, -1, -2))
-    precision = np.broadcast_to(precision, batch + (d, d))
-    eta1 = np.broadcast_to(eta1, batch + (d,))
-    chol = np.linalg.cholesky(precision)
-    chol_inv = np.linalg.inv(chol)
-    # m = Lambda^{-1} eta1 = L^{-T} (L^{-1} eta1)
-    half = (chol_inv @ eta1[..., None])[..., 0]
-    mean = (np.swapaxes(chol_inv, -1, -2) @ half[..., None])[..., 0]
-    return precision, chol, chol_inv, mean
-
-
-def _covariance(chol_inv):
-    """``Lambda^{-1} = L^{-T} L^{-1}`` from the inverse Cholesky factor, symmetrised."""
-    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-    return 0.5 * (cov + np.swapaxes(cov, -1, -2))
+from .linalg import _covariance, _natural_factors, gaussian_moments
 
 
 class MultivariateGaussian(ExponentialFamily):
@@ -215,8 +186,14 @@ class MultivariateGaussian(ExponentialFamily):
 
         Raises
         ------
+        ValueError
+            If the shapes do not match or an entry is not finite.
         numpy.linalg.LinAlgError
             If a precision ``-2 eta2`` is not positive definite.
+
+        See Also
+        --------
+        gaussian_moments : the map with its options (diagonal, a factor, LAPACK).
 
         Examples
         --------
@@ -230,8 +207,7 @@ class MultivariateGaussian(ExponentialFamily):
         >>> print(np.allclose(cov @ precision, np.eye(2)))
         True
         """
-        _, chol, chol_inv, mean = _natural_factors(eta1, eta2)
-        return mean, _covariance(chol_inv), _cholesky_logdet(chol)
+        return tuple(gaussian_moments(eta1, eta2)[:3])
 
     @staticmethod
     def valid_natural(eta1, eta2):

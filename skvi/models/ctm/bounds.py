@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ...expfam import spd_logdet
 from . import kernels
 
 #: Seed of the common random numbers of the ELBO's Monte Carlo estimate.
@@ -38,7 +39,7 @@ class _Bounds:
         """The bound of each document: its data part minus its KL divergence to the prior."""
         loglik = self._data_bounds(X, mean, scale)
         precision = np.linalg.inv(self._sigma)
-        logdet = np.linalg.slogdet(self._sigma)[1]
+        logdet = spd_logdet(self._sigma)
         cov = self._covariances(scale)
         kl = kernels.kl_gaussian(mean, cov, self._mu, precision, logdet)
         return loglik - kl
@@ -56,7 +57,7 @@ class _Bounds:
         if n == 0:
             return 0.0
         precision = np.linalg.inv(self._sigma)
-        logdet = np.linalg.slogdet(self._sigma)[1]
+        logdet = spd_logdet(self._sigma)
         delta = moments.mean - self._mu
         spread = moments.scatter + n * np.outer(delta, delta)
         trace_cov = (

@@ -3,6 +3,8 @@
 import numpy as np
 import scipy.sparse as sp
 
+from ...expfam import gaussian_moments
+
 
 def _state_rows(state, rows):
     """The rows ``rows`` of an update rule's per-document state (a dict of arrays)."""
@@ -28,14 +30,8 @@ def _set_state_rows(state, rows, values):
 
 def _gaussian_moments(eta1, eta2, diagonal):
     """Means and scales of Gaussians: standard deviations (diagonal) or Cholesky factors."""
-    if diagonal:
-        var = -0.5 / eta2
-        return eta1 * var, np.sqrt(var)
-    precision = -(eta2 + np.swapaxes(eta2, -1, -2))
-    cov = np.linalg.inv(precision)
-    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
-    mean = (cov @ eta1[..., None])[..., 0]
-    return mean, np.linalg.cholesky(cov)
+    q = gaussian_moments(eta1, eta2, diagonal=diagonal, factor=True, logdet=False)
+    return q.mean, q.factor
 
 
 def _covariances(scale, diagonal):

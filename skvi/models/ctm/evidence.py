@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from ...expfam import cholesky_factor
 from ...validation import check_counts
 from .._importance import check_sampling, check_topics, importance_average
 from . import kernels
@@ -98,8 +99,8 @@ def ctm_log_evidence(
             f"{d + 1} topics; got {mu.shape} and {sigma.shape}."
         )
     try:
-        prior = np.linalg.cholesky(sigma)
-    except np.linalg.LinAlgError:
+        prior = cholesky_factor(sigma)
+    except ValueError:  # not finite, or not positive definite (LinAlgError)
         raise ValueError("prior_covariance must be positive definite.") from None
     if posterior is None:
         mean, cov = laplace_posterior(X, mu, sigma, beta, max_iter=max_iter)
@@ -113,8 +114,8 @@ def ctm_log_evidence(
                 f"({n_docs}, {d}, {d}) or ({n_docs}, {d}); got {mean.shape} and {cov.shape}."
             )
     try:
-        proposal = np.linalg.cholesky(cov + inflation * np.eye(d))
-    except np.linalg.LinAlgError:
+        proposal = cholesky_factor(cov + inflation * np.eye(d))
+    except ValueError:  # not finite, or not positive definite (LinAlgError)
         raise ValueError(
             "posterior covariances plus inflation * I must be positive definite."
         ) from None

@@ -39,6 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.polynomial.hermite_e import hermegauss
 
+from skvi.expfam import cholesky_factor, psd_projection, spd_inverse, spd_logdet
 from skvi.expfam.base import _check_random_state
 
 __all__ = [
@@ -760,37 +761,6 @@ def mean_field_bound_derivatives(
     return MonteCarloDerivatives(g, H, data, counts[0] if counts else None)
 
 
-def psd_projection(A):
-    """Frobenius-nearest positive semi-definite matrices of symmetric matrices.
-
-    Clips the negative eigenvalues of each matrix to 0, as in the update
-    ``V_d^{-1} <- (1 - rho) V_d^{-1} + rho (Sigma^{-1} + P_psd(-H_hat))``.
-
-    Parameters
-    ----------
-    A : array-like of shape (..., d, d)
-        Symmetric matrices; only their symmetric parts are used.
-
-    Returns
-    -------
-    P : ndarray of shape (..., d, d)
-        ``Q max(Lambda, 0) Q^T`` for ``A = Q Lambda Q^T``; symmetric.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skvi.models.ctm.kernels import psd_projection
-    >>> psd_projection(np.array([[[1.0, 2.0], [2.0, 1.0]]])).round(3)
-    array([[[1.5, 1.5],
-            [1.5, 1.5]]])
-    """
-    A = np.asarray(A, dtype=np.float64)
-    A = 0.5 * (A + np.swapaxes(A, -1, -2))
-    w, Q = np.linalg.eigh(A)
-    P = np.matmul(Q * np.maximum(w, 0.0)[..., None, :], np.swapaxes(Q, -1, -2))
-    return 0.5 * (P + np.swapaxes(P, -1, -2))
-
-
 def gauss_hermite_rule(dim, n_points):
     """A tensor-product Gauss-Hermite rule for the standard normal in ``dim`` dimensions.
 
@@ -861,7 +831,7 @@ def gauss_hermite_expectation(f, mean, cov, n_points=20):
     True
     """
     mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
-    L = np.linalg.cholesky(np.atleast_2d(np.asarray(cov, dtype=np.float64)))
+    L = cholesky_factor(np.atleast_2d(np.asarray(cov, dtype=np.float64)))
     nodes, weights = gauss_hermite_rule(mean.size, n_points)
     values = f(mean + nodes @ L.T)
 
@@ -915,8 +885,7 @@ def kl_gaussian(mean, cov, mu, Sigma_inv, logdet_Sigma):
         logdet_V = np.log(cov).sum(axis=-1)
     else:
         trace = np.einsum("ij,nji->n", Sigma_inv, cov)
-        chol = np.linalg.cholesky(cov)
-        logdet_V = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
+        logdet_V = spd_logdet(cov)
     return 0.5 * (trace + quad - dim + float(logdet_Sigma) - logdet_V)
 
 
@@ -969,12 +938,10 @@ def document_elbo(X, mean, cov, beta, mu, Sigma, n_samples, rng=None):
     X = _check_counts(X)
     mean, cov = _check_gaussian(mean, cov, X.shape[0], "cov")
     beta = _check_beta(beta, mean.shape[1] + 1, X.shape[1])
-    factor = np.sqrt(cov) if cov.ndim == mean.ndim else np.linalg.cholesky(cov)
+    factor = np.sqrt(cov) if cov.ndim == mean.ndim else cholesky_factor(cov)
     Sigma = np.atleast_2d(np.asarray(Sigma, dtype=np.float64))
-    chol = np.linalg.cholesky(Sigma)
-    eye = np.eye(Sigma.shape[0])
-    Sigma_inv = np.linalg.solve(chol.T, np.linalg.solve(chol, eye))
-    logdet_Sigma = 2.0 * np.log(np.diag(chol)).sum()
+    Sigma_inv = spd_inverse(Sigma)
+    logdet_Sigma = spd_logdet(Sigma)
     eta = _sample(mean, factor, n_samples, rng)
     loglik, _, _ = _evaluate(X, eta, beta, gradient=False, hessian=False, average=True)
     return loglik - kl_gaussian(mean, cov, mu, Sigma_inv, logdet_Sigma)

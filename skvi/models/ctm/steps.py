@@ -9,6 +9,7 @@ halved, document by document.
 import numpy as np
 
 from ...engine import Factor, RowStatistics
+from ...expfam import symmetric_eigenvalues
 from ...schedules import make_schedule
 from . import kernels
 from .bounds import _BOUND_SEED
@@ -215,8 +216,10 @@ class _DocumentSteps:
                     & np.all(np.abs(mean) <= _MAX_LOGIT, axis=1)
                 )
             precision = -(eta2 + np.swapaxes(eta2, -1, -2))
+            # A sum that overflows is no precision either.
+            finite &= np.all(np.isfinite(precision.reshape(n, -1)), axis=1)
             precision = np.where(finite[:, None, None], precision, np.eye(eta1.shape[1]))
-            w = np.linalg.eigvalsh(precision)
+            w = symmetric_eigenvalues(precision)
             bound = np.linalg.norm(np.where(finite[:, None], eta1, 0.0), axis=1) / w[:, 0]
             return finite & (w[:, 0] > _MIN_PRECISION_RATIO * w[:, -1]) & (bound <= _MAX_LOGIT)
 

@@ -1,7 +1,7 @@
 """Numerical kernels of the GLMs: the weights' Gaussian moments and the softmax's block products.
 
-The moments come from one LAPACK Cholesky factorisation of the precision,
-kept in a small memo during a fit (``_gaussian_moments``); the block
+The moments come from the family layer's LAPACK route, with its memo of
+factorisations kept during a fit (``_gaussian_moments``); the block
 products are the per-row covariances and the Gram matrix of a softmax's
 stacked weights, written as matrix products of the rows' pairwise column
 products (``_block_moments``, ``_block_gram``).
@@ -9,66 +9,33 @@ products (``_block_moments``, ``_block_gram``).
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lapack
 
-from ...expfam.base import same_array
+from ...expfam import gaussian_moments
+from ...expfam.linalg import SMALL_INVERSE
 
 
 def _dense(X):
     return X.toarray() if sp.issparse(X) else X
 
 
-#: Factorisations of precisions that ``_gaussian_moments`` keeps (a batch
-#: pass extrapolated from a start visits three).
-_FACTORISATIONS = 3
-#: Largest precision inverted by solves of the identity rather than ``potri``.
-_SMALL_INVERSE = 64
+#: Largest precision inverted by solves of the identity (the family layer's constant).
+_SMALL_INVERSE = SMALL_INVERSE
 
 
 def _gaussian_moments(factor, memo=None):
     """Mean, covariance and ``log |precision|`` of the weights' Gaussian factor, cached with it.
 
-    From one Cholesky factorisation of the precision by LAPACK: the mean by
-    two triangular solves and the covariance by ``potri``, the inverse from
-    the factor (the family's generic route inverts the triangular factor as
-    a general matrix and multiplies, four times the work).  A precision that does not factorise
-    falls back to the family, which raises.  ``memo`` (a list, or None)
-    keeps the last few factorisations: a factor with the same second natural
-    parameter (a step that left the precision as it was, as every batch step
-    under the softmax's bound does) reuses one and only solves for the mean.
+    The family layer's LAPACK route (:func:`skvi.expfam.gaussian_moments`
+    with ``lapack=True``): one factorisation of the precision, the mean by
+    two triangular solves, the covariance from the factor.  ``memo`` (a
+    list, or None) keeps the last few factorisations: a factor with the
+    same second natural parameter (a step that left the precision as it
+    was, as every batch step under the softmax's bound does) reuses one
+    and only solves for the mean.
     """
 
     def compute(f):
-        eta1, eta2 = (np.asarray(a, dtype=np.float64) for a in f)
-        for known, (chol, cov, logdet) in memo or ():
-            if same_array(known, eta2):
-                return lapack.dpotrs(chol, eta1, lower=1)[0], cov, logdet
-        precision = -(eta2 + eta2.T)
-        diagonal = np.diagonal(precision)
-        if np.all(diagonal > 0) and np.count_nonzero(precision) == np.count_nonzero(diagonal):
-            # A diagonal precision (the start's): no factorisation.
-            return eta1 / diagonal, np.diag(1.0 / diagonal), float(np.sum(np.log(diagonal)))
-        chol, info = lapack.dpotrf(precision, lower=1, clean=1)
-        if info != 0:  # not positive definite: the family's factorisation decides
-            q = f.distribution
-            logdet = q.dim * (1.0 + np.log(2.0 * np.pi)) - 2.0 * float(q.entropy())
-            return q.loc, q.covariance, logdet
-        mean = lapack.dpotrs(chol, eta1, lower=1)[0]
-        if chol.shape[0] <= _SMALL_INVERSE:
-            # Two triangular solves of the identity: OpenBLAS's threaded
-            # ``potri`` of a small matrix waits on its threads, longer than
-            # the solves take (``docs/glm_benchmark.md``, "Measurements
-            # behind the implementation").
-            cov = lapack.dpotrs(chol, np.eye(chol.shape[0]), lower=1)[0]
-            cov = 0.5 * (cov + cov.T)
-        else:
-            cov = lapack.dpotri(chol, lower=1)[0]
-            cov = np.tril(cov) + np.tril(cov, -1).T
-        logdet = float(2.0 * np.sum(np.log(np.diag(chol))))
-        if memo is not None:  # Fortran order: ``potrs`` would copy it at every call
-            memo.insert(0, (eta2.copy(), (np.asfortranarray(chol), cov, logdet)))
-            del memo[_FACTORISATIONS:]
-        return mean, cov, logdet
+        return tuple(gaussian_moments(f[0], f[1], lapack=True, memo=memo)[:3])
 
     return factor.cached("moments", compute)
 

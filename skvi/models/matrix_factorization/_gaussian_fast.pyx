@@ -8,8 +8,8 @@ for the ``(K + 1) x (K + 1)`` posteriors of matrix factorization (one per
 user and item) on minibatches of a few thousand ratings.  Three loops in C,
 without the GIL:
 
-* :func:`moments_from_natural`: the moments of many small Gaussians
-  (Cholesky, triangular inverse, products);
+* :func:`moments_from_natural`: the moments of many small Gaussians, by
+  the family layer's compiled map (``skvi/expfam/_gaussian_small.pxd``);
 * :func:`aggregate_sorted`: each node's sums over its rated partners'
   moments (the conjugate statistics of Paquet, "On the convergence of
   stochastic variational inference in Bayesian networks", eqs. 5-7);
@@ -27,67 +27,7 @@ from libc.math cimport NAN, exp, expm1, fabs, isfinite, log, log1p, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-
-cdef int _moments_one(const double *eta1, const double *eta2, Py_ssize_t d,
-                      double *L, double *Li, double *mean, double *second,
-                      double *var, double *logdet) noexcept nogil:
-    """Moments of one Gaussian from ``(P m, -P / 2)``; returns 1 if P is not PD (NaN out).
-
-    ``L`` holds the Cholesky factor, ``Li`` its inverse (lower, row-major)
-    and the reciprocals of the diagonal of ``L`` in its upper triangle's
-    first row, so that the loops multiply instead of dividing.
-    """
-    cdef Py_ssize_t j, k, r
-    cdef double s, acc
-    cdef double *inv = Li + d * d  # d reciprocals, after the d x d inverse
-    for j in range(d):
-        for k in range(j + 1):
-            s = -2.0 * eta2[j * d + k]
-            for r in range(k):
-                s = s - L[j * d + r] * L[k * d + r]
-            if j == k:
-                if not (s > 0.0):
-                    logdet[0] = NAN
-                    for r in range(d):
-                        mean[r] = NAN
-                        var[r] = NAN
-                    for r in range(d * d):
-                        second[r] = NAN
-                    return 1
-                L[j * d + j] = sqrt(s)
-                inv[j] = 1.0 / L[j * d + j]
-            else:
-                L[j * d + k] = s * inv[k]
-    acc = 0.0
-    for j in range(d):
-        acc = acc + log(L[j * d + j])
-    logdet[0] = 2.0 * acc
-    # Li = L^{-1} (lower triangular), row by row: Li[j, k] for k <= j.
-    for j in range(d):
-        for k in range(j):
-            s = 0.0
-            for r in range(k, j):
-                s = s + L[j * d + r] * Li[r * d + k]
-            Li[j * d + k] = -s * inv[j]
-        Li[j * d + j] = inv[j]
-    # Sigma = Li^T Li: Sigma[j, k] = sum_{r >= max(j, k)} Li[r, j] Li[r, k].
-    for j in range(d):
-        for k in range(j + 1):
-            s = 0.0
-            for r in range(j, d):
-                s = s + Li[r * d + j] * Li[r * d + k]
-            second[j * d + k] = s
-            second[k * d + j] = s
-    for j in range(d):
-        s = 0.0
-        for k in range(d):
-            s = s + second[j * d + k] * eta1[k]
-        mean[j] = s
-    for j in range(d):
-        var[j] = second[j * d + j]
-        for k in range(d):
-            second[j * d + k] = second[j * d + k] + mean[j] * mean[k]
-    return 0
+from skvi.expfam._gaussian_small cimport gaussian_moments_one
 
 
 def moments_from_natural(const double[:, ::1] eta1, const double[:, :, ::1] eta2,
@@ -135,8 +75,8 @@ def moments_from_natural(const double[:, ::1] eta1, const double[:, :, ::1] eta2
         raise MemoryError()
     with nogil:
         for i in range(n):
-            failed += _moments_one(&eta1[i, 0], &eta2[i, 0, 0], d, L, Li, &mean[i, 0],
-                                   &second[i, 0, 0], &var[i, 0], &logdet[i])
+            failed += gaussian_moments_one(&eta1[i, 0], &eta2[i, 0, 0], d, L, Li, &mean[i, 0],
+                                           &second[i, 0, 0], &var[i, 0], &logdet[i])
     free(L)
     free(Li)
     return failed
@@ -330,8 +270,8 @@ def natural_step(const double[:, ::1] old1, const double[:, :, ::1] old2,
                 for b in range(d):
                     t = -0.5 * (s * P[i, a, b] + alpha[a, b])
                     new2[i, a, b] = t if r == 1.0 else (1.0 - r) * old2[i, a, b] + r * t
-            failed += _moments_one(&new1[i, 0], &new2[i, 0, 0], d, L, Li, &mean[i, 0],
-                                   &second[i, 0, 0], &var[i, 0], &logdet[i])
+            failed += gaussian_moments_one(&new1[i, 0], &new2[i, 0, 0], d, L, Li, &mean[i, 0],
+                                           &second[i, 0, 0], &var[i, 0], &logdet[i])
     free(L)
     free(Li)
     return failed

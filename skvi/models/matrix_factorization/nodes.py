@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...engine.rows import ChildSample
-from ...expfam import _cholesky_logdet
+from ...expfam import gaussian_moments
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
@@ -305,26 +305,18 @@ def moments_full(eta1, eta2):
 
 
 def moments_full_numpy(eta1, eta2):
-    """numpy reference of :func:`moments_full` (raises if not positive definite)."""
-    precision = -2.0 * eta2
-    chol = np.linalg.cholesky(precision)
-    eye = np.broadcast_to(np.eye(eta1.shape[-1]), precision.shape)
-    chol_inv = np.linalg.solve(chol, eye)
-    cov = np.swapaxes(chol_inv, -1, -2) @ chol_inv
-    mean = (cov @ eta1[..., None])[..., 0]
+    """numpy reference of :func:`moments_full`: the family layer's map (raises if not positive definite)."""
+    mean, cov, logdet, _ = gaussian_moments(eta1, eta2)
     second = cov + mean[..., :, None] * mean[..., None, :]
-    logdet = _cholesky_logdet(chol)
     return Moments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
 
 
 def moments_diag(eta1, eta2):
-    precision = -2.0 * eta2
-    mean = eta1 / precision
-    var = 1.0 / precision
+    mean, var, logdet, _ = gaussian_moments(eta1, eta2, diagonal=True)
     second = mean[..., :, None] * mean[..., None, :]
     idx = np.arange(mean.shape[-1])
     second[..., idx, idx] += var
-    return Moments(mean, second, var, np.sum(np.log(precision), axis=-1))
+    return Moments(mean, second, var, logdet)
 
 
 class Aggregates:

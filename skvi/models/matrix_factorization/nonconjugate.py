@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.optimize import brentq, minimize
 
 from ...engine import Factor, Samples
+from ...expfam import cholesky_factor
 from ...likelihoods import Ordinal
 from ...likelihoods.base import _hermite
 from ...update_rules import diagonal_target
@@ -70,15 +71,8 @@ def partner_factors(mean, second, diagonal):
     if diagonal:
         return mean, np.sqrt(np.maximum(np.diagonal(cov, axis1=1, axis2=2), 0.0))
     cov = 0.5 * (cov + np.swapaxes(cov, 1, 2))
-    jitter = 0.0
-    scale = np.maximum(np.max(np.diagonal(cov, axis1=1, axis2=2), axis=1), 1e-300)
-    eye = np.eye(cov.shape[-1])
-    for _ in range(8):
-        try:
-            return mean, np.linalg.cholesky(cov + (jitter * scale)[:, None, None] * eye)
-        except np.linalg.LinAlgError:
-            jitter = 1e-12 if jitter == 0.0 else 100.0 * jitter
-    raise np.linalg.LinAlgError("a partner covariance is not positive semi-definite")
+    # Rounding may leave a covariance just indefinite: the factor with jitter.
+    return mean, cholesky_factor(cov, jitter=True)
 
 
 def side_statistics(

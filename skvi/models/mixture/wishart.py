@@ -6,7 +6,7 @@ import numpy as np
 from scipy import linalg, special
 from sklearn.utils import check_array
 
-from ...expfam import NormalWishart
+from ...expfam import NormalWishart, cholesky_factor, spd_logdet, symmetric_eigenvalues
 from .covariance import CovarianceType
 
 __all__ = ["FullCovariance", "TiedCovariance"]
@@ -21,7 +21,7 @@ class _WishartCovariance(CovarianceType):
     def empirical_covariance(self, moments):
         cov = moments.covariance(ddof=1)
         cov = 0.5 * (cov + cov.T)
-        eig = linalg.eigvalsh(cov)
+        eig = symmetric_eigenvalues(cov)
         d = cov.shape[0]
         return cov, not eig[0] > d * np.finfo(float).eps * max(eig[-1], 0.0)
 
@@ -35,7 +35,7 @@ class _WishartCovariance(CovarianceType):
                 f"The parameter '{self.name} covariance_prior' should have the shape of "
                 f"({d}, {d}), but got {cov.shape}"
             )
-        if not (np.allclose(cov, cov.T) and np.all(linalg.eigvalsh(cov) > 0)):
+        if not (np.allclose(cov, cov.T) and np.all(symmetric_eigenvalues(cov) > 0)):
             raise ValueError(
                 f"'{self.name} covariance_prior' should be symmetric, positive-definite"
             )
@@ -80,7 +80,7 @@ class _WishartCovariance(CovarianceType):
     def point_estimates(self, m):
         prec = m["precision"]
         covariances = np.linalg.inv(prec)
-        cov_chol = np.linalg.cholesky(covariances)
+        cov_chol = cholesky_factor(covariances)
         eye = np.eye(prec.shape[-1])
         return {
             "degrees_of_freedom_": self._degrees_of_freedom(m["nu"]),
@@ -148,13 +148,13 @@ class FullCovariance(_WishartCovariance):
 
     def quadratic(self, X, means, precision):
         K, d = means.shape
-        chol = np.linalg.cholesky(precision)  # (K, d, d)
+        chol = cholesky_factor(precision)  # (K, d, d)
         y = (X @ chol.transpose(1, 0, 2).reshape(d, K * d)).reshape(-1, K, d)
         y -= np.einsum("ki,kij->kj", means, chol)
         return np.einsum("nkj,nkj->nk", y, y)
 
     def log_det_precision(self, m):
-        return np.linalg.slogdet(m["precision"])[1]
+        return spd_logdet(m["precision"])
 
     def _degrees_of_freedom(self, nu):
         return np.array(nu)
@@ -204,7 +204,7 @@ class TiedCovariance(_WishartCovariance):
         return q.loc, q.beta, np.full(K, logdet), np.full(K, np.trace(prec))
 
     def quadratic(self, X, means, precision):
-        chol = np.linalg.cholesky(precision)
+        chol = cholesky_factor(precision)
         y, my = X @ chol, means @ chol
         return np.maximum(
             np.einsum("ni,ni->n", y, y)[:, None] - 2.0 * (y @ my.T) + np.einsum("ki,ki->k", my, my),
@@ -212,7 +212,7 @@ class TiedCovariance(_WishartCovariance):
         )
 
     def log_det_precision(self, m):
-        return np.full(m["means"].shape[0], np.linalg.slogdet(m["precision"])[1])
+        return np.full(m["means"].shape[0], spd_logdet(m["precision"]))
 
     def _degrees_of_freedom(self, nu):
         return float(nu)
