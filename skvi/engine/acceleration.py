@@ -77,7 +77,7 @@ def _extrapolation(est, st, p0, p1, p2):
             moved.append(j)
         if not moved:
             continue
-        means = [est._mean_parameters(n, st.as_factor(n, p[n]), moved) for p in (p0, p1, p2)]
+        means = [st.as_factor(n, p[n]).mean_parameters(moved) for p in (p0, p1, p2)]
         for i, j in enumerate(moved):
             r, v = moves[n, j]
             m0, m1, m2 = (np.asarray(m[i]) for m in means)

@@ -11,7 +11,7 @@ instead of a dozen overridable flags.
 import numpy as np
 
 from .factor import Factor
-from .rows import ResidentRows
+from .rows import ResidentRows, RowGroupSpec
 
 __all__ = ["ModelSettings", "settings_of"]
 
@@ -25,29 +25,15 @@ class ModelSettings:
         Global factor name to its exponential family (a class of
         :mod:`skvi.expfam`, whose ``valid_natural`` is the step-safety test),
         in the order ``update_order='sequential'`` updates them.
-    row_groups : tuple of str, default=()
+    row_groups : dict or tuple of str, default=()
         Factors that are stacks of per-row factors along their first axis
-        (users and items of matrix factorization).  The engine keeps per-row
-        step counters (row ``i`` steps by ``rho(t_i)``), per-row totals
-        ``N_i`` (from the model's ``_row_counts``), scales row ``i``'s
-        statistics by ``N_i / C_i`` (Paquet's Alg. 1), and commits counters
-        and update-rule state only with an accepted step.
-    row_axes : dict, default=None
-        Row group name to the number of leading axes of its factor that
-        index its rows (absent: 1).  A network node's rows are the elements
-        of all its plates: row ``i`` is then element ``i`` of the plates in
-        C order.
-    row_shares : tuple of str, default=()
-        Row groups whose ``N_i`` is a share of the data (a network node's
-        plate elements, which every row may reach): ``N_i = N * n_i / n``,
-        ``n_i / n`` the share of the rows counted so far that reach row
-        ``i`` and ``N`` the step's total (all the rows in ``fit``; in
-        ``partial_fit``, ``total_samples`` or the stream's estimate, whose
-        growth rescales them as it does any factor).  Other row groups'
-        ``N_i`` is the count itself (a user's ratings seen so far).
-    resident_row_groups : tuple of str, default=()
-        Row groups whose row ``i`` is data row ``i``'s own factor (a
-        document's ``q(eta_d)``): on a cluster they stay with their blocks.
+        (users and items of matrix factorization), each name to its
+        :class:`~skvi.engine.RowGroupSpec` (a name alone: the default
+        spec).  The engine keeps per-row step counters (row ``i`` steps by
+        ``rho(t_i)``), per-row totals ``N_i`` (counted as the spec says),
+        scales row ``i``'s statistics by ``N_i / C_i`` (Paquet's Alg. 1),
+        and commits counters and update-rule state only with an accepted
+        step.
     hierarchical : tuple of str, default=()
         Factors whose children are other global factors (prior
         precisions): their statistics come from the globals alone, once per
@@ -63,9 +49,6 @@ class ModelSettings:
         steps and statistics run concurrently.  Say True when the local step
         is vectorised or releases the GIL, and its random numbers (if any)
         are drawn by ``_local_draws`` before the blocks run.
-    scheduled_row_steps : bool, default=False
-        Batch steps of row groups follow each row's schedule too (Monte
-        Carlo targets, whose noise a unit step never averages out).
     initial_globals_are_data : bool, default=False
         ``_initialize_globals`` fits the globals to its rows (a k-means
         start): with ``total_samples='auto'`` they count as data.
@@ -91,10 +74,6 @@ class ModelSettings:
     probe_growth : float, default=1.0
         The fraction of its best value by which a step may raise the probe's
         loss before it is rejected.
-    children_per_row : int or None, default=None
-        Paquet's Alg. 1: an online step of a model with row groups draws
-        this many data points of every row of each group (all of a row's
-        points when it has fewer) instead of a minibatch; a pass is one step.
     pass_step : bool, default=False
         Call ``_update_hyperparameters`` once more after the last step of
         each online pass of ``fit`` and of each ``partial_fit`` call, with
@@ -144,21 +123,16 @@ class ModelSettings:
         factors,
         *,
         row_groups=(),
-        row_axes=None,
-        row_shares=(),
-        resident_row_groups=(),
         hierarchical=(),
         update_rules=None,
         local_depends_on_globals=True,
         parallel=False,
-        scheduled_row_steps=False,
         initial_globals_are_data=False,
         batch_steps="blend",
         elbo_tolerance=1e-9,
         extrapolate=False,
         probe_batch_steps=False,
         probe_growth=1.0,
-        children_per_row=None,
         pass_step=False,
         batches="even",
         convergence=None,
@@ -183,22 +157,19 @@ class ModelSettings:
         if stream_steps not in ("schedule", "bayes"):
             raise ValueError(f"stream_steps must be 'schedule' or 'bayes', got {stream_steps!r}.")
         self.factors = dict(factors)
-        self.row_groups = tuple(row_groups)
-        self.row_axes = dict(row_axes or {})
-        self.row_shares = tuple(row_shares)
-        self.resident_row_groups = tuple(resident_row_groups)
+        if not isinstance(row_groups, dict):
+            row_groups = {name: RowGroupSpec() for name in row_groups}
+        self.row_groups = dict(row_groups)
         self.hierarchical = tuple(hierarchical)
         self.update_rules = dict(update_rules or {})
         self.local_depends_on_globals = bool(local_depends_on_globals)
         self.parallel = bool(parallel)
-        self.scheduled_row_steps = bool(scheduled_row_steps)
         self.initial_globals_are_data = bool(initial_globals_are_data)
         self.batch_steps = batch_steps
         self.elbo_tolerance = float(elbo_tolerance)
         self.extrapolate = bool(extrapolate)
         self.probe_batch_steps = bool(probe_batch_steps)
         self.probe_growth = float(probe_growth)
-        self.children_per_row = children_per_row
         self.pass_step = bool(pass_step)
         self.batches = batches
         self.convergence = convergence
@@ -213,6 +184,18 @@ class ModelSettings:
     def names(self):
         """The global factors' names, in sequential update order."""
         return tuple(self.factors)
+
+    @property
+    def resident_row_groups(self):
+        """The row groups whose rows stay with their blocks on a cluster."""
+        return tuple(n for n, spec in self.row_groups.items() if spec.resident)
+
+    @property
+    def children_per_row(self):
+        """Paquet's Alg. 1: the data points an online step draws of every row (None: minibatches)."""
+        return next(
+            (spec.children for spec in self.row_groups.values() if spec.children is not None), None
+        )
 
     @property
     def data_factors(self):

@@ -358,7 +358,9 @@ class _BayesianGLM(SVIEstimator):
             mean[self._intercept_mask()] = self._baseline(targets, total)
         return {"weights": (mean / variance, -0.5 * np.diag(1.0 / variance))}
 
-    def _data_summary(self, data):
+    def _data_summary(self, data, local=None):
+        if local is not None:  # no statistics of its own after a step
+            return None
         # The start's sums: the weight, each column's weighted squares, the targets'.
         X = data.X
         w = np.ones(X.shape[0]) if data.weight is None else data.weight
@@ -520,12 +522,6 @@ class _BayesianGLM(SVIEstimator):
         points = _BOUND_POINTS if self._n_outputs == 1 else _PROBE_POINTS
         loss = -self._expected_log_likelihood(probe, None, params, points)
         return loss / max(self._sample_count(probe), 1e-300)
-
-    def _mean_parameters(self, name, factor, which):
-        # E[w] and E[w w^T] from the cached factorisation (the family's
-        # own route factorises the precision again).
-        loc, cov, _ = self._moments({name: factor})
-        return [loc if j == 0 else cov + np.outer(loc, loc) for j in which]
 
     def _update_hyperparameters(self, hyper, ctx):
         if self.prior_variance != "auto":

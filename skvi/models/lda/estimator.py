@@ -558,7 +558,9 @@ class SVILatentDirichletAllocation(
     ):
         return self._check_docs(_with_weights(X, sample_weight), reset)
 
-    def _data_summary(self, data):
+    def _data_summary(self, data, local=None):
+        if local is not None:
+            return self._prior_statistics(local)
         # The training documents' words (each counted its weight times): the
         # perplexity of the stopping rule and of bound_.
         return _n_words(*_docs(data))
@@ -788,8 +790,8 @@ class SVILatentDirichletAllocation(
         n_words = max(self._n_words, np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
 
-    def _hyperparameter_statistics(self, X, local):
-        # The documents' number and sum of E[log theta_d], for alpha's step.
+    def _prior_statistics(self, local):
+        """The documents' number and sum of ``E[log theta_d]``, for alpha's step."""
         if not self.learn_priors:
             return None
         gamma = local["gamma"].astype(np.float64)
