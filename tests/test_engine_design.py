@@ -84,6 +84,119 @@ def test_models_override_few_engine_methods_and_no_fit_loop():
     assert not any(pools.search(text) for text in sources)
 
 
+def _settings_after_small_fits():
+    """Each estimator's ModelSettings after a small fit, for the settings its parameters choose."""
+    import warnings
+
+    from skvi import (
+        SVIBayesianGaussianMixture,
+        SVICorrelatedTopicModel,
+        SVIHierarchicalDirichletProcess,
+        SVILinearRegression,
+        SVIOverdispersedPoissonRegression,
+        SVISparseGPClassifier,
+        SVISparseGPRegressor,
+    )
+    from skvi.networks import Gamma, GaussianARD, SVIBayesianNetwork
+
+    def normal(n):
+        return GaussianARD(GaussianARD(0, 1e-3, shape=(2,)), Gamma(1e-3, 1e-3, plates=(2,)),
+                           plates=(n,), shape=(2,))  # fmt: skip
+
+    rng = np.random.RandomState(0)
+    Xg = rng.normal(size=(60, 2))
+    counts = sp.csr_matrix(rng.poisson(0.5, size=(40, 12)).astype(float))
+    yb = (Xg[:, 0] > 0).astype(int)
+    yp = rng.poisson(1.0, size=60)
+    Xr, yr = _ratings(n_users=8, n_items=6, n=60)
+    small = dict(max_iter=2, random_state=0)
+    fits = [
+        (GaussianGammaVB(max_iter=2), Xg, None),
+        (SVILatentDirichletAllocation(n_components=2, learning_method="batch", **small), counts),
+        (SVILatentDirichletAllocation(n_components=2, learning_method="online", **small), counts),
+        (SVIHierarchicalDirichletProcess(n_components=3, **small), counts),
+        (SVICorrelatedTopicModel(n_components=2, init="random", **small), counts),
+        (SVIMatrixFactorization(n_components=2, **small), Xr, yr),
+        (SVIMatrixFactorization(n_components=2, likelihood="bernoulli", **small), Xr, yr > 3),
+        (
+            SVIMatrixFactorization(
+                n_components=2, children_per_node=3, learning_method="online", **small
+            ),
+            Xr,
+            yr,
+        ),
+        (SVILogisticRegression(**small), Xg, yb),
+        (SVIPoissonRegression(**small), Xg, yp),
+        (SVIOverdispersedPoissonRegression(learning_method="batch", **small), Xg, yp),
+        (SVILinearRegression(**small), Xg, Xg[:, 0]),
+        (SVIBayesianGaussianMixture(n_components=2, **small), Xg),
+        (SVISparseGPRegressor(objective="predictive", n_inducing=4, **small), Xg, Xg[:, 0]),
+        (SVISparseGPClassifier(n_inducing=4, **small), Xg, yb),
+        (SVIBayesianNetwork(model=normal, **small), Xg),
+    ]
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est, *data in fits:
+            est.fit(*[d for d in data if d is not None])
+            out.append((type(est).__name__, est._settings))
+    return out
+
+
+def _uses(settings, field):
+    """Whether ``settings`` set ``field`` to other than ModelSettings' default."""
+    import inspect
+
+    default = inspect.signature(ModelSettings).parameters[field].default
+    value = getattr(settings, field)
+    if field == "factors":
+        return bool(value)
+    if field == "update_rules":
+        return any(rule is not None for rule in value.values())
+    if isinstance(value, (dict, tuple)):
+        return bool(value)
+    return value != default
+
+
+#: Settings that serve one model still (no general concept found yet): the
+#: mixture's start that counts as data, the sparse GP regressor's ELBO
+#: tolerance, and LDA's scikit-learn stream.  A new one must not join them.
+ONE_MODEL_SETTINGS = {"initial_globals_are_data", "elbo_tolerance", "batches", "stream_steps"}
+
+
+def _settings_users():
+    import inspect
+
+    fields = list(inspect.signature(ModelSettings).parameters)
+    users = {field: set() for field in fields}
+    for name, settings in _settings_after_small_fits():
+        for field in fields:
+            if _uses(settings, field):
+                users[field].add(name)
+    return users
+
+
+def test_model_settings_are_few_and_shared():
+    # A setting serves at least two estimators, or is one of the few known
+    # to serve one model (which then uses it); at most 16 in all.
+    users = _settings_users()
+    assert len(users) <= 16
+    shared = {field for field, names in users.items() if len(names) >= 2}
+    assert set(users) - shared == ONE_MODEL_SETTINGS, {f: users[f] for f in set(users) - shared}
+    assert all(len(users[field]) == 1 for field in ONE_MODEL_SETTINGS), users
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the contract's target: at most 12 settings, each used by at least two estimators; "
+    "ONE_MODEL_SETTINGS still serve one model each",
+)
+def test_model_settings_meet_the_target_of_twelve_shared():
+    users = _settings_users()
+    assert len(users) <= 12
+    assert all(len(names) >= 2 for names in users.values())
+
+
 def test_no_module_outgrows_a_reading():
     # Sizes as `ruff format` lays the code out (CI checks the formatting), so
     # that a limit is met by splitting a module by concern, never by folding

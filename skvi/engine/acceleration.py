@@ -17,9 +17,10 @@ its ELBO is at least ``p2``'s and ``p2`` otherwise, so that it never ends
 below two plain steps, and the ELBO never falls from pass to pass.  The
 norms run over every array of every global factor.
 
-A model asks for it with ``ModelSettings(extrapolate=True)``; its steps
-must be judged by the ELBO (``batch_steps`` other than ``'blend'``) and
-carry no state beyond the factors, since a rejected jump restores only them.
+A model asks for it with ``ModelSettings(batch_steps='extrapolate')`` (its
+steps are then judged by the ELBO, as ``'line_search'`` judges them); they
+must carry no state beyond the factors, since a rejected jump restores only
+them.
 """
 
 import numpy as np
@@ -141,7 +142,7 @@ def batch_pass(est, data, local, n_count):
     (True, True)
     """
     st = est._svi
-    if not st.settings.extrapolate or st.rows or est.n_batch_iter_ == 0:
+    if st.settings.batch_steps != "extrapolate" or st.rows or est.n_batch_iter_ == 0:
         # The fit's first step leaves its start, which is no iterate of F.
         return _plain_step(est, data, local, n_count)
     p0 = est.natural_params_

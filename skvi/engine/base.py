@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state, gen_batches
 
 from . import blocks as _fn
 from .acceleration import batch_pass
-from .convergence import Convergence
+from .convergence import Convergence, evaluates_every
 from .executor import WorkerState, backend_for, cut, even_batches, local_executor
 from .monitoring import _Run, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning
@@ -506,7 +506,7 @@ class SVIEstimator(BaseEstimator):
             st.view_version += 1  # the workers' copies carry N_i
             n_count = executor.count(self, data)
             self.n_samples_seen_ = n_count
-            if self.step_safety and (online or settings.probe_batch_steps):
+            if self.step_safety and (online or settings.batch_steps == "probe"):
                 st.safety.set_probe(self, data, random_state)
             n_batches = (
                 (1 if child is not None else len(even_batches(n_samples, self.batch_size)))
@@ -555,9 +555,11 @@ class SVIEstimator(BaseEstimator):
                     break
                 if stopped:
                     break
-            if settings.final_bound:
+            if evaluates_every(self) is not None:
                 # The full-data ELBO at the final globals by the model's own
-                # local step, for the model's fitted attributes.
+                # local step, for the model's fitted attributes (scikit-learn's
+                # LDA's bound_, whose ELBO is evaluated every evaluate_every
+                # passes).
                 with st.clock.phase("bound"):
                     self._final_bound = st.data_bound(
                         self, data, None, self.natural_params_
@@ -652,11 +654,7 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
             # A stream of unknown length whose model takes streaming Bayes'
             # steps uses the schedule for its first step's weight only.
-            bayes = (
-                self.total_samples == "auto"
-                and settings.stream_steps == "bayes"
-                and not settings.pass_step
-            )
+            bayes = self.total_samples == "auto" and settings.stream_steps == "bayes"
             st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
             st.stream.remember(self, settings.initial_globals_are_data)
             self.n_samples_seen_ = 0

@@ -270,7 +270,7 @@ def _check_batch_ascent(estimator, X, y):
     est = _with_engine_params(
         estimator, learning_method="batch", max_iter=4, tol=0.0, step_safety=False
     )
-    if settings_of(est).batch_steps != "blend":
+    if settings_of(est).batch_steps_tested_by_bound:
         return
     _fit(est, X, y)
     bounds = np.asarray(est.lower_bounds_, dtype=float)

@@ -348,7 +348,7 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
         # Only a share of the step's N needs |S|.
         n_batch = st.executor.count(est, X) if X is not None else getattr(stats, "n_samples", None)
     base_rho = (st.schedule(t) if rho is None else rho) if online else 1.0
-    line_search = not online and st.settings.batch_steps == "line_search"
+    line_search = not online and st.settings.batch_steps in ("line_search", "extrapolate")
     backoff_before = safety.begin_step(line_search)
     rejected_before = est.n_rejected_steps_
     accepted = False
@@ -424,8 +424,6 @@ def _commit(est, st, params, pending, ctx, X, local, stats):
 def end_of_pass(est, t, rho, scale):
     """The model's step after the last step of a pass (``ctx.end_of_pass``)."""
     st = est._svi
-    if not st.settings.pass_step:
-        return
     ctx = StepContext(
         online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior, end_of_pass=True
     )

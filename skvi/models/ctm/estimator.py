@@ -521,7 +521,6 @@ class SVICorrelatedTopicModel(
             },
             update_rules={"documents": self._rule},
             parallel=True,
-            pass_step=self.update_model_every == "pass",
             transient=("document_mean_", "document_covariance_"),
         )
 

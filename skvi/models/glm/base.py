@@ -226,9 +226,14 @@ class _BayesianGLM(SVIEstimator):
             self._factors(),
             update_rules=self._update_rules(),
             parallel=True,
-            batch_steps="line_search" if deterministic else "no_decrease",
+            batch_steps=(
+                "extrapolate"
+                if self._extrapolates()
+                else "line_search"
+                if deterministic
+                else "no_decrease"
+            ),
             probe_growth=0.25,
-            extrapolate=self._extrapolates(),
             transient=("_memo", "_factorization", "_grams"),
         )
 
@@ -524,7 +529,7 @@ class _BayesianGLM(SVIEstimator):
         return loss / max(self._sample_count(probe), 1e-300)
 
     def _update_hyperparameters(self, hyper, ctx):
-        if self.prior_variance != "auto":
+        if self.prior_variance != "auto" or ctx.end_of_pass:
             return False
         # Empirical Bayes for the shared weight variance (intercept excluded):
         # argmax of the ELBO is mean over weights of E[w_j^2].

@@ -91,7 +91,7 @@ class ModelStructure:
             hierarchical=("user_precision", "item_precision"),
             update_rules={"users": self._node_rule, "items": self._node_rule},
             local_depends_on_globals=not self._conjugate,
-            probe_batch_steps=not self._conjugate,
+            batch_steps="blend" if self._conjugate else "probe",
             convergence=self._converged,
             warn_not_converged=not alg1,
             transient=("_prep",),
