@@ -495,9 +495,7 @@ class SVIEstimator(BaseEstimator):
         start = time.perf_counter()  # the clock of fit: its start counts
         n_samples = data.shape[0]
         child = settings.children_per_row
-        online = self.learning_method == "online" and (
-            child is not None or n_samples > self.batch_size
-        )
+        online = not self._only_batch_steps(n_samples, child)
         st = self._start_fit(data, executor, settings, random_state, scheduled=online)
         run = _Run(self, "fit", start)
         conv = None
@@ -734,6 +732,15 @@ class SVIEstimator(BaseEstimator):
         self.lower_bound_ = float(bound)
 
     # -------------------------------------------------------------- services
+    def _only_batch_steps(self, n_rows, children=None):
+        """Whether a ``fit`` on ``n_rows`` rows takes batch steps only: the engine's rule.
+
+        A batch fit, or an online fit whose rows fit in one minibatch (and
+        that draws no child samples, ``children``).  A model that tunes
+        itself to it asks here rather than copy the rule.
+        """
+        return self.learning_method != "online" or (children is None and n_rows <= self.batch_size)
+
     def _sample_count(self, X):
         """How many samples the rows of X count for: ``X.count()`` when it has weights."""
         return X.count() if hasattr(X, "count") else X.shape[0]

@@ -574,9 +574,12 @@ class _BayesianGLM(SVIEstimator):
                 self._point_estimate,
             )
             # Whether every step of this fit is a batch step (see _expectation_rule).
+            # (On a cluster's block, the fit's rows are not known: its
+            # learning_method says.)
             self._batch_steps_only = not partial and (
-                self.learning_method == "batch"
-                or (vocabulary is None and X.shape[0] <= self.batch_size)
+                self._only_batch_steps(X.shape[0])
+                if vocabulary is None
+                else self.learning_method == "batch"
             )
         return self._rows(X, y, check_row_weights(sample_weight, X))
 
