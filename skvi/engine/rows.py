@@ -266,11 +266,39 @@ class RowGroupSpec:
         self.children = children
 
     def ids_of(self, name, X):
-        """The row of every data point of X, or None when the group has no ids."""
+        """The row of every data point of X, or None when the group has no ids.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        X : object
+            Validated rows (``_prepare_data``'s).
+
+        Returns
+        -------
+        ndarray of int or None
+            The row of the group that each data point of X reaches.
+        """
         return None if self.ids is None else np.asarray(self.ids(name, X))
 
     def counts_of(self, name, X, size):
-        """``N_i`` of X: ``counts``, or the weighted count of ``ids``."""
+        """``N_i`` of X: ``counts``, or the weighted count of ``ids``.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        X : object
+            Validated rows (``_prepare_data``'s).
+        size : int
+            The group's number of rows.
+
+        Returns
+        -------
+        ndarray of shape (size,)
+            The (weighted) data points of X behind each row.
+        """
         if self.counts is not None:
             return self.counts(name, X, size)
         return np.bincount(self.ids_of(name, X), weights=row_weights(X), minlength=size).astype(
@@ -278,13 +306,45 @@ class RowGroupSpec:
         )
 
     def prior_of(self, name, rows, ctx):
-        """The unscaled part of the target of ``rows``: ``prior``, or ``ctx.prior[name]``."""
+        """The unscaled part of the target of ``rows``: ``prior``, or ``ctx.prior[name]``.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        rows : ndarray of int
+            The rows the step updates.
+        ctx : StepContext
+            The step (``ctx.params``: the globals so far).
+
+        Returns
+        -------
+        tuple of ndarray
+            Natural parameters, one fixed prior or each row's (rows first).
+        """
         if self.prior is None:
             return ctx.prior[name]
         return self.prior(name, rows, ctx)
 
     def grow_rows(self, name, n_new, rated, random_state):
-        """The natural parameters of ``n_new`` new rows (``grow``)."""
+        """The natural parameters of ``n_new`` new rows (``grow``).
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        n_new : int
+            Rows to add.
+        rated : ndarray of bool or None
+            Whether each new row has a data point in the call.
+        random_state : RandomState
+            The fit's generator.
+
+        Returns
+        -------
+        tuple of ndarray
+            The new rows' natural parameters, rows first.
+        """
         if self.grow is None:
             raise NotImplementedError(
                 f"The row group {name!r} meets new rows, but its RowGroupSpec has no grow "
@@ -293,7 +353,22 @@ class RowGroupSpec:
         return self.grow(name, n_new, rated, random_state)
 
     def summary_of(self, name, natural, steps, totals):
-        """What the model needs of every row of a resident group (``summary``)."""
+        """What the model needs of every row of a resident group (``summary``).
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        natural : Factor
+            The rows' natural parameters.
+        steps, totals : ndarray
+            Each row's accepted steps and ``N_i``.
+
+        Returns
+        -------
+        object
+            Statistics of the rows that add over blocks.
+        """
         if self.summary is None:
             raise NotImplementedError(
                 f"The resident row group {name!r} needs a summary in its RowGroupSpec "
