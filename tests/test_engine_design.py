@@ -23,6 +23,7 @@ from skvi.engine import (
     ModelSettings,
     OPTIONAL_HOOKS,
     REQUIRED_HOOKS,
+    RowGroupSpec,
     RowStatistics,
     Statistics,
     SVIEstimator,
@@ -47,25 +48,153 @@ def test_docs_and_base_document_the_same_hooks():
     assert _hooks_named_in(table) == hooks
 
 
-def test_models_override_few_engine_methods_and_no_fit_loop():
-    # The engine's private methods that some estimator redefines: the hooks,
-    # and nothing else (no model reaches into the loop).
-    import skvi.models as models
+def _estimator_classes():
+    """Every estimator of ``skvi.__all__``, and the network estimator."""
+    import skvi
+    from skvi.networks import SVIBayesianNetwork
 
-    engine = {k for k in SVIEstimator.__dict__ if k.startswith("_") and not k.startswith("__")}
+    classes = [getattr(skvi, n) for n in skvi.__all__]
+    classes = [c for c in classes if isinstance(c, type) and issubclass(c, SVIEstimator)]
+    return classes + [SVIBayesianNetwork]
+
+
+def test_models_override_few_engine_methods_and_no_fit_loop():
+    # The engine's private methods (of every engine class of SVIEstimator's
+    # MRO) that some estimator redefines: a few hooks, and nothing else (no
+    # model reaches into the loop).
+    engine = {
+        k
+        for b in SVIEstimator.__mro__
+        if b.__module__.startswith("skvi.engine")
+        for k in b.__dict__
+        if k.startswith("_") and not k.startswith("__")
+    }
     overridden = set()
-    for cls in (getattr(models, n) for n in models.__all__):
+    for cls in _estimator_classes():
         for base in cls.__mro__:
-            if base.__module__.startswith("skvi.models"):
+            if not base.__module__.startswith("skvi.engine"):
                 overridden |= engine & set(base.__dict__)
     assert overridden <= set(REQUIRED_HOOKS) | set(OPTIONAL_HOOKS)
-    assert len(overridden) <= 20
+    assert len(overridden) <= 14
     sources = [p.read_text() for p in (ROOT / "skvi" / "models").rglob("*.py")]
     assert not any("def partial_fit" in text for text in sources)
     pools = re.compile(
         r"concurrent\.futures|joblib import .*Parallel|threading\.Thread|multiprocessing"
     )
     assert not any(pools.search(text) for text in sources)
+
+
+def _settings_after_small_fits():
+    """Each estimator's ModelSettings after a small fit, for the settings its parameters choose."""
+    import warnings
+
+    from skvi import (
+        SVIBayesianGaussianMixture,
+        SVICorrelatedTopicModel,
+        SVIHierarchicalDirichletProcess,
+        SVILinearRegression,
+        SVIOverdispersedPoissonRegression,
+        SVISparseGPClassifier,
+        SVISparseGPRegressor,
+    )
+    from skvi.networks import Gamma, GaussianARD, SVIBayesianNetwork
+
+    def normal(n):
+        return GaussianARD(GaussianARD(0, 1e-3, shape=(2,)), Gamma(1e-3, 1e-3, plates=(2,)),
+                           plates=(n,), shape=(2,))  # fmt: skip
+
+    rng = np.random.RandomState(0)
+    Xg = rng.normal(size=(60, 2))
+    counts = sp.csr_matrix(rng.poisson(0.5, size=(40, 12)).astype(float))
+    yb = (Xg[:, 0] > 0).astype(int)
+    yp = rng.poisson(1.0, size=60)
+    Xr, yr = _ratings(n_users=8, n_items=6, n=60)
+    small = dict(max_iter=2, random_state=0)
+    fits = [
+        (GaussianGammaVB(max_iter=2), Xg, None),
+        (SVILatentDirichletAllocation(n_components=2, learning_method="batch", **small), counts),
+        (SVILatentDirichletAllocation(n_components=2, learning_method="online", **small), counts),
+        (SVIHierarchicalDirichletProcess(n_components=3, **small), counts),
+        (SVICorrelatedTopicModel(n_components=2, init="random", **small), counts),
+        (SVIMatrixFactorization(n_components=2, **small), Xr, yr),
+        (SVIMatrixFactorization(n_components=2, likelihood="bernoulli", **small), Xr, yr > 3),
+        (
+            SVIMatrixFactorization(
+                n_components=2, children_per_node=3, learning_method="online", **small
+            ),
+            Xr,
+            yr,
+        ),
+        (SVILogisticRegression(**small), Xg, yb),
+        (SVIPoissonRegression(**small), Xg, yp),
+        (SVIOverdispersedPoissonRegression(learning_method="batch", **small), Xg, yp),
+        (SVILinearRegression(**small), Xg, Xg[:, 0]),
+        (SVIBayesianGaussianMixture(n_components=2, **small), Xg),
+        (SVISparseGPRegressor(objective="predictive", n_inducing=4, **small), Xg, Xg[:, 0]),
+        (SVISparseGPClassifier(n_inducing=4, **small), Xg, yb),
+        (SVIBayesianNetwork(model=normal, **small), Xg),
+    ]
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for est, *data in fits:
+            est.fit(*[d for d in data if d is not None])
+            out.append((type(est).__name__, est._settings))
+    return out
+
+
+def _uses(settings, field):
+    """Whether ``settings`` set ``field`` to other than ModelSettings' default."""
+    import inspect
+
+    default = inspect.signature(ModelSettings).parameters[field].default
+    value = getattr(settings, field)
+    if field == "factors":
+        return bool(value)
+    if field == "update_rules":
+        return any(rule is not None for rule in value.values())
+    if isinstance(value, (dict, tuple)):
+        return bool(value)
+    return value != default
+
+
+#: Settings that serve one model still (no general concept found yet): the
+#: mixture's start that counts as data, the sparse GP regressor's ELBO
+#: tolerance, and LDA's scikit-learn stream.  A new one must not join them.
+ONE_MODEL_SETTINGS = {"initial_globals_are_data", "elbo_tolerance", "batches", "stream_steps"}
+
+
+def _settings_users():
+    import inspect
+
+    fields = list(inspect.signature(ModelSettings).parameters)
+    users = {field: set() for field in fields}
+    for name, settings in _settings_after_small_fits():
+        for field in fields:
+            if _uses(settings, field):
+                users[field].add(name)
+    return users
+
+
+def test_model_settings_are_few_and_shared():
+    # A setting serves at least two estimators, or is one of the few known
+    # to serve one model (which then uses it); at most 16 in all.
+    users = _settings_users()
+    assert len(users) <= 16
+    shared = {field for field, names in users.items() if len(names) >= 2}
+    assert set(users) - shared == ONE_MODEL_SETTINGS, {f: users[f] for f in set(users) - shared}
+    assert all(len(users[field]) == 1 for field in ONE_MODEL_SETTINGS), users
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the contract's target: at most 12 settings, each used by at least two estimators; "
+    "ONE_MODEL_SETTINGS still serve one model each",
+)
+def test_model_settings_meet_the_target_of_twelve_shared():
+    users = _settings_users()
+    assert len(users) <= 12
+    assert all(len(names) >= 2 for names in users.values())
 
 
 def test_no_module_outgrows_a_reading():
@@ -150,7 +279,18 @@ class RowMeans(SVIEstimator):
     """
 
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
-    _settings = ModelSettings({"means": Gaussian}, row_groups=("means",))
+    _settings = ModelSettings(
+        {"means": Gaussian},
+        row_groups={
+            "means": RowGroupSpec(
+                ids=lambda name, X: X[:, 0].astype(np.int64),
+                grow=lambda name, n_new, rated, random_state: (
+                    np.zeros(n_new),
+                    np.full(n_new, -0.5),
+                ),
+            )
+        },
+    )
 
     def __init__(
         self,
@@ -184,12 +324,6 @@ class RowMeans(SVIEstimator):
         self, X, y, sample_weight, reset, classes=None, vocabulary=None, partial=False
     ):
         return validate_data(self, X, reset=reset, ensure_all_finite=False)
-
-    def _row_ids(self, X):
-        return {"means": X[:, 0].astype(np.int64)}
-
-    def _grow_rows(self, name, n_new, rated, random_state):
-        return np.zeros(n_new), np.full(n_new, -0.5)
 
     def _initialize_globals(self, X, random_state, summary):
         n = int(X[:, 0].max()) + 1

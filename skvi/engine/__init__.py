@@ -40,6 +40,7 @@ from .executor import even_batches
 from .factor import Factor
 from .monitoring import FitRecord, monitor
 from .parameters import ENGINE_PARAMETER_CONSTRAINTS
+from .rows import RowGroupSpec
 from .safety import PROBE_SIZE
 from .settings import ModelSettings
 from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, add_statistics
@@ -57,6 +58,7 @@ __all__ = [
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",
     "REQUIRED_HOOKS",
+    "RowGroupSpec",
     "RowStatistics",
     "Rows",
     "SVIEstimator",

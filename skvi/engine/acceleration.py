@@ -17,9 +17,10 @@ its ELBO is at least ``p2``'s and ``p2`` otherwise, so that it never ends
 below two plain steps, and the ELBO never falls from pass to pass.  The
 norms run over every array of every global factor.
 
-A model asks for it with ``ModelSettings(extrapolate=True)``; its steps
-must be judged by the ELBO (``batch_steps`` other than ``'blend'``) and
-carry no state beyond the factors, since a rejected jump restores only them.
+A model asks for it with ``ModelSettings(batch_steps='extrapolate')`` (its
+steps are then judged by the ELBO, as ``'line_search'`` judges them); they
+must carry no state beyond the factors, since a rejected jump restores only
+them.
 """
 
 import numpy as np
@@ -77,7 +78,7 @@ def _extrapolation(est, st, p0, p1, p2):
             moved.append(j)
         if not moved:
             continue
-        means = [est._mean_parameters(n, st.as_factor(n, p[n]), moved) for p in (p0, p1, p2)]
+        means = [st.as_factor(n, p[n]).mean_parameters(moved) for p in (p0, p1, p2)]
         for i, j in enumerate(moved):
             r, v = moves[n, j]
             m0, m1, m2 = (np.asarray(m[i]) for m in means)
@@ -141,7 +142,7 @@ def batch_pass(est, data, local, n_count):
     (True, True)
     """
     st = est._svi
-    if not st.settings.extrapolate or st.rows or est.n_batch_iter_ == 0:
+    if st.settings.batch_steps != "extrapolate" or st.rows or est.n_batch_iter_ == 0:
         # The fit's first step leaves its start, which is no iterate of F.
         return _plain_step(est, data, local, n_count)
     p0 = est.natural_params_

@@ -32,12 +32,13 @@ from sklearn.utils import check_random_state, gen_batches
 
 from . import blocks as _fn
 from .acceleration import batch_pass
-from .convergence import Convergence
+from .convergence import Convergence, evaluates_every
 from .executor import WorkerState, backend_for, cut, even_batches, local_executor
 from .monitoring import _Run, warn_user
 from .parameters import document_engine_parameters, learning_decay_warning, max_passes
-from .rows import ChildSample, ResidentRows, counts_of_ids, sample_children
-from .step import end_of_pass, factor_target, row_prior, take_step, update_factor
+from .rows import ChildSample, ResidentRows, sample_children
+from .settings import settings_of
+from .step import end_of_pass, take_step, update_factor
 from .state import FitState
 
 __all__ = ["REQUIRED_HOOKS", "OPTIONAL_HOOKS", "SVIEstimator"]
@@ -58,17 +59,9 @@ OPTIONAL_HOOKS = (
     "_on_params_updated",
     "_local_draws",
     "_update_factor",
-    "_factor_target",
-    "_hyperparameter_statistics",
-    "_update_hyperparameters",
     "_data_summary",
-    "_row_ids",
-    "_row_counts",
-    "_row_prior",
-    "_grow_rows",
-    "_row_summary",
+    "_update_hyperparameters",
     "_probe_loss",
-    "_mean_parameters",
 )
 
 #: Methods that take rows and return one value (or row of values) per row:
@@ -248,58 +241,26 @@ class SVIEstimator(BaseEstimator):
         return None
 
     def _update_factor(self, name, current, stats, ctx):
-        """The update of one factor and its validity (default: the engine's)."""
+        """The update of one factor and its validity (default: the engine's, towards its target)."""
         return update_factor(self, name, current, stats, ctx)
 
-    def _factor_target(self, name, current, stats, ctx):
-        """The target of a factor that is not a row group (default: prior + scale * stats)."""
-        return factor_target(name, stats, ctx)
+    def _data_summary(self, X, local=None):
+        """What the model's own code needs from the rows X, added over blocks (default None).
 
-    def _hyperparameter_statistics(self, X, local):
-        """What the model's own step needs from a block, added over blocks (default None)."""
+        At the start of a fit (``local`` None), of all the rows: the
+        ``summary`` that ``_initialize_globals`` receives.  After each
+        accepted step, of the step's rows with their local step: the
+        ``hyper`` that ``_update_hyperparameters`` receives.
+        """
         return None
 
     def _update_hyperparameters(self, hyper, ctx):
         """The model's own step after each accepted step or pass; True when the model changed."""
         return False
 
-    def _data_summary(self, X):
-        """What the start needs from all the rows, added over blocks (default None)."""
-        return None
-
-    def _row_ids(self, X):
-        """For each row group, the row of every data point of X."""
-        return {}
-
-    def _row_counts(self, X, sizes):
-        """For each row group of ``sizes`` (name: rows), the weighted points of X behind each row."""
-        return counts_of_ids(self, X, sizes)
-
-    def _row_prior(self, name, rows, ctx):
-        """The unscaled part of the target of ``rows`` of group ``name`` (default: its prior)."""
-        return row_prior(self, name, rows, ctx)
-
-    def _grow_rows(self, name, n_new, rated, random_state):
-        """Natural parameters of ``n_new`` rows added to group ``name`` by ``partial_fit``."""
-        self._missing_hook(
-            "_grow_rows(name, n_new, rated, random_state)",
-            f"the rows partial_fit adds to the row group {name!r}",
-        )
-
-    def _row_summary(self, name, natural, steps, totals):
-        """What the model needs of every row of a resident group, added over blocks."""
-        self._missing_hook(
-            "_row_summary(name, natural, steps, totals)",
-            f"a summary of the rows of the resident group {name!r}",
-        )
-
     def _probe_loss(self, probe, params):
         """Expected loss per row of the probe rows under ``params`` (default None: no probe)."""
         return None
-
-    def _mean_parameters(self, name, factor, which):
-        """Mean parameters ``which`` (natural parameters' indices) of a factor (default: its family's)."""
-        return [factor.distribution.expected_stats()[j] for j in which]
 
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
@@ -535,9 +496,7 @@ class SVIEstimator(BaseEstimator):
         start = time.perf_counter()  # the clock of fit: its start counts
         n_samples = data.shape[0]
         child = settings.children_per_row
-        online = self.learning_method == "online" and (
-            child is not None or n_samples > self.batch_size
-        )
+        online = not self._only_batch_steps(n_samples, child)
         st = self._start_fit(data, executor, settings, random_state, scheduled=online)
         run = _Run(self, "fit", start)
         conv = None
@@ -546,7 +505,7 @@ class SVIEstimator(BaseEstimator):
             st.view_version += 1  # the workers' copies carry N_i
             n_count = executor.count(self, data)
             self.n_samples_seen_ = n_count
-            if self.step_safety and (online or settings.probe_batch_steps):
+            if self.step_safety and (online or settings.batch_steps == "probe"):
                 st.safety.set_probe(self, data, random_state)
             n_batches = (
                 (1 if child is not None else len(even_batches(n_samples, self.batch_size)))
@@ -595,9 +554,11 @@ class SVIEstimator(BaseEstimator):
                     break
                 if stopped:
                     break
-            if settings.final_bound:
+            if evaluates_every(self) is not None:
                 # The full-data ELBO at the final globals by the model's own
-                # local step, for the model's fitted attributes.
+                # local step, for the model's fitted attributes (scikit-learn's
+                # LDA's bound_, whose ELBO is evaluated every evaluate_every
+                # passes).
                 with st.clock.phase("bound"):
                     self._final_bound = st.data_bound(
                         self, data, None, self.natural_params_
@@ -678,8 +639,8 @@ class SVIEstimator(BaseEstimator):
         # Paquet's Alg. 1: one step updates every row of each group from up to
         # C of its own data points, so a "pass" over the rows is one step.
         samples = {
-            name: data[sample_children(ids, child, random_state)]
-            for name, ids in self._row_ids(data).items()
+            name: data[sample_children(spec.ids_of(name, data), spec.children, random_state)]
+            for name, spec in st.settings.row_groups.items()
         }
         sample = ChildSample(samples)
         yield sample, self._sample_count(data) / self._sample_count(sample)
@@ -693,11 +654,7 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
             # A stream of unknown length whose model takes streaming Bayes'
             # steps uses the schedule for its first step's weight only.
-            bayes = (
-                self.total_samples == "auto"
-                and settings.stream_steps == "bayes"
-                and not settings.pass_step
-            )
+            bayes = self.total_samples == "auto" and settings.stream_steps == "bayes"
             st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
             st.stream.remember(self, settings.initial_globals_are_data)
             self.n_samples_seen_ = 0
@@ -777,6 +734,15 @@ class SVIEstimator(BaseEstimator):
         self.lower_bound_ = float(bound)
 
     # -------------------------------------------------------------- services
+    def _only_batch_steps(self, n_rows, children=None):
+        """Whether a ``fit`` on ``n_rows`` rows takes batch steps only: the engine's rule.
+
+        A batch fit, or an online fit whose rows fit in one minibatch (and
+        that draws no child samples, ``children``).  A model that tunes
+        itself to it asks here rather than copy the rule.
+        """
+        return self.learning_method != "online" or (children is None and n_rows <= self.batch_size)
+
     def _sample_count(self, X):
         """How many samples the rows of X count for: ``X.count()`` when it has weights."""
         return X.count() if hasattr(X, "count") else X.shape[0]
@@ -807,7 +773,7 @@ class SVIEstimator(BaseEstimator):
         return st.rows[name].totals
 
     def _rows_summary(self, name, params=None):
-        """``_row_summary`` of every row of group ``name`` in ``params`` (default: the current).
+        """The group's ``summary`` of every row of group ``name`` in ``params`` (default: the current).
 
         In memory it is computed from the rows; on a cluster the blocks
         computed it where the rows are, with their step.
@@ -815,7 +781,8 @@ class SVIEstimator(BaseEstimator):
         factor = (self.natural_params_ if params is None else params)[name]
         if isinstance(factor, ResidentRows):
             return factor.summary
-        return self._row_summary(name, factor, self._row_steps(name), self._row_totals(name))
+        spec = settings_of(self).row_groups[name]
+        return spec.summary_of(name, factor, self._row_steps(name), self._row_totals(name))
 
     def _map_row_blocks(self, function, X, by="rows"):
         """``function`` of X, or of blocks of its rows on ``n_jobs`` threads: a list in row order.

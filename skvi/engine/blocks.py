@@ -56,7 +56,7 @@ def all_statistics(est, data, local, names, params, hyper=True):
     return Statistics(
         est._sample_count(data),
         factors,
-        est._hyperparameter_statistics(data, local) if hyper else None,
+        hyper_statistics(est, data, local) if hyper else None,
     )
 
 
@@ -66,13 +66,17 @@ def bound(est, data, local, params):
 
 
 def hyper_statistics(est, data, local):
-    """The hyperparameters' statistics of a block."""
-    return est._hyperparameter_statistics(data, local)
+    """What the model's own step needs of a block: ``_data_summary`` with its local step.
+
+    A block without a local step has none (the start's summary is the
+    call with ``local`` None).
+    """
+    return None if local is None else est._data_summary(data, local)
 
 
 def data_summary(est, data, local):
-    """``_data_summary`` of a block (summed over blocks before the start)."""
-    return est._data_summary(data)
+    """``_data_summary`` of a block at the start (summed over blocks before the start)."""
+    return est._data_summary(data, None)
 
 
 def probe_loss(est, probe, params):
@@ -130,7 +134,7 @@ def start_rows(est, data, names, seed):
     for name, total in zip(names, totals):
         group = RowGroup(n)
         group.totals = total
-        natural = est._grow_rows(name, n, np.ones(n, dtype=bool), random_state)
+        natural = settings.row_groups[name].grow_rows(name, n, np.ones(n, dtype=bool), random_state)
         rows[name] = RowsOfBlock(settings.as_factor(name, natural), group)
         reports[name] = _row_report(est, name, rows[name], True)
     return rows, reports
@@ -141,7 +145,8 @@ def _row_report(est, name, part, valid):
     summary = None
     if finite:
         try:
-            summary = est._row_summary(name, part.natural, part.group.steps, part.group.totals)
+            spec = settings_of(est).row_groups[name]
+            summary = spec.summary_of(name, part.natural, part.group.steps, part.group.totals)
         except np.linalg.LinAlgError:
             # Rows the model cannot summarise (a covariance that is not
             # positive definite): a step no fit may keep.
@@ -166,7 +171,7 @@ def row_step(est, data, local, rows, params, name, ctx, schedule):
     ctx = copy.copy(ctx)
     ctx.params = params
     stats = est._expected_stats(name, data, local, params)
-    group.prepare(stats.rows, stats.counts, ctx, schedule, settings.scheduled_row_steps)
+    group.prepare(stats.rows, stats.counts, ctx, schedule, settings.row_groups[name].scheduled)
     ctx.new_rule_state = None
     new, valid = est._update_factor(name, part.natural, stats, ctx)
     if ctx.new_rule_state is not None:

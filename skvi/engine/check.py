@@ -48,7 +48,7 @@ def check_model(estimator, X, y=None, *, sample_weight=True, rtol=1e-3):
 
     1. the natural gradient the hooks define, ``F(lam) (lam_hat - lam)``
        with ``lam_hat`` the target of a unit step on all of X
-       (``_expected_stats``, ``_prior_natural``, ``_factor_target``), is not
+       (``_expected_stats``, ``_prior_natural``, ``_update_factor``), is not
        the gradient of the ELBO they define (``_local_bound``,
        ``_global_bound``), measured by central finite differences along
        ``lam_hat - lam`` for every factor that the natural-gradient blend
@@ -226,7 +226,7 @@ def _check_gradients(estimator, X, y, rtol):
             raise ContractError(
                 f"{type(est).__name__}: factor {name!r}: the target of a closed-form step from "
                 "valid factors, _prior_natural + N / |S| _expected_stats (through "
-                "_factor_target), is not a valid distribution of its family: expected "
+                "_update_factor), is not a valid distribution of its family: expected "
                 "statistics of the data never make one, so a sign or a factor of the "
                 "statistics is wrong."
             )
@@ -247,7 +247,7 @@ def _check_gradients(estimator, X, y, rtol):
             at = dict(params)
             at[name] = moved
             which = range(len(moved))
-            ends.append((_bound(est, data, at, local), est._mean_parameters(name, moved, which)))
+            ends.append((_bound(est, data, at, local), moved.mean_parameters(which)))
         if len(ends) < 2:
             continue
         (up, mean_up), (down, mean_down) = ends
@@ -259,7 +259,7 @@ def _check_gradients(estimator, X, y, rtol):
                 f"natural gradient is {measured:.6g} by finite differences of _local_bound + "
                 f"_global_bound, but the hooks' step predicts {predicted:.6g} "
                 "(F(lam) (lam_hat - lam), with lam_hat = _prior_natural + N / |S| "
-                "_expected_stats through _factor_target): a sign or a factor of the "
+                "_expected_stats through _update_factor): a sign or a factor of the "
                 "statistics, the prior or the bound is wrong."
             )
     return est
@@ -270,7 +270,7 @@ def _check_batch_ascent(estimator, X, y):
     est = _with_engine_params(
         estimator, learning_method="batch", max_iter=4, tol=0.0, step_safety=False
     )
-    if settings_of(est).batch_steps != "blend":
+    if settings_of(est).batch_steps_tested_by_bound:
         return
     _fit(est, X, y)
     bounds = np.asarray(est.lower_bounds_, dtype=float)
@@ -278,7 +278,7 @@ def _check_batch_ascent(estimator, X, y):
         raise ContractError(
             f"{type(est).__name__}: a batch fit's closed-form steps reached an ELBO of "
             f"{bounds[~np.isfinite(bounds)][0]}: _expected_stats, _prior_natural or "
-            "_factor_target make factors whose _local_bound + _global_bound is not finite."
+            "_update_factor make factors whose _local_bound + _global_bound is not finite."
         )
     for i in range(1, bounds.size):
         drop = bounds[i - 1] - bounds[i]
@@ -286,7 +286,7 @@ def _check_batch_ascent(estimator, X, y):
             raise ContractError(
                 f"{type(est).__name__}: a closed-form batch step (pass {i + 1} of a fresh fit) "
                 f"lowered the ELBO from {bounds[i - 1]:.10g} to {bounds[i]:.10g}; coordinate "
-                "ascent never does, so _expected_stats, _prior_natural or _factor_target "
+                "ascent never does, so _expected_stats, _prior_natural or _update_factor "
                 "disagrees with _local_bound + _global_bound."
             )
 
@@ -302,7 +302,7 @@ def _check_one_minibatch_is_batch(est, X, y):
                 f"{type(est).__name__}: factor {name!r} after an online step whose one "
                 "minibatch is all the rows, at step size 1, differs from the batch step's from "
                 "the same factors; the hooks (_local_step, _local_draws, _expected_stats, "
-                "_factor_target, _update_factor) must not depend on how the engine cut the data."
+                "_update_factor) must not depend on how the engine cut the data."
             )
 
 
@@ -322,7 +322,7 @@ def _check_weights_are_repeats(est, X, y):
     """Check 4: weighted rows are repeated rows, in the statistics and the bound.
 
     Left out for a model whose row group has one row per data row (the
-    settings' ``resident_row_groups``, a correlated topic model's
+    settings' resident row groups, a correlated topic model's
     documents): a repeated row is a new row of that group, with no factor
     in the fitted model to compare.
     """

@@ -28,17 +28,19 @@ data took a step where rows have their own factors; a fit that still
 improves runs to ``max_iter``; ``tol=0`` keeps the estimates and never stops
 the fit.  The sample is dropped when ``fit`` returns.
 
-``evaluate_every`` (a model's setting; LDA's parameter) replaces the online
-rule by the exact full-data ELBO every that many passes, tested like a batch
-fit's; 0 or less never evaluates it and runs ``max_iter`` passes, as
-scikit-learn's LDA does.
+An estimator that takes scikit-learn's ``evaluate_every`` parameter (LDA's)
+evaluates the exact full-data ELBO every that many passes, tested like a
+batch fit's; 0 or less never evaluates it in a batch fit, which runs
+``max_iter`` passes as scikit-learn's LDA does, and leaves an online fit to
+the online rule.  Such a fit ends with the full-data ELBO at its final
+globals (:func:`evaluates_every`).
 """
 
 import numpy as np
 
 from . import blocks as _fn
 
-__all__ = ["CHECK_ROWS", "CHECKS_PER_PASS", "Convergence", "WINDOW"]
+__all__ = ["CHECK_ROWS", "CHECKS_PER_PASS", "Convergence", "WINDOW", "evaluates_every"]
 
 #: Most training rows of an online fit's convergence sample.
 CHECK_ROWS = 256
@@ -50,6 +52,19 @@ CHECKS_PER_PASS = 32
 CHECK_COST = 0.03
 #: Checks a window smooths; as many without improvement stop an online fit.
 WINDOW = 4
+
+
+def evaluates_every(est):
+    """The estimator's ``evaluate_every`` parameter, or None when it takes none.
+
+    Examples
+    --------
+    >>> from skvi import GaussianGammaVB, SVILatentDirichletAllocation
+    >>> from skvi.engine.convergence import evaluates_every
+    >>> evaluates_every(SVILatentDirichletAllocation()), evaluates_every(GaussianGammaVB())
+    (-1, None)
+    """
+    return getattr(est, "evaluate_every", None)
 
 
 def relative_change(tol):
@@ -92,7 +107,9 @@ class Convergence:
         self.test = settings.convergence or relative_change(est.tol)
         # tol=0 asks for every pass: the estimates are kept, the fit not stopped.
         self.stops = getattr(est, "tol", None) != 0
-        every = settings.evaluate_every
+        every = evaluates_every(est)
+        if every is not None and every <= 0 and est.learning_method == "online":
+            every = None  # the online rule
         if every is not None:
             self.mode = "bound" if every > 0 else "none"
             self.every = max(int(every), 1)

@@ -390,7 +390,7 @@ class Executor:
 
     def summary(self, est, data):
         """``_data_summary`` of all the rows (summed over blocks)."""
-        return est._data_summary(data)
+        return est._data_summary(data, None)
 
     def initialize(self, est, data, random_state, summary):
         """The model's initial globals (``_initialize_globals``) from the fit's rows."""

@@ -56,6 +56,34 @@ class Factor(tuple):
         """The :mod:`skvi.expfam` instance of these natural parameters (cached)."""
         return self.cached("distribution", lambda f: f.family.from_natural(*f))
 
+    def mean_parameters(self, which=None):
+        """The family's mean parameters (``expected_stats()``), those at indices ``which``.
+
+        They pair with the natural parameters (extrapolated passes and
+        :func:`~skvi.engine.check_model` measure steps with them).
+
+        Parameters
+        ----------
+        which : iterable of int or None, default=None
+            Indices of the natural parameters whose mean parameters are
+            wanted (None: all).
+
+        Returns
+        -------
+        list of ndarray
+            The mean parameters.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skvi.engine import Factor
+        >>> from skvi.expfam import Gamma
+        >>> Factor((np.array([-2.0]), np.array([2.0])), Gamma).mean_parameters([0])
+        [array([1.5])]
+        """
+        means = self.cached("mean_parameters", lambda f: f.distribution.expected_stats())
+        return list(means) if which is None else [means[j] for j in which]
+
     def cached(self, key, compute):
         """``compute(self)``, computed on the first call for ``key`` only.
 

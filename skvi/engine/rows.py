@@ -8,9 +8,11 @@ probabilistic matrix factorization", Alg. 1).  :class:`RowGroup` keeps them
 and prepares one step of some rows; the engine uses it for a group held in
 memory, and a worker for the rows of its block.
 
-A model's resident row groups (its settings' ``resident_row_groups``) are
-groups whose row ``i`` is data row
-``i``'s own factor (a document's ``q(eta_d)``): on a cluster they stay with
+A model describes each of its row groups once, with a :class:`RowGroupSpec`
+in its settings' ``row_groups``: where the data's points fall among the rows,
+how many points each row has, the rows' prior and the rows a stream adds.
+Resident row groups (``RowGroupSpec(resident=True)``) are groups whose row
+``i`` is data row ``i``'s own factor (a document's ``q(eta_d)``): on a cluster they stay with
 their blocks, and the client holds a :class:`ResidentRows` in their place,
 what the blocks hold and the summed summary the model's closed forms need.
 """
@@ -21,6 +23,7 @@ __all__ = [
     "ChildSample",
     "ResidentRows",
     "RowGroup",
+    "RowGroupSpec",
     "RowGroups",
     "RowsOfBlock",
     "counts_of_ids",
@@ -48,7 +51,7 @@ class RowGroup:
         The rows updated by the step being tried.
     share : bool
         Whether ``totals`` count shares of the data (the settings'
-        ``row_shares``): a step scales them to its ``N``.
+        spec's ``share``): a step scales them to its ``N``.
     counted : float
         The (weighted) data rows behind ``totals``.
 
@@ -111,7 +114,7 @@ class RowGroup:
             The step-size schedule, ``schedule(t)``.
         scheduled : bool
             Whether batch steps follow each row's schedule too
-            (the settings' ``scheduled_row_steps``).
+            (the group spec's ``scheduled``).
         """
         if ctx.online or scheduled:
             # One schedule call for every row's own counter.
@@ -154,6 +157,230 @@ class RowGroup:
             self.pending = None
 
 
+class RowGroupSpec:
+    """What the engine needs to know of one row group, declared in the model's settings.
+
+    A row group is a global factor that is a stack of per-row factors along
+    its first axis (the users and items of matrix factorization, the
+    documents of a correlated topic model, a network node's plate
+    elements).  Each callable is the model's own code and receives the
+    group's name first, so that one method may serve several groups.
+
+    Parameters
+    ----------
+    ids : callable or None, default=None
+        ``ids(name, X)``: the row of every data point of X (an int array).
+        A group without ids is counted by ``counts`` alone and never grows.
+    counts : callable or None, default=None
+        ``counts(name, X, size)``: the (weighted) data points of X behind
+        each of the group's ``size`` rows, its ``N_i``.  None: the weighted
+        count of ``ids``.  A model whose data point reaches several rows (a
+        network's row reaches every plate element of a global node it
+        observes) counts them here.
+    prior : callable or None, default=None
+        ``prior(name, rows, ctx)``: the part of the target of ``rows`` that
+        the minibatch does not scale, rows first.  None: ``ctx.prior[name]``,
+        one fixed prior for every row; a model whose rows' prior follows
+        other factors (a network node's parents, at ``ctx.params``) returns
+        each row's.
+    grow : callable or None, default=None
+        ``grow(name, n_new, rated, random_state)``: the natural parameters
+        of ``n_new`` rows that ``partial_fit`` meets for the first time
+        (``rated``: whether each has a data point in the call), and of a
+        resident group's rows at the start of each block.
+    summary : callable or None, default=None
+        ``summary(name, natural, steps, totals)``: for a resident group,
+        what the model's closed forms and ELBO need of all its rows, as
+        statistics that add over blocks; models read it through the
+        engine's ``_rows_summary(name, params=None)``.
+    axes : int, default=1
+        The number of leading axes of the factor that index its rows: a
+        network node's rows are the elements of all its plates, row ``i``
+        element ``i`` of the plates in C order.
+    share : bool, default=False
+        Whether ``N_i`` is a share of the data (a network node's plate
+        elements, which every row may reach): ``N_i = N * n_i / n``, with
+        ``n_i / n`` the share of the rows counted so far that reach row
+        ``i`` and ``N`` the step's total (all the rows in ``fit``; in
+        ``partial_fit``, ``total_samples`` or the stream's estimate, whose
+        growth rescales it as it does any factor).  Otherwise ``N_i`` is the
+        count itself (a user's ratings seen so far).
+    resident : bool, default=False
+        Whether row ``i`` is data row ``i``'s own factor (a document's
+        ``q(eta_d)``): on a cluster the rows stay with their blocks, and a
+        pickle keeps their ``summary`` only (a copy in memory keeps them).
+    scheduled : bool, default=False
+        Whether batch steps of the rows follow each row's schedule too
+        (Monte Carlo targets, whose noise a unit step never averages out).
+    children : int or None, default=None
+        Paquet's Alg. 1: an online step draws this many data points of
+        every row of the group (all of a row's points when it has fewer)
+        instead of a minibatch; a pass is then one step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine import ModelSettings, RowGroupSpec
+    >>> from skvi.expfam import Gamma
+    >>> spec = RowGroupSpec(ids=lambda name, X: X[:, 0].astype(int))
+    >>> s = ModelSettings({"rates": Gamma}, row_groups={"rates": spec})
+    >>> s.row_groups["rates"].counts_of("rates", np.array([[0.0], [2.0], [2.0]]), 3)
+    array([1., 0., 2.])
+    """
+
+    __slots__ = (
+        "ids",
+        "counts",
+        "prior",
+        "grow",
+        "summary",
+        "axes",
+        "share",
+        "resident",
+        "scheduled",
+        "children",
+    )
+
+    def __init__(
+        self,
+        ids=None,
+        counts=None,
+        prior=None,
+        grow=None,
+        summary=None,
+        *,
+        axes=1,
+        share=False,
+        resident=False,
+        scheduled=False,
+        children=None,
+    ):
+        self.ids = ids
+        self.counts = counts
+        self.prior = prior
+        self.grow = grow
+        self.summary = summary
+        self.axes = int(axes)
+        self.share = bool(share)
+        self.resident = bool(resident)
+        self.scheduled = bool(scheduled)
+        self.children = children
+
+    def ids_of(self, name, X):
+        """The row of every data point of X, or None when the group has no ids.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        X : object
+            Validated rows (``_prepare_data``'s).
+
+        Returns
+        -------
+        ndarray of int or None
+            The row of the group that each data point of X reaches.
+        """
+        return None if self.ids is None else np.asarray(self.ids(name, X))
+
+    def counts_of(self, name, X, size):
+        """``N_i`` of X: ``counts``, or the weighted count of ``ids``.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        X : object
+            Validated rows (``_prepare_data``'s).
+        size : int
+            The group's number of rows.
+
+        Returns
+        -------
+        ndarray of shape (size,)
+            The (weighted) data points of X behind each row.
+        """
+        if self.counts is not None:
+            return self.counts(name, X, size)
+        return np.bincount(self.ids_of(name, X), weights=row_weights(X), minlength=size).astype(
+            float
+        )
+
+    def prior_of(self, name, rows, ctx):
+        """The unscaled part of the target of ``rows``: ``prior``, or ``ctx.prior[name]``.
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        rows : ndarray of int
+            The rows the step updates.
+        ctx : StepContext
+            The step (``ctx.params``: the globals so far).
+
+        Returns
+        -------
+        tuple of ndarray
+            Natural parameters, one fixed prior or each row's (rows first).
+        """
+        if self.prior is None:
+            return ctx.prior[name]
+        return self.prior(name, rows, ctx)
+
+    def grow_rows(self, name, n_new, rated, random_state):
+        """The natural parameters of ``n_new`` new rows (``grow``).
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        n_new : int
+            Rows to add.
+        rated : ndarray of bool or None
+            Whether each new row has a data point in the call.
+        random_state : RandomState
+            The fit's generator.
+
+        Returns
+        -------
+        tuple of ndarray
+            The new rows' natural parameters, rows first.
+        """
+        if self.grow is None:
+            raise NotImplementedError(
+                f"The row group {name!r} meets new rows, but its RowGroupSpec has no grow "
+                "(see docs/engine.md)."
+            )
+        return self.grow(name, n_new, rated, random_state)
+
+    def summary_of(self, name, natural, steps, totals):
+        """What the model needs of every row of a resident group (``summary``).
+
+        Parameters
+        ----------
+        name : str
+            The group.
+        natural : Factor
+            The rows' natural parameters.
+        steps, totals : ndarray
+            Each row's accepted steps and ``N_i``.
+
+        Returns
+        -------
+        object
+            Statistics of the rows that add over blocks.
+        """
+        if self.summary is None:
+            raise NotImplementedError(
+                f"The resident row group {name!r} needs a summary in its RowGroupSpec "
+                "(see docs/engine.md)."
+            )
+        return self.summary(name, natural, steps, totals)
+
+    def __repr__(self):
+        return f"RowGroupSpec(axes={self.axes}, share={self.share}, resident={self.resident})"
+
+
 class RowsOfBlock:
     """The factor of a block's rows and their :class:`RowGroup`: what a worker keeps.
 
@@ -194,7 +421,7 @@ class ResidentRows:
     reports : list
         One handle per block of its rows' summary report.
     summary : object
-        ``_row_summary`` summed over every block.
+        The group spec's ``summary``, summed over every block.
     finite : bool, default=True
         Whether every row's natural parameters are finite.
     backend : object or None, default=None
@@ -261,18 +488,15 @@ def row_weights(data):
 
 
 def counts_of_ids(est, data, sizes):
-    """The default of ``_row_counts``: each group's weighted count of ``_row_ids``.
+    """Each group's ``N_i`` of the rows ``data``, ``{name: counts}`` (``sizes``: name to rows).
 
-    A model whose data points reach several rows of a group (a network's row
-    reaches every plate element of a global node it observes) counts them in
-    its own ``_row_counts``.
+    Each group's :class:`RowGroupSpec` counts them: its ``counts``, or the
+    weighted count of its ``ids``.
     """
-    weights = row_weights(data)
-    ids = est._row_ids(data)
-    return {
-        name: np.bincount(ids[name], weights=weights, minlength=size).astype(float)
-        for name, size in sizes.items()
-    }
+    from .settings import settings_of  # the settings know the rows' specs
+
+    groups = settings_of(est).row_groups
+    return {name: groups[name].counts_of(name, data, size) for name, size in sizes.items()}
 
 
 def row_counts(est, data, sizes):
@@ -280,7 +504,7 @@ def row_counts(est, data, sizes):
 
     ``sizes`` holds ``(name, number of rows of the group)`` pairs.
     """
-    counts = est._row_counts(data, dict(sizes))
+    counts = counts_of_ids(est, data, dict(sizes))
     return tuple(counts[name] for name, _ in sizes)
 
 
@@ -303,13 +527,10 @@ class RowGroups(dict):
 
     def start(self, natural, settings):
         """A fresh :class:`RowGroup` for each row group in ``natural`` (resident ones stay out)."""
-        for name in settings.row_groups:
+        for name, spec in settings.row_groups.items():
             rows = natural[name]
             if not isinstance(rows, ResidentRows):  # resident: kept by the blocks
-                axes = settings.row_axes.get(name, 1)
-                self[name] = RowGroup(
-                    int(np.prod(rows[0].shape[:axes])), share=name in settings.row_shares
-                )
+                self[name] = RowGroup(int(np.prod(rows[0].shape[: spec.axes])), share=spec.share)
 
     def count(self, est, executor, data):
         """``N_i`` of every group in memory from all the rows of the fit, summed over blocks."""
@@ -323,15 +544,18 @@ class RowGroups(dict):
             self[name].counted = counted
 
     def grow_and_count(self, est, X, random_state, settings):
-        """Add the rows X meets for the first time (``_grow_rows``); add X's points to ``N_i``."""
-        for name, ids in est._row_ids(X).items():
+        """Add the rows X meets for the first time (the groups' ``grow``); add X's points to ``N_i``."""
+        for name, spec in settings.row_groups.items():
+            ids = spec.ids_of(name, X)
+            if ids is None:
+                continue
             group = self[name]
             n_old = group.totals.shape[0]
             n_new = max(n_old, int(ids.max(initial=-1)) + 1) - n_old
             if n_new:
                 rated = np.zeros(n_new, dtype=bool)
                 rated[ids[ids >= n_old] - n_old] = True
-                extra = est._grow_rows(name, n_new, rated, random_state)
+                extra = spec.grow_rows(name, n_new, rated, random_state)
                 est._svi.set_factor(
                     est,
                     name,
@@ -341,7 +565,7 @@ class RowGroups(dict):
         sizes = {name: group.totals.shape[0] for name, group in self.items()}
         if sizes:
             rows = est._sample_count(X)
-            for name, counts in est._row_counts(X, sizes).items():
+            for name, counts in counts_of_ids(est, X, sizes).items():
                 self[name].totals += counts
                 self[name].counted += rows
 

@@ -130,10 +130,10 @@ class StepSafety:
             return all_finite(params)
         if not valid:
             return False
-        if not online and X is not None and self.settings.batch_steps != "blend":
+        if not online and X is not None and self.settings.batch_steps_tested_by_bound:
             if not self._raises_elbo(est, X, params):
                 return False
-        if self.probe is not None and (online or self.settings.probe_batch_steps):
+        if self.probe is not None and (online or self.settings.batch_steps == "probe"):
             return self._probe_acceptable(est, params)
         return True
 

@@ -11,9 +11,12 @@ instead of a dozen overridable flags.
 import numpy as np
 
 from .factor import Factor
-from .rows import ResidentRows
+from .rows import ResidentRows, RowGroupSpec
 
-__all__ = ["ModelSettings", "settings_of"]
+__all__ = ["BATCH_STEPS", "ModelSettings", "settings_of"]
+
+#: How batch steps may be taken and judged (``ModelSettings(batch_steps=...)``).
+BATCH_STEPS = ("blend", "no_decrease", "line_search", "extrapolate", "probe")
 
 
 class ModelSettings:
@@ -25,31 +28,15 @@ class ModelSettings:
         Global factor name to its exponential family (a class of
         :mod:`skvi.expfam`, whose ``valid_natural`` is the step-safety test),
         in the order ``update_order='sequential'`` updates them.
-    row_groups : tuple of str, default=()
+    row_groups : dict or tuple of str, default=()
         Factors that are stacks of per-row factors along their first axis
-        (users and items of matrix factorization).  The engine keeps per-row
-        step counters (row ``i`` steps by ``rho(t_i)``), per-row totals
-        ``N_i`` (from the model's ``_row_counts``), scales row ``i``'s
-        statistics by ``N_i / C_i`` (Paquet's Alg. 1), and commits counters
-        and update-rule state only with an accepted step.
-    row_axes : dict, default=None
-        Row group name to the number of leading axes of its factor that
-        index its rows (absent: 1).  A network node's rows are the elements
-        of all its plates: row ``i`` is then element ``i`` of the plates in
-        C order.
-    row_shares : tuple of str, default=()
-        Row groups whose ``N_i`` is a share of the data (a network node's
-        plate elements, which every row may reach): ``N_i = N * n_i / n``,
-        ``n_i / n`` the share of the rows counted so far that reach row
-        ``i`` and ``N`` the step's total (all the rows in ``fit``; in
-        ``partial_fit``, ``total_samples`` or the stream's estimate, whose
-        growth rescales them as it does any factor).  Other row groups'
-        ``N_i`` is the count itself (a user's ratings seen so far).
-    resident_row_groups : tuple of str, default=()
-        Row groups whose row ``i`` is data row ``i``'s own factor (a
-        document's ``q(eta_d)``): on a cluster they stay with their blocks,
-        and a pickle keeps their ``_row_summary`` only (a copy in memory
-        keeps them).
+        (users and items of matrix factorization), each name to its
+        :class:`~skvi.engine.RowGroupSpec` (a name alone: the default
+        spec).  The engine keeps per-row step counters (row ``i`` steps by
+        ``rho(t_i)``), per-row totals ``N_i`` (counted as the spec says),
+        scales row ``i``'s statistics by ``N_i / C_i`` (Paquet's Alg. 1),
+        and commits counters and update-rule state only with an accepted
+        step.
     hierarchical : tuple of str, default=()
         Factors whose children are other global factors (prior
         precisions): their statistics come from the globals alone, once per
@@ -65,59 +52,41 @@ class ModelSettings:
         steps and statistics run concurrently.  Say True when the local step
         is vectorised or releases the GIL, and its random numbers (if any)
         are drawn by ``_local_draws`` before the blocks run.
-    scheduled_row_steps : bool, default=False
-        Batch steps of row groups follow each row's schedule too (Monte
-        Carlo targets, whose noise a unit step never averages out).
     initial_globals_are_data : bool, default=False
         ``_initialize_globals`` fits the globals to its rows (a k-means
-        start): with ``total_samples='auto'`` they count as data.
-    batch_steps : {'blend', 'no_decrease', 'line_search'}, default='blend'
-        How step safety judges a batch step beyond the factors' validity:
+        start): with ``total_samples='auto'`` they count as data.  One
+        model's setting so far (the Bayesian Gaussian mixture's).
+    batch_steps : {'blend', 'no_decrease', 'line_search', 'extrapolate', 'probe'}, default='blend'
+        How batch steps are taken and judged beyond the factors' validity:
         ``'blend'`` not at all (coordinate ascent never lowers the ELBO);
         ``'no_decrease'`` rejects a step that lowers the full-data ELBO (a
         Newton-like fixed point can overshoot) and keeps a reduced step size;
         ``'line_search'`` likewise, but each batch step starts again from
-        the full step (a damped Newton iteration on a deterministic target).
+        the full step (a damped Newton iteration on a deterministic target);
+        ``'extrapolate'`` as ``'line_search'``, each pass of a batch fit an
+        extrapolated pass (:func:`skvi.engine.acceleration.batch_pass`: two
+        steps, a jump along them, a third step, kept only when it ends above
+        the two), for batch steps that converge linearly (majorize-minimize
+        steps) and carry no state beyond the factors (no hyperparameter or
+        update-rule state); ``'probe'`` judges them on the probe sample, as
+        online steps are (Monte Carlo fixed points).
     elbo_tolerance : float, default=1e-9
-        The relative fall of the ELBO that ``'no_decrease'`` still accepts.
-    extrapolate : bool, default=False
-        Take each pass of a batch fit as an extrapolated pass
-        (:func:`skvi.engine.acceleration.batch_pass`): two steps, a jump
-        along them, a third step, kept only when it ends above the two.
-        For batch steps that converge linearly (majorize-minimize steps);
-        needs ``batch_steps`` other than ``'blend'`` (an ELBO per step), and
-        steps with no state beyond the factors (no hyperparameter or
-        update-rule state).
-    probe_batch_steps : bool, default=False
-        Test batch steps on the probe sample too (Monte Carlo fixed points).
+        The relative fall of the ELBO that a batch step tested by the ELBO
+        still passes.  One model's setting so far (the sparse GP
+        regressor's predictive objective, tested to stationarity).
     probe_growth : float, default=1.0
         The fraction of its best value by which a step may raise the probe's
         loss before it is rejected.
-    children_per_row : int or None, default=None
-        Paquet's Alg. 1: an online step of a model with row groups draws
-        this many data points of every row of each group (all of a row's
-        points when it has fewer) instead of a minibatch; a pass is one step.
-    pass_step : bool, default=False
-        Call ``_update_hyperparameters`` once more after the last step of
-        each online pass of ``fit`` and of each ``partial_fit`` call, with
-        ``hyper=None`` and ``ctx.end_of_pass`` (a model that moves some of
-        its parameters once per pass).
     batches : {'even', 'remainder'}, default='even'
         How ``partial_fit`` cuts its rows: ``'even'`` into near-equal
         minibatches (:func:`~skvi.engine.even_batches`); ``'remainder'``
         into ``batch_size`` rows and a last one with the rest (scikit-learn's
-        ``gen_batches``, for a drop-in's identical steps).
+        ``gen_batches``, for a drop-in's identical steps).  One model's
+        setting so far (LDA's, scikit-learn's drop-in).
     convergence : callable or None, default=None
         ``convergence(previous, current) -> bool`` between two evaluated
         full-data ELBOs of a batch fit (None: relative change below
         ``tol``).
-    evaluate_every : int or None, default=None
-        Evaluate the full-data ELBO every this many passes (0 or less:
-        never; None: every pass of a batch fit, and of an online fit only
-        when its estimator's ``evaluate_every`` asks).
-    final_bound : bool, default=False
-        After ``fit``, compute the full-data ELBO at the final globals when
-        no pass did, as ``lower_bound_``.
     warn_not_converged : bool, default=True
         Warn when ``fit`` stops at ``max_iter`` without converging.
     start_sample_size : int or None, default=None
@@ -130,7 +99,8 @@ class ModelSettings:
         The step sizes of a ``partial_fit`` stream with
         ``total_samples='auto'``: the schedule's, or streaming variational
         Bayes' ``|S| / (n0 + n_seen)`` (every minibatch weighs the same; see
-        :mod:`skvi.engine.stream` for when each is better).
+        :mod:`skvi.engine.stream` for when each is better).  One model's
+        setting so far (LDA's).
 
     Examples
     --------
@@ -146,66 +116,44 @@ class ModelSettings:
         factors,
         *,
         row_groups=(),
-        row_axes=None,
-        row_shares=(),
-        resident_row_groups=(),
         hierarchical=(),
         update_rules=None,
         local_depends_on_globals=True,
         parallel=False,
-        scheduled_row_steps=False,
         initial_globals_are_data=False,
         batch_steps="blend",
         elbo_tolerance=1e-9,
-        extrapolate=False,
-        probe_batch_steps=False,
         probe_growth=1.0,
-        children_per_row=None,
-        pass_step=False,
         batches="even",
         convergence=None,
-        evaluate_every=None,
-        final_bound=False,
         warn_not_converged=True,
         start_sample_size=None,
         transient=(),
         stream_steps="schedule",
     ):
-        if batch_steps not in ("blend", "no_decrease", "line_search"):
+        if batch_steps not in BATCH_STEPS:
             raise ValueError(
-                f"batch_steps must be 'blend', 'no_decrease' or 'line_search', got {batch_steps!r}."
-            )
-        if extrapolate and batch_steps == "blend":
-            raise ValueError(
-                "extrapolate needs batch steps judged by the ELBO "
-                "(batch_steps='no_decrease' or 'line_search')."
+                f"batch_steps must be one of {', '.join(map(repr, BATCH_STEPS))}, "
+                f"got {batch_steps!r}."
             )
         if batches not in ("even", "remainder"):
             raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
         if stream_steps not in ("schedule", "bayes"):
             raise ValueError(f"stream_steps must be 'schedule' or 'bayes', got {stream_steps!r}.")
         self.factors = dict(factors)
-        self.row_groups = tuple(row_groups)
-        self.row_axes = dict(row_axes or {})
-        self.row_shares = tuple(row_shares)
-        self.resident_row_groups = tuple(resident_row_groups)
+        if not isinstance(row_groups, dict):
+            row_groups = {name: RowGroupSpec() for name in row_groups}
+        self.row_groups = dict(row_groups)
         self.hierarchical = tuple(hierarchical)
         self.update_rules = dict(update_rules or {})
         self.local_depends_on_globals = bool(local_depends_on_globals)
         self.parallel = bool(parallel)
-        self.scheduled_row_steps = bool(scheduled_row_steps)
         self.initial_globals_are_data = bool(initial_globals_are_data)
         self.batch_steps = batch_steps
         self.elbo_tolerance = float(elbo_tolerance)
-        self.extrapolate = bool(extrapolate)
-        self.probe_batch_steps = bool(probe_batch_steps)
         self.probe_growth = float(probe_growth)
-        self.children_per_row = children_per_row
-        self.pass_step = bool(pass_step)
         self.batches = batches
         self.convergence = convergence
-        self.evaluate_every = evaluate_every
-        self.final_bound = bool(final_bound)
         self.warn_not_converged = bool(warn_not_converged)
         self.start_sample_size = start_sample_size
         self.transient = tuple(transient)
@@ -215,6 +163,23 @@ class ModelSettings:
     def names(self):
         """The global factors' names, in sequential update order."""
         return tuple(self.factors)
+
+    @property
+    def resident_row_groups(self):
+        """The row groups whose rows stay with their blocks on a cluster."""
+        return tuple(n for n, spec in self.row_groups.items() if spec.resident)
+
+    @property
+    def children_per_row(self):
+        """Paquet's Alg. 1: the data points an online step draws of every row (None: minibatches)."""
+        return next(
+            (spec.children for spec in self.row_groups.values() if spec.children is not None), None
+        )
+
+    @property
+    def batch_steps_tested_by_bound(self):
+        """Whether step safety tests a batch step by the full-data ELBO."""
+        return self.batch_steps in ("no_decrease", "line_search", "extrapolate")
 
     @property
     def data_factors(self):

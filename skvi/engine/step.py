@@ -22,7 +22,7 @@ from .rows import ResidentRows
 from .settings import settings_of
 from .statistics import RowStatistics
 
-__all__ = ["StepContext", "blend", "take_step"]
+__all__ = ["StepContext", "blend", "factor_target", "take_step", "update_factor"]
 
 #: Largest number of times one step's size is halved before the step is
 #: skipped (its minibatch then leaves the globals unchanged).
@@ -34,7 +34,7 @@ class StepContext:
 
     The engine builds one per attempt of a step (a rejected step is retried
     with a smaller ``rho`` and a new context) and hands it to
-    ``_update_factor``, ``_factor_target`` and ``_update_hyperparameters``.
+    ``_update_factor`` and ``_update_hyperparameters``.
 
     Parameters
     ----------
@@ -60,7 +60,7 @@ class StepContext:
     n_batch : float or None, default=None
         The minibatch's (weighted) rows ``|S|``: ``scale * n_batch`` is the
         step's ``N``.  Counted only when a row group counts shares of the
-        data (the settings' ``row_shares``).
+        data (a :class:`~skvi.engine.RowGroupSpec` with ``share``).
     end_of_pass : bool, default=False
         True for the model's step after the last step of such a pass, which
         ``_update_hyperparameters`` receives with ``hyper=None``: ``rho`` is
@@ -174,28 +174,56 @@ def all_finite(params):
 
 
 # ------------------------------------------------------------ default updates
-def update_factor(est, name, current, stats, ctx):
+def update_factor(est, name, current, stats, ctx, target=None):
     """The engine's update of one factor (the default of ``_update_factor``).
 
     For a row group, ``stats`` is a :class:`RowStatistics`: only its rows
-    move, each by ``ctx.row_rho`` towards its prior plus ``ctx.row_scale``
-    times its statistics; any other factor moves by ``ctx.rho`` towards
-    ``_factor_target``.  The factor's update rule (its ``settings``) or the
-    natural-gradient blend makes the step.
+    move, each by ``ctx.row_rho`` towards its prior (its
+    :class:`~skvi.engine.RowGroupSpec`'s) plus ``ctx.row_scale`` times its
+    statistics; any other factor moves by ``ctx.rho`` towards ``target``.
+    The factor's update rule (its ``settings``) or the natural-gradient
+    blend makes the step.
+
+    Parameters
+    ----------
+    est : SVIEstimator
+        The model.
+    name : str
+        The factor.
+    current : Factor
+        Its value before the step.
+    stats : tuple of arrays or RowStatistics
+        Its statistics of the step's rows.
+    ctx : StepContext
+        The step.
+    target : tuple of arrays or None, default=None
+        The target of a factor that is not a row group, when the model
+        computes its own (a target not linear in the statistics: a
+        closed-form optimum, a trust region, a hierarchical prior's
+        message); None: :func:`factor_target`, ``prior + scale * stats``.
+
+    Returns
+    -------
+    new : tuple of arrays
+        The factor's new natural parameters.
+    valid : bool
+        Whether they are valid for its family.
     """
     settings = settings_of(est)
     rule = settings.update_rules.get(name)
     shapes = None
     if isinstance(stats, RowStatistics) and name in settings.row_groups:
         rows = stats.rows
-        shapes, current = as_rows(current, settings.row_axes.get(name, 1))
-        prior = est._row_prior(name, rows, ctx)
+        spec = settings.row_groups[name]
+        shapes, current = as_rows(current, spec.axes)
+        prior = spec.prior_of(name, rows, ctx)
         target = tuple(p + per_row(ctx.row_scale, s) * s for p, s in zip(prior, stats.values))
         every = rows.shape[0] == current[0].shape[0]  # distinct rows: all of them, in order
         old = current if every else tuple(c[rows] for c in current)
         rho = ctx.row_rho
     else:
-        target = est._factor_target(name, current, stats, ctx)
+        if target is None:
+            target = factor_target(name, stats, ctx)
         old, rows, rho = current, None, ctx.rho
     if rule is None:
         new = blend(old, target, rho, ctx.grads)
@@ -225,17 +253,8 @@ def as_rows(arrays, axes):
     )
 
 
-def row_prior(est, name, rows, ctx):
-    """``ctx.prior[name]``: one fixed prior for every row (the default of ``_row_prior``).
-
-    A model whose rows' prior follows other factors (a network node's
-    parents, at ``ctx.params``) returns each row's, rows first, instead.
-    """
-    return ctx.prior[name]
-
-
 def factor_target(name, stats, ctx):
-    """``prior + scale * stats``: the target of a factor (the default of ``_factor_target``)."""
+    """``prior + scale * stats``: the target of a factor (the default of :func:`update_factor`)."""
     return tuple(p + ctx.scale * s for p, s in zip(ctx.prior[name], stats))
 
 
@@ -254,7 +273,7 @@ def _factor_step(est, st, name, params, stats, ctx, pending):
     settings = st.settings
     if isinstance(stats, RowStatistics) and name in settings.row_groups:
         st.rows[name].prepare(
-            stats.rows, stats.counts, ctx, st.schedule, settings.scheduled_row_steps
+            stats.rows, stats.counts, ctx, st.schedule, settings.row_groups[name].scheduled
         )
     else:
         ctx.row_scale = ctx.row_rho = None
@@ -325,10 +344,11 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
             local = st.local_steps(est, X, est.natural_params_)
     t = est.n_batch_iter_ + 1
     n_batch = None
-    if st.settings.row_shares:  # only a share of the step's N needs |S|
+    if any(spec.share for spec in st.settings.row_groups.values()):
+        # Only a share of the step's N needs |S|.
         n_batch = st.executor.count(est, X) if X is not None else getattr(stats, "n_samples", None)
     base_rho = (st.schedule(t) if rho is None else rho) if online else 1.0
-    line_search = not online and st.settings.batch_steps == "line_search"
+    line_search = not online and st.settings.batch_steps in ("line_search", "extrapolate")
     backoff_before = safety.begin_step(line_search)
     rejected_before = est.n_rejected_steps_
     accepted = False
@@ -404,8 +424,6 @@ def _commit(est, st, params, pending, ctx, X, local, stats):
 def end_of_pass(est, t, rho, scale):
     """The model's step after the last step of a pass (``ctx.end_of_pass``)."""
     st = est._svi
-    if not st.settings.pass_step:
-        return
     ctx = StepContext(
         online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior, end_of_pass=True
     )

@@ -66,7 +66,8 @@ class StreamTotal:
         """
         st = est._svi
         for name in st.settings.names:
-            per_row = name in st.settings.row_groups and name not in st.settings.row_shares
+            spec = st.settings.row_groups.get(name)
+            per_row = spec is not None and not spec.share
             if per_row or name in st.settings.hierarchical:
                 continue
             prior, current = st.prior[name], est.natural_params_[name]

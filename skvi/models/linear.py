@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, Moments, SVIEstimator
 from ..engine.data import check_row_weights
+from ..engine.step import update_factor
 from ..expfam import Gamma, MultivariateGaussian
 from ..validation import check_feature_magnitude, check_sparse_structure
 from .glm.resources import blas_limited, check_covariance_size
@@ -321,7 +322,9 @@ n_samples_seen_, converged_, n_rejected_steps_
         params["weights"] = (mean / variance, -0.5 * np.diag(1.0 / variance))
         return params
 
-    def _data_summary(self, data):
+    def _data_summary(self, data, local=None):
+        if local is not None:  # no statistics of its own after a step
+            return None
         w = self._weights(data)
         Xd = design_of(data, self.fit_intercept)
         return (Moments.of(data.y[:, None], w, full=False), column_squares(Xd, w))
@@ -337,10 +340,13 @@ n_samples_seen_, converged_, n_rejected_steps_
             else Gamma.from_natural(*params[name]).mean()
         )
 
-    def _factor_target(self, name, current, stats, ctx):
+    def _update_factor(self, name, current, stats, ctx):
+        if name != "weights":
+            return super()._update_factor(name, current, stats, ctx)
         # The weights' prior is N(0, diag(E[lambda])): its message moves with q(lambda).
-        prior = self._weights_prior(ctx.params) if name == "weights" else ctx.prior[name]
-        return tuple(p + ctx.scale * s for p, s in zip(prior, stats))
+        prior = self._weights_prior(ctx.params)
+        target = tuple(p + ctx.scale * s for p, s in zip(prior, stats))
+        return update_factor(self, name, current, stats, ctx, target=target)
 
     def _weights_prior(self, params):
         """Natural parameters of the weights' prior message, ``N(0, diag(E[lambda]))``."""

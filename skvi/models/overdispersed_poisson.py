@@ -7,6 +7,7 @@ from scipy import special
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..engine.step import factor_target, update_factor
 from ..expfam import MultivariateGaussian, Rayleigh
 from ..likelihoods.base import _hermite
 from ..update_rules import SecantFixedPoint
@@ -322,12 +323,17 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
         total = np.asarray(float(np.sum(data.weighted(local["noise"]))))
         if self.bound != "mean_field":
             return (total,)
-        # The mean-field update (_update_factor) needs the rows' count too.
+        # The mean-field update (_noise_target) needs the rows' count too.
         return (total, np.asarray(float(self._sample_count(data))))
 
-    def _factor_target(self, name, current, stats, ctx):
+    def _update_factor(self, name, current, stats, ctx):
         if name != "noise":
-            return super()._factor_target(name, current, stats, ctx)
+            return super()._update_factor(name, current, stats, ctx)
+        target = self._noise_target(current, stats, ctx)
+        return update_factor(self, name, current, stats, ctx, target=target)
+
+    def _noise_target(self, current, stats, ctx):
+        """The noise's target: a closed-form optimum or the blend's, in a trust region."""
         if self.bound == "mean_field":
             # Appendix A.4: given the rows' expected squared residuals R_i, the
             # optimal s solves (2 / s0^2) s^3 + (N / 2 - 2) s - sqrt(pi/2) / 2 sum R = 0.
@@ -340,7 +346,7 @@ class SVIOverdispersedPoissonRegression(SVIPoissonRegression):
             )
             target = -0.5 / float(s_opt) ** 2
         else:
-            target = float(super()._factor_target(name, current, stats, ctx)[0])
+            target = float(factor_target("noise", stats, ctx)[0])
         if not np.isfinite(target):
             return (np.asarray(target),)  # invalid: the engine rejects the step
         # A trust region: s at most doubles or halves per step.  Far from

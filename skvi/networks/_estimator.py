@@ -33,9 +33,10 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..engine import Factor, ModelSettings, RowStatistics, SVIEstimator
+from ..engine import Factor, ModelSettings, RowGroupSpec, RowStatistics, SVIEstimator
 from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
+from ..engine.step import update_factor
 from ._declared import CHECK_SIZES, Declaration, _Network
 from ._node import Constant
 from ._mixture import Mixture
@@ -45,7 +46,7 @@ from ._stochastic import Stochastic, _propagate_masks
 
 __all__ = ["SVIBayesianNetwork"]
 
-#: Rows whose masks ``_row_counts`` propagates at once.
+#: Rows whose masks ``_row_counts`` (the plate elements' ``N_m``) propagates at once.
 COUNT_ROWS = 4096
 #: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
@@ -135,7 +136,7 @@ def _child_counts(child, index, axis, parent, weight):
 
 
 class _NodeFamily:
-    """The engine's view of a global node's family: its step-safety test."""
+    """The engine's view of a global node's family: its step-safety test and moments."""
 
     def __init__(self, owner, name):
         self.owner = owner
@@ -145,8 +146,24 @@ class _NodeFamily:
         node = self.owner._template()[0][self.name]
         return node._valid_natural([np.asarray(a) for a in phi])
 
+    def from_natural(self, *phi):
+        return _NodeMoments(self.owner._template()[0][self.name], phi)
+
     def __reduce__(self):
         return (_NodeFamily, (self.owner, self.name))
+
+
+class _NodeMoments:
+    """A global node's q at natural parameters ``phi``, as far as the engine reads it."""
+
+    def __init__(self, node, phi):
+        self.node = node
+        self.phi = [np.asarray(a) for a in phi]
+
+    def expected_stats(self):
+        # The node's moments, which pair with its natural parameters.
+        moments, _ = self.node._moments_and_cgf(self.phi)
+        return tuple(moments)
 
 
 class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
@@ -432,12 +449,19 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         # A global node with local children is a row group of its plate
         # elements: each element is scaled by its own N_m / C_m and steps by
         # its own counter (Paquet's Alg. 1).
-        groups = tuple(n for n in glob if self._reach[n])
+        groups = {
+            n: RowGroupSpec(
+                counts=self._element_counts,
+                prior=self._element_prior,
+                axes=len(nodes[n].plates),
+                share=True,
+            )
+            for n in glob
+            if self._reach[n]
+        }
         return ModelSettings(
             {n: _NodeFamily(self, n) for n in glob},
             row_groups=groups,
-            row_shares=groups,
-            row_axes={n: len(nodes[n].plates) for n in groups},
             local_depends_on_globals=True,
             parallel=True,
             # On a cluster, the start's rows: its draws' subsample and the
@@ -644,9 +668,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self._shape_rows(self._observations(data[:0]), nodes[y_name])
         return data
 
-    def _data_summary(self, X):
+    def _data_summary(self, X, local=None):
         # The samples of all the rows: a start on a sample counts for them.
-        return float(X.count())
+        return float(X.count()) if local is None else None
 
     def _prior_natural(self):
         nodes, _, _, glob = self._template()
@@ -747,7 +771,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             counts,
         )
 
+    def _element_counts(self, name, X, size):
+        """``N_m`` of the plate elements of global node ``name``: the rows that reach each."""
+        return self._row_counts(X, {name: size})[name]
+
     def _row_counts(self, X, sizes):
+        """The rows of X that reach each plate element of the global nodes of ``sizes``."""
         if not sizes:
             return {}
         values = self._observations(X)
@@ -772,7 +801,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
                 out[name] += self._counts(nodes, name, weight).reshape(size)
         return out
 
-    def _row_prior(self, name, rows, ctx):
+    def _element_prior(self, name, rows, ctx):
         node = self._template()[0][name]
         size = int(math.prod(node.plates))
         every = rows.shape[0] == size
@@ -781,8 +810,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         )
         return tuple(p if every else p[rows] for p in prior)
 
-    def _factor_target(self, name, current, stats, ctx):
-        return self._global_target(name, ctx.params, stats, ctx.scale)
+    def _update_factor(self, name, current, stats, ctx):
+        if isinstance(stats, RowStatistics):
+            return update_factor(self, name, current, stats, ctx)
+        target = self._global_target(name, ctx.params, stats, ctx.scale)
+        return update_factor(self, name, current, stats, ctx, target=target)
 
     def _local_bound(self, X, local, params):
         if local is None:
@@ -795,12 +827,6 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         nodes, _, _, glob = self._template()
         self._set_globals(nodes, glob, params)
         return float(sum(nodes[n].lower_bound_contribution() for n in glob))
-
-    def _mean_parameters(self, name, factor, which):
-        # A global node's moments, which pair with its natural parameters.
-        node = self._template()[0][name]
-        moments, _ = node._moments_and_cgf([np.asarray(a) for a in factor])
-        return [moments[j] for j in which]
 
     def _on_params_updated(self):
         nodes, _, latent_local, glob = self._template()

@@ -239,7 +239,7 @@ class DaskExecutor(Executor):
         Returns
         -------
         bool
-            True for the settings' ``resident_row_groups``.
+            True for the settings' resident row groups (``RowGroupSpec(resident=True)``).
         """
         return name in self.settings.resident_row_groups
 

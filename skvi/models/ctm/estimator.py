@@ -33,7 +33,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
-from ...engine import ModelSettings, SVIEstimator, check_row_weights
+from ...engine import ModelSettings, RowGroupSpec, SVIEstimator, check_row_weights
 from ...engine.rows import ResidentRows
 from ...expfam import Gaussian, MultivariateGaussian
 from ...update_rules import (
@@ -498,10 +498,10 @@ class SVICorrelatedTopicModel(
         # (A block of a fit on a cluster numbers its documents from 0.)
         return self._documents(X, reset=reset, start=start, sample_weight=sample_weight)
 
-    def _row_ids(self, X):
-        return {"documents": X.ids}
+    def _document_ids(self, name, X):
+        return X.ids
 
-    def _grow_rows(self, name, n_new, rated, random_state):
+    def _new_documents(self, name, n_new, rated, random_state):
         return self._prior_documents(n_new)
 
     # ------------------------------------------------------------ structure
@@ -517,12 +517,17 @@ class SVICorrelatedTopicModel(
         family = MultivariateGaussian if self.covariance == "full" else Gaussian
         return ModelSettings(
             {"documents": family},
-            row_groups=("documents",),
-            resident_row_groups=("documents",),
-            scheduled_row_steps=True,
+            row_groups={
+                "documents": RowGroupSpec(
+                    ids=self._document_ids,
+                    grow=self._new_documents,
+                    summary=self._documents_summary,
+                    resident=True,
+                    scheduled=True,
+                )
+            },
             update_rules={"documents": self._rule},
             parallel=True,
-            pass_step=self.update_model_every == "pass",
             transient=("document_mean_", "document_covariance_"),
         )
 

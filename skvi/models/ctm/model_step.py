@@ -14,8 +14,11 @@ from ...engine import Moments
 class _ModelStep:
     """The hyperparameter hooks of :class:`SVICorrelatedTopicModel`: topics, ``mu``, ``Sigma``."""
 
-    def _hyperparameter_statistics(self, X, local):
-        # The documents' expected word counts per topic (the topics' step).
+    def _data_summary(self, X, local=None):
+        # After a step, the documents' expected word counts per topic (the
+        # topics' step); the start needs nothing of all the rows.
+        if local is None:
+            return None
         return (local["expected"].topic_counts,)
 
     def _update_hyperparameters(self, hyper, ctx):
@@ -59,7 +62,7 @@ class _ModelStep:
         sigma = 0.5 * (sigma + sigma.T) + 1e-8 * np.eye(self._dim)
         self._mu, self._sigma = moments.mean.copy(), sigma
 
-    def _row_summary(self, name, natural, steps, totals):
+    def _documents_summary(self, name, natural, steps, totals):
         """What ``mu``, ``Sigma`` and the KL part of the ELBO need of the documents.
 
         ``(moments, covariance sum)`` of the documents stepped at least

@@ -226,9 +226,14 @@ class _BayesianGLM(SVIEstimator):
             self._factors(),
             update_rules=self._update_rules(),
             parallel=True,
-            batch_steps="line_search" if deterministic else "no_decrease",
+            batch_steps=(
+                "extrapolate"
+                if self._extrapolates()
+                else "line_search"
+                if deterministic
+                else "no_decrease"
+            ),
             probe_growth=0.25,
-            extrapolate=self._extrapolates(),
             transient=("_memo", "_factorization", "_grams"),
         )
 
@@ -358,7 +363,9 @@ class _BayesianGLM(SVIEstimator):
             mean[self._intercept_mask()] = self._baseline(targets, total)
         return {"weights": (mean / variance, -0.5 * np.diag(1.0 / variance))}
 
-    def _data_summary(self, data):
+    def _data_summary(self, data, local=None):
+        if local is not None:  # no statistics of its own after a step
+            return None
         # The start's sums: the weight, each column's weighted squares, the targets'.
         X = data.X
         w = np.ones(X.shape[0]) if data.weight is None else data.weight
@@ -521,14 +528,8 @@ class _BayesianGLM(SVIEstimator):
         loss = -self._expected_log_likelihood(probe, None, params, points)
         return loss / max(self._sample_count(probe), 1e-300)
 
-    def _mean_parameters(self, name, factor, which):
-        # E[w] and E[w w^T] from the cached factorisation (the family's
-        # own route factorises the precision again).
-        loc, cov, _ = self._moments({name: factor})
-        return [loc if j == 0 else cov + np.outer(loc, loc) for j in which]
-
     def _update_hyperparameters(self, hyper, ctx):
-        if self.prior_variance != "auto":
+        if self.prior_variance != "auto" or ctx.end_of_pass:
             return False
         # Empirical Bayes for the shared weight variance (intercept excluded):
         # argmax of the ELBO is mean over weights of E[w_j^2].
@@ -573,9 +574,12 @@ class _BayesianGLM(SVIEstimator):
                 self._point_estimate,
             )
             # Whether every step of this fit is a batch step (see _expectation_rule).
+            # (On a cluster's block, the fit's rows are not known: its
+            # learning_method says.)
             self._batch_steps_only = not partial and (
-                self.learning_method == "batch"
-                or (vocabulary is None and X.shape[0] <= self.batch_size)
+                self._only_batch_steps(X.shape[0])
+                if vocabulary is None
+                else self.learning_method == "batch"
             )
         return self._rows(X, y, check_row_weights(sample_weight, X))
 

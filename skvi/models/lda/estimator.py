@@ -299,20 +299,18 @@ class SVILatentDirichletAllocation(
     def _settings(self):
         # As scikit-learn: partial_fit steps on slices of batch_size
         # documents (the last takes the rest), and the ELBO is evaluated
-        # every evaluate_every passes, stopping on the perplexity's change
-        # (perp_tol); bound_ is the training perplexity at the end.  Without
-        # evaluate_every, a batch fit runs its passes (as scikit-learn's) and
-        # an online fit stops by the engine's rule, whose checks cost a few
-        # percent of the fit.
+        # every evaluate_every passes (the engine reads the parameter),
+        # stopping on the perplexity's change (perp_tol); bound_ is the
+        # training perplexity at the end.  Without evaluate_every, a batch
+        # fit runs its passes (as scikit-learn's) and an online fit stops by
+        # the engine's rule, whose checks cost a few percent of the fit.
         every = self.evaluate_every
         online_rule = every <= 0 and self.learning_method == "online"
         return ModelSettings(
             {"topics": Dirichlet},
             parallel=True,
             batches="remainder",
-            evaluate_every=None if online_rule else every,
             convergence=None if online_rule else self._perplexity_converged,
-            final_bound=True,
             # A fit that stops by a rule and reached max_iter still improving
             # says so; the evaluate_every rule keeps scikit-learn's silence.
             warn_not_converged=online_rule,
@@ -566,7 +564,9 @@ class SVILatentDirichletAllocation(
     ):
         return self._check_docs(_with_weights(X, sample_weight), reset)
 
-    def _data_summary(self, data):
+    def _data_summary(self, data, local=None):
+        if local is not None:
+            return self._prior_statistics(local)
         # The training documents' words (each counted its weight times): the
         # perplexity of the stopping rule and of bound_.
         return _n_words(*_docs(data))
@@ -796,8 +796,8 @@ class SVILatentDirichletAllocation(
         n_words = max(self._n_words, np.finfo(float).tiny)
         return abs(np.exp(-previous / n_words) - np.exp(-bound / n_words)) < self.perp_tol
 
-    def _hyperparameter_statistics(self, X, local):
-        # The documents' number and sum of E[log theta_d], for alpha's step.
+    def _prior_statistics(self, local):
+        """The documents' number and sum of ``E[log theta_d]``, for alpha's step."""
         if not self.learn_priors:
             return None
         gamma = local["gamma"].astype(np.float64)
@@ -808,7 +808,7 @@ class SVILatentDirichletAllocation(
         return (np.array(float(np.sum(weight))), weight @ e_log)
 
     def _update_hyperparameters(self, hyper, ctx):
-        if not self.learn_priors:
+        if not self.learn_priors or ctx.end_of_pass:
             return False
         rho = ctx.rho
         # The documents' count, or total weight (a float; exact for counts).

@@ -25,8 +25,8 @@ __all__ = ["RatingsData"]
 class RatingsData:
     """The id maps and data hooks of :class:`~skvi.SVIMatrixFactorization`.
 
-    A part of the estimator: ``_prepare_data``, ``_data_summary``,
-    ``_row_ids``, ``_grow_rows``, ``_local_step``, ``_local_draws`` and
+    A part of the estimator: ``_prepare_data``, ``_data_summary``, the
+    nodes' ids and new nodes, ``_local_step``, ``_local_draws`` and
     the vocabulary of a fit on a cluster.
 
     Examples
@@ -187,8 +187,11 @@ class RatingsData:
             vocabulary["ratings"] = Distinct(data.ratings)
         return vocabulary
 
-    def _data_summary(self, data):
-        # Ratings per node (which nodes start at random means), the
+    def _data_summary(self, data, local=None):
+        if local is not None:
+            # After a step: what the ordinal thresholds' step needs.
+            return self._strategy.hyperparameter_statistics(self, local)
+        # At the start: ratings per node (which nodes start at random means), the
         # ratings' weighted mean and variance (the start of mu and tau) and
         # their smallest and largest (predict's clip): a union over the
         # blocks of each block's two extremes.
@@ -212,13 +215,13 @@ class RatingsData:
         )
 
     # ------------------------------------------------------------- the steps
-    def _row_ids(self, data):
+    def _node_ids(self, name, data):
         # A rating of weight 2 counts twice in its user's and item's N_i
         # (Ratings.weight), as it does in the minibatch's C_i (index_side),
         # so that N_i / C_i is the repeated ratings' ratio.
-        return {"users": data.users, "items": data.items}
+        return data.users if name == "users" else data.items
 
-    def _grow_rows(self, name, n_new, rated, random_state):
+    def _new_nodes(self, name, n_new, rated, random_state):
         """Users or items seen for the first time by ``partial_fit``."""
         return self._initial_nodes(name, n_new, random_state, rated)
 

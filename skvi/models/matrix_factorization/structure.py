@@ -9,7 +9,7 @@ how far Paquet's Alg. 1 has shown the nodes their ratings.
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ...engine import ModelSettings
+from ...engine import ModelSettings, RowGroupSpec
 from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
 from .nodes import SIDES
 
@@ -80,14 +80,18 @@ class ModelStructure:
         # on the probe too; the conjugate coordinate ascent never lowers the
         # ELBO.  Paquet's Alg. 1 (children_per_node) says itself when its
         # fit is far from converged.
+        nodes = RowGroupSpec(
+            ids=self._node_ids,
+            grow=self._new_nodes,
+            children=self.children_per_node if self.learning_method == "online" else None,
+        )
         return ModelSettings(
             {name: families[name] for name in self._global_factors},
-            row_groups=("users", "items"),
+            row_groups={name: nodes for name in ("users", "items")},
             hierarchical=("user_precision", "item_precision"),
             update_rules={"users": self._node_rule, "items": self._node_rule},
             local_depends_on_globals=not self._conjugate,
-            probe_batch_steps=not self._conjugate,
-            children_per_row=self.children_per_node if self.learning_method == "online" else None,
+            batch_steps="blend" if self._conjugate else "probe",
             convergence=self._converged,
             warn_not_converged=not alg1,
             transient=("_prep",),

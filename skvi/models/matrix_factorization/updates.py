@@ -388,7 +388,7 @@ class NodeHooks:
     A part of the estimator: the statistics of every factor
     (``_expected_stats``), the update of the user and item nodes
     (``_update_factor``) and the step of the ordinal thresholds
-    (``_hyperparameter_statistics``, ``_update_hyperparameters``).
+    (``_update_hyperparameters``, from the ``_data_summary`` of a step).
 
     Examples
     --------
@@ -449,9 +449,6 @@ class NodeHooks:
             getattr(self, "update_order", "sequential") == "sequential",
             lambda: self._moments(name, {name: current}),
         )
-
-    def _hyperparameter_statistics(self, data, prep):
-        return self._strategy.hyperparameter_statistics(self, prep)
 
     def _update_hyperparameters(self, hyper, ctx):
         """Learn the ordinal thresholds after each accepted step (the prior is unchanged)."""

@@ -643,7 +643,9 @@ n_samples_seen_, n_rejected_steps_
             ),
         )
 
-    def _data_summary(self, X):
+    def _data_summary(self, X, local=None):
+        if local is not None:  # no statistics of its own after a step
+            return None
         return Moments.of(X.X, X.weight, full=self._covariance.full_moments)
 
     def _adopt_data_summary(self, summary):

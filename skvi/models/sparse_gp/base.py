@@ -137,8 +137,8 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
         # fit are known from the local _prepare_data; none is left on a
         # cluster (or in a partial_fit), whose steps follow learning_method.
         rows = self.__dict__.pop("_fit_rows", None)
-        self._batch_steps = self.learning_method == "batch" or (
-            rows is not None and rows <= self.batch_size
+        self._batch_steps = (
+            self.learning_method == "batch" if rows is None else self._only_batch_steps(rows)
         )
         self.inducing_points_ = self._choose_inducing(data, random_state)
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()

@@ -170,7 +170,13 @@ class _Hyperparameters:
             and self._hyper_vector().size > 0
         )
 
+    def _data_summary(self, data, local=None):
+        # The start needs nothing of all the rows; a step, the hyperparameters'
+        # statistics of its rows.
+        return None if local is None else self._hyperparameter_statistics(data, local)
+
     def _hyperparameter_statistics(self, data, local):
+        """What the hyperparameters' step needs of the rows ``data`` (added over blocks)."""
         if data is None or not self._learns_hyperparameters_by_steps():
             return None
         if self._hyperparameters_in_batch():

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ...engine.data import Rows, check_row_weights
+from ...engine.step import factor_target, update_factor
 from ...engine.statistics import Moments
 from ...validation import check_feature_magnitude
 from .._design import row_quadratic
@@ -517,10 +518,15 @@ n_samples_seen_, converged_, n_rejected_steps_
         e1, e2 = data.weighted(e1), data.weighted(e2)
         return phi.T @ (e1 - e2 * mean), 0.5 * (phi * e2[:, None]).T @ phi
 
-    def _factor_target(self, name, current, stats, ctx):
-        eta1, eta2 = super()._factor_target(name, current, stats, ctx)
-        if self.objective != "predictive":
-            return eta1, eta2
+    def _update_factor(self, name, current, stats, ctx):
+        target = (
+            None if self.objective != "predictive" else self._clipped_target(current, stats, ctx)
+        )
+        return update_factor(self, name, current, stats, ctx, target=target)
+
+    def _clipped_target(self, current, stats, ctx):
+        """The predictive objective's target of the inducing outputs, its precision clipped."""
+        eta1, eta2 = factor_target("inducing", stats, ctx)
         # V2's precision target sum (1/s - r^2/s^2) phi phi^T + I can be
         # indefinite: clip its eigenvalues (the prior's precision is 1, so
         # a floor of 1e-6 keeps q proper without hiding the data), and keep
