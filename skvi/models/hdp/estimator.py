@@ -18,6 +18,21 @@ from .estep import expected_log_sticks, hdp_local_step, log_mean_sticks, stick_k
 
 __all__ = ["SVIHierarchicalDirichletProcess"]
 
+#: Topics a document's components may point at: its most likely ones
+#: (:func:`~skvi.models.hdp.estep.candidate_topics`).  A document of a
+#: fitted model uses few of the corpus's topics, and the local step's cost
+#: grows with the topics it considers.
+_N_CANDIDATES = 30
+#: Each topic starts from one training document, its counts scaled to this
+#: share of the mass of LDA's flat start (see ``_initialize_globals``).
+_SEED_WEIGHT = 1.0
+#: Most rows the seed documents are drawn from (a uniform subsample, the
+#: same in memory and on a cluster).
+_START_ROWS = 2048
+#: A document's first local iterations leave out the sticks (Wang et al.'s
+#: code: its components first find the topics of its words).
+_PLAIN_ITER = 3
+
 
 class SVIHierarchicalDirichletProcess(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
@@ -142,7 +157,10 @@ class SVIHierarchicalDirichletProcess(
     # lower one.  So batch steps are judged by the full-data ELBO, as the
     # fixed-point steps of other models are.
     _settings = ModelSettings(
-        {"topics": Dirichlet, "sticks": Dirichlet}, parallel=True, batch_steps="no_decrease"
+        {"topics": Dirichlet, "sticks": Dirichlet},
+        parallel=True,
+        batch_steps="no_decrease",
+        start_sample_size=_START_ROWS,
     )
 
     def __init__(
@@ -308,15 +326,30 @@ class SVIHierarchicalDirichletProcess(
         return self._check_docs(_with_weights(X, sample_weight), reset)
 
     def _initialize_globals(self, data, random_state, summary):
-        X, _ = _docs(data)
+        X, weight = _docs(data)
         self._dtype = X.dtype
         T, V = self.n_components, X.shape[1]
-        # LDA's start (scikit-learn's): nearly equal topics.  Wang et al.'s
-        # exponential noise of mean 100 D / (T V) makes topics so different
-        # at random that the first local steps scatter each document's words
-        # over many of them, and on a small corpus a batch step keeps that
-        # scatter (held-out perplexity far worse than this start's).
+        if X.shape[0] > _START_ROWS:  # the draw of a start on a cluster's blocks
+            rows = np.sort(random_state.choice(X.shape[0], _START_ROWS, replace=False))
+            X, weight = X[rows], None if weight is None else weight[rows]
+        # LDA's start (scikit-learn's): nearly equal topics, each seeded by
+        # one document of the data.  From equal topics alone, the first
+        # minibatches' words go to a few topics that then explain every
+        # later document better than the still-flat ones (whose sticks
+        # shrink): the fit uses few topics.  A seeded topic's own words
+        # stand out, so the documents like its seed take it from the start.
+        # Wang et al.'s exponential noise of mean 100 D / (T V) makes
+        # topics different at random instead, scattering each document's
+        # words over many of them (held-out perplexity far worse).
         lam = random_state.gamma(100.0, 0.01, (T, V))
+        seeds = np.diff(X.indptr) > 0
+        if weight is not None:
+            seeds &= weight > 0
+        seeds = np.flatnonzero(seeds)
+        if seeds.size:
+            pick = random_state.choice(seeds, size=T, replace=seeds.size < T)
+            counts = X[pick].toarray().astype(np.float64)
+            lam += _SEED_WEIGHT * counts * (lam.sum(axis=1) / counts.sum(axis=1))[:, None]
         # The corpus sticks start at E[sigma_t] = 1 / T for every topic
         # (u_t = 1, v_t = T - 1 - t), as in Wang et al.'s code: the prior's
         # sticks would give the last topics almost no weight before any data.
@@ -362,6 +395,8 @@ class SVIHierarchicalDirichletProcess(
             self.n_document_components,
             self.max_doc_update_iter,
             self.mean_change_tol,
+            n_candidates=_N_CANDIDATES,
+            plain_iter=_PLAIN_ITER,
             **kw,
         )
         return out, cols, Xc
