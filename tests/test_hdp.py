@@ -235,6 +235,41 @@ def test_restricted_local_step_is_the_papers_on_the_candidate_topics():
     np.testing.assert_allclose(stats["sticks"], want.sum(axis=0), rtol=1e-10, atol=1e-13)
 
 
+def test_each_topic_starts_from_one_document():
+    # Documents on disjoint words: each initial topic's mass above the flat
+    # start (mean 1 per word) lies on one document's words, and weighs
+    # half a flat topic's mass (V) times the document's share of the mean
+    # document's tokens.
+    V, D, T = 60, 12, 5
+    X = np.zeros((D, V))
+    for d in range(D):
+        X[d, 5 * d : 5 * d + 5] = np.arange(1, 6) * (1 + d % 3)
+    hdp = SVIHierarchicalDirichletProcess(n_components=T, random_state=0)
+    hdp._check_docs(X, reset=True)
+    start = hdp._initialize_globals(sp.csr_matrix(X), np.random.RandomState(0), None)
+    lam = start["topics"][0] + 1.0  # the natural parameters are lambda - 1
+    mean_tokens = X.sum(axis=1).mean()
+    seeds = []
+    for t in range(T):
+        d = int(np.argmax(lam[t]) // 5)
+        seeds.append(d)
+        words = slice(5 * d, 5 * d + 5)
+        seeded = lam[t, words] - np.median(lam[t])
+        np.testing.assert_allclose(seeded, 0.5 * V / mean_tokens * X[d, words], atol=0.5)
+        rest = np.delete(lam[t], np.arange(5 * d, 5 * d + 5))
+        assert rest.max() < 2.0
+    assert len(set(seeds)) == T
+    # Documents of two themes only (cosine distance 0 within a theme): two
+    # topics are seeded, one per theme, and the others keep the flat start.
+    X2 = np.zeros((D, V))
+    X2[::2, :5] = np.arange(1, 6)
+    X2[1::2, 5:10] = 2 * np.arange(1, 6)
+    start = hdp._initialize_globals(sp.csr_matrix(X2), np.random.RandomState(0), None)
+    lam = start["topics"][0] + 1.0
+    themes = sorted(int(np.argmax(row) // 5) for row in lam if row.max() > 2.0)
+    assert themes == [0, 1]
+
+
 def test_documents_of_a_minibatch_are_independent():
     # Buckets of other lengths, padding and the active set change nothing.
     X, _ = _corpus(n_docs=40, length=30)

@@ -485,11 +485,11 @@ def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype, plain_iter
         if it >= plain_iter:
             assign += elog_sticks[:, None, :]
         varphi = _normalize_exp(assign)
-        change = np.abs(new - component).mean(axis=1)
+        change = np.abs(new - component).sum(axis=1)  # K times the mean change
         component = new
         n_updates += n_live
         if it >= plain_iter:
-            done = live & (change < tol)
+            done = live & (change < tol * K)
             done_varphi[rows[done]] = varphi[done]
             done_component[rows[done]] = new[done]
             live &= ~done

@@ -22,10 +22,13 @@ __all__ = ["SVIHierarchicalDirichletProcess"]
 #: (:func:`~skvi.models.hdp.estep.candidate_topics`).  A document of a
 #: fitted model uses few of the corpus's topics, and the local step's cost
 #: grows with the topics it considers.
-_N_CANDIDATES = 30
-#: Each topic starts from one training document, its counts scaled to this
-#: share of the mass of LDA's flat start (see ``_initialize_globals``).
-_SEED_WEIGHT = 1.0
+_N_CANDIDATES = 20
+#: Each topic starts from one training document, the mean document's
+#: counts scaled to this share of the mass of LDA's flat start (see
+#: ``_initialize_globals``).
+_SEED_WEIGHT = 0.5
+#: Least cosine distance of a seed document to every other seed.
+_SEED_DISTANCE = 0.5
 #: Most rows the seed documents are drawn from (a uniform subsample, the
 #: same in memory and on a cluster).
 _START_ROWS = 2048
@@ -65,9 +68,13 @@ class SVIHierarchicalDirichletProcess(
     where they mean the same.  The paper's ``gamma`` and ``alpha`` are
     ``corpus_concentration`` and ``document_concentration``; gensim's
     ``HdpModel`` calls the truncations ``T`` and ``K``, and the schedule's
-    ``tau`` and ``kappa``.  Unlike gensim's, a document's local step starts
-    from components anchored at its own words (deterministic, see
-    :mod:`skvi.models.hdp.estep`), and the topics are never reordered.
+    ``tau`` and ``kappa``.  As in Wang et al.'s code, a document's first
+    local iterations leave the sticks out; unlike gensim's, its local step
+    starts from components anchored at its own words (deterministic, see
+    :mod:`skvi.models.hdp.estep`), its components point only at its most
+    likely topics (:func:`~skvi.models.hdp.estep.candidate_topics`), each
+    topic starts from one training document, and the topics are never
+    reordered.
 
     Parameters
     ----------
@@ -96,7 +103,7 @@ class SVIHierarchicalDirichletProcess(
         ``N`` in the ``N / |S|`` scaling of ``partial_fit``.
     tol : float, default=1e-4
         The engine's stopping rule's tolerance.
-    mean_change_tol : float, default=1e-2
+    mean_change_tol : float, default=2e-2
         A document's local step stops when the mean absolute change of its
         expected component counts (in words) falls below this value.
     max_doc_update_iter : int, default=100
@@ -178,7 +185,7 @@ class SVIHierarchicalDirichletProcess(
         batch_size=256,
         total_samples="auto",
         tol=1e-4,
-        mean_change_tol=1e-2,
+        mean_change_tol=2e-2,
         max_doc_update_iter=100,
         n_jobs=None,
         verbose=0,
@@ -347,9 +354,11 @@ class SVIHierarchicalDirichletProcess(
             seeds &= weight > 0
         seeds = np.flatnonzero(seeds)
         if seeds.size:
-            pick = random_state.choice(seeds, size=T, replace=seeds.size < T)
-            counts = X[pick].toarray().astype(np.float64)
-            lam += _SEED_WEIGHT * counts * (lam.sum(axis=1) / counts.sum(axis=1))[:, None]
+            pick = seeds[_distinct_documents(X[seeds], T, random_state)]
+            # Every seed's tokens weigh alike: the mean document's as much as
+            # _SEED_WEIGHT of a flat topic's mass (V).
+            tokens = np.asarray(X[seeds].sum(axis=1), dtype=np.float64).mean()
+            lam[: pick.size] += (_SEED_WEIGHT * V / tokens) * X[pick].toarray()
         # The corpus sticks start at E[sigma_t] = 1 / T for every topic
         # (u_t = 1, v_t = T - 1 - t), as in Wang et al.'s code: the prior's
         # sticks would give the last topics almost no weight before any data.
@@ -471,6 +480,30 @@ class SVIHierarchicalDirichletProcess(
 
         parts = self._map_row_blocks(run, X, by="work")
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _distinct_documents(X, most, random_state):
+    """Up to ``most`` rows of X far apart, drawn as k-means++ draws its centres.
+
+    The first row is uniform; each next one is drawn with probability
+    proportional to the square of its cosine distance to the nearest row
+    drawn so far, among the rows at least :data:`_SEED_DISTANCE` from every
+    one.  Two seeds of the same theme would split it between two topics
+    that the fit never merges, so the draw stops when no such row is left.
+    """
+    X = sp.csr_matrix(X, dtype=np.float64)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    unit = sp.diags(1.0 / norms) @ X
+    picks = [int(random_state.randint(X.shape[0]))]
+    distance = 1.0 - (unit @ unit[picks[0]].T).toarray().ravel()
+    while len(picks) < most:
+        weight = np.where(distance >= _SEED_DISTANCE, distance**2, 0.0)
+        total = weight.sum()
+        if total <= 0.0:
+            break
+        picks.append(int(random_state.choice(X.shape[0], p=weight / total)))
+        distance = np.minimum(distance, 1.0 - (unit @ unit[picks[-1]].T).toarray().ravel())
+    return np.array(picks)
 
 
 def _with_weights(X, sample_weight):
