@@ -26,9 +26,17 @@ component counts ``sum_n n_dw phi_dnk`` falls below ``tol``.
 Each document starts with component ``k`` anchored at one of its own words:
 the token at quantile ``(k + 1/2) / K`` of the document's tokens (in word
 order) sets ``varphi_dk`` to the posterior of ``c_dk`` given that word
-alone, and the first ``phi`` update leaves the document's sticks out.  The
-start is deterministic, so a document's local step depends on nothing but
-its words and the globals.
+alone, and the first ``phi`` update leaves the document's sticks out
+(with ``plain_iter``, the first iterations leave out the corpus's sticks
+and the document's, as Wang et al.'s code does).  The start is
+deterministic, so a document's local step depends on nothing but its words
+and the globals.
+
+With ``n_candidates``, a document's ``q(c_dk)`` is restricted to its most
+likely topics (:func:`candidate_topics`): the updates above run on those
+alone, ``varphi_dkt = 0`` elsewhere (a restriction of the variational
+family, so the bound stays a lower bound), and an iteration costs
+``n_candidates / T`` of a full one.
 """
 
 import numpy as np
