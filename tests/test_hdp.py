@@ -174,6 +174,28 @@ def test_local_step_matches_the_papers_updates_for_one_document():
     np.testing.assert_allclose(got["a"][0], a, rtol=1e-10)
 
 
+def test_local_step_keeps_words_whose_every_component_is_far_below_their_best_topic():
+    # Word 0 is 2000 nats likelier under topic 0 than under topics 1 and 2,
+    # which the document's other words take: all of its phi logits lie far
+    # below its best topic's, and exp underflows unless normalised.
+    T, V, K = 3, 4, 2
+    elog_beta = np.log(np.full((T, V), 0.25))
+    elog_beta[1:, 0] = -2000.0
+    elog_beta[0, 1:] = -2000.0
+    elog_sticks = np.log(np.full(T, 1.0 / T))
+    words, counts = [0, 1, 2, 3], [1.0, 20.0, 20.0, 20.0]
+    X = sp.csr_matrix((counts, words, [0, len(words)]), shape=(1, V))
+    got = hdp_local_step(
+        X, np.ascontiguousarray(elog_beta.T), elog_sticks, 1.0, K, 10, 0.0, keep=True
+    )
+    varphi, a, b = _reference_local_step(
+        words, counts, elog_beta.tolist(), elog_sticks.tolist(), 1.0, K, 10
+    )
+    assert np.all(np.isfinite(got["bound"]))
+    np.testing.assert_allclose(got["varphi"][0], varphi, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(got["a"][0], a, rtol=1e-8)
+
+
 def test_candidate_topics_are_the_documents_most_expected_topics():
     # A word's share of topic t is softmax_t(E[log beta_tw] + E[log sigma_t]);
     # a document keeps the topics of the largest count-weighted sums, by loops.
