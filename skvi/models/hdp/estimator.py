@@ -349,7 +349,7 @@ class SVIHierarchicalDirichletProcess(
         # topics different at random instead, scattering each document's
         # words over many of them (held-out perplexity far worse).
         lam = random_state.gamma(100.0, 0.01, (T, V))
-        seeds = np.diff(X.indptr) > 0
+        seeds = np.asarray(X.sum(axis=1)).ravel() > 0
         if weight is not None:
             seeds &= weight > 0
         seeds = np.flatnonzero(seeds)
