@@ -9,6 +9,9 @@ single-threaded, in one process:
     ``skvi.SVIHierarchicalDirichletProcess(random_state=0)`` at its defaults
     (corpus truncation T = 150, document truncation K = 15, online steps on
     minibatches of 256 documents, stopping by the engine's online rule).
+``skvi-hdp-1pass``
+    The same with ``max_iter=1``: one pass over the corpus, as gensim's
+    default makes.
 ``skvi-lda-K``
     ``skvi.SVILatentDirichletAllocation(n_components=K, random_state=0)`` at
     its defaults (scikit-learn's: batch coordinate ascent, 10 passes,
@@ -47,7 +50,7 @@ How to run
 
     pip install -e . gensim
     python benchmarks/hdp.py [CORPUS_DIR]
-    python benchmarks/hdp.py --methods skvi-hdp,gensim-hdp
+    python benchmarks/hdp.py --methods skvi-hdp,skvi-hdp-1pass,gensim-hdp
 
 CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR
 document-term counts); it defaults to ``$SKVI_DATA/20newsgroups-bydate`` with
@@ -76,7 +79,7 @@ from skvi.datasets import get_data_home  # noqa: E402
 
 SEED = 0
 LDA_KS = (10, 20, 50, 100)
-ALL_METHODS = ["skvi-hdp"] + ["skvi-lda-%d" % k for k in LDA_KS] + ["gensim-hdp"]
+ALL_METHODS = ["skvi-hdp", "skvi-hdp-1pass"] + ["skvi-lda-%d" % k for k in LDA_KS] + ["gensim-hdp"]
 USED_SHARE = 0.01
 
 
@@ -132,10 +135,10 @@ def topics_used(lam, eta):
     return int(np.sum(mass >= USED_SHARE * mass.sum()))
 
 
-def fit_skvi_hdp(X_train):
+def fit_skvi_hdp(X_train, **kw):
     from skvi import SVIHierarchicalDirichletProcess
 
-    model = SVIHierarchicalDirichletProcess(random_state=SEED)
+    model = SVIHierarchicalDirichletProcess(random_state=SEED, **kw)
     start, cpu = time.perf_counter(), time.process_time()
     model.fit(X_train)
     seconds = (time.perf_counter() - start, time.process_time() - cpu)
@@ -175,6 +178,8 @@ def fit_gensim_hdp(X_train):
 def run_method(method, X_train):
     if method == "skvi-hdp":
         return fit_skvi_hdp(X_train)
+    if method == "skvi-hdp-1pass":
+        return fit_skvi_hdp(X_train, max_iter=1)
     if method == "gensim-hdp":
         return fit_gensim_hdp(X_train)
     return fit_skvi_lda(X_train, int(method.rsplit("-", 1)[1]))
@@ -201,12 +206,12 @@ def main(argv=None):
             try:
                 model, seconds, passes, used, note = run_method(method, X_train)
             except Skipped as exc:
-                print("%-12s skipped: %s" % (method, exc), flush=True)
+                print("%-14s skipped: %s" % (method, exc), flush=True)
                 continue
             perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
             rows.append((method, seconds, passes, perplexity, used, note))
             print(
-                "%-12s fit %8.1f s (cpu %8.1f s)  passes %2d  perplexity %8.1f  topics used %3d  %s"
+                "%-14s fit %8.1f s (cpu %8.1f s)  passes %2d  perplexity %8.1f  topics used %3d  %s"
                 % (method, seconds[0], seconds[1], passes, perplexity, used, note),
                 flush=True,
             )

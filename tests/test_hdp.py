@@ -16,7 +16,7 @@ from scipy.stats import beta as beta_dist
 from skvi import SVIHierarchicalDirichletProcess
 from skvi.engine import check_model
 from skvi.metrics import document_completion_perplexity
-from skvi.models.hdp.estep import hdp_local_step
+from skvi.models.hdp.estep import candidate_topics, hdp_local_step
 
 
 def _corpus(n_docs=300, n_words=30, n_topics=4, length=50, seed=0):
@@ -50,12 +50,13 @@ def _log_sticks(a, b):
     return out
 
 
-def _reference_local_step(words, counts, elog_beta, elog_sticks, alpha, K, n_iter):
+def _reference_local_step(words, counts, elog_beta, elog_sticks, alpha, K, n_iter, plain=0):
     """One document's coordinate ascent as the paper writes it, word by word.
 
     The start of :mod:`skvi.models.hdp.estep`: component k takes the posterior of
     its topic given the token at quantile (k + 1/2) / K, and the first update
-    of phi leaves the document's sticks out.
+    of phi leaves the document's sticks out; the first ``plain`` iterations
+    (and the start) leave out the corpus's sticks and the document's.
     """
     T = len(elog_sticks)
     total = sum(counts)
@@ -68,10 +69,12 @@ def _reference_local_step(words, counts, elog_beta, elog_sticks, alpha, K, n_ite
             if seen > target:
                 anchor = i
                 break
-        varphi.append(_softmax([elog_beta[t][words[anchor]] + elog_sticks[t] for t in range(T)]))
+        corpus = [0.0] * T if plain else elog_sticks
+        varphi.append(_softmax([elog_beta[t][words[anchor]] + corpus[t] for t in range(T)]))
     a, b = [1.0] * (K - 1), [alpha] * (K - 1)
     for it in range(n_iter):
-        elog_pi = [0.0] * K if it == 0 else _log_sticks(a, b)
+        elog_pi = [0.0] * K if it < max(plain, 1) else _log_sticks(a, b)
+        corpus = [0.0] * T if it < plain else elog_sticks
         phi = []
         for w in words:
             phi.append(
@@ -89,7 +92,7 @@ def _reference_local_step(words, counts, elog_beta, elog_sticks, alpha, K, n_ite
             _softmax(
                 [
                     sum(c * p[k] * elog_beta[t][w] for c, p, w in zip(counts, phi, words))
-                    + elog_sticks[t]
+                    + corpus[t]
                     for t in range(T)
                 ]
             )
@@ -160,6 +163,133 @@ def test_local_step_matches_the_papers_updates_for_one_document():
     np.testing.assert_allclose(got["a"][0], a, rtol=1e-10)
     np.testing.assert_allclose(got["b"][0], b, rtol=1e-10)
     assert got["n_updates"] == 15
+    # Wang et al.'s start: the first iterations without any sticks.
+    got = hdp_local_step(
+        X, np.ascontiguousarray(elog_beta.T), elog_sticks, 0.7, K, 15, 0.0, keep=True, plain_iter=3
+    )
+    varphi, a, b = _reference_local_step(
+        words, counts, elog_beta.tolist(), elog_sticks.tolist(), 0.7, K, 15, plain=3
+    )
+    np.testing.assert_allclose(got["varphi"][0], varphi, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(got["a"][0], a, rtol=1e-10)
+
+
+def test_local_step_keeps_words_whose_every_component_is_far_below_their_best_topic():
+    # Word 0 is 2000 nats likelier under topic 0 than under topics 1 and 2,
+    # which the document's other words take: all of its phi logits lie far
+    # below its best topic's, and exp underflows unless normalised.
+    T, V, K = 3, 4, 2
+    elog_beta = np.log(np.full((T, V), 0.25))
+    elog_beta[1:, 0] = -2000.0
+    elog_beta[0, 1:] = -2000.0
+    elog_sticks = np.log(np.full(T, 1.0 / T))
+    words, counts = [0, 1, 2, 3], [1.0, 20.0, 20.0, 20.0]
+    X = sp.csr_matrix((counts, words, [0, len(words)]), shape=(1, V))
+    got = hdp_local_step(
+        X, np.ascontiguousarray(elog_beta.T), elog_sticks, 1.0, K, 10, 0.0, keep=True
+    )
+    varphi, a, b = _reference_local_step(
+        words, counts, elog_beta.tolist(), elog_sticks.tolist(), 1.0, K, 10
+    )
+    assert np.all(np.isfinite(got["bound"]))
+    np.testing.assert_allclose(got["varphi"][0], varphi, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(got["a"][0], a, rtol=1e-8)
+
+
+def test_candidate_topics_are_the_documents_most_expected_topics():
+    # A word's share of topic t is softmax_t(E[log beta_tw] + E[log sigma_t]);
+    # a document keeps the topics of the largest count-weighted sums, by loops.
+    rng = np.random.RandomState(4)
+    T, L, M = 9, 5, 4
+    eb = np.log(rng.dirichlet(np.ones(T), (3, L)))
+    counts = rng.randint(0, 4, (3, L)).astype(float)
+    elog_sticks = np.log(rng.dirichlet(np.ones(T)))
+    got = candidate_topics(eb, counts, elog_sticks, M)
+    for d in range(3):
+        score = [0.0] * T
+        for n in range(L):
+            share = _softmax([eb[d, n, t] + elog_sticks[t] for t in range(T)])
+            for t in range(T):
+                score[t] += counts[d, n] * share[t]
+        want = sorted(sorted(range(T), key=lambda t: -score[t])[:M])
+        assert got[d].tolist() == want
+
+
+def test_restricted_local_step_is_the_papers_on_the_candidate_topics():
+    # With n_candidates < T, a document's local step is the paper's
+    # coordinate ascent on its candidate topics alone (varphi = 0 elsewhere).
+    rng = np.random.RandomState(2)
+    T, V, K, M = 8, 9, 3, 3
+    elog_beta = np.log(rng.dirichlet(np.full(V, 0.5), T))
+    elog_sticks = np.log(rng.dirichlet(np.ones(T)))
+    words, counts = [0, 2, 3, 6, 8], [3.0, 1.0, 2.0, 4.0, 1.0]
+    X = sp.csr_matrix((counts, words, [0, len(words)]), shape=(1, V))
+    elog_beta_t = np.ascontiguousarray(elog_beta.T)
+    got = hdp_local_step(X, elog_beta_t, elog_sticks, 0.7, K, 15, 0.0, keep=True, n_candidates=M)
+    cand = candidate_topics(elog_beta_t[words][None], np.array([counts]), elog_sticks, M)[0]
+    varphi, a, b = _reference_local_step(
+        words, counts, elog_beta[cand].tolist(), elog_sticks[cand].tolist(), 0.7, K, 15
+    )
+    want = np.zeros((K, T))
+    want[:, cand] = varphi
+    np.testing.assert_allclose(got["varphi"][0], want, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(got["a"][0], a, rtol=1e-10)
+    np.testing.assert_allclose(got["b"][0], b, rtol=1e-10)
+    # The statistics of the topics and sticks land on the candidate topics.
+    stats = hdp_local_step(
+        X, elog_beta_t, elog_sticks, 0.7, K, 15, 0.0, topic_stats=True, n_candidates=M
+    )
+    phi = np.array(
+        [
+            _softmax(
+                [
+                    sum(want[k, t] * elog_beta[t, w] for t in range(T)) + e
+                    for k, e in enumerate(_log_sticks(a, b))
+                ]
+            )
+            for w in words
+        ]
+    )
+    topics = np.zeros((V, T))
+    for n, w in enumerate(words):
+        topics[w] += counts[n] * phi[n] @ want
+    np.testing.assert_allclose(stats["topics"], topics, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(stats["sticks"], want.sum(axis=0), rtol=1e-10, atol=1e-13)
+
+
+def test_each_topic_starts_from_one_document():
+    # Documents on disjoint words: each initial topic's mass above the flat
+    # start (mean 1 per word) lies on one document's words, and weighs
+    # half a flat topic's mass (V) times the document's share of the mean
+    # document's tokens.
+    V, D, T = 60, 12, 5
+    X = np.zeros((D, V))
+    for d in range(D):
+        X[d, 5 * d : 5 * d + 5] = np.arange(1, 6) * (1 + d % 3)
+    hdp = SVIHierarchicalDirichletProcess(n_components=T, random_state=0)
+    hdp._check_docs(X, reset=True)
+    start = hdp._initialize_globals(sp.csr_matrix(X), np.random.RandomState(0), None)
+    lam = start["topics"][0] + 1.0  # the natural parameters are lambda - 1
+    mean_tokens = X.sum(axis=1).mean()
+    seeds = []
+    for t in range(T):
+        d = int(np.argmax(lam[t]) // 5)
+        seeds.append(d)
+        words = slice(5 * d, 5 * d + 5)
+        seeded = lam[t, words] - np.median(lam[t])
+        np.testing.assert_allclose(seeded, 0.5 * V / mean_tokens * X[d, words], atol=0.5)
+        rest = np.delete(lam[t], np.arange(5 * d, 5 * d + 5))
+        assert rest.max() < 2.0
+    assert len(set(seeds)) == T
+    # Documents of two themes only (cosine distance 0 within a theme): two
+    # topics are seeded, one per theme, and the others keep the flat start.
+    X2 = np.zeros((D, V))
+    X2[::2, :5] = np.arange(1, 6)
+    X2[1::2, 5:10] = 2 * np.arange(1, 6)
+    start = hdp._initialize_globals(sp.csr_matrix(X2), np.random.RandomState(0), None)
+    lam = start["topics"][0] + 1.0
+    themes = sorted(int(np.argmax(row) // 5) for row in lam if row.max() > 2.0)
+    assert themes == [0, 1]
 
 
 def test_documents_of_a_minibatch_are_independent():

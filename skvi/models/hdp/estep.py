@@ -26,16 +26,30 @@ component counts ``sum_n n_dw phi_dnk`` falls below ``tol``.
 Each document starts with component ``k`` anchored at one of its own words:
 the token at quantile ``(k + 1/2) / K`` of the document's tokens (in word
 order) sets ``varphi_dk`` to the posterior of ``c_dk`` given that word
-alone, and the first ``phi`` update leaves the document's sticks out.  The
-start is deterministic, so a document's local step depends on nothing but
-its words and the globals.
+alone, and the first ``phi`` update leaves the document's sticks out
+(with ``plain_iter``, the first iterations leave out the corpus's sticks
+and the document's, as Wang et al.'s code does).  The start is
+deterministic, so a document's local step depends on nothing but its words
+and the globals.
+
+With ``n_candidates``, a document's ``q(c_dk)`` is restricted to its most
+likely topics (:func:`candidate_topics`): the updates above run on those
+alone, ``varphi_dkt = 0`` elsewhere (a restriction of the variational
+family, so the bound stays a lower bound), and an iteration costs
+``n_candidates / T`` of a full one.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma, gammaln
 
-__all__ = ["expected_log_sticks", "hdp_local_step", "log_mean_sticks", "stick_kl"]
+__all__ = [
+    "candidate_topics",
+    "expected_log_sticks",
+    "hdp_local_step",
+    "log_mean_sticks",
+    "stick_kl",
+]
 
 #: Largest padded bucket, in entries of ``(documents, words, T)``: bounds the
 #: memory of a local step on many documents (a transform of a test set).
@@ -128,6 +142,19 @@ def _normalize_exp(logits):
     return logits
 
 
+def _counts_times_softmax(logits, counts):
+    """``counts * softmax(logits)`` along the last axis, in ``logits``, for logits at most 0."""
+    e = np.exp(logits)
+    total = e.sum(axis=-1)
+    low = total < np.finfo(e.dtype).tiny ** 0.5
+    if low.any():  # every logit of a word far below 0: normalise by the maximum
+        rows = np.flatnonzero(low.any(axis=1))
+        e[rows] = _normalize_exp(logits[rows])
+        total[rows] = 1.0
+    e *= (counts / total)[:, :, None]
+    return e
+
+
 def _buckets(lengths):
     """Groups of documents of similar lengths: a list of index arrays, longest first."""
     order = np.argsort(-lengths, kind="stable")
@@ -167,6 +194,8 @@ def hdp_local_step(
     keep=False,
     theta=False,
     topic_stats=False,
+    n_candidates=None,
+    plain_iter=0,
 ):
     """Fit every document's local factors with the globals fixed, and summarise them.
 
@@ -200,6 +229,17 @@ def hdp_local_step(
     topic_stats : bool, default=False
         Return the topics' statistics
         ``sum_d w_d sum_k varphi_dkt sum_n n_dw phi_dnk`` at each word.
+    n_candidates : int or None, default=None
+        Restrict each document's ``q(c_dk)`` to its ``n_candidates`` most
+        likely topics (see :func:`candidate_topics`); ``varphi_dkt = 0``
+        elsewhere.  None, or at least ``T``, keeps every topic.  Ignored
+        with ``fixed``.
+    plain_iter : int, default=0
+        The first ``plain_iter`` iterations (and the start) leave both the
+        document's and the corpus's sticks out, so that a document's
+        components first find the topics of its words, as in Wang et al.'s
+        code (which takes 3).  With 0, only the first ``phi`` update leaves
+        the document's sticks out.
 
     Returns
     -------
@@ -243,6 +283,7 @@ def hdp_local_step(
         out["b"] = np.full((n_docs, K - 1), alpha, dtype=dtype)
     if theta:
         out["theta"] = np.zeros((n_docs, T), dtype=dtype)
+    pieces = []  # the topics' statistics of restricted documents: (cell, value)
     # One stored entry more, of count 0, for the padding to point at.
     data = np.append(X.data, 0).astype(dtype, copy=False)
     indices = np.append(X.indices, 0)
@@ -258,10 +299,20 @@ def hdp_local_step(
         words = indices[pos]
         eb = elog_beta_t[words]
         eb[~valid] = 0.0
+        cand = None
         if fixed is None:
-            varphi, a, b, n_upd = _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype)
+            if n_candidates is not None and n_candidates < T:
+                cand = candidate_topics(eb, counts, elog_sticks, int(n_candidates))
+                eb = np.take_along_axis(eb, cand[:, None, :], axis=2)
+                es = elog_sticks[cand]
+            else:
+                es = np.broadcast_to(elog_sticks, (len(docs), T))
+            varphi, a, b, n_upd = _iterate(
+                eb, counts, es, alpha, K, max_iter, tol, dtype, plain_iter
+            )
             out["n_updates"] += n_upd
         else:
+            es = np.broadcast_to(elog_sticks, (len(docs), T))
             varphi = np.asarray(fixed[0][docs], dtype=dtype)
             a = np.asarray(fixed[1][docs], dtype=dtype)
             b = np.asarray(fixed[2][docs], dtype=dtype)
@@ -273,20 +324,35 @@ def hdp_local_step(
         phi, lse = _softmax(logits)
         loglik = np.sum(counts * lse, axis=1)
         log_varphi = np.log(np.maximum(varphi, np.finfo(dtype).tiny))
-        cross = np.einsum("dkt,dkt->d", varphi, elog_sticks[None, None, :] - log_varphi)
+        cross = np.einsum("dkt,dkt->d", varphi, es[:, None, :] - log_varphi)
         kl = np.sum(stick_kl(a, b, alpha), axis=1) if K > 1 else 0.0
         out["bound"][docs] = loglik + cross - kl
         wd = w[docs]
-        out["sticks"] += wd @ varphi.sum(axis=1, dtype=np.float64)
+        if cand is None:
+            out["sticks"] += wd @ varphi.sum(axis=1, dtype=np.float64)
+        else:
+            weights = wd[:, None] * varphi.sum(axis=1, dtype=np.float64)
+            out["sticks"] += np.bincount(cand.ravel(), weights.ravel(), minlength=T)
         if topic_stats:
             phic = phi * (counts * wd[:, None].astype(dtype))[:, :, None]
-            per_word = np.matmul(phic, varphi)  # (docs, L, T)
+            per_word = np.matmul(phic, varphi)  # (docs, L, T or n_candidates)
             flat = valid.ravel()
-            scatter = sp.csr_matrix(
-                (np.ones(int(flat.sum())), (words.ravel()[flat], np.flatnonzero(flat))),
-                shape=(X.shape[1], flat.size),
-            )
-            out["topics"] += scatter @ per_word.reshape(-1, T)
+            if cand is None:
+                scatter = sp.csr_matrix(
+                    (np.ones(int(flat.sum())), (words.ravel()[flat], np.flatnonzero(flat))),
+                    shape=(X.shape[1], flat.size),
+                )
+                out["topics"] += scatter @ per_word.reshape(-1, T)
+            else:
+                cells = words[:, :, None] * T + cand[:, None, :]
+                pieces.append(
+                    (
+                        cells.reshape(-1, cand.shape[1])[flat].ravel(),
+                        per_word.reshape(-1, cand.shape[1])[flat].ravel(),
+                    )
+                )
+        if cand is not None and (keep or theta):
+            varphi = _scatter_topics(varphi, cand, T)
         if keep:
             out["varphi"][docs] = varphi
             out["a"][docs] = a
@@ -294,7 +360,57 @@ def hdp_local_step(
         if theta:
             e_pi = np.exp(log_mean_sticks(a, b)).astype(dtype, copy=False)
             out["theta"][docs] = np.einsum("dk,dkt->dt", e_pi, varphi)
+    if pieces:
+        cells = np.concatenate([c for c, _ in pieces])
+        values = np.concatenate([v for _, v in pieces])
+        out["topics"] += np.bincount(cells, values, minlength=X.shape[1] * T).reshape(-1, T)
     return out
+
+
+def candidate_topics(eb, counts, elog_sticks, n_candidates):
+    """Each document's ``n_candidates`` topics of most expected words, in topic order.
+
+    A word's share of topic ``t`` is its responsibility under the corpus's
+    topic weights alone, ``softmax_t(E[log beta_t,w] + E[log sigma_t(beta')])``
+    (the local step's ``varphi`` update for a component holding that word
+    only); a document's score of a topic is the sum of its words' shares,
+    weighed by their counts.
+
+    Parameters
+    ----------
+    eb : ndarray of shape (n_docs, L, T)
+        ``E[log beta_t,w]`` of each document's (padded) words.
+    counts : ndarray of shape (n_docs, L)
+        The words' counts (0 for padding).
+    elog_sticks : ndarray of shape (T,)
+        ``E[log sigma_t(beta')]`` of the corpus sticks.
+    n_candidates : int
+        Topics kept per document (less than ``T``).
+
+    Returns
+    -------
+    ndarray of shape (n_docs, n_candidates)
+        The kept topics of each document, in increasing order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.models.hdp.estep import candidate_topics
+    >>> eb = np.log(np.array([[[0.7, 0.1, 0.2], [0.1, 0.2, 0.7]]]))
+    >>> candidate_topics(eb, np.array([[3.0, 1.0]]), np.log([0.4, 0.3, 0.3]), 2)
+    array([[0, 2]])
+    """
+    share, _ = _softmax(eb + elog_sticks[None, None, :])
+    score = np.matmul(counts[:, None, :], share)[:, 0, :]
+    top = np.argpartition(-score, n_candidates - 1, axis=1)[:, :n_candidates]
+    return np.sort(top, axis=1)
+
+
+def _scatter_topics(varphi, cand, T):
+    """``varphi`` of shape (n, K, n_candidates) spread over all ``T`` topics."""
+    full = np.zeros(varphi.shape[:2] + (T,), dtype=varphi.dtype)
+    np.put_along_axis(full, np.broadcast_to(cand[:, None, :], varphi.shape), varphi, axis=2)
+    return full
 
 
 def log_mean_sticks(a, b):
@@ -325,51 +441,68 @@ def log_mean_sticks(a, b):
     return out
 
 
-def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype):
-    """Coordinate ascent of one bucket's documents; returns ``(varphi, a, b, n_updates)``."""
+def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype, plain_iter=0):
+    """Coordinate ascent of one bucket's documents; returns ``(varphi, a, b, n_updates)``.
+
+    ``elog_sticks`` (n, T) holds each document's ``E[log sigma_t(beta')]``
+    of the topics in ``eb``'s last axis (its candidates).
+    """
     n, L, T = eb.shape
     total = counts.sum(axis=1)
+    # Each word's E[log beta] less its largest over the topics: a constant
+    # per word shifts every component's phi logit and every topic's varphi
+    # logit of a component alike, so the updates are the same, and the phi
+    # logits are at most 0 (E[log sigma_k(pi')] < 0): their softmax needs no
+    # maximum but where all of a word's logits underflow.
+    eb = eb - np.max(eb, axis=2, keepdims=True)
     # The start: component k anchored at the token at quantile (k + 1/2) / K.
     cum = np.cumsum(counts, axis=1)
     target = (np.arange(K) + 0.5)[None, :] / K * total[:, None]
     anchor = np.minimum(np.sum(cum[:, None, :] <= target[:, :, None], axis=2), L - 1)
     start = np.take_along_axis(eb, anchor[:, :, None], axis=1)  # (n, K, T)
-    varphi, _ = _softmax(start + elog_sticks[None, None, :])
+    varphi, _ = _softmax(start if plain_iter > 0 else start + elog_sticks[:, None, :])
     varphi = varphi.astype(dtype, copy=False)
     elog_pi = np.zeros((n, K), dtype=dtype)
-    a = np.ones((n, K - 1), dtype=dtype)
-    b = np.full((n, K - 1), alpha, dtype=dtype)
     component = np.zeros((n, K), dtype=dtype)
-    active = np.arange(n)
-    # The active documents' copies of eb and counts, compacted when a quarter
-    # of them has converged (a copy costs about one matrix product).
-    sub_eb, sub_counts, sub_ids = eb, counts, active
+    done_varphi = varphi.copy()
+    done_component = component.copy()
+    # The working rows (bucket ids ``rows``): every update runs on all of
+    # them, and a document's result is kept when it converges (``live``
+    # turns False); the rows are compacted when a quarter of them has
+    # converged (a copy costs about one matrix product).
+    rows = np.arange(n)
+    live = np.ones(n, dtype=bool)
     n_updates = 0
-    for _ in range(max_iter):
-        if active.size == 0:
+    for it in range(max_iter):
+        n_live = int(np.count_nonzero(live))
+        if n_live == 0:
             break
-        if active.size < 0.75 * sub_ids.size:
-            where = np.searchsorted(sub_ids, active)
-            sub_eb, sub_counts, sub_ids = sub_eb[where], sub_counts[where], active
-        where = np.searchsorted(sub_ids, active)
-        e_sub = sub_eb if where.size == sub_ids.size else sub_eb[where]
-        c_sub = sub_counts if where.size == sub_ids.size else sub_counts[where]
+        if n_live < 0.75 * rows.size:
+            rows, eb, counts, elog_sticks = rows[live], eb[live], counts[live], elog_sticks[live]
+            varphi, elog_pi, component = varphi[live], elog_pi[live], component[live]
+            live = np.ones(n_live, dtype=bool)
         # Contiguous copies of the small operands: batched products with a
         # transposed view run on a slower path.
-        v_t = np.ascontiguousarray(varphi[active].transpose(0, 2, 1))
-        logits = np.matmul(e_sub, v_t)
-        logits += elog_pi[active][:, None, :]
-        phic = _normalize_exp(logits)
-        phic *= c_sub[:, :, None]
+        logits = np.matmul(eb, np.ascontiguousarray(varphi.transpose(0, 2, 1)))
+        logits += elog_pi[:, None, :]
+        phic = _counts_times_softmax(logits, counts)
         new = phic.sum(axis=1)
-        a_new, b_new = _stick_parameters(new, alpha)
-        a[active], b[active] = a_new, b_new
-        elog_pi[active] = expected_log_sticks(a_new, b_new)
-        assign = np.matmul(np.ascontiguousarray(phic.transpose(0, 2, 1)), e_sub)  # (n, K, T)
-        assign += elog_sticks[None, None, :]
-        varphi[active] = _normalize_exp(assign)
-        change = np.abs(new - component[active]).mean(axis=1)
-        component[active] = new
-        n_updates += active.size
-        active = active[change >= tol]
+        if it + 1 >= plain_iter:
+            elog_pi = expected_log_sticks(*_stick_parameters(new, alpha)).astype(dtype, copy=False)
+        assign = np.matmul(np.ascontiguousarray(phic.transpose(0, 2, 1)), eb)  # (n, K, T)
+        if it >= plain_iter:
+            assign += elog_sticks[:, None, :]
+        varphi = _normalize_exp(assign)
+        change = np.abs(new - component).sum(axis=1)  # K times the mean change
+        component = new
+        n_updates += n_live
+        if it >= plain_iter:
+            done = live & (change < tol * K)
+            done_varphi[rows[done]] = varphi[done]
+            done_component[rows[done]] = new[done]
+            live &= ~done
+    done_varphi[rows[live]] = varphi[live]
+    done_component[rows[live]] = component[live]
+    a, b = _stick_parameters(done_component, alpha)
+    varphi = done_varphi
     return varphi, a, b, n_updates

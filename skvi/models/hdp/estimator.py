@@ -18,6 +18,24 @@ from .estep import expected_log_sticks, hdp_local_step, log_mean_sticks, stick_k
 
 __all__ = ["SVIHierarchicalDirichletProcess"]
 
+#: Topics a document's components may point at: its most likely ones
+#: (:func:`~skvi.models.hdp.estep.candidate_topics`).  A document of a
+#: fitted model uses few of the corpus's topics, and the local step's cost
+#: grows with the topics it considers.
+_N_CANDIDATES = 20
+#: Each topic starts from one training document, the mean document's
+#: counts scaled to this share of the mass of LDA's flat start (see
+#: ``_initialize_globals``).
+_SEED_WEIGHT = 0.5
+#: Least cosine distance of a seed document to every other seed.
+_SEED_DISTANCE = 0.5
+#: Most rows the seed documents are drawn from (a uniform subsample, the
+#: same in memory and on a cluster).
+_START_ROWS = 2048
+#: A document's first local iterations leave out the sticks (Wang et al.'s
+#: code: its components first find the topics of its words).
+_PLAIN_ITER = 3
+
 
 class SVIHierarchicalDirichletProcess(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, SVIEstimator
@@ -50,9 +68,13 @@ class SVIHierarchicalDirichletProcess(
     where they mean the same.  The paper's ``gamma`` and ``alpha`` are
     ``corpus_concentration`` and ``document_concentration``; gensim's
     ``HdpModel`` calls the truncations ``T`` and ``K``, and the schedule's
-    ``tau`` and ``kappa``.  Unlike gensim's, a document's local step starts
-    from components anchored at its own words (deterministic, see
-    :mod:`skvi.models.hdp.estep`), and the topics are never reordered.
+    ``tau`` and ``kappa``.  As in Wang et al.'s code, a document's first
+    local iterations leave the sticks out; unlike gensim's, its local step
+    starts from components anchored at its own words (deterministic, see
+    :mod:`skvi.models.hdp.estep`), its components point only at its most
+    likely topics (:func:`~skvi.models.hdp.estep.candidate_topics`), each
+    topic starts from one training document, and the topics are never
+    reordered.
 
     Parameters
     ----------
@@ -81,7 +103,7 @@ class SVIHierarchicalDirichletProcess(
         ``N`` in the ``N / |S|`` scaling of ``partial_fit``.
     tol : float, default=1e-4
         The engine's stopping rule's tolerance.
-    mean_change_tol : float, default=1e-2
+    mean_change_tol : float, default=2e-2
         A document's local step stops when the mean absolute change of its
         expected component counts (in words) falls below this value.
     max_doc_update_iter : int, default=100
@@ -142,7 +164,10 @@ class SVIHierarchicalDirichletProcess(
     # lower one.  So batch steps are judged by the full-data ELBO, as the
     # fixed-point steps of other models are.
     _settings = ModelSettings(
-        {"topics": Dirichlet, "sticks": Dirichlet}, parallel=True, batch_steps="no_decrease"
+        {"topics": Dirichlet, "sticks": Dirichlet},
+        parallel=True,
+        batch_steps="no_decrease",
+        start_sample_size=_START_ROWS,
     )
 
     def __init__(
@@ -160,7 +185,7 @@ class SVIHierarchicalDirichletProcess(
         batch_size=256,
         total_samples="auto",
         tol=1e-4,
-        mean_change_tol=1e-2,
+        mean_change_tol=2e-2,
         max_doc_update_iter=100,
         n_jobs=None,
         verbose=0,
@@ -308,15 +333,32 @@ class SVIHierarchicalDirichletProcess(
         return self._check_docs(_with_weights(X, sample_weight), reset)
 
     def _initialize_globals(self, data, random_state, summary):
-        X, _ = _docs(data)
+        X, weight = _docs(data)
         self._dtype = X.dtype
         T, V = self.n_components, X.shape[1]
-        # LDA's start (scikit-learn's): nearly equal topics.  Wang et al.'s
-        # exponential noise of mean 100 D / (T V) makes topics so different
-        # at random that the first local steps scatter each document's words
-        # over many of them, and on a small corpus a batch step keeps that
-        # scatter (held-out perplexity far worse than this start's).
+        if X.shape[0] > _START_ROWS:  # the draw of a start on a cluster's blocks
+            rows = np.sort(random_state.choice(X.shape[0], _START_ROWS, replace=False))
+            X, weight = X[rows], None if weight is None else weight[rows]
+        # LDA's start (scikit-learn's): nearly equal topics, each seeded by
+        # one document of the data.  From equal topics alone, the first
+        # minibatches' words go to a few topics that then explain every
+        # later document better than the still-flat ones (whose sticks
+        # shrink): the fit uses few topics.  A seeded topic's own words
+        # stand out, so the documents like its seed take it from the start.
+        # Wang et al.'s exponential noise of mean 100 D / (T V) makes
+        # topics different at random instead, scattering each document's
+        # words over many of them (held-out perplexity far worse).
         lam = random_state.gamma(100.0, 0.01, (T, V))
+        seeds = np.asarray(X.sum(axis=1)).ravel() > 0
+        if weight is not None:
+            seeds &= weight > 0
+        seeds = np.flatnonzero(seeds)
+        if seeds.size:
+            pick = seeds[_distinct_documents(X[seeds], T, random_state)]
+            # Every seed's tokens weigh alike: the mean document's as much as
+            # _SEED_WEIGHT of a flat topic's mass (V).
+            tokens = np.asarray(X[seeds].sum(axis=1), dtype=np.float64).mean()
+            lam[: pick.size] += (_SEED_WEIGHT * V / tokens) * X[pick].toarray()
         # The corpus sticks start at E[sigma_t] = 1 / T for every topic
         # (u_t = 1, v_t = T - 1 - t), as in Wang et al.'s code: the prior's
         # sticks would give the last topics almost no weight before any data.
@@ -362,6 +404,8 @@ class SVIHierarchicalDirichletProcess(
             self.n_document_components,
             self.max_doc_update_iter,
             self.mean_change_tol,
+            n_candidates=_N_CANDIDATES,
+            plain_iter=_PLAIN_ITER,
             **kw,
         )
         return out, cols, Xc
@@ -436,6 +480,30 @@ class SVIHierarchicalDirichletProcess(
 
         parts = self._map_row_blocks(run, X, by="work")
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _distinct_documents(X, most, random_state):
+    """Up to ``most`` rows of X far apart, drawn as k-means++ draws its centres.
+
+    The first row is uniform; each next one is drawn with probability
+    proportional to the square of its cosine distance to the nearest row
+    drawn so far, among the rows at least :data:`_SEED_DISTANCE` from every
+    one.  Two seeds of the same theme would split it between two topics
+    that the fit never merges, so the draw stops when no such row is left.
+    """
+    X = sp.csr_matrix(X, dtype=np.float64)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    unit = sp.diags(1.0 / norms) @ X
+    picks = [int(random_state.randint(X.shape[0]))]
+    distance = 1.0 - (unit @ unit[picks[0]].T).toarray().ravel()
+    while len(picks) < most:
+        weight = np.where(distance >= _SEED_DISTANCE, distance**2, 0.0)
+        total = weight.sum()
+        if total <= 0.0:
+            break
+        picks.append(int(random_state.choice(X.shape[0], p=weight / total)))
+        distance = np.minimum(distance, 1.0 - (unit @ unit[picks[-1]].T).toarray().ravel())
+    return np.array(picks)
 
 
 def _with_weights(X, sample_weight):
