@@ -96,7 +96,7 @@ class Wishart(Stochastic):
     def _fixed_moments_and_f(self, x):
         try:
             x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
-        except ValueError:
+        except (ValueError, np.linalg.LinAlgError):
             raise ValueError("Wishart values must be positive definite matrices") from None
         return [x, ld], -0.5 * (self.D + 1) * ld
 

@@ -100,7 +100,7 @@ def ctm_log_evidence(
         )
     try:
         prior = cholesky_factor(sigma)
-    except ValueError:  # not finite, or not positive definite (LinAlgError)
+    except (ValueError, np.linalg.LinAlgError):  # not finite, or not positive definite
         raise ValueError("prior_covariance must be positive definite.") from None
     if posterior is None:
         mean, cov = laplace_posterior(X, mu, sigma, beta, max_iter=max_iter)
@@ -115,7 +115,7 @@ def ctm_log_evidence(
             )
     try:
         proposal = cholesky_factor(cov + inflation * np.eye(d))
-    except ValueError:  # not finite, or not positive definite (LinAlgError)
+    except (ValueError, np.linalg.LinAlgError):  # not finite, or not positive definite
         raise ValueError(
             "posterior covariances plus inflation * I must be positive definite."
         ) from None
