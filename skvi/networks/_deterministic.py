@@ -65,7 +65,43 @@ class _AxesAsPlates(Node):
         ]
 
 
-class SumMultiply(Node):
+class _CachedMoments(Node):
+    """A deterministic node whose moments are computed from its parents' and cached.
+
+    The cache holds while the parents' moments are the same objects and no
+    stochastic node has moved (see ``_CLOCK``); a subclass computes them in
+    ``_compute`` from the parents' moments.
+    """
+
+    def _compute(self, up):
+        raise NotImplementedError
+
+    @property
+    def u(self):
+        """The moments, from the parents' current moments (cached until one changes)."""
+        cached = self.__dict__.get("_u_cache")
+        if cached is not None and cached[2] == _CLOCK[1]:
+            return cached[1]
+        _ready_parents(self)
+        key = [p.u for p in self.parents]
+        if cached is not None and all(a is b for a, b in zip(cached[0], key)):
+            self._u_cache = (cached[0], cached[1], _CLOCK[1])
+            return cached[1]
+        u = self._compute(key)
+        self._u_cache = (key, u, _CLOCK[1])
+        return u
+
+    def _lazy(self):
+        cached = self.__dict__.get("_u_cache")
+        return cached is None or cached[2] != _CLOCK[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_u_cache", None)
+        return state
+
+
+class SumMultiply(_CachedMoments):
     """Sums of products of Gaussian nodes, as ``numpy.einsum``: BayesPy's ``SumMultiply``.
 
     ``f = einsum(keys, x_1, x_2, ...)`` of independent Gaussian nodes (or
@@ -225,17 +261,8 @@ class SumMultiply(Node):
     def _primed(self, keys):
         return keys + keys.upper()
 
-    @property
-    def u(self):
-        """The moments, from the operands' current moments (cached until one changes)."""
-        cached = self.__dict__.get("_u_cache")
-        if cached is not None and cached[2] == _CLOCK[1]:
-            return cached[1]
-        _ready_parents(self)
-        key = [p.u for p in self.parents]
-        if cached is not None and all(a is b for a, b in zip(cached[0], key)):
-            self._u_cache = (cached[0], cached[1], _CLOCK[1])
-            return cached[1]
+    def _compute(self, key):
+        """The moments from the operands' moments ``key``."""
         if self._planned:
             u = [self._planned_moment(key, order) for order in (0, 1)]
         else:
@@ -249,7 +276,6 @@ class SumMultiply(Node):
                 np.einsum(first, *[k[0] for k in key], optimize=True),
                 np.einsum(second, *[k[1] for k in key], optimize=True),
             ]
-        self._u_cache = (key, u, _CLOCK[1])
         return u
 
     def _key_labels(self, keys, order):
@@ -283,15 +309,6 @@ class SumMultiply(Node):
         f = contract(arrays, labels, kept + out_keys)
         shape = tuple(n if lab in present else 1 for n, lab in zip(self.plates, plates))
         return f.reshape(shape + f.shape[len(kept) :])
-
-    def _lazy(self):
-        cached = self.__dict__.get("_u_cache")
-        return cached is None or cached[2] != _CLOCK[1]
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_u_cache", None)
-        return state
 
     def update(self):
         """Nothing to update: the moments follow the operands."""

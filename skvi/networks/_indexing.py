@@ -12,8 +12,9 @@ import numbers
 
 import numpy as np
 
+from ._deterministic import _CachedMoments
 from ._moments import MomentsKind, _require
-from ._node import _CLOCK, Constant, Node, _as_parent, _children_total, _ready_parents
+from ._node import Constant, Node, _as_parent, _children_total
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
 
@@ -64,39 +65,8 @@ def _plates_multiplier(owner, given, parents, plates):
         owner._row_weight = np.full(plates, m)
 
 
-class _Cached(Node):
-    """A deterministic node whose moments are computed from its parents' and cached.
-
-    The cache holds while the parents' moments are the same objects and no
-    stochastic node has moved (see ``_CLOCK``).
-    """
-
-    def _compute(self, up):
-        raise NotImplementedError
-
-    @property
-    def u(self):
-        """The moments, from the parents' current moments (cached until one changes)."""
-        cached = self.__dict__.get("_u_cache")
-        if cached is not None and cached[2] == _CLOCK[1]:
-            return cached[1]
-        _ready_parents(self)
-        key = [p.u for p in self.parents]
-        if cached is not None and all(a is b for a, b in zip(cached[0], key)):
-            self._u_cache = (cached[0], cached[1], _CLOCK[1])
-            return cached[1]
-        u = self._compute(key)
-        self._u_cache = (key, u, _CLOCK[1])
-        return u
-
-    def _lazy(self):
-        cached = self.__dict__.get("_u_cache")
-        return cached is None or cached[2] != _CLOCK[1]
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_u_cache", None)
-        return state
+class _Cached(_CachedMoments):
+    """A picking or summing node: cached moments, and the children's messages to pass on."""
 
     def update(self):
         """Nothing to update: the moments follow the parents."""
