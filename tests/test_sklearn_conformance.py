@@ -1,6 +1,7 @@
 """scikit-learn's estimator checks over every estimator in skvi."""
 
 import numpy as np
+import pytest
 import sklearn
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.fixes import parse_version
@@ -150,9 +151,14 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-@parametrize_with_checks(
+_CHECKS = parametrize_with_checks(
     ESTIMATORS,
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est).__name__, {}),
 )
+
+
+# scikit-learn 1.6 hands pytest the checks as a generator, which pytest
+# deprecates; the same checks as a list are what later releases give.
+@pytest.mark.parametrize(_CHECKS.args[0], list(_CHECKS.args[1]), **_CHECKS.kwargs)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
