@@ -28,7 +28,7 @@ from skvi.engine import (
     Statistics,
     SVIEstimator,
 )
-from skvi.expfam import Gaussian
+from skvi.expfam import UnivariateGaussian
 from skvi.schedules import RobbinsMonro
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,7 +280,7 @@ class RowMeans(SVIEstimator):
 
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
     _settings = ModelSettings(
-        {"means": Gaussian},
+        {"means": UnivariateGaussian},
         row_groups={
             "means": RowGroupSpec(
                 ids=lambda name, X: X[:, 0].astype(np.int64),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skvi.expfam import (
-    GaussianMoments,
+    GaussianMeanCovariance,
     MultivariateGaussian,
     cholesky_factor,
     gaussian_moments,
@@ -33,7 +33,7 @@ def test_gaussian_moments_equal_numpy_inverse(batch, d):
     mean = rng.normal(size=batch + (d,))
     eta1 = (precision @ mean[..., None])[..., 0]
     q = gaussian_moments(eta1, -0.5 * precision, factor=True)
-    assert isinstance(q, GaussianMoments)
+    assert isinstance(q, GaussianMeanCovariance)
     inverse = np.linalg.inv(precision)
     np.testing.assert_allclose(q.covariance, inverse, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(q.covariance, np.swapaxes(q.covariance, -1, -2))

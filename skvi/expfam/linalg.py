@@ -17,10 +17,10 @@ from collections import namedtuple
 import numpy as np
 from scipy.linalg import lapack
 
-from .base import _cholesky_logdet, _float_dtype, same_array
+from .base import _cholesky_logdet, _float_dtype, _renamed, same_array
 
 __all__ = [
-    "GaussianMoments",
+    "GaussianMeanCovariance",
     "cholesky_factor",
     "gaussian_moments",
     "psd_projection",
@@ -39,12 +39,14 @@ SMALL_INVERSE = 64
 #: that does not factorise.
 _JITTERS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
 
-GaussianMoments = namedtuple(
-    "GaussianMoments", ["mean", "covariance", "logdet_precision", "factor"]
+GaussianMeanCovariance = namedtuple(
+    "GaussianMeanCovariance", ["mean", "covariance", "logdet_precision", "factor"]
 )
-GaussianMoments.__doc__ = """Moments of Gaussians, as :func:`gaussian_moments` returns them.
+GaussianMeanCovariance.__doc__ = """Moments of Gaussians, as :func:`gaussian_moments` returns them.
 
-A named tuple ``(mean, covariance, logdet_precision, factor)``.
+A named tuple ``(mean, covariance, logdet_precision, factor)``.  Formerly
+``GaussianMoments``, the name of BayesPy's class of a Gaussian node's
+moments (the kind :mod:`skvi.networks` calls a ``MomentsKind``).
 
 Parameters
 ----------
@@ -137,7 +139,7 @@ def _diagonal_moments(eta1, eta2, factor, logdet):
     var = -0.5 / eta2
     # log|Lambda| = sum log(-2 eta2)
     logdet = np.sum(np.log(-2.0 * eta2), axis=-1) if logdet else None
-    return GaussianMoments(eta1 * var, var, logdet, np.sqrt(var) if factor else None)
+    return GaussianMeanCovariance(eta1 * var, var, logdet, np.sqrt(var) if factor else None)
 
 
 def _lapack_moments(eta1, eta2, memo, memo_size):
@@ -239,7 +241,7 @@ def gaussian_moments(
 
     Returns
     -------
-    GaussianMoments
+    GaussianMeanCovariance
         ``(mean, covariance, logdet_precision, factor)``; ``factor`` is
         None unless asked for, ``logdet_precision`` None if not.
 
@@ -300,11 +302,11 @@ def gaussian_moments(
         cov = np.linalg.inv(precision)
         cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
         mean = (cov @ eta1[..., None])[..., 0]
-        return GaussianMoments(mean, cov, None, np.linalg.cholesky(cov))
+        return GaussianMeanCovariance(mean, cov, None, np.linalg.cholesky(cov))
     else:
         _, chol, chol_inv, mean = _natural_factors(eta1, eta2)
         cov, value = _covariance(chol_inv), _cholesky_logdet(chol) if logdet else None
-    return GaussianMoments(
+    return GaussianMeanCovariance(
         mean, cov, value if logdet else None, np.linalg.cholesky(cov) if factor else None
     )
 
@@ -501,3 +503,11 @@ def psd_projection(a):
     w, q = np.linalg.eigh(a)
     p = np.matmul(q * np.maximum(w, 0.0)[..., None, :], np.swapaxes(q, -1, -2))
     return 0.5 * (p + np.swapaxes(p, -1, -2))
+
+
+# The old name, for one release.
+_RENAMED = {"GaussianMoments": "GaussianMeanCovariance"}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)
