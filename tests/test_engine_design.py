@@ -233,6 +233,8 @@ def test_models_delegate_the_gaussian_linear_algebra_to_expfam():
         for path in sorted(models.rglob(pattern))
         if "sparse_gp" not in str(path.relative_to(models)) and path != models / "_kernels.py"
     ]
+    # The likelihoods' expectations (the softmax's covariance roots) too.
+    paths += sorted((ROOT / "skvi" / "likelihoods").rglob("*.py"))
     assert any(path.suffix == ".pyx" for path in paths)
     for path in paths:
         found = sorted(set(words.findall(path.read_text())))

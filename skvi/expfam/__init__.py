@@ -66,7 +66,8 @@ inverse scale), :meth:`WishartByScale.sufficient_stats`, the log-normalisers' te
 measures in :mod:`skvi.expfam.counts`.  The models' other linear algebra
 of symmetric positive definite matrices is here too (:mod:`skvi.expfam.linalg`):
 :func:`cholesky_factor` (with jitter), :func:`spd_logdet`, :func:`spd_inverse`,
-:func:`symmetric_eigenvalues` and :func:`psd_projection`.
+:func:`symmetric_eigenvalues`, :func:`psd_projection` and :func:`psd_root`, and
+of a general square matrix :func:`inverse_and_logdet`.
 
 Dtypes
 ------
@@ -100,7 +101,9 @@ from .linalg import (
     GaussianMeanCovariance,
     cholesky_factor,
     gaussian_moments,
+    inverse_and_logdet,
     psd_projection,
+    psd_root,
     spd_inverse,
     spd_logdet,
     symmetric_eigenvalues,
@@ -124,7 +127,9 @@ __all__ = [
     "WishartByScale",
     "cholesky_factor",
     "gaussian_moments",
+    "inverse_and_logdet",
     "psd_projection",
+    "psd_root",
     "spd_inverse",
     "spd_logdet",
     "symmetric_eigenvalues",

@@ -8,7 +8,8 @@ the LAPACK route with a memo of factorisations.  The other functions are
 the factorisations of symmetric positive definite matrices that the
 models' mathematics uses (a factor with or without jitter, a
 log-determinant, an inverse, the eigenvalues, the nearest positive
-semi-definite matrix), so that the models hold no linear algebra of their
+semi-definite matrix, a square root of a semi-definite one), and the inverse
+and log-determinant of a general square matrix, so that the models hold no linear algebra of their
 own.
 """
 
@@ -23,7 +24,9 @@ __all__ = [
     "GaussianMeanCovariance",
     "cholesky_factor",
     "gaussian_moments",
+    "inverse_and_logdet",
     "psd_projection",
+    "psd_root",
     "spd_inverse",
     "spd_logdet",
     "symmetric_eigenvalues",
@@ -503,6 +506,94 @@ def psd_projection(a):
     w, q = np.linalg.eigh(a)
     p = np.matmul(q * np.maximum(w, 0.0)[..., None, :], np.swapaxes(q, -1, -2))
     return 0.5 * (p + np.swapaxes(p, -1, -2))
+
+
+def psd_root(a):
+    """Square roots ``R`` with ``R R^T = a`` of a stack of positive semi-definite matrices.
+
+    The lower Cholesky factors, in one batched factorisation; where a
+    matrix is singular and Cholesky fails, that matrix's root is
+    ``U sqrt(max(lambda, 0))`` from its eigendecomposition ``a = U diag(lambda)
+    U^T``.  A quadrature rule whose points are symmetric and whitened is exact
+    to the same degree through any root, so the mixture of the two kinds is
+    harmless there.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n, d, d)
+        Symmetric positive semi-definite matrices (a zero matrix included).
+
+    Returns
+    -------
+    ndarray of shape (n, d, d)
+        The roots: the Cholesky factor of each matrix where every matrix
+        factorises, else of each one clearly positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam import psd_root
+    >>> a = np.array([[[4.0, 2.0], [2.0, 2.0]], [[1.0, 1.0], [1.0, 1.0]]])  # the second singular
+    >>> R = psd_root(a)
+    >>> bool(np.allclose(R @ np.swapaxes(R, -1, -2), a))
+    True
+    """
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    root = np.empty_like(a)
+    # Only the matrices whose smallest eigenvalue is not clearly positive go
+    # through the eigendecomposition; the rest keep their Cholesky factor.
+    values = np.linalg.eigvalsh(a)
+    scale = np.maximum(values[:, -1], np.finfo(float).tiny)
+    singular = values[:, 0] <= 1e-10 * scale
+    good = ~singular
+    if np.any(good):
+        try:
+            root[good] = np.linalg.cholesky(a[good])
+        except np.linalg.LinAlgError:
+            singular = np.ones_like(singular)
+    values, vectors = np.linalg.eigh(a[singular])
+    root[singular] = vectors * np.sqrt(np.maximum(values, 0.0))[..., None, :]
+    return root
+
+
+def inverse_and_logdet(R):
+    """``R^{-1}`` and ``log|det R|`` of a square matrix, or ``(None, -inf)`` when it is singular.
+
+    A general (not symmetric) matrix: the linear maps of a Gaussian
+    variable (:mod:`skvi.expfam.linear_map`) need both for the map and its
+    inverse.
+
+    Parameters
+    ----------
+    R : array_like of shape (d, d)
+        The map.
+
+    Returns
+    -------
+    inverse : ndarray of shape (d, d) or None
+        ``R^{-1}``.
+    logdet : float
+        ``log|det R|`` (the rise of a Gaussian's entropy under ``x -> R x``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam import inverse_and_logdet
+    >>> inv, logdet = inverse_and_logdet(np.array([[2.0, 1.0], [0.0, 0.5]]))
+    >>> inv
+    array([[ 0.5, -1. ],
+           [ 0. ,  2. ]])
+    >>> float(logdet)
+    0.0
+    """
+    R = np.asarray(R, dtype=np.float64)
+    sign, logdet = np.linalg.slogdet(R)
+    if sign == 0 or not np.isfinite(logdet):
+        return None, -np.inf
+    return np.linalg.inv(R), float(logdet)
 
 
 # The old name, for one release.

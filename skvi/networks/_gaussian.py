@@ -14,6 +14,17 @@ from ._stochastic import Stochastic
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
+def shape_of(value):
+    """The variable's shape of a mean or precision parent: a Gaussian's or Wishart's, or an array's.
+
+    What the joint nodes (:class:`GaussianWishart`, ``GaussianGamma``) read
+    their dimension from; other nodes have the shape ``()`` here.
+    """
+    if isinstance(value, Node):
+        return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
+    return np.shape(value)
+
+
 class GaussianARD(Stochastic):
     """A Gaussian variable with a diagonal precision: BayesPy's ``GaussianARD``.
 
@@ -400,11 +411,6 @@ class GaussianWishart(Stochastic):
                 f"{label}: the degrees of freedom n is {n.describe()}, but "
                 "they have no conjugate prior: give them as an array"
             )
-
-        def shape_of(value):
-            if isinstance(value, Node):
-                return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
-            return np.shape(value)
 
         D = shape_of(V)[-1] if len(shape_of(V)) >= 2 else 0
         if D < 1 or tuple(shape_of(mu)[-1:]) != (D,):
