@@ -28,7 +28,7 @@ from skvi.engine import (
     Statistics,
     SVIEstimator,
 )
-from skvi.expfam import Gaussian
+from skvi.expfam import UnivariateGaussian
 from skvi.schedules import RobbinsMonro
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,6 +233,8 @@ def test_models_delegate_the_gaussian_linear_algebra_to_expfam():
         for path in sorted(models.rglob(pattern))
         if "sparse_gp" not in str(path.relative_to(models)) and path != models / "_kernels.py"
     ]
+    # The likelihoods' expectations (the softmax's covariance roots) too.
+    paths += sorted((ROOT / "skvi" / "likelihoods").rglob("*.py"))
     assert any(path.suffix == ".pyx" for path in paths)
     for path in paths:
         found = sorted(set(words.findall(path.read_text())))
@@ -280,7 +282,7 @@ class RowMeans(SVIEstimator):
 
     _parameter_constraints = dict(ENGINE_PARAMETER_CONSTRAINTS)
     _settings = ModelSettings(
-        {"means": Gaussian},
+        {"means": UnivariateGaussian},
         row_groups={
             "means": RowGroupSpec(
                 ids=lambda name, X: X[:, 0].astype(np.int64),

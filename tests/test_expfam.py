@@ -15,12 +15,12 @@ from skvi.expfam import (
     Dirichlet,
     ExponentialFamily,
     Gamma,
-    Gaussian,
     MultivariateGaussian,
     NormalGamma,
     NormalWishart,
     Rayleigh,
-    Wishart,
+    UnivariateGaussian,
+    WishartByScale,
 )
 
 N_MC = 200_000
@@ -47,7 +47,7 @@ def random_spd(rng, batch, d):
 
 
 def random_gaussian(rng, batch=(3, 4)):
-    return Gaussian(rng.normal(0.0, 2.0, batch), rng.uniform(0.3, 3.0, batch))
+    return UnivariateGaussian(rng.normal(0.0, 2.0, batch), rng.uniform(0.3, 3.0, batch))
 
 
 def random_mvn(rng, batch=(3,), d=3):
@@ -63,7 +63,7 @@ def random_dirichlet(rng, batch=(3,), k=4):
 
 
 def random_wishart(rng, batch=(3,), d=3):
-    return Wishart(rng.uniform(d - 0.5, d + 6.0, batch), random_spd(rng, batch, d) / d)
+    return WishartByScale(rng.uniform(d - 0.5, d + 6.0, batch), random_spd(rng, batch, d) / d)
 
 
 def random_normal_wishart(rng, batch=(3,), n_means=2, d=3):
@@ -129,11 +129,11 @@ BASE_MEASURE_NOT_ONE = {"rayleigh"}
 
 # (class, factory) pairs of the generic parametrized tests
 CLASS_FAMILIES = [
-    (Gaussian, "gaussian"),
+    (UnivariateGaussian, "gaussian"),
     (MultivariateGaussian, "mvn"),
     (Gamma, "gamma"),
     (Dirichlet, "dirichlet"),
-    (Wishart, "wishart"),
+    (WishartByScale, "wishart"),
     (NormalWishart, "normal_wishart"),
     (NormalWishart, "normal_wishart_j1"),
     (NormalWishart, "normal_wishart_shared"),
@@ -144,7 +144,7 @@ CLASS_FAMILIES = [
 ]
 
 # natural parameters that are symmetric matrices, per class
-SYMMETRIC_NATURAL = {MultivariateGaussian: {1}, Wishart: {0}, NormalWishart: {1}}
+SYMMETRIC_NATURAL = {MultivariateGaussian: {1}, WishartByScale: {0}, NormalWishart: {1}}
 
 
 def params_of(q):
@@ -153,11 +153,11 @@ def params_of(q):
         return (q.loc, q.beta, q.df, q.scale)
     if isinstance(q, NormalGamma):
         return (q.loc, q.beta, q.shape, q.rate)
-    if isinstance(q, (Gaussian, MultivariateGaussian)):
+    if isinstance(q, (UnivariateGaussian, MultivariateGaussian)):
         return (q.loc, q.precision)
     if isinstance(q, Gamma):
         return (q.shape, q.rate)
-    if isinstance(q, Wishart):
+    if isinstance(q, WishartByScale):
         return (q.df, q.scale)
     if isinstance(q, Rayleigh):
         return (q.scale,)
@@ -263,7 +263,7 @@ def test_dirichlet_expected_log_mc():
 def test_gaussian_kl_mc():
     rng = np.random.default_rng(7)
     q = random_gaussian(rng, batch=(4,))
-    p = Gaussian(0.3, 0.8)  # scalar prior broadcast against the batch
+    p = UnivariateGaussian(0.3, 0.8)  # scalar prior broadcast against the batch
     sq = 1.0 / np.sqrt(q.precision)
     x = stats.norm.rvs(q.loc, sq, size=(N_MC, 4), random_state=rng)
     llr = stats.norm.logpdf(x, q.loc, sq) - stats.norm.logpdf(x, 0.3, 1.0 / np.sqrt(0.8))
@@ -332,7 +332,7 @@ def test_kl_self_zero_and_nonnegative(family):
 
 def test_kl_type_mismatch():
     with pytest.raises(TypeError):
-        Gaussian(0.0, 1.0).kl(Gamma(1.0, 1.0))
+        UnivariateGaussian(0.0, 1.0).kl(Gamma(1.0, 1.0))
 
 
 # --------------------------------------------------------------------------
@@ -398,7 +398,7 @@ def test_from_natural_round_trip(cls, family):
 
 
 def test_natural_parameter_values():
-    g = Gaussian([1.0, -2.0], [4.0, 0.5])
+    g = UnivariateGaussian([1.0, -2.0], [4.0, 0.5])
     assert_allclose(g.natural[0], [4.0, -1.0])
     assert_allclose(g.natural[1], [-2.0, -0.25])
     m = MultivariateGaussian([1.0, 2.0], [[2.0, 1.0], [1.0, 3.0]])
@@ -440,9 +440,9 @@ def test_valid_natural_gaussian():
     eta1 = np.array([1.0, -3.0, nan, 1.0, inf, 1.0, 1.0, 1.0, 1.0])
     eta2 = np.array([-0.5, -2.0, -1.0, nan, -1.0, 0.0, 2.0, -inf, -1e-300])
     expected = [True, True, False, False, False, False, False, False, True]
-    assert_array_equal(Gaussian.valid_natural(eta1, eta2), expected)
+    assert_array_equal(UnivariateGaussian.valid_natural(eta1, eta2), expected)
     # broadcasting, 2-d batch
-    out = Gaussian.valid_natural(0.0, np.array([[-1.0, 1.0], [0.0, -2.0]]))
+    out = UnivariateGaussian.valid_natural(0.0, np.array([[-1.0, 1.0], [0.0, -2.0]]))
     assert_array_equal(out, [[True, False], [False, True]])
 
 
@@ -506,10 +506,10 @@ def test_valid_natural_mvn():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: Gaussian([0.0, np.nan], 1.0),
-        lambda: Gaussian(0.0, [1.0, np.inf]),
-        lambda: Gaussian(0.0, [1.0, 0.0]),
-        lambda: Gaussian(0.0, -1.0),
+        lambda: UnivariateGaussian([0.0, np.nan], 1.0),
+        lambda: UnivariateGaussian(0.0, [1.0, np.inf]),
+        lambda: UnivariateGaussian(0.0, [1.0, 0.0]),
+        lambda: UnivariateGaussian(0.0, -1.0),
         lambda: MultivariateGaussian([np.nan, 0.0], np.eye(2)),
         lambda: MultivariateGaussian([0.0, 0.0], [[1.0, np.nan], [np.nan, 1.0]]),
         lambda: MultivariateGaussian([0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]]),
@@ -643,7 +643,7 @@ def _f32(a):
 @pytest.mark.parametrize(
     "cls,params",
     [
-        (Gaussian, ([0.5, -1.0], [2.0, 3.0])),
+        (UnivariateGaussian, ([0.5, -1.0], [2.0, 3.0])),
         (MultivariateGaussian, ([0.5, -1.0], [[2.0, 0.3], [0.3, 1.0]])),
         (Gamma, ([2.0, 0.5], [3.0, 1.5])),
         (Dirichlet, ([[0.5, 2.0, 3.0]],)),
@@ -687,9 +687,9 @@ def test_float32_preserved(cls, params):
 
 
 def test_dtype_rules():
-    assert Gaussian(_f32([1.0]), 2.0).natural[0].dtype == np.float32
-    assert Gaussian(1.0, 2.0).natural[0].dtype == np.float64
-    assert Gaussian([1, 2], 3).natural[0].dtype == np.float64
+    assert UnivariateGaussian(_f32([1.0]), 2.0).natural[0].dtype == np.float32
+    assert UnivariateGaussian(1.0, 2.0).natural[0].dtype == np.float64
+    assert UnivariateGaussian([1, 2], 3).natural[0].dtype == np.float64
     assert Gamma(_f32(1.0), np.float64(1.0)).natural[0].dtype == np.float64
 
 
@@ -726,12 +726,12 @@ def test_wishart_against_scipy():
 def test_wishart_one_dimensional_is_gamma():
     # Natural parameters (-b I, a - 1): for d = 1 exactly Gamma(a, rate=b).
     a, b = np.array([0.7, 2.0, 5.5]), np.array([0.3, 1.0, 4.0])
-    w = Wishart.from_natural(-b[:, None, None] * np.eye(1), a - 1.0)
+    w = WishartByScale.from_natural(-b[:, None, None] * np.eye(1), a - 1.0)
     g = Gamma(a, b)
     assert_allclose(w.mean()[:, 0, 0], g.mean(), rtol=1e-12)
     assert_allclose(w.expected_log_det(), g.expected_log(), rtol=1e-12)
     assert_allclose(w.entropy(), g.entropy(), rtol=1e-10)
-    p = Wishart.from_natural(-1.5 * np.eye(1), 0.2)
+    p = WishartByScale.from_natural(-1.5 * np.eye(1), 0.2)
     assert_allclose(w.kl(p), g.kl(Gamma(1.2, 1.5)), rtol=1e-10)
 
 
@@ -746,7 +746,7 @@ def test_wishart_expected_log_det_mc():
 def test_wishart_kl_mc():
     rng = np.random.default_rng(42)
     q = random_wishart(rng, batch=(2,), d=2)
-    p = Wishart(4.0, np.array([[0.5, 0.1], [0.1, 0.8]]))
+    p = WishartByScale(4.0, np.array([[0.5, 0.1], [0.1, 0.8]]))
     kl = q.kl(p)
     ref_p = stats.wishart(4.0, p.scale)
     for b in range(2):
@@ -758,7 +758,7 @@ def test_wishart_kl_mc():
 
 
 def test_wishart_sample_moments():
-    q = Wishart([3.5, 8.0], np.array([[[1.0, 0.3], [0.3, 0.5]], [[0.2, -0.1], [-0.1, 0.4]]]))
+    q = WishartByScale([3.5, 8.0], np.array([[[1.0, 0.3], [0.3, 0.5]], [[0.2, -0.1], [-0.1, 0.4]]]))
     x = q.sample(N_MC, random_state=4)
     assert x.shape == (N_MC, 2, 2, 2)
     w = q.scale
@@ -773,11 +773,11 @@ def test_valid_natural_wishart():
     eye = np.eye(2)
     eta1 = np.stack([-eye, eye, -eye, np.array([[-1.0, 0.5], [0.0, -1.0]]), -eye])
     eta2 = np.array([0.0, 0.0, -1.0, 0.0, np.nan])
-    assert_array_equal(Wishart.valid_natural(eta1, eta2), [True, False, False, False, False])
+    assert_array_equal(WishartByScale.valid_natural(eta1, eta2), [True, False, False, False, False])
     with pytest.raises(ValueError):
-        Wishart(0.5, eye).validate()  # df <= d - 1
+        WishartByScale(0.5, eye).validate()  # df <= d - 1
     with pytest.raises(ValueError):
-        Wishart(3.0, -eye).validate()
+        WishartByScale(3.0, -eye).validate()
 
 
 # --------------------------------------------------------------------------
@@ -986,7 +986,7 @@ def test_normal_wishart_natural_parameter_values():
     assert_allclose(eta4, (4.0 - 2 - 1 + 2) / 2)
     assert_allclose(q.mean()[1], [[2.0, 0.0], [0.0, 1.0]])
     precision = q.precision()
-    assert isinstance(precision, Wishart)
+    assert isinstance(precision, WishartByScale)
     assert_allclose(precision.df, 4.0)
     assert_allclose(precision.scale, q.scale)
     assert_allclose(precision.entropy(), stats.wishart(4.0, q.scale).entropy(), rtol=1e-10)
@@ -1344,7 +1344,7 @@ def test_wishart_stats_from_inverse_scale_against_scipy():
     B = rng.normal(size=(4, d, d))
     V = B @ np.swapaxes(B, -1, -2) + np.eye(d)
     df = np.array([3.5, 4.0, 7.0, 12.0])
-    mean, elogdet, A = Wishart.stats_from_inverse_scale(df, V)
+    mean, elogdet, A = WishartByScale.stats_from_inverse_scale(df, V)
     for b in range(4):
         ref = stats.wishart(df[b], np.linalg.inv(V[b]))
         assert_allclose(mean[b], ref.mean(), rtol=1e-10)
@@ -1358,29 +1358,29 @@ def test_wishart_stats_from_inverse_scale_against_scipy():
             - np.linalg.slogdet(V[b])[1]
         )
         assert_allclose(elogdet[b], closed, rtol=1e-12)
-    q = Wishart(df, np.linalg.inv(V))
+    q = WishartByScale(df, np.linalg.inv(V))
     assert_allclose(elogdet, q.expected_log_det(), rtol=1e-10)
     assert_allclose(A, q.log_normalizer(), rtol=1e-10)
     with pytest.raises(np.linalg.LinAlgError):
-        Wishart.stats_from_inverse_scale(3.0, -np.eye(2))
+        WishartByScale.stats_from_inverse_scale(3.0, -np.eye(2))
 
 
 def test_wishart_sufficient_stats_and_df_term():
     rng = np.random.default_rng(72)
     B = rng.normal(size=(5, 3, 3))
     X = B @ np.swapaxes(B, -1, -2) + 0.1 * np.eye(3)
-    x, logdet = Wishart.sufficient_stats(X)
+    x, logdet = WishartByScale.sufficient_stats(X)
     assert_array_equal(x, X)
     assert_allclose(logdet, np.linalg.slogdet(X)[1], rtol=1e-12)
     with pytest.raises(ValueError, match="positive definite"):
-        Wishart.sufficient_stats(np.diag([1.0, -1.0]))
+        WishartByScale.sufficient_stats(np.diag([1.0, -1.0]))
     df = np.array([[2.5, 3.0], [7.0, 40.0]])
-    term = Wishart.log_normalizer_df_term(df, 3)
+    term = WishartByScale.log_normalizer_df_term(df, 3)
     ref = np.vectorize(lambda v: special.multigammaln(0.5 * v, 3))(df)
     assert_allclose(term, ref, rtol=1e-12)
     # The term of A in df alone: A less its df d log(2) / 2 and df log|W| / 2.
     W = np.linalg.inv(X[0])
-    q = Wishart(df, W)
+    q = WishartByScale(df, W)
     rest = 0.5 * df * 3 * np.log(2.0) + 0.5 * df * np.linalg.slogdet(W)[1]
     assert_allclose(term, q.log_normalizer() - rest, rtol=1e-10)
 
@@ -1412,14 +1412,14 @@ def test_count_base_measures_against_scipy():
 def test_supports_agree_with_scipy_densities():
     # A value is in a family's support exactly where scipy's density of it
     # is positive and finite (with the valid values sampled as well).
-    from skvi.expfam import Dirichlet, Gaussian, Wishart
+    from skvi.expfam import Dirichlet, UnivariateGaussian, WishartByScale
     from skvi.expfam.counts import category_in_support, count_in_support, multinomial_in_support
 
     x = np.array([-1.0, 0.0, 1e-300, 2.5, np.inf, -np.inf, np.nan])
     with np.errstate(invalid="ignore"):
         assert_array_equal(Gamma.in_support(x), stats.gamma(2.0).pdf(x) > 0)
-    assert_array_equal(Gaussian.in_support(x), np.isfinite(stats.norm.logpdf(x)))
-    assert_array_equal(Gaussian.in_support(np.array([1e308, -1e308])), [True, True])
+    assert_array_equal(UnivariateGaussian.in_support(x), np.isfinite(stats.norm.logpdf(x)))
+    assert_array_equal(UnivariateGaussian.in_support(np.array([1e308, -1e308])), [True, True])
 
     def scipy_takes(v):
         try:
@@ -1442,9 +1442,11 @@ def test_supports_agree_with_scipy_densities():
     pd_and_symmetric = [
         np.allclose(m, m.T) and np.all(np.linalg.eigvalsh(0.5 * (m + m.T)) > 0) for m in mats
     ]
-    assert_array_equal(Wishart.in_support(mats), pd_and_symmetric)
-    assert_array_equal(Wishart.in_support(np.array([[1.0, np.nan], [np.nan, 1.0]])), False)
-    assert_array_equal(Wishart.in_support(stats.wishart(5, np.eye(3)).rvs(4, random_state=0)), True)
+    assert_array_equal(WishartByScale.in_support(mats), pd_and_symmetric)
+    assert_array_equal(WishartByScale.in_support(np.array([[1.0, np.nan], [np.nan, 1.0]])), False)
+    assert_array_equal(
+        WishartByScale.in_support(stats.wishart(5, np.eye(3)).rvs(4, random_state=0)), True
+    )
 
     k = np.array([0.0, 3.0, 2.5, -1.0, np.inf, np.nan])
     with np.errstate(invalid="ignore"):
@@ -1457,3 +1459,49 @@ def test_supports_agree_with_scipy_densities():
     with np.errstate(invalid="ignore"):
         ref = [stats.multinomial(4, [0.5, 0.5]).pmf(c) > 0 for c in counts]
     assert_array_equal(multinomial_in_support(counts, 4), ref)
+
+
+# --------------------------------------------------------------------------
+# renamed classes: the old names import for one release, with a warning
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "module, old, new",
+    [
+        ("skvi.expfam", "Gaussian", "UnivariateGaussian"),
+        ("skvi.expfam", "Wishart", "WishartByScale"),
+        ("skvi.expfam", "GaussianMoments", "GaussianMeanCovariance"),
+        ("skvi.expfam.gaussian", "Gaussian", "UnivariateGaussian"),
+        ("skvi.expfam.wishart", "Wishart", "WishartByScale"),
+        ("skvi.expfam.linalg", "GaussianMoments", "GaussianMeanCovariance"),
+        ("skvi.models.matrix_factorization.nodes", "Moments", "SideMoments"),
+    ],
+)
+def test_renamed_names_still_import_and_warn_with_the_new_name(module, old, new):
+    import importlib
+
+    mod = importlib.import_module(module)
+    with pytest.warns(FutureWarning, match=rf"{module}\.{old} is deprecated.*now called {new}$"):
+        via_attribute = getattr(mod, old)
+    assert via_attribute is getattr(mod, new)
+    with pytest.warns(FutureWarning, match=new):
+        namespace = {}
+        exec(f"from {module} import {old}", namespace)
+    assert namespace[old] is getattr(mod, new)
+    assert old not in getattr(mod, "__all__", ())
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        mod.NoSuchName
+
+
+def test_old_names_give_the_same_answers():
+    import warnings
+
+    import skvi.expfam as ef
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        old_gaussian, old_wishart = ef.Gaussian, ef.Wishart
+    q = old_gaussian([0.0, 1.0], [1.0, 4.0])
+    assert_array_equal(q.entropy(), UnivariateGaussian([0.0, 1.0], [1.0, 4.0]).entropy())
+    w = old_wishart(5.0, np.eye(2))
+    # E[Lambda] = df W: the scale, not BayesPy's inverse scale.
+    assert_allclose(w.mean(), 5.0 * np.eye(2))

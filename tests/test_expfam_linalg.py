@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 from skvi.expfam import (
-    GaussianMoments,
+    GaussianMeanCovariance,
     MultivariateGaussian,
     cholesky_factor,
     gaussian_moments,
+    inverse_and_logdet,
     psd_projection,
+    psd_root,
     spd_inverse,
     spd_logdet,
     symmetric_eigenvalues,
@@ -33,7 +35,7 @@ def test_gaussian_moments_equal_numpy_inverse(batch, d):
     mean = rng.normal(size=batch + (d,))
     eta1 = (precision @ mean[..., None])[..., 0]
     q = gaussian_moments(eta1, -0.5 * precision, factor=True)
-    assert isinstance(q, GaussianMoments)
+    assert isinstance(q, GaussianMeanCovariance)
     inverse = np.linalg.inv(precision)
     np.testing.assert_allclose(q.covariance, inverse, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(q.covariance, np.swapaxes(q.covariance, -1, -2))
@@ -181,6 +183,27 @@ def test_symmetric_eigenvalues_and_psd_projection_closed_forms():
     psd = _spd(rng, (3,), 4)
     np.testing.assert_allclose(psd_projection(psd), psd, rtol=1e-10)
     np.testing.assert_allclose(psd_projection(-psd), 0.0, atol=1e-12)
+
+
+def test_psd_root_is_numpys_cholesky_factor_or_a_root_of_a_singular_matrix():
+    rng = np.random.RandomState(3)
+    pd = _spd(rng, (4,), 3)
+    np.testing.assert_array_equal(psd_root(pd), np.linalg.cholesky(pd))
+    v = np.array([1.0, 2.0, -1.0])
+    stack = np.concatenate([pd, [np.outer(v, v), np.zeros((3, 3))]])  # rank one, and zero
+    R = psd_root(stack)
+    np.testing.assert_allclose(R @ np.swapaxes(R, -1, -2), stack, atol=1e-12)
+    # The positive definite ones keep their Cholesky factor.
+    np.testing.assert_array_equal(R[:4], np.linalg.cholesky(pd))
+    np.testing.assert_array_equal(R[-1], 0.0)
+
+
+def test_inverse_and_logdet_equal_numpy_and_refuse_a_singular_map():
+    R = np.random.RandomState(4).normal(size=(4, 4))
+    inverse, logdet = inverse_and_logdet(R)
+    np.testing.assert_allclose(inverse @ R, np.eye(4), atol=1e-12)
+    assert logdet == pytest.approx(np.log(abs(np.linalg.det(R))), rel=1e-12)
+    assert inverse_and_logdet(np.ones((3, 3))) == (None, -np.inf)
 
 
 @pytest.mark.parametrize(

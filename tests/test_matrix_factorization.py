@@ -571,7 +571,7 @@ def test_node_step_blends_in_the_convex_form(covariance, compiled, monkeypatch):
     # rho = 1 and keeps a positive precision at rho just below 1, where
     # old + rho (target - old) cancelled the precision to zero.
     from skvi.engine import Factor, RowStatistics, StepContext
-    from skvi.expfam import Gaussian, MultivariateGaussian
+    from skvi.expfam import MultivariateGaussian, UnivariateGaussian
     from skvi.models.matrix_factorization import updates
 
     if compiled:
@@ -588,7 +588,7 @@ def test_node_step_blends_in_the_convex_form(covariance, compiled, monkeypatch):
         if covariance == "full":
             current = Factor((np.zeros((1, d)), -0.5 * big * np.eye(d)[None]), MultivariateGaussian)
         else:
-            current = Factor((np.zeros((1, d)), np.full((1, d), -0.5 * big)), Gaussian)
+            current = Factor((np.zeros((1, d)), np.full((1, d), -0.5 * big)), UnivariateGaussian)
         new, valid = updates.update_nodes(
             current, stats, ctx, np.full(d, small_prec), None, covariance, True, None
         )

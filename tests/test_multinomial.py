@@ -445,7 +445,7 @@ def test_softmax_expectations_equal_a_row_by_row_reference():
     # factor (its eigendecomposition where it is singular), scipy's softmax
     # and logsumexp.  Rows include a zero covariance (Cholesky fails) and
     # means of 800 (exp overflows without a shift).
-    from skvi.likelihoods.softmax import _covariance_root
+    from skvi.expfam import psd_root
 
     rng = np.random.default_rng(1)
     n, k = 130, 4  # more rows than one chunk of 512-point rules
@@ -456,7 +456,7 @@ def test_softmax_expectations_equal_a_row_by_row_reference():
     mean[7] = [800.0, -800.0, 799.0, 0.0]
     y = rng.integers(0, k, n)
     z = _symmetric_normals(k, 512)
-    root = _covariance_root(cov)
+    root = psd_root(cov)
     np.testing.assert_allclose(root @ root.transpose(0, 2, 1), cov, atol=1e-12)
     e_log, e1, e2 = Softmax().expectations(y, mean, cov, "quadrature", 512)
     for i in range(n):

@@ -105,8 +105,8 @@ class ModelSettings:
     Examples
     --------
     >>> from skvi.engine import ModelSettings
-    >>> from skvi.expfam import Gamma, Gaussian
-    >>> s = ModelSettings({"precision": Gamma, "mean": Gaussian})
+    >>> from skvi.expfam import Gamma, UnivariateGaussian
+    >>> s = ModelSettings({"precision": Gamma, "mean": UnivariateGaussian})
     >>> s.names, s.batch_steps
     (('precision', 'mean'), 'blend')
     """

@@ -18,12 +18,12 @@ with base measure h(x) = 1 for every family except :class:`Rayleigh`
 parameters eta ordered as below (``.natural`` and ``.expected_stats()``
 always return tuples in exactly this order, with matching shapes):
 
-* :class:`Gaussian`: ``t(x) = (x, x**2)``,
+* :class:`UnivariateGaussian`: ``t(x) = (x, x**2)``,
   ``eta = (precision * loc, -precision / 2)``.
 * :class:`MultivariateGaussian`: ``t(x) = (x, x x^T)``,
   ``eta = (Lambda m, -Lambda / 2)``.
 * :class:`Gamma`: ``t(x) = (x, log x)``, ``eta = (-rate, shape - 1)``.
-* :class:`Wishart`: ``t(X) = (X, log|X|)``,
+* :class:`WishartByScale` (scale ``W``): ``t(X) = (X, log|X|)``,
   ``eta = (-W^{-1} / 2, (df - d - 1) / 2)``.
 * :class:`Dirichlet`: ``t(x) = (log x,)``, ``eta = (concentration - 1,)``.
 * :class:`NormalWishart` (``J`` means ``mu_j`` sharing one precision
@@ -59,14 +59,15 @@ re-deriving the mathematics: :func:`gaussian_moments` (mean, covariance and
 log-determinant from a precision and a linear term, with the options the
 models need: diagonal, the covariance's factor, LAPACK with a memo of
 factorisations) and :meth:`MultivariateGaussian.moments_from_natural`,
-:meth:`Wishart.stats_from_inverse_scale` (a Wishart given by its inverse
-scale), :meth:`Wishart.sufficient_stats`, the log-normalisers' terms
+:meth:`WishartByScale.stats_from_inverse_scale` (a Wishart given by its
+inverse scale), :meth:`WishartByScale.sufficient_stats`, the log-normalisers' terms
 :meth:`Gamma.log_normalizer_shape_term` and
-:meth:`Wishart.log_normalizer_df_term`, and the count families' base
+:meth:`WishartByScale.log_normalizer_df_term`, and the count families' base
 measures in :mod:`skvi.expfam.counts`.  The models' other linear algebra
 of symmetric positive definite matrices is here too (:mod:`skvi.expfam.linalg`):
 :func:`cholesky_factor` (with jitter), :func:`spd_logdet`, :func:`spd_inverse`,
-:func:`symmetric_eigenvalues` and :func:`psd_projection`.
+:func:`symmetric_eigenvalues`, :func:`psd_projection` and :func:`psd_root`, and
+of a general square matrix :func:`inverse_and_logdet`.
 
 Dtypes
 ------
@@ -88,18 +89,21 @@ from .base import (  # noqa: F401
     _event_sum,
     _float_dtype,
     _pd_mask,
+    _renamed,
     _size_tuple,
     _symmetric_mask,
     _uniform_open0,
 )
 from .dirichlet import Dirichlet
 from .gamma import Gamma
-from .gaussian import Gaussian
+from .gaussian import UnivariateGaussian
 from .linalg import (
-    GaussianMoments,
+    GaussianMeanCovariance,
     cholesky_factor,
     gaussian_moments,
+    inverse_and_logdet,
     psd_projection,
+    psd_root,
     spd_inverse,
     spd_logdet,
     symmetric_eigenvalues,
@@ -108,23 +112,38 @@ from .multivariate_gaussian import MultivariateGaussian
 from .normal_gamma import NormalGamma
 from .normal_wishart import NormalWishart
 from .rayleigh import Rayleigh
-from .wishart import Wishart, _log_multigamma, _multi_digamma  # noqa: F401
+from .wishart import WishartByScale, _log_multigamma, _multi_digamma  # noqa: F401
 
 __all__ = [
     "Dirichlet",
     "ExponentialFamily",
     "Gamma",
-    "Gaussian",
-    "GaussianMoments",
+    "GaussianMeanCovariance",
     "MultivariateGaussian",
     "NormalGamma",
     "NormalWishart",
     "Rayleigh",
-    "Wishart",
+    "UnivariateGaussian",
+    "WishartByScale",
     "cholesky_factor",
     "gaussian_moments",
+    "inverse_and_logdet",
     "psd_projection",
+    "psd_root",
     "spd_inverse",
     "spd_logdet",
     "symmetric_eigenvalues",
 ]
+
+# The old names, for one release: each use warns with the new name.  The
+# networks' Gaussian and Wishart are BayesPy's (a Gaussian vector; a Wishart
+# by its inverse scale), so the families here say what they parameterise.
+_RENAMED = {
+    "Gaussian": "UnivariateGaussian",
+    "GaussianMoments": "GaussianMeanCovariance",
+    "Wishart": "WishartByScale",
+}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)

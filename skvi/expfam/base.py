@@ -1,6 +1,8 @@
 """The base class of the exponential families and the helpers they share."""
 
 import numbers
+import sys
+import warnings
 
 import numpy as np
 
@@ -171,6 +173,25 @@ def _event_sum(a, ndim):
     if ndim == 0:
         return a
     return np.sum(a, axis=tuple(range(-ndim, 0)))
+
+
+def _renamed(module_name, renamed, name):
+    """The object a deprecated name of a module stands for, with a FutureWarning naming the new one.
+
+    A module's ``__getattr__`` calls it (PEP 562), so that the old names
+    still import, for one release, but say what to write instead.
+    ``renamed`` maps each old name to its new one in the same module.
+    """
+    if name not in renamed:
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+    new = renamed[name]
+    warnings.warn(
+        f"{module_name}.{name} is deprecated and will be removed in the next release: "
+        f"it is now called {new}",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return getattr(sys.modules[module_name], new)
 
 
 # --------------------------------------------------------------------------

@@ -8,12 +8,16 @@ from .base import (
     _as_float,
     _check_random_state,
     _float_dtype,
+    _renamed,
     _size_tuple,
 )
 
 
-class Gaussian(ExponentialFamily):
+class UnivariateGaussian(ExponentialFamily):
     """Batch of univariate Gaussians parameterised by mean and precision.
+
+    Formerly ``skvi.expfam.Gaussian``, a name that :mod:`skvi.networks` gives
+    BayesPy's Gaussian vector.
 
     A diagonal Gaussian is simply a batch of these.  Sufficient statistics
     ``t(x) = (x, x**2)``, natural parameters
@@ -36,7 +40,7 @@ class Gaussian(ExponentialFamily):
 
     Examples
     --------
-    >>> q = Gaussian([0.0, 1.0], [1.0, 4.0])
+    >>> q = UnivariateGaussian([0.0, 1.0], [1.0, 4.0])
     >>> q.batch_shape
     (2,)
     >>> print(q.variance)
@@ -46,7 +50,7 @@ class Gaussian(ExponentialFamily):
     [0. 4.] [-0.5 -2. ]
     >>> print(np.round(q.entropy(), 4))
     [1.4189 0.7258]
-    >>> print(np.round(q.kl(Gaussian(0.0, 1.0)), 4))
+    >>> print(np.round(q.kl(UnivariateGaussian(0.0, 1.0)), 4))
     [0.     0.8181]
     """
 
@@ -95,7 +99,7 @@ class Gaussian(ExponentialFamily):
 
         Returns
         -------
-        Gaussian
+        UnivariateGaussian
             The Gaussian with these natural parameters.
         """
         dtype = _float_dtype(eta1, eta2)
@@ -121,8 +125,8 @@ class Gaussian(ExponentialFamily):
         Examples
         --------
         >>> import numpy as np
-        >>> from skvi.expfam import Gaussian
-        >>> Gaussian.in_support([-1e300, 0.0, np.inf, np.nan])
+        >>> from skvi.expfam import UnivariateGaussian
+        >>> UnivariateGaussian.in_support([-1e300, 0.0, np.inf, np.nan])
         array([ True,  True, False, False])
         """
         return np.isfinite(_as_float(x))
@@ -154,7 +158,7 @@ class Gaussian(ExponentialFamily):
 
         Returns
         -------
-        Gaussian
+        UnivariateGaussian
             ``self``, unchanged, so that calls can be chained.
 
         Raises
@@ -164,11 +168,11 @@ class Gaussian(ExponentialFamily):
             positive.
         """
         if not np.all(np.isfinite(self.loc)):
-            raise ValueError("Gaussian: mean must be finite.")
+            raise ValueError("UnivariateGaussian: mean must be finite.")
         if not np.all(np.isfinite(self.precision)):
-            raise ValueError("Gaussian: precision must be finite.")
+            raise ValueError("UnivariateGaussian: precision must be finite.")
         if not np.all(self.precision > 0):
-            raise ValueError("Gaussian: precision must be strictly positive.")
+            raise ValueError("UnivariateGaussian: precision must be strictly positive.")
         return self
 
     def expected_stats(self):
@@ -204,11 +208,11 @@ class Gaussian(ExponentialFamily):
         return 0.5 * (1.0 + _LOG_2PI - np.log(self.precision))
 
     def kl(self, other):
-        """KL(self || other) for another (broadcastable) :class:`Gaussian`.
+        """KL(self || other) for another (broadcastable) :class:`UnivariateGaussian`.
 
         Parameters
         ----------
-        other : Gaussian
+        other : UnivariateGaussian
             Distribution ``p``; its batch shape must broadcast against
             :attr:`batch_shape`.
 
@@ -221,7 +225,7 @@ class Gaussian(ExponentialFamily):
         Raises
         ------
         TypeError
-            If ``other`` is not a :class:`Gaussian`.
+            If ``other`` is not a :class:`UnivariateGaussian`.
         """
         self._check_other(other)
         ratio = other.precision / self.precision
@@ -277,3 +281,11 @@ class Gaussian(ExponentialFamily):
             A copy of :attr:`loc`.
         """
         return self.loc.copy()
+
+
+# The old name, for one release.
+_RENAMED = {"Gaussian": "UnivariateGaussian"}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)

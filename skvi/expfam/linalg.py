@@ -8,7 +8,8 @@ the LAPACK route with a memo of factorisations.  The other functions are
 the factorisations of symmetric positive definite matrices that the
 models' mathematics uses (a factor with or without jitter, a
 log-determinant, an inverse, the eigenvalues, the nearest positive
-semi-definite matrix), so that the models hold no linear algebra of their
+semi-definite matrix, a square root of a semi-definite one), and the inverse
+and log-determinant of a general square matrix, so that the models hold no linear algebra of their
 own.
 """
 
@@ -17,13 +18,15 @@ from collections import namedtuple
 import numpy as np
 from scipy.linalg import lapack
 
-from .base import _cholesky_logdet, _float_dtype, same_array
+from .base import _cholesky_logdet, _float_dtype, _renamed, same_array
 
 __all__ = [
-    "GaussianMoments",
+    "GaussianMeanCovariance",
     "cholesky_factor",
     "gaussian_moments",
+    "inverse_and_logdet",
     "psd_projection",
+    "psd_root",
     "spd_inverse",
     "spd_logdet",
     "symmetric_eigenvalues",
@@ -39,12 +42,14 @@ SMALL_INVERSE = 64
 #: that does not factorise.
 _JITTERS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
 
-GaussianMoments = namedtuple(
-    "GaussianMoments", ["mean", "covariance", "logdet_precision", "factor"]
+GaussianMeanCovariance = namedtuple(
+    "GaussianMeanCovariance", ["mean", "covariance", "logdet_precision", "factor"]
 )
-GaussianMoments.__doc__ = """Moments of Gaussians, as :func:`gaussian_moments` returns them.
+GaussianMeanCovariance.__doc__ = """Moments of Gaussians, as :func:`gaussian_moments` returns them.
 
-A named tuple ``(mean, covariance, logdet_precision, factor)``.
+A named tuple ``(mean, covariance, logdet_precision, factor)``.  Formerly
+``GaussianMoments``, the name of BayesPy's class of a Gaussian node's
+moments (the kind :mod:`skvi.networks` calls a ``MomentsKind``).
 
 Parameters
 ----------
@@ -137,7 +142,7 @@ def _diagonal_moments(eta1, eta2, factor, logdet):
     var = -0.5 / eta2
     # log|Lambda| = sum log(-2 eta2)
     logdet = np.sum(np.log(-2.0 * eta2), axis=-1) if logdet else None
-    return GaussianMoments(eta1 * var, var, logdet, np.sqrt(var) if factor else None)
+    return GaussianMeanCovariance(eta1 * var, var, logdet, np.sqrt(var) if factor else None)
 
 
 def _lapack_moments(eta1, eta2, memo, memo_size):
@@ -239,7 +244,7 @@ def gaussian_moments(
 
     Returns
     -------
-    GaussianMoments
+    GaussianMeanCovariance
         ``(mean, covariance, logdet_precision, factor)``; ``factor`` is
         None unless asked for, ``logdet_precision`` None if not.
 
@@ -300,11 +305,11 @@ def gaussian_moments(
         cov = np.linalg.inv(precision)
         cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
         mean = (cov @ eta1[..., None])[..., 0]
-        return GaussianMoments(mean, cov, None, np.linalg.cholesky(cov))
+        return GaussianMeanCovariance(mean, cov, None, np.linalg.cholesky(cov))
     else:
         _, chol, chol_inv, mean = _natural_factors(eta1, eta2)
         cov, value = _covariance(chol_inv), _cholesky_logdet(chol) if logdet else None
-    return GaussianMoments(
+    return GaussianMeanCovariance(
         mean, cov, value if logdet else None, np.linalg.cholesky(cov) if factor else None
     )
 
@@ -501,3 +506,99 @@ def psd_projection(a):
     w, q = np.linalg.eigh(a)
     p = np.matmul(q * np.maximum(w, 0.0)[..., None, :], np.swapaxes(q, -1, -2))
     return 0.5 * (p + np.swapaxes(p, -1, -2))
+
+
+def psd_root(a):
+    """Square roots ``R`` with ``R R^T = a`` of a stack of positive semi-definite matrices.
+
+    The lower Cholesky factors, in one batched factorisation; where a
+    matrix is singular and Cholesky fails, that matrix's root is
+    ``U sqrt(max(lambda, 0))`` from its eigendecomposition ``a = U diag(lambda)
+    U^T``.  A quadrature rule whose points are symmetric and whitened is exact
+    to the same degree through any root, so the mixture of the two kinds is
+    harmless there.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n, d, d)
+        Symmetric positive semi-definite matrices (a zero matrix included).
+
+    Returns
+    -------
+    ndarray of shape (n, d, d)
+        The roots: the Cholesky factor of each matrix where every matrix
+        factorises, else of each one clearly positive definite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam import psd_root
+    >>> a = np.array([[[4.0, 2.0], [2.0, 2.0]], [[1.0, 1.0], [1.0, 1.0]]])  # the second singular
+    >>> R = psd_root(a)
+    >>> bool(np.allclose(R @ np.swapaxes(R, -1, -2), a))
+    True
+    """
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        pass
+    root = np.empty_like(a)
+    # Only the matrices whose smallest eigenvalue is not clearly positive go
+    # through the eigendecomposition; the rest keep their Cholesky factor.
+    values = np.linalg.eigvalsh(a)
+    scale = np.maximum(values[:, -1], np.finfo(float).tiny)
+    singular = values[:, 0] <= 1e-10 * scale
+    good = ~singular
+    if np.any(good):
+        try:
+            root[good] = np.linalg.cholesky(a[good])
+        except np.linalg.LinAlgError:
+            singular = np.ones_like(singular)
+    values, vectors = np.linalg.eigh(a[singular])
+    root[singular] = vectors * np.sqrt(np.maximum(values, 0.0))[..., None, :]
+    return root
+
+
+def inverse_and_logdet(R):
+    """``R^{-1}`` and ``log|det R|`` of a square matrix, or ``(None, -inf)`` when it is singular.
+
+    A general (not symmetric) matrix: the linear maps of a Gaussian
+    variable (:mod:`skvi.expfam.linear_map`) need both for the map and its
+    inverse.
+
+    Parameters
+    ----------
+    R : array_like of shape (d, d)
+        The map.
+
+    Returns
+    -------
+    inverse : ndarray of shape (d, d) or None
+        ``R^{-1}``.
+    logdet : float
+        ``log|det R|`` (the rise of a Gaussian's entropy under ``x -> R x``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam import inverse_and_logdet
+    >>> inv, logdet = inverse_and_logdet(np.array([[2.0, 1.0], [0.0, 0.5]]))
+    >>> inv
+    array([[ 0.5, -1. ],
+           [ 0. ,  2. ]])
+    >>> float(logdet)
+    0.0
+    """
+    R = np.asarray(R, dtype=np.float64)
+    sign, logdet = np.linalg.slogdet(R)
+    if sign == 0 or not np.isfinite(logdet):
+        return None, -np.inf
+    return np.linalg.inv(R), float(logdet)
+
+
+# The old name, for one release.
+_RENAMED = {"GaussianMoments": "GaussianMeanCovariance"}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)

@@ -13,7 +13,7 @@ from .base import (
     _size_tuple,
     _symmetric_mask,
 )
-from .wishart import Wishart
+from .wishart import WishartByScale
 
 
 def _weighted_outer(u, v):
@@ -26,7 +26,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
     """Batch of Normal-Wishart distributions: ``J`` means sharing one precision.
 
     The ``d x d`` precision matrix follows ``Lambda ~ Wishart(df, W)`` (the
-    convention of :class:`Wishart`, ``E[Lambda] = df W``) and, given
+    convention of :class:`WishartByScale`, ``E[Lambda] = df W``) and, given
     ``Lambda``, the ``J`` means are independent with
     ``mu_j ~ N(m_j, (beta_j Lambda)^{-1})``.  Sufficient statistics
 
@@ -39,7 +39,7 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
 
     and log-normaliser ``A = A_Wishart(df, W) + sum_j (d log(2 pi) / 2
     - d log(beta_j) / 2)``, with ``A_Wishart`` the log-normaliser of
-    :class:`Wishart`.  The expected statistics are ``(df W m_j, df W,
+    :class:`WishartByScale`.  The expected statistics are ``(df W m_j, df W,
     d / beta_j + df m_j^T W m_j, E[log|Lambda|])``.
 
     With ``J = 1`` and a batch of ``K`` factors it is ``K`` independent
@@ -135,11 +135,11 @@ class NormalWishart(_SharedPrecisionMeans, ExponentialFamily):
 
         Returns
         -------
-        Wishart
+        WishartByScale
             The Wishart distribution of ``Lambda``, with the batch shape of
             ``self``.
         """
-        return Wishart(self.df, self.scale)
+        return WishartByScale(self.df, self.scale)
 
     @property
     def natural(self):

@@ -10,6 +10,7 @@ from .base import (
     _cholesky_logdet,
     _float_dtype,
     _pd_mask,
+    _renamed,
     _size_tuple,
     _symmetric_mask,
 )
@@ -29,8 +30,12 @@ def _multi_digamma(a, d):
     return np.sum(special.digamma(np.asarray(a)[..., None] - 0.5 * j), axis=-1)
 
 
-class Wishart(ExponentialFamily):
-    """Batch of Wishart distributions over ``d x d`` precision matrices.
+class WishartByScale(ExponentialFamily):
+    """Batch of Wishart distributions over ``d x d`` precision matrices, given by their scale.
+
+    Formerly ``skvi.expfam.Wishart``, a name that :mod:`skvi.networks` gives
+    BayesPy's Wishart, whose ``Wishart(n, V)`` takes the inverse scale
+    ``V = W^{-1}``.
 
     Density ``|X|^((df - d - 1) / 2) exp(-tr(W^{-1} X) / 2) / (2^(df d / 2)
     |W|^(df / 2) Gamma_d(df / 2))`` with ``df > d - 1`` degrees of freedom
@@ -60,15 +65,15 @@ class Wishart(ExponentialFamily):
 
     Examples
     --------
-    >>> q = Wishart(5.0, [[1.0, 0.2], [0.2, 0.5]])
+    >>> q = WishartByScale(5.0, [[1.0, 0.2], [0.2, 0.5]])
     >>> print(np.round(q.mean(), 4))
     [[5.  1. ]
      [1.  2.5]]
     >>> print(round(float(q.expected_log_det()), 4))
     1.7357
-    >>> print(round(float(q.kl(Wishart(3.0, np.eye(2)))), 4))
+    >>> print(round(float(q.kl(WishartByScale(3.0, np.eye(2)))), 4))
     0.6353
-    >>> g = Wishart.from_natural(-3.0 * np.eye(1), 1.0)  # Gamma(2, rate=3)
+    >>> g = WishartByScale.from_natural(-3.0 * np.eye(1), 1.0)  # Gamma(2, rate=3)
     >>> print(round(float(g.mean()[0, 0]), 4), round(float(g.entropy()), 4))
     0.6667 0.4786
     """
@@ -79,7 +84,9 @@ class Wishart(ExponentialFamily):
         dtype = _float_dtype(df, scale)
         scale = np.asarray(scale, dtype=dtype)
         if scale.ndim < 2 or scale.shape[-1] != scale.shape[-2]:
-            raise ValueError(f"Wishart: scale must have shape (..., d, d); got {scale.shape}.")
+            raise ValueError(
+                f"WishartByScale: scale must have shape (..., d, d); got {scale.shape}."
+            )
         df = np.asarray(df, dtype=dtype)
         d = scale.shape[-1]
         batch = np.broadcast_shapes(df.shape, scale.shape[:-2])
@@ -112,8 +119,8 @@ class Wishart(ExponentialFamily):
         Examples
         --------
         >>> import numpy as np
-        >>> from skvi.expfam import Wishart
-        >>> _, logdet = Wishart.sufficient_stats(np.diag([2.0, 3.0]))
+        >>> from skvi.expfam import WishartByScale
+        >>> _, logdet = WishartByScale.sufficient_stats(np.diag([2.0, 3.0]))
         >>> print(round(float(logdet), 6), round(float(np.log(6.0)), 6))
         1.791759 1.791759
         """
@@ -121,7 +128,7 @@ class Wishart(ExponentialFamily):
         try:
             chol = np.linalg.cholesky(x)
         except np.linalg.LinAlgError:
-            raise ValueError("Wishart: the matrices must be positive definite.") from None
+            raise ValueError("WishartByScale: the matrices must be positive definite.") from None
         return x, _cholesky_logdet(chol)
 
     @staticmethod
@@ -149,8 +156,8 @@ class Wishart(ExponentialFamily):
         --------
         >>> import numpy as np
         >>> from scipy import special
-        >>> from skvi.expfam import Wishart
-        >>> a = Wishart.log_normalizer_df_term(np.array([3.0, 5.0]), 2)
+        >>> from skvi.expfam import WishartByScale
+        >>> a = WishartByScale.log_normalizer_df_term(np.array([3.0, 5.0]), 2)
         >>> print(np.allclose(a, [special.multigammaln(1.5, 2), special.multigammaln(2.5, 2)]))
         True
         """
@@ -158,7 +165,7 @@ class Wishart(ExponentialFamily):
 
     @staticmethod
     def stats_from_inverse_scale(df, inv_scale):
-        """Expected statistics and log-normaliser of ``Wishart(df, scale=V^{-1})`` from ``V``.
+        """Expected statistics and log-normaliser of ``WishartByScale(df, V^{-1})`` from ``V``.
 
         The parameterisation by an inverse scale ``V`` (BayesPy's
         ``Wishart(n, V)``, where ``E[X] = n V^{-1}``, and the natural
@@ -182,7 +189,7 @@ class Wishart(ExponentialFamily):
         expected_log_det : ndarray of shape batch_shape
             ``E[log|X|]``.
         log_normalizer : ndarray of shape batch_shape
-            ``A``, as :meth:`log_normalizer` of ``Wishart(df, V^{-1})``.
+            ``A``, as :meth:`log_normalizer` of ``WishartByScale(df, V^{-1})``.
 
         Raises
         ------
@@ -192,10 +199,10 @@ class Wishart(ExponentialFamily):
         Examples
         --------
         >>> import numpy as np
-        >>> from skvi.expfam import Wishart
+        >>> from skvi.expfam import WishartByScale
         >>> V = np.array([[2.0, 0.5], [0.5, 1.0]])
-        >>> mean, elogdet, A = Wishart.stats_from_inverse_scale(4.0, V)
-        >>> q = Wishart(4.0, np.linalg.inv(V))
+        >>> mean, elogdet, A = WishartByScale.stats_from_inverse_scale(4.0, V)
+        >>> q = WishartByScale(4.0, np.linalg.inv(V))
         >>> print(np.allclose(mean, q.mean()), np.isclose(elogdet, q.expected_log_det()))
         True True
         >>> print(np.isclose(A, q.log_normalizer()))
@@ -254,7 +261,7 @@ class Wishart(ExponentialFamily):
 
         Returns
         -------
-        Wishart
+        WishartByScale
             The Wishart distribution with these natural parameters.
         """
         dtype = _float_dtype(eta1, eta2)
@@ -285,8 +292,8 @@ class Wishart(ExponentialFamily):
         Examples
         --------
         >>> import numpy as np
-        >>> from skvi.expfam import Wishart
-        >>> Wishart.in_support([np.eye(2), [[1.0, 0.5], [0.0, 1.0]], -np.eye(2)])
+        >>> from skvi.expfam import WishartByScale
+        >>> WishartByScale.in_support([np.eye(2), [[1.0, 0.5], [0.0, 1.0]], -np.eye(2)])
         array([ True, False, False])
         """
         x = _as_float(x)
@@ -326,7 +333,7 @@ class Wishart(ExponentialFamily):
 
         Returns
         -------
-        Wishart
+        WishartByScale
             ``self``, unchanged, so that calls can be chained.
 
         Raises
@@ -336,12 +343,14 @@ class Wishart(ExponentialFamily):
             scale matrix is not finite, symmetric and positive definite.
         """
         if not np.all(np.isfinite(self.df) & (self.df > self.dim - 1)):
-            raise ValueError(f"Wishart: df must be finite and greater than d - 1 = {self.dim - 1}.")
+            raise ValueError(
+                f"WishartByScale: df must be finite and greater than d - 1 = {self.dim - 1}."
+            )
         if not np.all(np.isfinite(self.scale)):
-            raise ValueError("Wishart: scale must be finite.")
+            raise ValueError("WishartByScale: scale must be finite.")
         ok = _symmetric_mask(self.scale)
         if not np.all(ok) or not np.all(_pd_mask(self.scale, ok)):
-            raise ValueError("Wishart: scale must be symmetric positive definite.")
+            raise ValueError("WishartByScale: scale must be symmetric positive definite.")
         return self
 
     def expected_log_det(self):
@@ -443,3 +452,11 @@ class Wishart(ExponentialFamily):
             The mean of each factor.
         """
         return self.df[..., None, None] * self.scale
+
+
+# The old name, for one release.
+_RENAMED = {"Wishart": "WishartByScale"}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)

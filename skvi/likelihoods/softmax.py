@@ -7,6 +7,7 @@ from scipy.special import logsumexp, ndtri
 from scipy.stats import qmc
 from sklearn.utils import check_random_state
 
+from ..expfam.linalg import cholesky_factor, psd_root
 from .base import _EXPECTATION_METHODS
 
 __all__ = ["Softmax"]
@@ -36,7 +37,7 @@ def _symmetric_normals(n_dims, n_points):
     # Whiten, so that the second moments are exactly those of N(0, I): with
     # the antithetic pairs the rule is then exact for every polynomial of
     # degree at most 3.
-    chol = np.linalg.cholesky(z.T @ z / z.shape[0])
+    chol = cholesky_factor(z.T @ z / z.shape[0])
     z = np.linalg.solve(chol, z.T).T
     z.setflags(write=False)
     return z
@@ -49,36 +50,6 @@ def _chunk_rows(n_classes, n_points):
     of 50 rows took 40 ms for all 1,257 rows, chunks of 400 53 ms.
     """
     return max(1, 250_000 // max(1, n_classes * int(n_points)))
-
-
-def _covariance_root(cov):
-    """A square root ``R`` with ``R R^T = cov`` for a stack of PSD matrices.
-
-    The lower Cholesky factors, in one batched factorisation; where a
-    matrix is singular (a row of zeros without an intercept has ``cov = 0``)
-    and Cholesky fails, that matrix's root is ``U sqrt(max(lambda, 0))``
-    from its eigendecomposition.  Any root serves: the rule's points are
-    symmetric and whitened, so it is exact to degree three whatever the root.
-    """
-    try:
-        return np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        pass
-    root = np.empty_like(cov)
-    # Only the matrices whose smallest eigenvalue is not clearly positive go
-    # through the eigendecomposition; the rest keep their Cholesky factor.
-    values = np.linalg.eigvalsh(cov)
-    scale = np.maximum(values[:, -1], np.finfo(float).tiny)
-    singular = values[:, 0] <= 1e-10 * scale
-    good = ~singular
-    if np.any(good):
-        try:
-            root[good] = np.linalg.cholesky(cov[good])
-        except np.linalg.LinAlgError:
-            singular = np.ones_like(singular)
-    values, vectors = np.linalg.eigh(cov[singular])
-    root[singular] = vectors * np.sqrt(np.maximum(values, 0.0))[..., None, :]
-    return root
 
 
 def _softmax_at_points(mean, root, z):
@@ -178,7 +149,7 @@ class Softmax:
         """Yield ``(rows, mean, exp(f - shift), shift, total)`` for chunks of rows.
 
         ``f = mean + root z`` at the rule's points (or draws), ``root`` a
-        square root of each row's covariance (:func:`_covariance_root`).
+        square root of each row's covariance (:func:`skvi.expfam.psd_root`).
         """
         mean = np.asarray(mean, dtype=float)
         cov = np.asarray(cov, dtype=float)
@@ -189,7 +160,7 @@ class Softmax:
             # Draws given for every row: this chunk's.
             state = random_state[rows] if isinstance(random_state, np.ndarray) else random_state
             z = self._rule(rows.stop - rows.start, k, method, n_samples, state)
-            e, shift, total = _softmax_at_points(mean[rows], _covariance_root(cov[rows]), z)
+            e, shift, total = _softmax_at_points(mean[rows], psd_root(cov[rows]), z)
             yield rows, mean[rows], e, shift, total
 
     def expectations(self, y, mean, cov, method="mc", n_samples=10, random_state=None):

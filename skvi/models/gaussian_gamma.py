@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import ModelSettings, SVIEstimator
 from ..engine.data import Rows, check_row_weights
-from ..expfam import Gamma, Gaussian
+from ..expfam import Gamma, UnivariateGaussian
 from ..validation import check_feature_magnitude
 
 __all__ = ["GaussianGammaVB"]
@@ -114,7 +114,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
     # stream (docs/benchmarks.md, "The engine's constants").  Batch fits
     # reach the same fixed point in either order.
     _settings = ModelSettings(
-        {"precision": Gamma, "mean": Gaussian}, local_depends_on_globals=False, parallel=True
+        {"precision": Gamma, "mean": UnivariateGaussian},
+        local_depends_on_globals=False,
+        parallel=True,
     )
 
     def __init__(
@@ -340,9 +342,9 @@ class GaussianGammaVB(OneToOneFeatureMixin, TransformerMixin, SVIEstimator):
 
     def _global_bound(self, params):
         prior = self._prior_natural()
-        kl = params["mean"].distribution.kl(Gaussian.from_natural(*prior["mean"])) + params[
-            "precision"
-        ].distribution.kl(Gamma.from_natural(*prior["precision"]))
+        kl = params["mean"].distribution.kl(
+            UnivariateGaussian.from_natural(*prior["mean"])
+        ) + params["precision"].distribution.kl(Gamma.from_natural(*prior["precision"]))
         return float(-np.sum(kl))
 
     def _on_params_updated(self):

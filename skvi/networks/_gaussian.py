@@ -14,6 +14,17 @@ from ._stochastic import Stochastic
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
+def shape_of(value):
+    """The variable's shape of a mean or precision parent: a Gaussian's or Wishart's, or an array's.
+
+    What the joint nodes (:class:`GaussianWishart`, ``GaussianGamma``) read
+    their dimension from; other nodes have the shape ``()`` here.
+    """
+    if isinstance(value, Node):
+        return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
+    return np.shape(value)
+
+
 class GaussianARD(Stochastic):
     """A Gaussian variable with a diagonal precision: BayesPy's ``GaussianARD``.
 
@@ -119,12 +130,12 @@ class GaussianARD(Stochastic):
         if self._nd == 0:
             # BayesPy's [Lambda mu, -Lambda / 2] are skvi's; its g leaves the
             # -log(2 pi) / 2 of skvi's A to the base measure f.
-            q = expfam.Gaussian.from_natural(phi[0], phi[1])
+            q = expfam.UnivariateGaussian.from_natural(phi[0], phi[1])
             return list(q.expected_stats()), 0.5 * _LOG_2PI - q.log_normalizer()
         return _gaussian_moments(phi, self.shape)
 
     def _support(self, x):
-        ok = expfam.Gaussian.in_support(x)
+        ok = expfam.UnivariateGaussian.in_support(x)
         return np.all(ok, axis=tuple(range(-self._nd, 0))) if self._nd else ok, "finite", self._nd
 
     def _fixed_moments_and_f(self, x):
@@ -144,7 +155,7 @@ class GaussianARD(Stochastic):
 
     def _random(self, phi, rng):
         if self._nd == 0:
-            return expfam.Gaussian.from_natural(phi[0], phi[1]).sample(random_state=rng)
+            return expfam.UnivariateGaussian.from_natural(phi[0], phi[1]).sample(random_state=rng)
         return _gaussian_random(phi, self.shape, rng)
 
 
@@ -163,7 +174,7 @@ def _gaussian_valid(phi, nd):
     if not all(np.all(np.isfinite(a)) for a in phi):
         return False
     if nd == 0:
-        return bool(np.all(expfam.Gaussian.valid_natural(phi[0], phi[1])))
+        return bool(np.all(expfam.UnivariateGaussian.valid_natural(phi[0], phi[1])))
     shape = phi[0].shape[phi[0].ndim - nd :]
     return bool(np.all(expfam.MultivariateGaussian.valid_natural(*_flat(phi, shape))))
 
@@ -295,7 +306,7 @@ class Gaussian(Stochastic):
         return _gaussian_moments(phi, self.shape)
 
     def _support(self, x):
-        return np.all(expfam.Gaussian.in_support(x), axis=-1), "finite", 1
+        return np.all(expfam.UnivariateGaussian.in_support(x), axis=-1), "finite", 1
 
     def _fixed_moments_and_f(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -400,11 +411,6 @@ class GaussianWishart(Stochastic):
                 f"{label}: the degrees of freedom n is {n.describe()}, but "
                 "they have no conjugate prior: give them as an array"
             )
-
-        def shape_of(value):
-            if isinstance(value, Node):
-                return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
-            return np.shape(value)
 
         D = shape_of(V)[-1] if len(shape_of(V)) >= 2 else 0
         if D < 1 or tuple(shape_of(mu)[-1:]) != (D,):

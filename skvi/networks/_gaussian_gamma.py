@@ -17,7 +17,7 @@ from ..expfam.gaussian_gamma import (
     gaussian_gamma_valid_natural,
 )
 from ._deterministic import SumMultiply
-from ._gaussian import GaussianARD
+from ._gaussian import GaussianARD, shape_of
 from ._moments import MomentsKind
 from ._node import Node, _children_total, _diag, _expand_n, _get_diag
 from ._plates import NetworkError, sum_to_plates
@@ -88,11 +88,6 @@ class GaussianGamma(Stochastic):
                 f"{label}: the shape a is {a.describe()}, but a Gamma's shape has no "
                 "conjugate prior: give it as an array"
             )
-
-        def shape_of(value):
-            if isinstance(value, Node):
-                return value._kind.dims[0] if value._kind.name in ("gaussian", "wishart") else ()
-            return np.shape(value)
 
         D = shape_of(Lambda)[-1] if len(shape_of(Lambda)) >= 2 else 0
         if D < 1 or tuple(shape_of(Lambda)[-2:]) != (D, D):

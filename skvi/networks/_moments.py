@@ -168,7 +168,7 @@ class MomentsKind:
                 if full is None or full[len(full) - nd :] != shape:
                     raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
                 x = np.broadcast_to(x, full).copy()
-            _require(expfam.Gaussian.in_support(x), x, "finite (a Gaussian's mean)")
+            _require(expfam.UnivariateGaussian.in_support(x), x, "finite (a Gaussian's mean)")
             return [x, _outer(x, nd)]
         if name in ("gamma", "gamma_shape", "wishart_dof", "poisson"):
             if name == "poisson":
@@ -179,7 +179,7 @@ class MomentsKind:
                 with np.errstate(invalid="ignore"):
                     ok = np.isfinite(x) & (x > D - 1)
                 _require(ok, x, f"finite and above D - 1 = {D - 1} (a {self.describe})")
-                return [x, expfam.Wishart.log_normalizer_df_term(x, D)]
+                return [x, expfam.WishartByScale.log_normalizer_df_term(x, D)]
             _require(expfam.Gamma.in_support(x), x, f"finite and positive (a {self.describe})")
             if name == "gamma":
                 return [x, np.log(x)]
@@ -189,12 +189,12 @@ class MomentsKind:
             if x.ndim < 2 or x.shape[-2:] != (D, D):
                 raise ValueError(f"a value of shape {x.shape} is not a {self.describe} matrix")
             _require(
-                expfam.Wishart.in_support(x),
+                expfam.WishartByScale.in_support(x),
                 x,
                 f"a finite symmetric positive definite {D}x{D} matrix",
                 event_ndim=2,
             )
-            return list(expfam.Wishart.sufficient_stats(x))
+            return list(expfam.WishartByScale.sufficient_stats(x))
         if name == "dirichlet":
             K = self.dims[0][0]
             if x.ndim < 1 or x.shape[-1] != K:

@@ -67,7 +67,7 @@ class Wishart(Stochastic):
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
             return False
-        return bool(np.all(expfam.Wishart.valid_natural(*self._skvi_natural(phi))))
+        return bool(np.all(expfam.WishartByScale.valid_natural(*self._skvi_natural(phi))))
 
     def _skvi_natural(self, phi):
         """skvi's ``(-W^{-1} / 2, (df - D - 1) / 2)`` of BayesPy's ``[-V / 2, n / 2]``."""
@@ -84,18 +84,18 @@ class Wishart(Stochastic):
     def _moments_and_cgf(self, phi):
         # Wishart(n, V) with the inverse scale V = -2 phi[0] and n = 2 phi[1];
         # BayesPy's log normaliser g is skvi's -A.
-        mean, expected_log_det, A = expfam.Wishart.stats_from_inverse_scale(
+        mean, expected_log_det, A = expfam.WishartByScale.stats_from_inverse_scale(
             2.0 * phi[1], -2.0 * phi[0]
         )
         return [mean, expected_log_det], -A
 
     def _support(self, x):
         valid = f"a finite symmetric positive definite {self.D}x{self.D} matrix"
-        return expfam.Wishart.in_support(x), valid, 2
+        return expfam.WishartByScale.in_support(x), valid, 2
 
     def _fixed_moments_and_f(self, x):
         try:
-            x, ld = expfam.Wishart.sufficient_stats(np.asarray(x, dtype=np.float64))
+            x, ld = expfam.WishartByScale.sufficient_stats(np.asarray(x, dtype=np.float64))
         except (ValueError, np.linalg.LinAlgError):
             raise ValueError("Wishart values must be positive definite matrices") from None
         return [x, ld], -0.5 * (self.D + 1) * ld
@@ -104,4 +104,4 @@ class Wishart(Stochastic):
         return [-0.5 * u[0], 0.5 * up[0][0] * n]
 
     def _random(self, phi, rng):
-        return expfam.Wishart.from_natural(*self._skvi_natural(phi)).sample(random_state=rng)
+        return expfam.WishartByScale.from_natural(*self._skvi_natural(phi)).sample(random_state=rng)

@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, check_non_negative, valida
 
 from ...engine import ModelSettings, RowGroupSpec, SVIEstimator, check_row_weights
 from ...engine.rows import ResidentRows
-from ...expfam import Gaussian, MultivariateGaussian
+from ...expfam import MultivariateGaussian, UnivariateGaussian
 from ...update_rules import (
     ALGORITHMS,
     UPDATE_RULE_PARAMETER_CONSTRAINTS,
@@ -514,7 +514,7 @@ class SVICorrelatedTopicModel(
         # A document's q is its row's own: on a cluster it stays with its
         # block.  Monte Carlo targets: a document's steps follow its schedule
         # in batch too.  The draws are made before a minibatch is cut.
-        family = MultivariateGaussian if self.covariance == "full" else Gaussian
+        family = MultivariateGaussian if self.covariance == "full" else UnivariateGaussian
         return ModelSettings(
             {"documents": family},
             row_groups={

@@ -9,7 +9,7 @@ noise precision and the prior precisions from their priors.
 
 import numpy as np
 
-from ...expfam import Gaussian
+from ...expfam import UnivariateGaussian
 from .nodes import SIDES
 
 __all__ = ["BoundHooks", "nodes_bound"]
@@ -86,7 +86,9 @@ class BoundHooks:
                 quad = np.diagonal(second) @ alpha
             total += nodes_bound(n, d, log_det, quad, sum_logdet)
         prior = self._prior_natural()
-        total -= float(params["mean"].distribution.kl(Gaussian.from_natural(*prior["mean"])))
+        total -= float(
+            params["mean"].distribution.kl(UnivariateGaussian.from_natural(*prior["mean"]))
+        )
         for key in ("noise", "user_precision", "item_precision"):
             if key in params:
                 family = self._factor_families[key]

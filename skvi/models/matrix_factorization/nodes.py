@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ...engine.rows import ChildSample
 from ...expfam import gaussian_moments
+from ...expfam.base import _renamed
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
@@ -272,8 +273,10 @@ def prepare(data):
     }
 
 
-class Moments:
+class SideMoments:
     """Mean and second moment of every node of one side.
+
+    Formerly ``Moments``, the name of the rows' moments in :mod:`skvi.engine`.
 
     ``mean`` is (n, d); ``second`` is (n, d, d) = Sigma + m m^T; ``var`` is
     the (n, d) diagonal of Sigma; ``logdet`` the (n,) log-determinant of the
@@ -289,7 +292,7 @@ class Moments:
         self.logdet = logdet
 
     def take(self, rows):
-        return Moments(self.mean[rows], self.second[rows], self.var[rows], self.logdet[rows])
+        return SideMoments(self.mean[rows], self.second[rows], self.var[rows], self.logdet[rows])
 
 
 def moments_full(eta1, eta2):
@@ -298,7 +301,7 @@ def moments_full(eta1, eta2):
         eta1 = np.ascontiguousarray(eta1, dtype=np.float64)
         eta2 = np.ascontiguousarray(eta2, dtype=np.float64)
         n, d = eta1.shape
-        out = Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
+        out = SideMoments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
         _gaussian_fast.moments_from_natural(eta1, eta2, out.mean, out.second, out.var, out.logdet)
         return out
     return moments_full_numpy(eta1, eta2)
@@ -308,7 +311,7 @@ def moments_full_numpy(eta1, eta2):
     """numpy reference of :func:`moments_full`: the family layer's map (raises if not positive definite)."""
     mean, cov, logdet, _ = gaussian_moments(eta1, eta2)
     second = cov + mean[..., :, None] * mean[..., None, :]
-    return Moments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
+    return SideMoments(mean, second, np.diagonal(cov, axis1=-2, axis2=-1).copy(), logdet)
 
 
 def moments_diag(eta1, eta2):
@@ -316,7 +319,7 @@ def moments_diag(eta1, eta2):
     second = mean[..., :, None] * mean[..., None, :]
     idx = np.arange(mean.shape[-1])
     second[..., idx, idx] += var
-    return Moments(mean, second, var, logdet)
+    return SideMoments(mean, second, var, logdet)
 
 
 class Aggregates:
@@ -344,10 +347,10 @@ def aggregate(side, other, partner_rows=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.models.matrix_factorization.nodes import Moments, aggregate, index_side
+    >>> from skvi.models.matrix_factorization.nodes import SideMoments, aggregate, index_side
     >>> side = index_side(np.array([0, 0]), np.array([0, 1]), np.array([4.0, 2.0]))
     >>> m = np.array([[1.0, 0.5], [2.0, -0.5]])
-    >>> other = Moments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
+    >>> other = SideMoments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
     >>> agg = aggregate(side, other)
     >>> agg.A[0].tolist(), agg.rx[0].tolist()
     ([[5.0, 3.0], [3.0, 2.0]], [8.0, 6.0])
@@ -417,10 +420,10 @@ def aggregate_numpy(side, other):
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.models.matrix_factorization.nodes import Moments, aggregate_numpy, index_side
+    >>> from skvi.models.matrix_factorization.nodes import SideMoments, aggregate_numpy, index_side
     >>> side = index_side(np.array([0, 0]), np.array([0, 1]), np.array([4.0, 2.0]))
     >>> m = np.array([[1.0, 0.5], [2.0, -0.5]])
-    >>> other = Moments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
+    >>> other = SideMoments(m, m[:, :, None] * m[:, None, :], np.zeros((2, 2)), np.zeros(2))
     >>> aggregate_numpy(side, other).A[0].tolist()
     [[5.0, 3.0], [3.0, 2.0]]
     """
@@ -457,3 +460,11 @@ def aggregate_numpy(side, other):
     agg.ro = rsums[:, k].copy()
     agg.soo = sums[:, t + 2 * k + 1].copy()
     return agg
+
+
+# The old name, for one release.
+_RENAMED = {"Moments": "SideMoments"}
+
+
+def __getattr__(name):
+    return _renamed(__name__, _RENAMED, name)

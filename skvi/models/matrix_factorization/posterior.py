@@ -15,7 +15,7 @@ from sklearn.utils import gen_batches
 
 from ...engine import Factor
 from ...expfam import MultivariateGaussian
-from .nodes import Moments, moments_diag, moments_full, moments_full_numpy
+from .nodes import SideMoments, moments_diag, moments_full, moments_full_numpy
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
     from . import _gaussian_fast
@@ -41,7 +41,7 @@ def moments_from_natural(eta1, eta2, covariance):
 
     Returns
     -------
-    moments : Moments
+    moments : SideMoments
 
     Examples
     --------
@@ -68,7 +68,7 @@ def safe_moments(eta1, eta2, covariance):
 
     Returns
     -------
-    moments : Moments or None
+    moments : SideMoments or None
 
     Examples
     --------
@@ -138,7 +138,7 @@ class NodePosterior:
                 return moments  # every node, in order: no copy
             return moments.take(nodes)
         d = self._dim
-        out = Moments(
+        out = SideMoments(
             np.zeros((nodes.shape[0], d)),
             np.zeros((nodes.shape[0], d, d)),
             np.zeros((nodes.shape[0], d)),

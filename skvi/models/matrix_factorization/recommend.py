@@ -218,7 +218,7 @@ def grid_moments(w, y, mu, var_mu, variance=True):
 
     Parameters
     ----------
-    w, y : Moments
+    w, y : SideMoments
         The users' and the items' node moments (``mean`` of shape (n, d),
         ``second`` of shape (n, d, d), ``d = K + 1``).
     mu, var_mu : float
@@ -233,11 +233,11 @@ def grid_moments(w, y, mu, var_mu, variance=True):
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.models.matrix_factorization.nodes import Moments
+    >>> from skvi.models.matrix_factorization.nodes import SideMoments
     >>> from skvi.models.matrix_factorization.recommend import grid_moments
     >>> m = np.array([[1.0, 0.5]])              # u = 1, b = 0.5 (no variance)
     >>> s = m[:, :, None] * m[:, None, :]
-    >>> node = Moments(m, s, np.zeros((1, 2)), np.zeros(1))
+    >>> node = SideMoments(m, s, np.zeros((1, 2)), np.zeros(1))
     >>> mean, var = grid_moments(node, node, 3.0, 0.0)
     >>> float(mean[0, 0]), float(var[0, 0])     # 3 + 1 * 1 + 0.5 + 0.5
     (5.0, 0.0)

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ...engine import ModelSettings, RowGroupSpec
-from ...expfam import Gamma, Gaussian, MultivariateGaussian, Wishart
+from ...expfam import Gamma, MultivariateGaussian, UnivariateGaussian, WishartByScale
 from .nodes import SIDES
 
 __all__ = ["ALG1_MIN_PASSES", "ModelStructure", "alg1_passes"]
@@ -114,12 +114,12 @@ class ModelStructure:
 
     @property
     def _factor_families(self):
-        node = MultivariateGaussian if self.covariance == "full" else Gaussian
-        precision = Wishart if self.factor_prior == "wishart" else Gamma
+        node = MultivariateGaussian if self.covariance == "full" else UnivariateGaussian
+        precision = WishartByScale if self.factor_prior == "wishart" else Gamma
         return {
             "users": node,
             "items": node,
-            "mean": Gaussian,
+            "mean": UnivariateGaussian,
             "noise": Gamma,
             "user_precision": precision,
             "item_precision": precision,

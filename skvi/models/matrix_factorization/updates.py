@@ -19,7 +19,7 @@ import numpy as np
 from ...engine import Factor, RowStatistics
 from ...engine.step import blend
 from ...update_rules import diagonal_target, make_update_rule
-from .nodes import SIDES, Moments
+from .nodes import SIDES, SideMoments
 from .posterior import safe_moments
 
 try:  # the compiled kernel is optional (built when a C compiler exists)
@@ -156,7 +156,7 @@ def natural_step(alpha, old1, old2, h, P, row_scale, row_rho):
     -------
     new1, new2 : ndarray
         The new natural parameters.
-    moments : Moments or None
+    moments : SideMoments or None
         Their moments; None when a node is not a valid Gaussian.
 
     Examples
@@ -172,7 +172,7 @@ def natural_step(alpha, old1, old2, h, P, row_scale, row_rho):
         alpha = np.diag(alpha)
     n, d = old1.shape
     new1, new2 = np.empty((n, d)), np.empty((n, d, d))
-    sub = Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
+    sub = SideMoments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty(n))
     c = np.ascontiguousarray
     failed = _gaussian_fast.natural_step(
         c(old1, dtype=np.float64),
@@ -259,7 +259,7 @@ def with_nodes(current, nodes, new1, new2, sub, old_moments):
         The updated nodes.
     new1, new2 : ndarray
         Their new natural parameters.
-    sub : Moments or None
+    sub : SideMoments or None
         Their moments; None when one is not a valid Gaussian.
     old_moments : callable
         Returns the moments of every node of ``current`` (called only when
@@ -295,7 +295,7 @@ def with_nodes(current, nodes, new1, new2, sub, old_moments):
     # The new value carries its moments: those of the updated nodes were
     # computed by the validity test, the others are unchanged.
     old = old_moments()
-    moments = Moments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
+    moments = SideMoments(old.mean.copy(), old.second.copy(), old.var.copy(), old.logdet.copy())
     moments.mean[nodes], moments.second[nodes] = sub.mean, sub.second
     moments.var[nodes], moments.logdet[nodes] = sub.var, sub.logdet
     return Factor((eta1, eta2), current.family, {"moments": moments}), True
