@@ -53,7 +53,12 @@ to each library's default tolerance, ``Q.update(repeat=10000)``: skvi at
 its defaults (rotations of the latent space after each sweep), skvi's plain
 and extrapolated sweeps (``accelerate=False`` and ``'extrapolate'``), and
 BayesPy with its rotations (``RotateGaussianARD`` and ``RotationOptimizer``
-as the callback, the example's lines) and without; then one sweep of the
+as the callback, the example's lines) and without, and
+``SVIBayesianNetwork``'s batch fit of the same PCA (the rows y's columns,
+the scores local; its start included, its passes as "sweeps") at its
+defaults (rotations after each pass and in the start's sweeps), with one
+draw in its start (``init_draws=1``) and with plain passes
+(``accelerate=False``); then one sweep of the
 same PCA on N = 2,000 rows, ``Q.update(repeat=50, tol=-np.inf)`` (every
 sweep runs) after ten sweeps, per sweep.  Medians over ``--repeats``
 interleaved runs in one process, BLAS on one thread.
@@ -72,8 +77,10 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from _common import format_table, one_blas_thread, version
 
@@ -132,8 +139,7 @@ class Lib:
 def against_mixture(repeats):
     """SVIBayesianNetwork against SVIBayesianGaussianMixture, each at its defaults."""
     from skvi import SVIBayesianGaussianMixture
-    from skvi.networks import (Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork,
-                               Wishart)
+    from skvi.networks import Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork, Wishart
 
     rng = np.random.RandomState(0)
     centres = rng.normal(scale=6, size=(4, 2))
@@ -151,12 +157,17 @@ def against_mixture(repeats):
         if kind == "network":
             return SVIBayesianNetwork(model=builder, learning_method=method, random_state=r)
         return SVIBayesianGaussianMixture(
-            n_components=4, weight_concentration_prior_type="dirichlet_distribution",
-            learning_method=method, random_state=r)
+            n_components=4,
+            weight_concentration_prior_type="dirichlet_distribution",
+            learning_method=method,
+            random_state=r,
+        )
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
-    print(f"200000 rows, D=2, K=4; random_state 0, 1, 2, each {repeats} times, the two "
-          "estimators alternating; BLAS on one thread\n")
+    print(
+        f"200000 rows, D=2, K=4; random_state 0, 1, 2, each {repeats} times, the two "
+        "estimators alternating; BLAS on one thread\n"
+    )
     body = []
     with one_blas_thread():
         for method in ("batch", "online"):
@@ -168,17 +179,43 @@ def against_mixture(repeats):
                         wall, cpu = time.perf_counter(), time.process_time()
                         est.fit(X)
                         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-                        got[kind].append((wall, cpu, est.score(X[:20000]), est.n_iter_,
-                                          est.n_batch_iter_))
-            med = {k: [statistics.median(x[i] for x in v) for i in range(5)]
-                   for k, v in got.items()}
+                        got[kind].append(
+                            (wall, cpu, est.score(X[:20000]), est.n_iter_, est.n_batch_iter_)
+                        )
+            med = {
+                k: [statistics.median(x[i] for x in v) for i in range(5)] for k, v in got.items()
+            }
             net, mix = med["network"], med["mixture"]
-            body.append([method, f"{net[0]:.3f}", f"{mix[0]:.3f}", f"{net[0] / mix[0]:.2f}",
-                         f"{net[1]:.3f}", f"{mix[1]:.3f}", f"{net[1] / mix[1]:.2f}",
-                         f"{net[2]:.6f}", f"{mix[2]:.6f}", f"{(net[2] - mix[2]) / abs(mix[2]):.1e}",
-                         f"{net[3]:g} / {mix[3]:g}", f"{net[4]:g} / {mix[4]:g}"])
-    header = ["method", "network s", "mixture s", "ratio", "network cpu", "mixture cpu",
-              "cpu ratio", "network score", "mixture score", "rel diff", "passes", "steps"]
+            body.append(
+                [
+                    method,
+                    f"{net[0]:.3f}",
+                    f"{mix[0]:.3f}",
+                    f"{net[0] / mix[0]:.2f}",
+                    f"{net[1]:.3f}",
+                    f"{mix[1]:.3f}",
+                    f"{net[1] / mix[1]:.2f}",
+                    f"{net[2]:.6f}",
+                    f"{mix[2]:.6f}",
+                    f"{(net[2] - mix[2]) / abs(mix[2]):.1e}",
+                    f"{net[3]:g} / {mix[3]:g}",
+                    f"{net[4]:g} / {mix[4]:g}",
+                ]
+            )
+    header = [
+        "method",
+        "network s",
+        "mixture s",
+        "ratio",
+        "network cpu",
+        "mixture cpu",
+        "cpu ratio",
+        "network score",
+        "mixture score",
+        "rel diff",
+        "passes",
+        "steps",
+    ]
     print(format_table(header, body, [False] + [True] * (len(header) - 1)))
 
 
@@ -219,6 +256,29 @@ def pca(repeats):
             Q.set_callback(R.rotate)
         return Q
 
+    def estimator(**params):
+        """SVIBayesianNetwork's batch fit of the same PCA: the rows are y's columns."""
+        np.random.seed(1)
+        x = np.random.randn(100, 2)
+        w = np.random.randn(20, 2)
+        y = np.einsum("ik,jk->ij", w, x) + 0.1 * np.random.randn(20, 100)
+
+        def builder(n):
+            X = ours.GaussianARD(0, 1, plates=(n, 1), shape=(10,), name="X")
+            alpha = ours.Gamma(1e-5, 1e-5, plates=(10,), name="alpha")
+            C = ours.GaussianARD(0, alpha, plates=(1, 20), shape=(10,), name="C")
+            tau = ours.Gamma(1e-5, 1e-5, name="tau")
+            return ours.GaussianARD(ours.SumMultiply("d,d->", X, C), tau, name="Y")
+
+        est = ours.SVIBayesianNetwork(model=builder, random_state=0, max_iter=10000, **params)
+        return est, y.T
+
+    fits = {
+        "SVIBayesianNetwork, default (rotations)": {},
+        "SVIBayesianNetwork, init_draws=1": {"init_draws": 1},
+        "SVIBayesianNetwork, accelerate=False (plain)": {"accelerate": False},
+    }
+
     runs = {
         "skvi, default (rotations)": lambda: skvi(None),
         "skvi, accelerate='extrapolate'": lambda: skvi("extrapolate"),
@@ -226,11 +286,15 @@ def pca(repeats):
         "BayesPy with rotations": lambda: theirs(True),
         "BayesPy, plain": lambda: theirs(False),
     }
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}, "
-          f"bayespy {version('bayespy')}")
-    print(f"BayesPy's PCA example (M=20, N=100, D=10), Q.update(repeat=10000) to each "
-          f"library's default tolerance; medians of {repeats} interleaved runs; BLAS on one "
-          "thread\n")
+    print(
+        f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}, "
+        f"bayespy {version('bayespy')}"
+    )
+    print(
+        f"BayesPy's PCA example (M=20, N=100, D=10), Q.update(repeat=10000) to each "
+        f"library's default tolerance; medians of {repeats} interleaved runs; BLAS on one "
+        "thread\n"
+    )
     got = {name: [] for name in runs}
     with one_blas_thread():
         for _ in range(repeats):
@@ -242,6 +306,15 @@ def pca(repeats):
                 elapsed = time.perf_counter() - start
                 sweeps = Q.iter if name.startswith("skvi") else int(np.sum(np.isfinite(Q.L)))
                 got[name].append((elapsed, float(Q.compute_lowerbound()), sweeps))
+            for name, params in fits.items():
+                # The estimator's fit, its start included; its "sweeps" are its passes.
+                est, rows = estimator(**params)
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    est.fit(rows)
+                elapsed = time.perf_counter() - start
+                got.setdefault(name, []).append((elapsed, est.lower_bound_, est.n_iter_))
         reference = got["BayesPy with rotations"]
         t_ref = statistics.median(t for t, _, _ in reference)
         bound_ref = reference[0][1]
@@ -249,14 +322,30 @@ def pca(repeats):
         for name, results in got.items():
             t = statistics.median(r[0] for r in results)
             bound, sweeps = results[0][1], results[0][2]
-            body.append([name, f"{t:.3f}", str(sweeps), f"{bound:.4f}",
-                         f"{(bound - bound_ref) / abs(bound_ref):.1e}", f"{t / t_ref:.2f}"])
-        header = ["run", "seconds", "sweeps", "bound", "rel. to BayesPy rot.",
-                  "time / BayesPy rot."]
+            body.append(
+                [
+                    name,
+                    f"{t:.3f}",
+                    str(sweeps),
+                    f"{bound:.4f}",
+                    f"{(bound - bound_ref) / abs(bound_ref):.1e}",
+                    f"{t / t_ref:.2f}",
+                ]
+            )
+        header = [
+            "run",
+            "seconds",
+            "sweeps",
+            "bound",
+            "rel. to BayesPy rot.",
+            "time / BayesPy rot.",
+        ]
         print(format_table(header, body, [False] + [True] * 5))
 
-        print("\nOne sweep of the same PCA on N = 2000 rows: Q.update(repeat=50, "
-              "tol=-np.inf) after 10 sweeps, seconds per sweep\n")
+        print(
+            "\nOne sweep of the same PCA on N = 2000 rows: Q.update(repeat=50, "
+            "tol=-np.inf) after 10 sweeps, seconds per sweep\n"
+        )
         sweep_runs = {
             "skvi, default (rotations)": lambda: skvi(None, N=2000),
             "skvi, accelerate=False (plain)": lambda: skvi(False, N=2000),
@@ -273,10 +362,13 @@ def pca(repeats):
                 Q.update(repeat=50, tol=-np.inf, **kwargs)
                 per[name].append((time.perf_counter() - start) / 50)
         t_ref = statistics.median(per["BayesPy, plain"])
-        body = [[name, f"{statistics.median(v) * 1e3:.2f}",
-                 f"{statistics.median(v) / t_ref:.2f}"] for name, v in per.items()]
-        print(format_table(["run", "ms per sweep", "time / BayesPy plain"], body,
-                           [False, True, True]))
+        body = [
+            [name, f"{statistics.median(v) * 1e3:.2f}", f"{statistics.median(v) / t_ref:.2f}"]
+            for name, v in per.items()
+        ]
+        print(
+            format_table(["run", "ms per sweep", "time / BayesPy plain"], body, [False, True, True])
+        )
 
 
 def main(argv=None):
@@ -286,15 +378,29 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=1000)
-    parser.add_argument("--tol", type=float, default=None,
-                        help="relative tolerance of both (default: each library's, 1e-5)")
-    parser.add_argument("--start", choices=("random", "forgy"), default="random",
-                        help="Z from a random draw (BayesPy's example) or each row's "
-                             "nearest of K random rows (the same labels in both)")
-    parser.add_argument("--against-mixture", action="store_true",
-                        help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
-    parser.add_argument("--pca", action="store_true",
-                        help="time BayesPy's PCA example: skvi against BayesPy with rotations")
+    parser.add_argument(
+        "--tol",
+        type=float,
+        default=None,
+        help="relative tolerance of both (default: each library's, 1e-5)",
+    )
+    parser.add_argument(
+        "--start",
+        choices=("random", "forgy"),
+        default="random",
+        help="Z from a random draw (BayesPy's example) or each row's "
+        "nearest of K random rows (the same labels in both)",
+    )
+    parser.add_argument(
+        "--against-mixture",
+        action="store_true",
+        help="time SVIBayesianNetwork against SVIBayesianGaussianMixture",
+    )
+    parser.add_argument(
+        "--pca",
+        action="store_true",
+        help="time BayesPy's PCA example: skvi against BayesPy with rotations",
+    )
     args = parser.parse_args(argv)
     if args.pca:
         pca(args.repeats)
@@ -316,11 +422,15 @@ def main(argv=None):
 
     y = make_data(args.n_samples)
     K = args.components
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi "
-          f"{version('skvi')}, bayespy {version('bayespy')}")
+    print(
+        f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi "
+        f"{version('skvi')}, bayespy {version('bayespy')}"
+    )
     print(f"tolerance: {args.tol or 'each library default (1e-5)'}; start: {args.start}")
-    print(f"{args.n_samples} rows, D=2, K={K}; medians of {args.repeats} interleaved runs; "
-          "BLAS on one thread\n")
+    print(
+        f"{args.n_samples} rows, D=2, K={K}; medians of {args.repeats} interleaved runs; "
+        "BLAS on one thread\n"
+    )
     body = []
     with one_blas_thread():
         for seed in range(args.starts):
@@ -336,8 +446,13 @@ def main(argv=None):
             if "bayespy" in result:
                 bp = statistics.median(times["bayespy"])
                 rel = (result["skvi"][0] - result["bayespy"][0]) / abs(result["bayespy"][0])
-                row += [f"{bp:.3f}", str(result["bayespy"][1]), f"{result['bayespy'][0]:.6f}",
-                        f"{rel:.1e}", f"{bp / sk:.1f}x"]
+                row += [
+                    f"{bp:.3f}",
+                    str(result["bayespy"][1]),
+                    f"{result['bayespy'][0]:.6f}",
+                    f"{rel:.1e}",
+                    f"{bp / sk:.1f}x",
+                ]
             body.append(row)
         header = ["start", "skvi s", "iters", "skvi bound"]
         if len(libs) > 1:
@@ -358,8 +473,10 @@ def main(argv=None):
             start = time.perf_counter()
             est = SVIBayesianNetwork(model=builder, tol=1e-5, random_state=0).fit(y)
             fits.append(time.perf_counter() - start)
-        print(f"\nSVIBayesianNetwork(tol=1e-5).fit: {statistics.median(fits):.3f} s, "
-              f"{est.n_iter_} passes, lower bound {est.lower_bound_:.6f}")
+        print(
+            f"\nSVIBayesianNetwork(tol=1e-5).fit: {statistics.median(fits):.3f} s, "
+            f"{est.n_iter_} passes, lower bound {est.lower_bound_:.6f}"
+        )
 
 
 if __name__ == "__main__":
