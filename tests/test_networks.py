@@ -2138,3 +2138,35 @@ def test_values_repeated_on_every_row_are_fed_to_every_block():
         model=_shifted_rows, learning_method="online", batch_size=7, max_iter=3, tol=0
     ).fit(Y)
     assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)
+
+
+def test_pca_rotations_count_row_weights_as_copies_and_add_over_blocks():
+    # The rotation's sums over the rows' scores count a row of weight 2 as
+    # two rows, and add over the blocks of a threaded fit: weighted rows fit
+    # as their copies, with one thread or two.
+    rng = np.random.RandomState(1)
+    data = rng.randn(400, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(400, 6)
+    weight = rng.randint(1, 3, size=400).astype(float)
+    loadings = rng.randn(1, 6, 3)
+
+    def network(n_rows):
+        Xn = GaussianARD(0, 1, plates=(n_rows, 1), shape=(3,), name="X")
+        alpha = Gamma(1e-5, 1e-5, plates=(3,), name="alpha")
+        C = GaussianARD(0, alpha, plates=(1, 6), shape=(3,), name="C")
+        tau = Gamma(1e-5, 1e-5, name="tau")
+        C.initialize_from_parameters(loadings, 1.0)
+        return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y")
+
+    def fit(X, **kw):
+        est = SVIBayesianNetwork(model=network, init_params="model", max_iter=20, tol=0, **kw)
+        return est.fit(X, **({"sample_weight": weight} if len(X) == 400 else {}))
+
+    copies = fit(np.repeat(data, weight.astype(int), axis=0))
+    for n_jobs in (None, 2):
+        weighted = fit(data, n_jobs=n_jobs, batch_size=150)
+        np.testing.assert_allclose(weighted.lower_bounds_, copies.lower_bounds_, rtol=1e-8)
+        np.testing.assert_allclose(
+            weighted.nodes_["tau"].get_moments()[0],
+            copies.nodes_["tau"].get_moments()[0],
+            rtol=1e-8,
+        )
