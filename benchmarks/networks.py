@@ -56,9 +56,9 @@ BayesPy with its rotations (``RotateGaussianARD`` and ``RotationOptimizer``
 as the callback, the example's lines) and without, and
 ``SVIBayesianNetwork``'s batch fit of the same PCA (the rows y's columns,
 the scores local; its start included, its passes as "sweeps") at its
-defaults (rotations after each pass and in the start's sweeps), with one
-draw in its start (``init_draws=1``) and with plain passes
-(``accelerate=False``); then one sweep of the
+defaults (rotations after each pass), with one draw in its start
+(``init_draws=1``) and with plain passes (``accelerate=False``); then one
+sweep of the
 same PCA on N = 2,000 rows, ``Q.update(repeat=50, tol=-np.inf)`` (every
 sweep runs) after ten sweeps, per sweep.  Medians over ``--repeats``
 interleaved runs in one process, BLAS on one thread.
@@ -139,7 +139,8 @@ class Lib:
 def against_mixture(repeats):
     """SVIBayesianNetwork against SVIBayesianGaussianMixture, each at its defaults."""
     from skvi import SVIBayesianGaussianMixture
-    from skvi.networks import Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork, Wishart
+    from skvi.networks import (Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork,
+                               Wishart)
 
     rng = np.random.RandomState(0)
     centres = rng.normal(scale=6, size=(4, 2))
@@ -157,17 +158,12 @@ def against_mixture(repeats):
         if kind == "network":
             return SVIBayesianNetwork(model=builder, learning_method=method, random_state=r)
         return SVIBayesianGaussianMixture(
-            n_components=4,
-            weight_concentration_prior_type="dirichlet_distribution",
-            learning_method=method,
-            random_state=r,
-        )
+            n_components=4, weight_concentration_prior_type="dirichlet_distribution",
+            learning_method=method, random_state=r)
 
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
-    print(
-        f"200000 rows, D=2, K=4; random_state 0, 1, 2, each {repeats} times, the two "
-        "estimators alternating; BLAS on one thread\n"
-    )
+    print(f"200000 rows, D=2, K=4; random_state 0, 1, 2, each {repeats} times, the two "
+          "estimators alternating; BLAS on one thread\n")
     body = []
     with one_blas_thread():
         for method in ("batch", "online"):
@@ -179,43 +175,17 @@ def against_mixture(repeats):
                         wall, cpu = time.perf_counter(), time.process_time()
                         est.fit(X)
                         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-                        got[kind].append(
-                            (wall, cpu, est.score(X[:20000]), est.n_iter_, est.n_batch_iter_)
-                        )
-            med = {
-                k: [statistics.median(x[i] for x in v) for i in range(5)] for k, v in got.items()
-            }
+                        got[kind].append((wall, cpu, est.score(X[:20000]), est.n_iter_,
+                                          est.n_batch_iter_))
+            med = {k: [statistics.median(x[i] for x in v) for i in range(5)]
+                   for k, v in got.items()}
             net, mix = med["network"], med["mixture"]
-            body.append(
-                [
-                    method,
-                    f"{net[0]:.3f}",
-                    f"{mix[0]:.3f}",
-                    f"{net[0] / mix[0]:.2f}",
-                    f"{net[1]:.3f}",
-                    f"{mix[1]:.3f}",
-                    f"{net[1] / mix[1]:.2f}",
-                    f"{net[2]:.6f}",
-                    f"{mix[2]:.6f}",
-                    f"{(net[2] - mix[2]) / abs(mix[2]):.1e}",
-                    f"{net[3]:g} / {mix[3]:g}",
-                    f"{net[4]:g} / {mix[4]:g}",
-                ]
-            )
-    header = [
-        "method",
-        "network s",
-        "mixture s",
-        "ratio",
-        "network cpu",
-        "mixture cpu",
-        "cpu ratio",
-        "network score",
-        "mixture score",
-        "rel diff",
-        "passes",
-        "steps",
-    ]
+            body.append([method, f"{net[0]:.3f}", f"{mix[0]:.3f}", f"{net[0] / mix[0]:.2f}",
+                         f"{net[1]:.3f}", f"{mix[1]:.3f}", f"{net[1] / mix[1]:.2f}",
+                         f"{net[2]:.6f}", f"{mix[2]:.6f}", f"{(net[2] - mix[2]) / abs(mix[2]):.1e}",
+                         f"{net[3]:g} / {mix[3]:g}", f"{net[4]:g} / {mix[4]:g}"])
+    header = ["method", "network s", "mixture s", "ratio", "network cpu", "mixture cpu",
+              "cpu ratio", "network score", "mixture score", "rel diff", "passes", "steps"]
     print(format_table(header, body, [False] + [True] * (len(header) - 1)))
 
 
@@ -286,15 +256,11 @@ def pca(repeats):
         "BayesPy with rotations": lambda: theirs(True),
         "BayesPy, plain": lambda: theirs(False),
     }
-    print(
-        f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}, "
-        f"bayespy {version('bayespy')}"
-    )
-    print(
-        f"BayesPy's PCA example (M=20, N=100, D=10), Q.update(repeat=10000) to each "
-        f"library's default tolerance; medians of {repeats} interleaved runs; BLAS on one "
-        "thread\n"
-    )
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}, "
+          f"bayespy {version('bayespy')}")
+    print(f"BayesPy's PCA example (M=20, N=100, D=10), Q.update(repeat=10000) to each "
+          f"library's default tolerance; medians of {repeats} interleaved runs; BLAS on one "
+          "thread\n")
     got = {name: [] for name in runs}
     with one_blas_thread():
         for _ in range(repeats):
@@ -322,30 +288,14 @@ def pca(repeats):
         for name, results in got.items():
             t = statistics.median(r[0] for r in results)
             bound, sweeps = results[0][1], results[0][2]
-            body.append(
-                [
-                    name,
-                    f"{t:.3f}",
-                    str(sweeps),
-                    f"{bound:.4f}",
-                    f"{(bound - bound_ref) / abs(bound_ref):.1e}",
-                    f"{t / t_ref:.2f}",
-                ]
-            )
-        header = [
-            "run",
-            "seconds",
-            "sweeps",
-            "bound",
-            "rel. to BayesPy rot.",
-            "time / BayesPy rot.",
-        ]
+            body.append([name, f"{t:.3f}", str(sweeps), f"{bound:.4f}",
+                         f"{(bound - bound_ref) / abs(bound_ref):.1e}", f"{t / t_ref:.2f}"])
+        header = ["run", "seconds", "sweeps", "bound", "rel. to BayesPy rot.",
+                  "time / BayesPy rot."]
         print(format_table(header, body, [False] + [True] * 5))
 
-        print(
-            "\nOne sweep of the same PCA on N = 2000 rows: Q.update(repeat=50, "
-            "tol=-np.inf) after 10 sweeps, seconds per sweep\n"
-        )
+        print("\nOne sweep of the same PCA on N = 2000 rows: Q.update(repeat=50, "
+              "tol=-np.inf) after 10 sweeps, seconds per sweep\n")
         sweep_runs = {
             "skvi, default (rotations)": lambda: skvi(None, N=2000),
             "skvi, accelerate=False (plain)": lambda: skvi(False, N=2000),
@@ -362,13 +312,10 @@ def pca(repeats):
                 Q.update(repeat=50, tol=-np.inf, **kwargs)
                 per[name].append((time.perf_counter() - start) / 50)
         t_ref = statistics.median(per["BayesPy, plain"])
-        body = [
-            [name, f"{statistics.median(v) * 1e3:.2f}", f"{statistics.median(v) / t_ref:.2f}"]
-            for name, v in per.items()
-        ]
-        print(
-            format_table(["run", "ms per sweep", "time / BayesPy plain"], body, [False, True, True])
-        )
+        body = [[name, f"{statistics.median(v) * 1e3:.2f}",
+                 f"{statistics.median(v) / t_ref:.2f}"] for name, v in per.items()]
+        print(format_table(["run", "ms per sweep", "time / BayesPy plain"], body,
+                           [False, True, True]))
 
 
 def main(argv=None):
@@ -378,29 +325,15 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=1000)
-    parser.add_argument(
-        "--tol",
-        type=float,
-        default=None,
-        help="relative tolerance of both (default: each library's, 1e-5)",
-    )
-    parser.add_argument(
-        "--start",
-        choices=("random", "forgy"),
-        default="random",
-        help="Z from a random draw (BayesPy's example) or each row's "
-        "nearest of K random rows (the same labels in both)",
-    )
-    parser.add_argument(
-        "--against-mixture",
-        action="store_true",
-        help="time SVIBayesianNetwork against SVIBayesianGaussianMixture",
-    )
-    parser.add_argument(
-        "--pca",
-        action="store_true",
-        help="time BayesPy's PCA example: skvi against BayesPy with rotations",
-    )
+    parser.add_argument("--tol", type=float, default=None,
+                        help="relative tolerance of both (default: each library's, 1e-5)")
+    parser.add_argument("--start", choices=("random", "forgy"), default="random",
+                        help="Z from a random draw (BayesPy's example) or each row's "
+                             "nearest of K random rows (the same labels in both)")
+    parser.add_argument("--against-mixture", action="store_true",
+                        help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
+    parser.add_argument("--pca", action="store_true",
+                        help="time BayesPy's PCA example: skvi against BayesPy with rotations")
     args = parser.parse_args(argv)
     if args.pca:
         pca(args.repeats)
@@ -422,15 +355,11 @@ def main(argv=None):
 
     y = make_data(args.n_samples)
     K = args.components
-    print(
-        f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi "
-        f"{version('skvi')}, bayespy {version('bayespy')}"
-    )
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi "
+          f"{version('skvi')}, bayespy {version('bayespy')}")
     print(f"tolerance: {args.tol or 'each library default (1e-5)'}; start: {args.start}")
-    print(
-        f"{args.n_samples} rows, D=2, K={K}; medians of {args.repeats} interleaved runs; "
-        "BLAS on one thread\n"
-    )
+    print(f"{args.n_samples} rows, D=2, K={K}; medians of {args.repeats} interleaved runs; "
+          "BLAS on one thread\n")
     body = []
     with one_blas_thread():
         for seed in range(args.starts):
@@ -446,13 +375,8 @@ def main(argv=None):
             if "bayespy" in result:
                 bp = statistics.median(times["bayespy"])
                 rel = (result["skvi"][0] - result["bayespy"][0]) / abs(result["bayespy"][0])
-                row += [
-                    f"{bp:.3f}",
-                    str(result["bayespy"][1]),
-                    f"{result['bayespy'][0]:.6f}",
-                    f"{rel:.1e}",
-                    f"{bp / sk:.1f}x",
-                ]
+                row += [f"{bp:.3f}", str(result["bayespy"][1]), f"{result['bayespy'][0]:.6f}",
+                        f"{rel:.1e}", f"{bp / sk:.1f}x"]
             body.append(row)
         header = ["start", "skvi s", "iters", "skvi bound"]
         if len(libs) > 1:
@@ -473,10 +397,8 @@ def main(argv=None):
             start = time.perf_counter()
             est = SVIBayesianNetwork(model=builder, tol=1e-5, random_state=0).fit(y)
             fits.append(time.perf_counter() - start)
-        print(
-            f"\nSVIBayesianNetwork(tol=1e-5).fit: {statistics.median(fits):.3f} s, "
-            f"{est.n_iter_} passes, lower bound {est.lower_bound_:.6f}"
-        )
+        print(f"\nSVIBayesianNetwork(tol=1e-5).fit: {statistics.median(fits):.3f} s, "
+              f"{est.n_iter_} passes, lower bound {est.lower_bound_:.6f}")
 
 
 if __name__ == "__main__":
