@@ -53,7 +53,12 @@ to each library's default tolerance, ``Q.update(repeat=10000)``: skvi at
 its defaults (rotations of the latent space after each sweep), skvi's plain
 and extrapolated sweeps (``accelerate=False`` and ``'extrapolate'``), and
 BayesPy with its rotations (``RotateGaussianARD`` and ``RotationOptimizer``
-as the callback, the example's lines) and without; then one sweep of the
+as the callback, the example's lines) and without, and
+``SVIBayesianNetwork``'s batch fit of the same PCA (the rows y's columns,
+the scores local; its start included, its passes as "sweeps") at its
+defaults (rotations after each pass), with one draw in its start
+(``init_draws=1``) and with plain passes (``accelerate=False``); then one
+sweep of the
 same PCA on N = 2,000 rows, ``Q.update(repeat=50, tol=-np.inf)`` (every
 sweep runs) after ten sweeps, per sweep.  Medians over ``--repeats``
 interleaved runs in one process, BLAS on one thread.
@@ -72,8 +77,10 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from _common import format_table, one_blas_thread, version
 
@@ -219,6 +226,29 @@ def pca(repeats):
             Q.set_callback(R.rotate)
         return Q
 
+    def estimator(**params):
+        """SVIBayesianNetwork's batch fit of the same PCA: the rows are y's columns."""
+        np.random.seed(1)
+        x = np.random.randn(100, 2)
+        w = np.random.randn(20, 2)
+        y = np.einsum("ik,jk->ij", w, x) + 0.1 * np.random.randn(20, 100)
+
+        def builder(n):
+            X = ours.GaussianARD(0, 1, plates=(n, 1), shape=(10,), name="X")
+            alpha = ours.Gamma(1e-5, 1e-5, plates=(10,), name="alpha")
+            C = ours.GaussianARD(0, alpha, plates=(1, 20), shape=(10,), name="C")
+            tau = ours.Gamma(1e-5, 1e-5, name="tau")
+            return ours.GaussianARD(ours.SumMultiply("d,d->", X, C), tau, name="Y")
+
+        est = ours.SVIBayesianNetwork(model=builder, random_state=0, max_iter=10000, **params)
+        return est, y.T
+
+    fits = {
+        "SVIBayesianNetwork, default (rotations)": {},
+        "SVIBayesianNetwork, init_draws=1": {"init_draws": 1},
+        "SVIBayesianNetwork, accelerate=False (plain)": {"accelerate": False},
+    }
+
     runs = {
         "skvi, default (rotations)": lambda: skvi(None),
         "skvi, accelerate='extrapolate'": lambda: skvi("extrapolate"),
@@ -242,6 +272,15 @@ def pca(repeats):
                 elapsed = time.perf_counter() - start
                 sweeps = Q.iter if name.startswith("skvi") else int(np.sum(np.isfinite(Q.L)))
                 got[name].append((elapsed, float(Q.compute_lowerbound()), sweeps))
+            for name, params in fits.items():
+                # The estimator's fit, its start included; its "sweeps" are its passes.
+                est, rows = estimator(**params)
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    est.fit(rows)
+                elapsed = time.perf_counter() - start
+                got.setdefault(name, []).append((elapsed, est.lower_bound_, est.n_iter_))
         reference = got["BayesPy with rotations"]
         t_ref = statistics.median(t for t, _, _ in reference)
         bound_ref = reference[0][1]

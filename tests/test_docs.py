@@ -423,6 +423,9 @@ def check_networks(ns):
     assert np.sum(alpha < 100) == 2 and alpha.max() > 1000
     assert ns["factors"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
     assert ns["gappy"].nodes_["tau"].get_moments()[0] == pytest.approx(4.0, rel=0.1)
+    # Rotated passes: fewer than plain ones, to a bound no lower.
+    assert ns["factors"].n_iter_ < ns["plain_pca"].n_iter_
+    assert ns["factors"].lower_bound_ >= ns["plain_pca"].lower_bound_
     # BayesPy's PCA example: its bound with rotations (650.07), in fewer sweeps.
     assert ns["fast"].compute_lowerbound() == pytest.approx(650.07, rel=1e-3)
     assert ns["fast"].iter <= 26 and ns["plain"].compute_lowerbound() < 600

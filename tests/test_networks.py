@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.special import digamma, gammaln
+from sklearn.exceptions import ConvergenceWarning
 
 from skvi import GaussianGammaVB
 from skvi.networks import (
@@ -1264,7 +1265,7 @@ def test_pca_with_missing_entries_is_vmp_with_a_mask():
         return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y"), Xn, alpha, C, tau
 
     est = SVIBayesianNetwork(
-        model=lambda n: network(n)[0], init_params="model", max_iter=10, tol=0
+        model=lambda n: network(n)[0], init_params="model", max_iter=10, tol=0, accelerate=False
     ).fit(X)
     assert est.global_nodes_ == ["alpha", "C", "tau"]
     Y, Xn, alpha, C, tau = network(300)
@@ -1272,6 +1273,56 @@ def test_pca_with_missing_entries_is_vmp_with_a_mask():
     Q = VB(Y, Xn, alpha, C, tau, accelerate=False)
     Q.update(Xn, alpha, C, tau, repeat=10, tol=-np.inf)
     np.testing.assert_allclose(est.lower_bounds_, Q.L, rtol=1e-10)
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_pca_batch_passes_rotate_as_vb_does(missing):
+    # The default batch passes rotate the factor model's latent space after
+    # each pass, as VB's sweeps do: both reach the same bound in tens of
+    # passes, where plain sweeps take thousands (VB's own rotated sweeps are
+    # the reference; its bound after a sweep has the rotated scores, the
+    # estimator's the scores recomputed from the rotated globals, never lower).
+    rng = np.random.RandomState(1)
+    data = rng.randn(300, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(300, 6)
+    observed = rng.rand(300, 6) < 0.8 if missing else np.ones((300, 6), dtype=bool)
+    X = np.where(observed, data, np.nan)
+    loadings = rng.randn(1, 6, 3)
+
+    def network(n_rows):
+        Xn = GaussianARD(0, 1, plates=(n_rows, 1), shape=(3,), name="X")
+        alpha = Gamma(1e-5, 1e-5, plates=(3,), name="alpha")
+        C = GaussianARD(0, alpha, plates=(1, 6), shape=(3,), name="C")
+        tau = Gamma(1e-5, 1e-5, name="tau")
+        C.initialize_from_parameters(loadings, 1.0)
+        return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y"), Xn, alpha, C, tau
+
+    est = SVIBayesianNetwork(
+        model=lambda n: network(n)[0], init_params="model", max_iter=500, tol=1e-9
+    ).fit(X)
+    Y, Xn, alpha, C, tau = network(300)
+    Y.observe(data, mask=observed)
+    Q = VB(Y, Xn, alpha, C, tau, tol=1e-9)
+    Q.update(Xn, alpha, C, tau, repeat=10)
+    # Pass by pass, the estimator's bound is VB's or above it, by little.
+    L, ref = np.asarray(est.lower_bounds_[:10]), np.asarray(Q.L)
+    assert np.all(L >= ref - 1e-9 * np.abs(ref))
+    assert np.all(np.diff(est.lower_bounds_) >= -1e-10 * np.abs(est.lower_bounds_[1:]))
+    Q.update(Xn, alpha, C, tau, repeat=500)
+    assert est.converged_ and Q.iter < 200 and est.n_iter_ < 200
+    np.testing.assert_allclose(est.lower_bound_, Q.L[-1], rtol=1e-6)
+    # The noise precision is not rotated: the two agree on it.
+    tau_est = est.nodes_["tau"].get_moments()[0]
+    np.testing.assert_allclose(tau_est, tau.get_moments()[0], rtol=1e-4)
+    plain = SVIBayesianNetwork(
+        model=lambda n: network(n)[0],
+        init_params="model",
+        max_iter=est.n_iter_,
+        tol=1e-9,
+        accelerate=False,
+    )
+    with pytest.warns(ConvergenceWarning):
+        plain.fit(X)
+    assert plain.lower_bound_ < est.lower_bound_
 
 
 def _column_means(n_rows, D=4):
@@ -2087,3 +2138,35 @@ def test_values_repeated_on_every_row_are_fed_to_every_block():
         model=_shifted_rows, learning_method="online", batch_size=7, max_iter=3, tol=0
     ).fit(Y)
     assert online.score(Y) == pytest.approx(est.score(Y), rel=1e-3)
+
+
+def test_pca_rotations_count_row_weights_as_copies_and_add_over_blocks():
+    # The rotation's sums over the rows' scores count a row of weight 2 as
+    # two rows, and add over the blocks of a threaded fit: weighted rows fit
+    # as their copies, with one thread or two.
+    rng = np.random.RandomState(1)
+    data = rng.randn(400, 2) @ rng.randn(2, 6) + 0.5 * rng.randn(400, 6)
+    weight = rng.randint(1, 3, size=400).astype(float)
+    loadings = rng.randn(1, 6, 3)
+
+    def network(n_rows):
+        Xn = GaussianARD(0, 1, plates=(n_rows, 1), shape=(3,), name="X")
+        alpha = Gamma(1e-5, 1e-5, plates=(3,), name="alpha")
+        C = GaussianARD(0, alpha, plates=(1, 6), shape=(3,), name="C")
+        tau = Gamma(1e-5, 1e-5, name="tau")
+        C.initialize_from_parameters(loadings, 1.0)
+        return GaussianARD(SumMultiply("d,d->", Xn, C), tau, name="Y")
+
+    def fit(X, **kw):
+        est = SVIBayesianNetwork(model=network, init_params="model", max_iter=20, tol=0, **kw)
+        return est.fit(X, **({"sample_weight": weight} if len(X) == 400 else {}))
+
+    copies = fit(np.repeat(data, weight.astype(int), axis=0))
+    for n_jobs in (None, 2):
+        weighted = fit(data, n_jobs=n_jobs, batch_size=150)
+        np.testing.assert_allclose(weighted.lower_bounds_, copies.lower_bounds_, rtol=1e-8)
+        np.testing.assert_allclose(
+            weighted.nodes_["tau"].get_moments()[0],
+            copies.nodes_["tau"].get_moments()[0],
+            rtol=1e-8,
+        )

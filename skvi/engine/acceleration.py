@@ -37,7 +37,7 @@ def _plain_step(est, data, local, n_count):
     if local is None or st.settings.local_depends_on_globals:
         with st.clock.phase("local"):
             local = st.local_steps(est, data, est.natural_params_)
-    take_step(est, data, 1.0, online=False, local=local)
+    local = take_step(est, data, 1.0, online=False, local=local)
     st.samples += n_count
     return local
 

@@ -255,7 +255,13 @@ class SVIEstimator(BaseEstimator):
         return None
 
     def _update_hyperparameters(self, hyper, ctx):
-        """The model's own step after each accepted step or pass; True when the model changed."""
+        """The model's own step after each accepted step or pass; True when the model changed.
+
+        After an accepted step it may instead return a dict of new natural
+        parameters of some global factors: a move that does not lower the
+        ELBO (a reparametrisation the likelihood does not see), which the
+        engine commits; the step's local step is then not reused.
+        """
         return False
 
     def _probe_loss(self, probe, params):

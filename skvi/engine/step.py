@@ -372,7 +372,8 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
             with st.clock.phase("safety"):
                 ok = safety.acceptable(est, X, params, online, ok)
             if ok:
-                _commit(est, st, params, pending, ctx, X, local, summed)
+                if _commit(est, st, params, pending, ctx, X, local, summed):
+                    local = None  # the model moved the factors: the local step is stale
                 safety.accepted()
                 accepted = True
                 break
@@ -397,7 +398,10 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
 
 
 def _commit(est, st, params, pending, ctx, X, local, stats):
-    """Accept a step: parameters, rule states, row counters, schedule, the model's own step."""
+    """Accept a step: parameters, rule states, row counters, schedule, the model's own step.
+
+    Returns whether the model's own step moved the factors.
+    """
     st.set_factors(est, params)
     st.n_accepted += 1
     st.stream.decay(ctx.rho)
@@ -417,8 +421,19 @@ def _commit(est, st, params, pending, ctx, X, local, stats):
     else:
         # The model's own step reads the rows with the globals just accepted.
         hyper = st.executor.sum(est, _fn.hyper_statistics, X, local)
-    if est._update_hyperparameters(hyper, ctx):
+    changed = est._update_hyperparameters(hyper, ctx)
+    if isinstance(changed, dict):
+        # A move of some factors that the ELBO does not fall under (a
+        # reparametrisation the likelihood does not see), committed here.
+        if changed:
+            moved = dict(est.natural_params_)
+            moved.update((name, st.as_factor(name, value)) for name, value in changed.items())
+            st.set_factors(est, moved)
+            st.safety.known_bound = None
+        return bool(changed)
+    if changed:
         st.model_changed(est)
+    return False
 
 
 def end_of_pass(est, t, rho, scale):

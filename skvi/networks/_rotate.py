@@ -171,7 +171,22 @@ def rotate(X, C):
     """
     if not isinstance(X.node, Stochastic) or X.node.phi is None or C.node.phi is None:
         return False
-    XX, CC = X.second_moment(), C.second_moment()
+    found = best_rotation(X, C, X.second_moment(), C.second_moment())
+    if found is None:
+        return False
+    R, Rinv, logdet = found
+    X.apply(R, Rinv, logdet)
+    C.apply(Rinv.T, R.T, -logdet)
+    return True
+
+
+def best_rotation(X, C, XX, CC):
+    """``(R, R^{-1}, log|det R|)`` that maximises the bound, or None when no rise is found.
+
+    ``X`` and ``C`` are the sides (their counts and prior terms), ``XX`` and
+    ``CC`` their sums of ``E[x x^T]`` and ``E[c c^T]``: the bound's change
+    depends on nothing else.
+    """
     D = XX.shape[0]
     diff = X.count - C.count
 
@@ -194,11 +209,9 @@ def rotate(X, C):
     res = minimize(cost, start, jac=True, method="L-BFGS-B", options={"maxiter": _MAXITER})
     # A rise within the rounding of the terms is no rise: the map is skipped.
     if not (np.isfinite(res.fun) and f0 - res.fun > _ROUNDING * max(1.0, abs(f0))):
-        return False
+        return None
     R = res.x.reshape(D, D)
     Rinv, logdet = inverse_and_logdet(R)
     if Rinv is None:
-        return False
-    X.apply(R, Rinv, logdet)
-    C.apply(Rinv.T, R.T, -logdet)
-    return True
+        return None
+    return R, Rinv, logdet
