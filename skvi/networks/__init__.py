@@ -56,3 +56,7 @@ __all__ += ["Add", "CategoricalMoments", "Gate", "Take"]
 from ._gaussian_gamma import GaussianGamma  # noqa: E402
 
 __all__ += ["GaussianGamma"]
+
+from ._links import Exp, Logistic, Softmax  # noqa: E402
+
+__all__ += ["Exp", "Logistic", "Softmax"]

@@ -38,6 +38,7 @@ from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
 from ..engine.step import update_factor
 from ._declared import CHECK_SIZES, Declaration, _Network
+from ._links import has_links, narrowed_start
 from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
@@ -396,6 +397,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             row_groups=groups,
             local_depends_on_globals=True,
             parallel=True,
+            # A link's message makes a Gaussian's update a Newton-like
+            # fixed-point step (Monte Carlo structured SVI), which can
+            # overshoot: a batch step must not lower the ELBO, each starting
+            # again from the full step (a damped Newton iteration).
+            batch_steps="line_search" if has_links(nodes.values()) else "blend",
+            transient=("_bound_memo",),
             # On a cluster, the start's rows: its draws' subsample and the
             # larger one it refines the kept draw on.
             start_sample_size=REFINE_ROWS * self.init_rows,
@@ -482,10 +489,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         for n in latent_local:
             if init_random is not None:
                 nodes[n].initialize_from_random(init_random)
-            elif len(latent_local) == 1:
+            elif len(latent_local) == 1 and not has_links(nodes.values()):
                 # One local node: its update reads messages that never depend
                 # on its own moments, so its start is not computed (zeros
-                # stand for it until the update sets q).
+                # stand for it until the update sets q).  A link's message
+                # does depend on them: its fixed point is iterated.
                 node = nodes[n]
                 node.u = [np.broadcast_to(0.0, node.plates + d) for d in node.dims]
             else:
@@ -497,7 +505,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _local_sweeps(self, nodes, latent_local):
         if not latent_local:
             return
-        if len(latent_local) == 1:
+        if len(latent_local) == 1 and not has_links(nodes.values()):
             nodes[latent_local[0]].update()
             return
         last = None
@@ -635,6 +643,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         rows = X
         if n_all > self.init_rows:
             rows = X[np.sort(random_state.choice(n_all, self.init_rows, replace=False))]
+        if has_links(nodes.values()):
+            net = self._network(rows)
+            self._set_globals(net, glob, params)
+            for n in latent_local:
+                net[n].initialize_from_prior()
+            params = {n: Factor(v) for n, v in narrowed_start(net, params, glob).items()}
         if latent_local:
             # BayesPy's start: the local nodes from a random draw, then sweeps
             # of VMP on a subsample (where random assignments break symmetry
@@ -685,6 +699,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             params[n] = Factor(self._global_target(n, params, stats, scale))
 
     def _local_step(self, X, params):
+        memo = self.__dict__.get("_bound_memo")
+        if memo is not None and memo[0] is X:
+            glob = self._template()[3]
+            if all(a is params[n] for a, n in zip(memo[1], glob)):
+                return memo[2]
         return self._local_network(X, params)
 
     def _expected_stats(self, name, X, local, params):
@@ -749,9 +768,14 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return update_factor(self, name, current, stats, ctx, target=target)
 
     def _local_bound(self, X, local, params):
+        _, y_name, latent_local, glob = self._template()
         if local is None:
             local = self._local_network(X, params)
-        _, y_name, latent_local, glob = self._template()
+            if has_links(local.values()):
+                # A batch step's test of the ELBO made the next local step at
+                # these globals (the links' expectations, the rows' moments):
+                # kept for it (``_local_step``).
+                self._bound_memo = (X, tuple(params[n] for n in glob), local)
         self._set_globals(local, glob, params)
         return float(sum(local[n].lower_bound_contribution() for n in latent_local + [y_name]))
 
