@@ -37,8 +37,9 @@ from ..engine import Factor, ModelSettings, RowGroupSpec, RowStatistics, SVIEsti
 from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
 from ..engine.step import update_factor
+from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS
 from ._declared import CHECK_SIZES, Declaration, _Network
-from ._links import has_links, narrowed_start
+from ._links import has_links, link_update_rules, narrowed_start
 from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
@@ -163,6 +164,15 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         highest bound there is kept.
     n_init : int, default=1
         Starts; the fit with the highest bound is kept.
+    algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
+        How the global Gaussian nodes above a link (:class:`Logistic`,
+        :class:`Exp`, :class:`Softmax`) step, the Monte Carlo structured SVI
+        paper's algorithms as in the GLM estimators: natural-gradient steps
+        on mean and covariance (the VMP update, for every other node too),
+        a natural-gradient covariance and an AdaGrad mean, or AdaGrad on the
+        mean and the Cholesky factor (:mod:`skvi.update_rules`).
+    gradient_learning_rate : float, default=0.5
+        AdaGrad's global learning rate for ``'h-mc-ssvi'`` and ``'s-dsvi'``.
 
     Attributes
     ----------
@@ -227,6 +237,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         "init_max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
         "init_draws": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
+        **UPDATE_RULE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -241,6 +252,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         init_max_iter=100,
         init_draws=5,
         n_init=1,
+        algorithm="mc-ssvi",
+        gradient_learning_rate=0.5,
         learning_method="batch",
         batch_size=1000,
         max_iter=200,
@@ -264,6 +277,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.init_max_iter = init_max_iter
         self.init_draws = init_draws
         self.n_init = n_init
+        self.algorithm = algorithm
+        self.gradient_learning_rate = gradient_learning_rate
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -403,6 +418,9 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             # again from the full step (a damped Newton iteration).
             batch_steps="line_search" if has_links(nodes.values()) else "blend",
             transient=("_bound_memo",),
+            update_rules=link_update_rules(
+                nodes, glob, self.algorithm, self.gradient_learning_rate
+            ),
             # On a cluster, the start's rows: its draws' subsample and the
             # larger one it refines the kept draw on.
             start_sample_size=REFINE_ROWS * self.init_rows,

@@ -345,6 +345,18 @@ class Softmax(_Link):
         return flat.reshape(m.shape)
 
 
+def _above(links):
+    """The ids of the nodes above ``links`` (their ancestors), without recursion."""
+    above = set()
+    stack = [p for link in links for p in link.parents]
+    while stack:
+        node = stack.pop()
+        if id(node) not in above:
+            above.add(id(node))
+            stack.extend(node.parents)
+    return above
+
+
 def has_links(nodes):
     """Whether any of ``nodes`` (an iterable of nodes) is a non-conjugate link."""
     return any(isinstance(n, _Link) for n in nodes)
@@ -388,14 +400,7 @@ def narrowed_start(net, params, glob):
     scale = max(spread)
     if not scale > 1.0 or not np.isfinite(scale):
         return params
-    above = set()
-    stack = [p for link in links for p in link.parents]
-    while stack:
-        node = stack.pop()
-        if id(node) in above:
-            continue
-        above.add(id(node))
-        stack.extend(node.parents)
+    above = _above(links)
     out = dict(params)
     for name in glob:
         node = net[name]
@@ -416,3 +421,53 @@ def links_below(nodes):
             return True
         stack.extend(c for c, _ in node.children if c._deterministic)
     return False
+
+
+class _FlatRule:
+    """An update rule of :mod:`skvi.update_rules` for a Gaussian node of any variable shape.
+
+    The rules take a batch of Gaussians over one axis, ``(..., D)`` and
+    ``(..., D, D)``; a node's natural parameters have its variable axes
+    (none for a scalar, ``(K, D)`` for a matrix), flattened on the way in
+    and restored on the way out.
+    """
+
+    def __init__(self, rule, shape):
+        self.rule = rule
+        self.shape = tuple(shape)
+
+    def step(self, current, target, rho, backoff, state):
+        nd = len(self.shape)
+        size = int(np.prod(self.shape, dtype=np.int64))
+
+        def flat(pair):
+            a0, a1 = (np.asarray(a) for a in pair)
+            lead = a0.shape[: a0.ndim - nd]
+            return (a0.reshape(lead + (size,)), a1.reshape(lead + (size, size))), lead
+
+        (cur, lead), (tgt, _) = flat(current), flat(target)
+        new, state = self.rule.step(cur, tgt, rho, backoff, state)
+        return (
+            new[0].reshape(lead + self.shape),
+            new[1].reshape(lead + self.shape + self.shape),
+        ), state
+
+
+def link_update_rules(nodes, glob, algorithm, gradient_learning_rate):
+    """The update rule of each global Gaussian node above a link, for ``algorithm``.
+
+    ``'mc-ssvi'`` is the natural-gradient blend every node takes (no rule);
+    ``'h-mc-ssvi'`` and ``'s-dsvi'`` move the Gaussians above a link by
+    AdaGrad mean (and Cholesky-factor) steps (the Monte Carlo structured
+    SVI paper's algorithms); the other nodes keep the blend.
+    """
+    if algorithm == "mc-ssvi":
+        return {}
+    from ..update_rules import make_update_rule
+
+    above = _above([node for node in nodes.values() if isinstance(node, _Link)])
+    return {
+        name: _FlatRule(make_update_rule(algorithm, gradient_learning_rate), nodes[name].dims[0])
+        for name in glob
+        if id(nodes[name]) in above and nodes[name]._kind.name == "gaussian"
+    }
