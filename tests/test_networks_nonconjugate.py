@@ -360,3 +360,38 @@ def test_links_refuse_parents_that_are_not_gaussian_predictors():
         Softmax(GaussianARD(0.0, 1.0))
     with pytest.raises(NetworkError, match="Beta"):
         Bernoulli(Exp(GaussianARD(0.0, 1.0)))
+
+
+def _regression(X_rows):
+    w = GaussianARD(0, 1e-6, shape=(X_rows.shape[1],), name="w")
+    tau = Gamma(1e-3, 1e-3, name="tau")
+    return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
+
+
+def test_leaving_out_the_outer_products_changes_no_answer(monkeypatch):
+    # Conjugate networks with fixed SumMultiply operands, swept plainly, give
+    # the numbers of the sums over the outer products to 1e-10.
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.normal(size=(200, 3)), np.ones(200)])
+    y = X @ [1.0, -2.0, 0.5, 3.0] + rng.normal(size=200)
+    A = rng.normal(size=(5, 4, 3))
+    data = rng.normal(size=(5, 4))
+
+    def fits():
+        net = SVIBayesianNetwork(model=_regression, tol=1e-12, max_iter=50).fit(X, y)
+        x = GaussianARD(0.0, 1.0, shape=(3,), plates=(5,))
+        obs = GaussianARD(SumMultiply("ij,j->i", A, x), 2.0)
+        obs.observe(data)
+        Q = VB(obs, x)
+        Q.update(repeat=5, accelerate=False)
+        return [*net.nodes_["w"].get_moments(), net.lower_bound_, *x.get_moments(), Q.L[-1]]
+
+    lazy = fits()
+    monkeypatch.setattr(
+        SumMultiply,
+        "_operands",
+        lambda self, u, keys, order: [self._operand(u[order], keys, order)],
+    )
+    made = fits()
+    for a, b in zip(lazy, made):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
