@@ -721,6 +721,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if memo is not None and memo[0] is X:
             glob = self._template()[3]
             if all(a is params[n] for a, n in zip(memo[1], glob)):
+                del self._bound_memo
                 return memo[2]
         return self._local_network(X, params)
 
@@ -803,6 +804,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return float(sum(nodes[n].lower_bound_contribution() for n in glob))
 
     def _on_params_updated(self):
+        self.__dict__.pop("_bound_memo", None)  # a fit's: it holds the rows
         nodes, _, latent_local, glob = self._template()
         self._set_globals(nodes, glob, self.natural_params_)
         self.nodes_ = {n: nodes[n] for n in glob}
@@ -976,4 +978,6 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if self._takes_inputs and y is None:
             raise ValueError("this network was fitted on (X, y): score(X, y) needs y")
         rows = self._fitted_rows(X, y)
-        return self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
+        bound = self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
+        self.__dict__.pop("_bound_memo", None)
+        return bound
