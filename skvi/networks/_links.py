@@ -59,10 +59,6 @@ class _Link(_CachedMoments):
     ``_expectations(m, S)``: the moments and what the message needs.
     """
 
-    #: The kind of node the link's child is, for messages.
-    _child = ""
-    _nonconjugate = True
-
     def __init__(self, f, kind, vector, name):
         self.name = name
         label = _label(type(self).__name__, name)
@@ -185,8 +181,6 @@ class Logistic(_Link):
     array([ 1.47, -0.68])
     """
 
-    _child = "Bernoulli"
-
     def __init__(self, f, name=""):
         super().__init__(f, MomentsKind.beta(), False, name)
 
@@ -242,8 +236,6 @@ class Exp(_Link):
     array([3.0802, 3.0802])
     """
 
-    _child = "Poisson"
-
     def __init__(self, f, name=""):
         super().__init__(f, MomentsKind.gamma(), False, name)
 
@@ -292,8 +284,6 @@ class Softmax(_Link):
     >>> p.get_moments()[0].round(3)                 # softmax of the mean
     array([0.09 , 0.245, 0.665])
     """
-
-    _child = "Categorical"
 
     def __init__(self, F, name=""):
         if isinstance(F, Node):
