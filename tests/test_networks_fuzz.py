@@ -468,14 +468,19 @@ def test_picking_nodes_refuse_bad_input_naming_it(bad, family):
 @FUZZ
 @given(
     st.sampled_from([np.nan, np.inf, -np.inf, 0.5, -3.0, "shape", "gamma", "dirichlet"]),
-    st.sampled_from(["logistic", "exp", "softmax"]),
+    st.sampled_from(["logistic", "exp", "softmax", "ordinal"]),
 )
 def test_links_refuse_bad_input_naming_it(bad, family):
     # A link takes a Gaussian predictor: a scalar (Logistic, Exp) or a
     # K-vector (Softmax), a node or a finite array; anything else is refused
     # with the link's name, and the network of a valid one sweeps to a
     # finite bound.
-    link = {"logistic": ours.Logistic, "exp": ours.Exp, "softmax": ours.Softmax}[family]
+    link = {
+        "logistic": ours.Logistic,
+        "exp": ours.Exp,
+        "softmax": ours.Softmax,
+        "ordinal": ours.Ordinal,
+    }[family]
     vector = family == "softmax"
     if bad == "gamma":
         f, valid = ours.Gamma(1.0, 1.0, plates=(3,)), False
@@ -493,14 +498,16 @@ def test_links_refuse_bad_input_naming_it(bad, family):
             link(f, name="g")
         return
     node = link(f, name="g")
-    child = {"logistic": ours.Bernoulli, "exp": ours.Poisson, "softmax": ours.Categorical}[family]
+    child = ours.Bernoulli if family == "logistic" else ours.Poisson
+    if family in ("softmax", "ordinal"):
+        child = ours.Categorical
     assert np.all(np.isfinite(child(node).get_moments()[0]))
 
 
 @st.composite
 def link_declarations(draw):
     """A GLM declared as a network: a link, a few rows and inputs, data at several scales."""
-    family = draw(st.sampled_from(["logistic", "exp", "softmax"]))
+    family = draw(st.sampled_from(["logistic", "exp", "softmax", "ordinal"]))
     n = draw(st.integers(1, 30))
     d = draw(st.integers(1, 3))
     scale = draw(st.sampled_from([1e-2, 1.0, 1e1]))
@@ -512,8 +519,10 @@ def link_declarations(draw):
         y = (rng.rand(n) < 0.5).astype(float)
     elif family == "exp":
         y = rng.poisson(3.0, size=n).astype(float)
-    else:
+    elif family == "softmax":
         y = rng.randint(3, size=n)
+    else:
+        y = rng.randint(4, size=n)
     mask = (rng.rand(n) < 0.7) if masked else np.ones(n, dtype=bool)
     mask[0] = True
     return SimpleNamespace(family=family, X=X, y=y, mask=mask)
@@ -537,6 +546,8 @@ def test_generated_link_networks_fit_to_a_finite_rising_bound(spec):
         f = ours.SumMultiply("d,d->", X_rows, w)
         if spec.family == "logistic":
             return ours.Bernoulli(ours.Logistic(f), name="y")
+        if spec.family == "ordinal":
+            return ours.Categorical(ours.Ordinal(f, n_categories=4), name="y")
         return ours.Poisson(ours.Exp(f), name="y")
 
     if spec.family != "exp":

@@ -32,6 +32,7 @@ from skvi.networks import (
     GaussianARD,
     Logistic,
     NetworkError,
+    Ordinal,
     Poisson,
     Softmax,
     SumMultiply,
@@ -111,6 +112,69 @@ def test_poisson_bound_is_the_quadrature_of_the_exact_expectation():
     np.testing.assert_allclose(obs.lower_bound_contribution(), want, rtol=1e-9)
 
 
+def test_ordinal_moments_are_the_quadrature_of_the_category_log_probabilities():
+    thresholds, slope = np.array([-1.0, 0.5, 2.0]), 2.0
+    f = GaussianARD(np.array([-0.5, 1.0]), np.array([1.0, 4.0]))
+    got = Ordinal(f, thresholds=thresholds, slope=slope).get_moments()[0]
+    edges = np.r_[-np.inf, thresholds, np.inf]
+    for i, (m, v) in enumerate([(-0.5, 1.0), (1.0, 0.25)]):
+        for k in range(4):
+
+            def log_p(x, k=k):
+                return np.log(
+                    special.expit(slope * (edges[k + 1] - x))
+                    - special.expit(slope * (edges[k] - x))
+                )
+
+            want = integrate.quad(
+                lambda x: log_p(x) * stats.norm.pdf(x, m, np.sqrt(v)),
+                m - 12 * np.sqrt(v),
+                m + 12 * np.sqrt(v),
+            )[0]
+            np.testing.assert_allclose(got[i, k], want, rtol=1e-6)
+
+
+def test_ordinal_regression_network_is_the_elbo_optimum():
+    # One weight: q(w) = N(m, s^2) maximising the ELBO, found by a
+    # two-parameter optimiser with a fine Gauss-Hermite rule of its own.
+    from scipy import optimize
+
+    rng = np.random.RandomState(3)
+    x = rng.normal(size=150) * 1.5
+    edges = np.r_[-np.inf, 0.5, 1.5, 2.5, np.inf]
+    f = 1.2 * x + rng.logistic(size=150)
+    y = np.searchsorted(edges[1:-1], f)
+    z, wz = np.polynomial.hermite.hermgauss(80)
+
+    def negative_elbo(theta):
+        m, log_s = theta
+        s = np.exp(log_s)
+        fs = x[:, None] * (m + np.sqrt(2.0) * s * z[None, :])
+        p = special.expit(edges[y + 1][:, None] - fs) - special.expit(edges[y][:, None] - fs)
+        with np.errstate(divide="ignore"):  # the optimiser's far trials: -inf, rejected
+            data = np.sum(np.log(p) @ wz) / np.sqrt(np.pi)
+        kl = 0.5 * (s * s + m * m - 1.0) - log_s
+        return -(data - kl)
+
+    best = optimize.minimize(
+        negative_elbo,
+        [0.0, -1.0],
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000},
+    ).x
+
+    def ordinal(X_rows):
+        w = GaussianARD(0.0, 1.0, shape=(1,), name="w")
+        return Categorical(Ordinal(SumMultiply("d,d->", X_rows, w), n_categories=4), name="y")
+
+    net = SVIBayesianNetwork(model=ordinal, tol=1e-14, max_iter=500).fit(x[:, None], y)
+    mean, cov = _mean_cov(net.nodes_["w"])
+    np.testing.assert_allclose(mean[0], best[0], rtol=1e-5)
+    np.testing.assert_allclose(np.sqrt(cov[0, 0]), np.exp(best[1]), rtol=1e-4)
+    proba = net.predict_proba(x[:5, None])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
 def test_softmax_moments_are_the_expected_log_probabilities():
     # Near a point mass E log softmax(F) is log softmax(E F).
     F = GaussianARD(np.array([[0.0, 1.0, -2.0], [3.0, 0.0, 0.0]]), 1e12, shape=(3,))
@@ -119,7 +183,7 @@ def test_softmax_moments_are_the_expected_log_probabilities():
     np.testing.assert_allclose(got, want, atol=1e-9)
 
 
-@pytest.mark.parametrize("family", ["logistic", "exp", "softmax"])
+@pytest.mark.parametrize("family", ["logistic", "exp", "softmax", "ordinal"])
 def test_link_messages_are_the_bound_gradient_in_the_mean_parameters(family):
     # The message to f is d L / d (E f, E f f^T) of the child's bound term L:
     # central differences of L moving one mean parameter at a time.
@@ -132,6 +196,10 @@ def test_link_messages_are_the_bound_gradient_in_the_mean_parameters(family):
         f = GaussianARD(rng.normal(size=3), 2.0)
         obs = Bernoulli(Logistic(f))
         obs.observe(np.array([1.0, 0.0, 1.0]))
+    elif family == "ordinal":
+        f = GaussianARD(rng.normal(size=3) + 1.0, 2.0)
+        obs = Categorical(Ordinal(f, n_categories=4, slope=1.5))
+        obs.observe(np.array([0, 3, 1]))
     else:
         f = GaussianARD(rng.normal(size=3) * 0.5, 2.0)
         obs = Poisson(Exp(f))
@@ -360,6 +428,10 @@ def test_links_refuse_parents_that_are_not_gaussian_predictors():
         Softmax(GaussianARD(0.0, 1.0))
     with pytest.raises(NetworkError, match="Beta"):
         Bernoulli(Exp(GaussianARD(0.0, 1.0)))
+    with pytest.raises(NetworkError, match="Ordinal 'o': thresholds must be strictly increasing"):
+        Ordinal(GaussianARD(0.0, 1.0), thresholds=[1.0, 0.0], name="o")
+    with pytest.raises(NetworkError, match="Ordinal 'o': slope must be positive"):
+        Ordinal(GaussianARD(0.0, 1.0), slope=np.nan, name="o")
 
 
 def _regression(X_rows):
