@@ -166,11 +166,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         Starts; the fit with the highest bound is kept.
     algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
         How the global Gaussian nodes above a link (:class:`Logistic`,
-        :class:`Exp`, :class:`Softmax`) step, the Monte Carlo structured SVI
-        paper's algorithms as in the GLM estimators: natural-gradient steps
-        on mean and covariance (the VMP update, for every other node too),
-        a natural-gradient covariance and an AdaGrad mean, or AdaGrad on the
-        mean and the Cholesky factor (:mod:`skvi.update_rules`).
+        :class:`Exp`, :class:`Softmax`, :class:`Ordinal`) step, the Monte
+        Carlo structured SVI paper's algorithms as in the GLM estimators:
+        natural-gradient steps on mean and covariance (the VMP update, for
+        every other node too), a natural-gradient covariance and an AdaGrad
+        mean, or AdaGrad on the mean and the Cholesky factor
+        (:mod:`skvi.update_rules`).
     gradient_learning_rate : float, default=0.5
         AdaGrad's global learning rate for ``'h-mc-ssvi'`` and ``'s-dsvi'``.
 
@@ -721,7 +722,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if memo is not None and memo[0] is X:
             glob = self._template()[3]
             if all(a is params[n] for a, n in zip(memo[1], glob)):
-                del self._bound_memo
+                self.__dict__.pop("_bound_memo", None)
                 return memo[2]
         return self._local_network(X, params)
 
