@@ -63,6 +63,21 @@ same PCA on N = 2,000 rows, ``Q.update(repeat=50, tol=-np.inf)`` (every
 sweep runs) after ten sweeps, per sweep.  Medians over ``--repeats``
 interleaved runs in one process, BLAS on one thread.
 
+``--nonconjugate`` times the link nodes against the GLM estimators they
+equal, best of ``--repeats`` interleaved fits each, BLAS on one thread:
+Bayesian logistic regression declared as a network,
+``Bernoulli(Logistic(SumMultiply('d,d->', X_rows, w)))`` with ``w ~
+N(0, I)`` (the intercept's prior variance 100, a column of ones in X), at
+``SVIBayesianNetwork``'s defaults (batch), against
+``SVILogisticRegression(random_state=0)`` on dense a9a (LIBSVM's a9a and
+a9a.t, 123 features; ``--data`` is the folder holding
+``a9a-adult-libsvm/``): time and test NLL; and a Poisson model with a
+Gaussian random effect per count, ``Poisson(Exp(Add(SumMultiply('d,d->',
+X_rows, w), e)))`` with ``e_n ~ N(0, 1 / tau)``, ``tau ~ Gamma(1, 1)``,
+against ``SVIOverdispersedPoissonRegression(random_state=0)`` on the
+simulated counts of ``benchmarks/defaults.py``'s overdispersed case: time
+and test mean Poisson deviance.
+
 How to run
 ----------
 BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
@@ -71,6 +86,7 @@ BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
     python benchmarks/networks.py --n-samples 200000 --repeats 3 --starts 3
     python benchmarks/networks.py --against-mixture --repeats 3
     python benchmarks/networks.py --pca --repeats 5
+    python benchmarks/networks.py --nonconjugate --repeats 3 --data ../shared/data
 """
 
 import argparse
@@ -318,6 +334,76 @@ def pca(repeats):
                            [False, True, True]))
 
 
+def nonconjugate(repeats, data):
+    """Link nodes against the GLM estimators they equal: a9a logistic, overdispersed counts."""
+    import warnings
+
+    from defaults import a9a, counts, nll, poisson_deviance
+
+    from skvi import SVILogisticRegression, SVIOverdispersedPoissonRegression
+    from skvi.networks import (Add, Bernoulli, Exp, Gamma, GaussianARD, Logistic, Poisson,
+                               SumMultiply, SVIBayesianNetwork)
+
+    def ones(A):
+        return np.column_stack([A, np.ones(A.shape[0])])
+
+    def logistic(X_rows):
+        precision = np.r_[np.ones(X_rows.shape[1] - 1), 0.01]
+        w = GaussianARD(0.0, precision, shape=(X_rows.shape[1],), name="w")
+        return Bernoulli(Logistic(SumMultiply("d,d->", X_rows, w)), name="y")
+
+    def random_effect(X_rows):
+        precision = np.r_[np.ones(X_rows.shape[1] - 1), 0.01]
+        w = GaussianARD(0.0, precision, shape=(X_rows.shape[1],), name="w")
+        tau = Gamma(1.0, 1.0, name="tau")
+        e = GaussianARD(0.0, tau, plates=(X_rows.shape[0],), name="e")
+        return Poisson(Exp(Add(SumMultiply("d,d->", X_rows, w), e)), name="y")
+
+    X, y, X_test, y_test = a9a(data)
+    X, X_test = X.toarray(), X_test.toarray()
+    y01, y01_test = (y > 0).astype(float), (y_test > 0).astype(float)
+    C, c, C_test, c_test = counts(True)
+    cases = [
+        ("a9a logistic", "SVILogisticRegression(random_state=0)",
+         lambda: SVILogisticRegression(random_state=0).fit(X, y),
+         lambda m: nll(m.predict_proba(X_test), y_test, m.classes_), "test NLL"),
+        ("a9a logistic", "network Bernoulli(Logistic(.))",
+         lambda: SVIBayesianNetwork(model=logistic, random_state=0).fit(ones(X), y01),
+         lambda m: nll(m.predict_proba(ones(X_test)), y01_test, np.array([0.0, 1.0])),
+         "test NLL"),
+        ("overdispersed counts", "SVIOverdispersedPoissonRegression(random_state=0)",
+         lambda: SVIOverdispersedPoissonRegression(random_state=0).fit(C, c),
+         lambda m: poisson_deviance(c_test, m.predict(C_test)), "test deviance"),
+        ("overdispersed counts", "network Poisson(Exp(. + e))",
+         lambda: SVIBayesianNetwork(model=random_effect, random_state=0).fit(ones(C), c),
+         lambda m: poisson_deviance(c_test, m.predict(ones(C_test))), "test deviance"),
+    ]
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
+    print(f"a9a dense {X.shape[0]} x {X.shape[1]} (test {X_test.shape[0]}); counts "
+          f"{C.shape[0]} x {C.shape[1]} (test {C_test.shape[0]}); best of {repeats} "
+          "interleaved fits; BLAS on one thread\n")
+    times = {i: [] for i in range(len(cases))}
+    scores = {}
+    with one_blas_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(repeats):
+            for i, (_, _, fit, score, _) in enumerate(cases):
+                start = time.perf_counter()
+                model = fit()
+                times[i].append(time.perf_counter() - start)
+                scores[i] = (score(model), getattr(model, "n_iter_", ""))
+    body = []
+    for i, (case, method, _, _, measure) in enumerate(cases):
+        ref = i - i % 2
+        best, best_ref = min(times[i]), min(times[ref])
+        body.append([case, method, f"{best:.2f}", str(scores[i][1]), measure,
+                     f"{scores[i][0]:.5f}", f"{best / best_ref:.2f}x",
+                     f"{scores[i][0] - scores[ref][0]:+.5f}"])
+    print(format_table(["case", "method", "best s", "passes", "measure", "value",
+                        "time / GLM", "value - GLM"], body,
+                       [False, False, True, True, False, True, True, True]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-samples", type=int, default=200_000)
@@ -334,7 +420,16 @@ def main(argv=None):
                         help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
     parser.add_argument("--pca", action="store_true",
                         help="time BayesPy's PCA example: skvi against BayesPy with rotations")
+    parser.add_argument("--nonconjugate", action="store_true",
+                        help="time the link nodes against the GLM estimators they equal")
+    parser.add_argument("--data", default=None,
+                        help="folder of the data sets (default: skvi's data home)")
     args = parser.parse_args(argv)
+    if args.nonconjugate:
+        from skvi.datasets import get_data_home
+
+        nonconjugate(args.repeats, args.data or str(get_data_home()))
+        return
     if args.pca:
         pca(args.repeats)
         return

@@ -29,12 +29,17 @@ from skvi import (
 )
 from skvi.engine import ContractError, RowStatistics, check_model
 from skvi.networks import (
+    Add,
+    Bernoulli,
     Categorical,
     Dirichlet,
+    Exp,
     Gamma,
     Gaussian,
     GaussianARD,
+    Logistic,
     Mixture,
+    Poisson,
     SumMultiply,
     SVIBayesianNetwork,
     Wishart,
@@ -163,6 +168,18 @@ def _regression_builder(X_rows):
     return GaussianARD(SumMultiply("d,d->", X_rows, w), tau, name="y")
 
 
+def _logistic_builder(X_rows):
+    w = GaussianARD(0, 1.0, shape=(X_rows.shape[1],), name="w")
+    return Bernoulli(Logistic(SumMultiply("d,d->", X_rows, w)), name="y")
+
+
+def _random_effect_builder(X_rows):
+    w = GaussianARD(0, 1.0, shape=(X_rows.shape[1],), name="w")
+    tau = Gamma(1.0, 1.0, name="tau")
+    e = GaussianARD(0.0, tau, plates=(X_rows.shape[0],), name="e")
+    return Poisson(Exp(Add(SumMultiply("d,d->", X_rows, w), e)), name="y")
+
+
 def _cases():
     rng = np.random.RandomState(0)
     n = 300
@@ -205,6 +222,13 @@ def _cases():
             SVIBayesianNetwork(model=_regression_builder, random_state=0),
             Xl,
             yl,
+        ),
+        ("network_logistic", SVIBayesianNetwork(model=_logistic_builder), Xl, yb),
+        (
+            "network_random_effect",
+            SVIBayesianNetwork(model=_random_effect_builder, random_state=0),
+            Xl,
+            yp,
         ),
     ]
 

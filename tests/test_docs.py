@@ -384,6 +384,25 @@ def check_engine(ns):
 
 
 def check_networks(ns):
+    # The non-conjugate links: the logistic network is the GLM's posterior;
+    # the random-effect network finds the simulation's weights and variance;
+    # VB's softmax network is the multinomial GLM's posterior.
+    from skvi import SVILogisticRegression
+
+    np.testing.assert_allclose(
+        ns["clf"].nodes_["w"].get_moments()[0],
+        np.r_[ns["glm"].coef_[0], ns["glm"].intercept_],
+        rtol=1e-6,
+    )
+    counts = ns["overdispersed"]
+    np.testing.assert_allclose(counts.nodes_["w"].get_moments()[0], [0.4, -0.3, 0.5], atol=0.05)
+    assert 1 / counts.nodes_["tau"].get_moments()[0] == pytest.approx(0.25, abs=0.05)
+    multinomial = SVILogisticRegression(
+        prior_variance=1.0, learning_method="batch", expectation="quadrature", tol=1e-12
+    ).fit(ns["X_three"][:, :2], ns["y_three"])
+    np.testing.assert_allclose(
+        ns["W_softmax"].get_moments()[0].ravel(), multinomial.posterior_mean_, rtol=1e-5, atol=1e-6
+    )
     # BayesPy's regression model 2: the Normal-Gamma posterior, in closed form.
     X, y = ns["X_line"], ns["y_line"]
     Ln = 1e-6 * np.eye(2) + X.T @ X

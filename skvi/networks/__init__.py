@@ -6,7 +6,9 @@ scikit-learn estimator on the shared engine (:class:`SVIBayesianNetwork`)
 with batch, online and streaming fits.  The algorithms are those of
 Langseth and Nielsen, "Variational inference: scalable solutions", and
 Paquet, "On the convergence of stochastic variational inference in Bayesian
-networks".
+networks".  Link nodes (:class:`Logistic`, :class:`Exp`, :class:`Softmax`,
+:class:`Ordinal`) put Bernoulli, Poisson and categorical observations under
+Gaussian predictors, fitted by Monte Carlo structured SVI.
 """
 
 from ._deterministic import Dot, SumMultiply
@@ -56,3 +58,7 @@ __all__ += ["Add", "CategoricalMoments", "Gate", "Take"]
 from ._gaussian_gamma import GaussianGamma  # noqa: E402
 
 __all__ += ["GaussianGamma"]
+
+from ._links import Exp, Logistic, Ordinal, Softmax  # noqa: E402
+
+__all__ += ["Exp", "Logistic", "Ordinal", "Softmax"]

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._contract import MAX_LABELS, contract
-from ._moments import MomentsKind
+from ._moments import FixedGaussianMoments, MomentsKind
 from ._node import _CLOCK, Node, _as_parent, _children_total, _ready_parents
 from ._plates import NetworkError, broadcast_plates, sum_to_plates
 
@@ -295,13 +295,26 @@ class SumMultiply(_CachedMoments):
         shape = tuple(n for n in a.shape[:lead] if n != 1) + a.shape[lead:]
         return a.reshape(shape), labels + self._key_labels(keys, order)
 
+    def _operands(self, u, keys, order):
+        """Moment ``order`` of an operand as labelled arrays: itself, or a fixed value twice.
+
+        A fixed value's second moment ``x x^T`` is the value under the keys
+        and again under their primed copies: the sums never make the outer
+        products (``n d^2`` numbers of a design matrix).
+        """
+        if order == 1 and isinstance(u, FixedGaussianMoments) and u.pending:
+            a, lab = self._operand(u.first, keys, 0)
+            K = self._plate0 // 2
+            return [(a, lab), (a, lab[: len(lab) - len(keys)] + [K + k for k in keys])]
+        return [self._operand(u[order], keys, order)]
+
     def _planned_moment(self, key, order):
         """Moment ``order`` of f: one planned contraction over the operands' moments."""
         arrays, labels = [], []
         for u, keys in zip(key, self._labels):
-            a, lab = self._operand(u[order], keys, order)
-            arrays.append(a)
-            labels.append(lab)
+            for a, lab in self._operands(u, keys, order):
+                arrays.append(a)
+                labels.append(lab)
         present = {lab for lab_list in labels for lab in lab_list}
         plates = [self._plate0 + j for j in range(len(self.plates))]
         out_keys = self._key_labels([ord(c) - ord("a") for c in self._out], order)
@@ -377,9 +390,9 @@ class SumMultiply(_CachedMoments):
         arrays, labels = [a], [lab]
         for j, (p, keys) in enumerate(zip(self.parents, self._labels)):
             if j != index:
-                a, lab = self._operand(p.u[order], keys, order)
-                arrays.append(a)
-                labels.append(lab)
+                for a, lab in self._operands(p.u, keys, order):
+                    arrays.append(a)
+                    labels.append(lab)
         own = self._key_labels(self._labels[index], order)
         present = {x for lab in labels for x in lab}
         K = self._plate0 // 2

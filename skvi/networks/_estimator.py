@@ -37,8 +37,10 @@ from ..engine import Factor, ModelSettings, RowGroupSpec, RowStatistics, SVIEsti
 from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
 from ..engine.step import update_factor
+from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS
 from ._declared import CHECK_SIZES, Declaration, _Network
 from ._fit_rotate import FitRotations
+from ._links import has_links, link_update_rules, narrowed_start
 from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
@@ -175,6 +177,16 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         ``False``: plain passes.  Online steps and the start's sweeps (from
         random draws, where a rotation can lead the column precisions to
         switch off columns the data need) are not rotated.
+    algorithm : {'mc-ssvi', 'h-mc-ssvi', 's-dsvi'}, default='mc-ssvi'
+        How the global Gaussian nodes above a link (:class:`Logistic`,
+        :class:`Exp`, :class:`Softmax`, :class:`Ordinal`) step, the Monte
+        Carlo structured SVI paper's algorithms as in the GLM estimators:
+        natural-gradient steps on mean and covariance (the VMP update, for
+        every other node too), a natural-gradient covariance and an AdaGrad
+        mean, or AdaGrad on the mean and the Cholesky factor
+        (:mod:`skvi.update_rules`).
+    gradient_learning_rate : float, default=0.5
+        AdaGrad's global learning rate for ``'h-mc-ssvi'`` and ``'s-dsvi'``.
 
     Attributes
     ----------
@@ -240,6 +252,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         "init_draws": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "accelerate": [StrOptions({"rotate"}), Options(bool, {False})],
+        **UPDATE_RULE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -255,6 +268,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         init_draws=5,
         n_init=1,
         accelerate="rotate",
+        algorithm="mc-ssvi",
+        gradient_learning_rate=0.5,
         learning_method="batch",
         batch_size=1000,
         max_iter=200,
@@ -279,6 +294,8 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.init_draws = init_draws
         self.n_init = n_init
         self.accelerate = accelerate
+        self.algorithm = algorithm
+        self.gradient_learning_rate = gradient_learning_rate
         self.learning_method = learning_method
         self.batch_size = batch_size
         self.max_iter = max_iter
@@ -412,6 +429,15 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             row_groups=groups,
             local_depends_on_globals=True,
             parallel=True,
+            # A link's message makes a Gaussian's update a Newton-like
+            # fixed-point step (Monte Carlo structured SVI), which can
+            # overshoot: a batch step must not lower the ELBO, each starting
+            # again from the full step (a damped Newton iteration).
+            batch_steps="line_search" if has_links(nodes.values()) else "blend",
+            transient=("_bound_memo",),
+            update_rules=link_update_rules(
+                nodes, glob, self.algorithm, self.gradient_learning_rate
+            ),
             # On a cluster, the start's rows: its draws' subsample and the
             # larger one it refines the kept draw on.
             start_sample_size=REFINE_ROWS * self.init_rows,
@@ -498,10 +524,11 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         for n in latent_local:
             if init_random is not None:
                 nodes[n].initialize_from_random(init_random)
-            elif len(latent_local) == 1:
+            elif len(latent_local) == 1 and not has_links(nodes.values()):
                 # One local node: its update reads messages that never depend
                 # on its own moments, so its start is not computed (zeros
-                # stand for it until the update sets q).
+                # stand for it until the update sets q).  A link's message
+                # does depend on them: its fixed point is iterated.
                 node = nodes[n]
                 node.u = [np.broadcast_to(0.0, node.plates + d) for d in node.dims]
             else:
@@ -513,7 +540,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
     def _local_sweeps(self, nodes, latent_local):
         if not latent_local:
             return
-        if len(latent_local) == 1:
+        if len(latent_local) == 1 and not has_links(nodes.values()):
             nodes[latent_local[0]].update()
             return
         last = None
@@ -676,6 +703,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         rows = X
         if n_all > self.init_rows:
             rows = X[np.sort(random_state.choice(n_all, self.init_rows, replace=False))]
+        if has_links(nodes.values()):
+            net = self._network(rows)
+            self._set_globals(net, glob, params)
+            for n in latent_local:
+                net[n].initialize_from_prior()
+            params = {n: Factor(v) for n, v in narrowed_start(net, params, glob).items()}
         if latent_local:
             # BayesPy's start: the local nodes from a random draw, then sweeps
             # of VMP on a subsample (where random assignments break symmetry
@@ -726,6 +759,12 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
             params[n] = Factor(self._global_target(n, params, stats, scale))
 
     def _local_step(self, X, params):
+        memo = self.__dict__.get("_bound_memo")
+        if memo is not None and memo[0] is X:
+            glob = self._template()[3]
+            if all(a is params[n] for a, n in zip(memo[1], glob)):
+                self.__dict__.pop("_bound_memo", None)
+                return memo[2]
         return self._local_network(X, params)
 
     def _expected_stats(self, name, X, local, params):
@@ -790,9 +829,14 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return update_factor(self, name, current, stats, ctx, target=target)
 
     def _local_bound(self, X, local, params):
+        _, y_name, latent_local, glob = self._template()
         if local is None:
             local = self._local_network(X, params)
-        _, y_name, latent_local, glob = self._template()
+            if has_links(local.values()):
+                # A batch step's test of the ELBO made the next local step at
+                # these globals (the links' expectations, the rows' moments):
+                # kept for it (``_local_step``).
+                self._bound_memo = (X, tuple(params[n] for n in glob), local)
         self._set_globals(local, glob, params)
         return float(sum(local[n].lower_bound_contribution() for n in latent_local + [y_name]))
 
@@ -802,6 +846,7 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         return float(sum(nodes[n].lower_bound_contribution() for n in glob))
 
     def _on_params_updated(self):
+        self.__dict__.pop("_bound_memo", None)  # a fit's: it holds the rows
         nodes, _, latent_local, glob = self._template()
         self._set_globals(nodes, glob, self.natural_params_)
         self.nodes_ = {n: nodes[n] for n in glob}
@@ -975,4 +1020,6 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         if self._takes_inputs and y is None:
             raise ValueError("this network was fitted on (X, y): score(X, y) needs y")
         rows = self._fitted_rows(X, y)
-        return self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
+        bound = self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
+        self.__dict__.pop("_bound_memo", None)
+        return bound

@@ -51,6 +51,44 @@ def _outer(x, ndim):
     return (flat[..., :, None] * flat[..., None, :]).reshape(plates + shape + shape)
 
 
+class FixedGaussianMoments(list):
+    """``[x, x x^T]`` of a fixed Gaussian value, the outer products made when first read.
+
+    A design matrix of ``n`` rows and ``d`` inputs as a :class:`SumMultiply`
+    operand (a regression's ``SumMultiply('d,d->', X_rows, w)``) has
+    ``n d^2`` second moments, more memory than the rows themselves by a
+    factor ``d``; a sum of products needs only ``x`` twice
+    (:attr:`first`), and reads them so.  Any other reader gets the
+    products, computed once.
+    """
+
+    def __init__(self, x, ndim):
+        super().__init__([x, None])
+        self.first = x
+        self._ndim = ndim
+
+    @property
+    def pending(self):
+        """Whether the outer products are not made yet."""
+        return list.__getitem__(self, 1) is None
+
+    def _full(self):
+        if self.pending:
+            list.__setitem__(self, 1, _outer(self.first, self._ndim))
+        return list(list.__iter__(self))
+
+    def __getitem__(self, index):
+        if index == 0:
+            return self.first
+        return self._full()[index]
+
+    def __iter__(self):
+        return iter(self._full())
+
+    def __reduce__(self):
+        return (FixedGaussianMoments, (self.first, self._ndim))
+
+
 class MomentsKind:
     """What a node's moments are: a family name and the shape of each moment array.
 
@@ -169,7 +207,7 @@ class MomentsKind:
                     raise ValueError(f"a value of shape {x.shape} is not a {self.describe}")
                 x = np.broadcast_to(x, full).copy()
             _require(expfam.UnivariateGaussian.in_support(x), x, "finite (a Gaussian's mean)")
-            return [x, _outer(x, nd)]
+            return FixedGaussianMoments(x, nd)
         if name in ("gamma", "gamma_shape", "wishart_dof", "poisson"):
             if name == "poisson":
                 _require(count_in_support(x), x, "a count (a finite non-negative integer)")

@@ -22,6 +22,8 @@ def _probabilities(node):
     """``E[p]`` of a Dirichlet (or Beta) node or of fixed probabilities: ``plates + (K,)``."""
     if isinstance(node, _ClusterAxisLast):
         return node._move(_probabilities(node.parents[0]), 1)
+    if hasattr(node, "_mean_probabilities"):  # a link: E[sigmoid(f)], E[softmax(F)]
+        return node._mean_probabilities()
     if isinstance(node, Constant) or node.phi is None:
         return np.exp(node.u[0])
     if isinstance(node, Dirichlet):

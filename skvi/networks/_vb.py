@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from . import _extrapolate, _rotate
+from ._links import links_below
 from ._node import Node
 from ._stochastic import Stochastic
 from ._plates import NetworkError
@@ -104,7 +105,9 @@ class _Sweeps:
     def record(self, L):
         """Count a sweep that ended at bound ``L``: history, callback, log, bar, a fall warned."""
         vb = self.vb
-        checked = not vb.ignore_bound_checks
+        # A link's message makes an update a Newton-like fixed-point step,
+        # which may lower the bound: not a disagreement to warn about.
+        checked = not vb.ignore_bound_checks and not getattr(vb, "_nonconjugate", False)
         if checked and self.history and np.isfinite(self.history[-1]) and np.isfinite(L):
             _warn_fall(self.history[-1], L, vb.iter + 1)
         self.history.append(L)
@@ -237,7 +240,13 @@ class VB:
         message containing "lower bound decreased", as BayesPy's): a VMP
         sweep never lowers the bound, so a fall says that a node's update
         and its bound term disagree.  A bound that is not finite stops the
-        sweeps with a warning.
+        sweeps with a warning.  Above a link (:class:`~skvi.networks.Logistic`,
+        :class:`~skvi.networks.Exp`, :class:`~skvi.networks.Softmax`) an
+        update is a Monte Carlo structured SVI step, a full Newton-like
+        fixed-point step that may lower the bound: a fall is not warned
+        about, and the sweeps stop when the bound changes by at most the
+        tolerance either way (:class:`~skvi.networks.SVIBayesianNetwork`
+        damps those steps so that the bound never falls).
 
         Parameters
         ----------
@@ -294,6 +303,7 @@ class VB:
         self.converged = False
         rotations = _rotate.find_rotations(nodes) if accelerate == "rotate" else ()
         extrapolate = accelerate == "extrapolate"
+        self._nonconjugate = links_below(nodes)
         run = _Sweeps(self, nodes, repeat, bar, verbose, rotations)
         try:
             while run.left():
@@ -357,7 +367,12 @@ class VB:
         """Whether the sweeps since ``history[start]`` rose by at most the tolerance (they stop)."""
         if (start < 0 and len(history) < -start) or not np.isfinite(history[start]):
             return False
-        if self._converged(history[start], history[-1], tol):
+        L0, L1 = history[start], history[-1]
+        if getattr(self, "_nonconjugate", False):
+            # Non-conjugate steps may lower the bound: they converge when it
+            # changes by at most the tolerance either way.
+            L0, L1 = L1 - abs(L1 - L0), L1
+        if self._converged(L0, L1, tol):
             self.converged = True
             return True
         return False
