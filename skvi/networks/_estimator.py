@@ -22,19 +22,15 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.base import TransformerMixin
 from sklearn.utils import gen_batches
-from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import (
     check_array,
     check_consistent_length,
-    check_is_fitted,
     validate_data,
 )
 
 from ..engine import Factor, ModelSettings, RowGroupSpec, RowStatistics, SVIEstimator
-from ..engine import blockwise_elsewhere
 from ..engine.data import Rows, check_row_weights
 from ..engine.step import update_factor
 from ..update_rules import UPDATE_RULE_PARAMETER_CONSTRAINTS
@@ -44,7 +40,7 @@ from ._links import has_links, link_update_rules, narrowed_start
 from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
-from ._predictive import predictive_mean
+from ._predictive import NetworkPredictions
 from ._stochastic import Stochastic, _propagate_masks
 
 __all__ = ["SVIBayesianNetwork"]
@@ -101,7 +97,7 @@ class _NodeMoments:
         return tuple(moments)
 
 
-class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
+class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     """A Bayesian network of your own, fitted by VMP (batch) or SVI (online, streams).
 
     ``model`` is a function ``builder(n_rows)`` that declares the network
@@ -852,174 +848,3 @@ class SVIBayesianNetwork(TransformerMixin, SVIEstimator):
         self.nodes_ = {n: nodes[n] for n in glob}
         self.global_nodes_ = list(glob)
         self.local_nodes_ = list(latent_local)
-
-    # ------------------------------------------------------------ public API
-    def _fitted_rows(self, X, y=None):
-        """Validated rows: with the observed values when given (inputs: y; else X)."""
-        check_is_fitted(self, "natural_params_")
-        if not self._takes_inputs:
-            X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
-            return Rows(X, None, None)
-        if y is None:
-            X = validate_data(self, X, reset=False, dtype=np.float64)
-            return Rows(X, None, None)
-        return self._prepare_data(X, y, None, reset=False)
-
-    def _predictive_network(self, rows):
-        """The rows' network at the fitted globals, nothing observed: locals from their prior."""
-        _, y_name, latent_local, glob = self._template()
-        nodes = self._network(rows)
-        self._set_globals(nodes, glob, self.natural_params_)
-        for n in latent_local:  # parents first: each local node's prior given its parents
-            nodes[n].initialize_from_prior()
-        return nodes, nodes[y_name]
-
-    def transform(self, X, y=None):
-        """The posterior mean of a local node for each row of X (globals fixed).
-
-        For a mixture's assignments, the responsibilities.  With a builder of
-        the inputs, X are the rows' inputs and ``y`` their observations; without
-        ``y`` the local nodes are at their prior given the inputs and globals.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows (the observations, or with ``fit(X, y)`` the inputs).
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
-            The rows' observations, for a network fitted on ``(X, y)``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_values)
-            ``E_q`` of ``transform_node``'s variable, one row per row of X.
-        """
-        rows = self._fitted_rows(X, y)
-        _, _, latent_local, _ = self._template()
-        if not latent_local:
-            raise NetworkError("the network has no local latent node to transform to")
-        name = self.transform_node or latent_local[0]
-        if name not in latent_local:
-            raise ValueError(
-                f"transform_node={name!r} is not a local latent node; they are {latent_local}"
-            )
-        if self._takes_inputs and y is None:
-            nodes, _ = self._predictive_network(rows)
-        else:
-            nodes = self._local_network(rows, self.natural_params_)
-        u = np.asarray(nodes[name].get_moments()[0])
-        return u.reshape(rows.shape[0], -1)
-
-    def get_feature_names_out(self, input_features=None):
-        """The names of :meth:`transform`'s columns: the local node's name and an index.
-
-        Parameters
-        ----------
-        input_features : None
-            Ignored (the columns are the local node's values, not X's).
-
-        Returns
-        -------
-        ndarray of str
-            ``'<node><i>'`` for each column, as ``set_output`` names them.
-        """
-        check_is_fitted(self, "natural_params_")
-        nodes, _, latent_local, _ = self._template()
-        name = self.transform_node or (latent_local[0] if latent_local else None)
-        if name not in latent_local:
-            raise NetworkError("the network has no local latent node to transform to")
-        node = nodes[name]
-        plates = list(node.plates)
-        del plates[self._declaration.row_axis[name]]
-        width = math.prod(plates) * math.prod(node.dims[0])
-        return np.asarray([f"{name}{i}" for i in range(width)], dtype=object)
-
-    def _fitted_on_inputs(self):
-        # predict and predict_proba exist for a network fitted on (X, y).
-        return self._takes_inputs
-
-    @available_if(_fitted_on_inputs)
-    @blockwise_elsewhere
-    def predict(self, X):
-        """The posterior predictive mean of the observed node for the inputs X.
-
-        ``E[y] = E_q[E[y | parents]]`` at the fitted globals, the rows' local
-        nodes at their prior given the inputs: ``X E[w]`` for a regression's
-        ``SumMultiply('d,d->', X, w)``; a mixture's responsibilities times its
-        clusters' means.  For a categorical node, the most probable category.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows' inputs (a network fitted on ``(X, y)``).
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            One prediction per row, shaped as the ``y`` of the fit.
-        """
-        mean, observed = self._predictive(X)
-        if observed._kind.name == "categorical":
-            return np.argmax(mean, axis=-1).reshape(mean.shape[0], -1).squeeze(axis=1)
-        mean = mean.reshape(mean.shape[0], -1)
-        return mean[:, 0] if self._y_1d and mean.shape[1] == 1 else mean
-
-    @available_if(_fitted_on_inputs)
-    @blockwise_elsewhere
-    def predict_proba(self, X):
-        """The posterior predictive class probabilities of a categorical or Bernoulli node.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The rows' inputs (a network fitted on ``(X, y)``).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-            ``P(y = k)`` per row (a Bernoulli's classes 0 and 1).
-        """
-        mean, observed = self._predictive(X)
-        kind = observed._kind.name
-        if kind not in ("categorical", "bernoulli") or observed.plates[1:]:
-            raise NetworkError(
-                f"{observed.describe()}: predict_proba needs a categorical or Bernoulli "
-                f"observed node with one value per row, got a {observed._kind.describe} "
-                f"with plates {observed.plates}"
-            )
-        if kind == "bernoulli":
-            return np.column_stack([1.0 - mean, mean])
-        return np.asarray(mean)
-
-    def _predictive(self, X):
-        check_is_fitted(self, "natural_params_")
-        if not self._takes_inputs:
-            raise NetworkError(
-                "predict needs a network of inputs, fitted on (X, y) with a builder of the "
-                "inputs; this one was fitted on X alone"
-            )
-        rows = self._fitted_rows(X)
-        _, observed = self._predictive_network(rows)
-        return np.asarray(predictive_mean(observed)), observed
-
-    def score(self, X, y=None):
-        """The data part of the ELBO per row: globals fixed, the rows' local nodes optimised.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows (the observations, or with ``fit(X, y)`` the inputs).
-        y : array-like or None, default=None
-            The rows' observations, for a network fitted on ``(X, y)``;
-            ignored otherwise.
-
-        Returns
-        -------
-        float
-            ``(E_q[log p(y, locals | globals)] - E_q[log q(locals)]) / n_samples``.
-        """
-        if self._takes_inputs and y is None:
-            raise ValueError("this network was fitted on (X, y): score(X, y) needs y")
-        rows = self._fitted_rows(X, y)
-        bound = self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
-        self.__dict__.pop("_bound_memo", None)
-        return bound
