@@ -130,7 +130,7 @@ def test_total_samples_fixed_scales_statistics():
 class StreamingBayesGamma(OneGamma):
     """OneGamma whose 'auto' streams take streaming variational Bayes' steps."""
 
-    _settings = ModelSettings({"g": Gamma}, stream_steps="bayes")
+    _settings = ModelSettings({"g": Gamma}, stream={"steps": "bayes"})
     initial = (0.0, 0.0)  # what the initial globals add to the prior
 
     def _initialize_globals(self, X, random_state, summary):

@@ -158,12 +158,6 @@ def _uses(settings, field):
     return value != default
 
 
-#: Settings that serve one model still (no general concept found yet): the
-#: mixture's start that counts as data, the sparse GP regressor's ELBO
-#: tolerance, and LDA's scikit-learn stream.  A new one must not join them.
-ONE_MODEL_SETTINGS = {"initial_globals_are_data", "elbo_tolerance", "batches", "stream_steps"}
-
-
 def _settings_users():
     import inspect
 
@@ -177,24 +171,12 @@ def _settings_users():
 
 
 def test_model_settings_are_few_and_shared():
-    # A setting serves at least two estimators, or is one of the few known
-    # to serve one model (which then uses it); at most 16 in all.
-    users = _settings_users()
-    assert len(users) <= 16
-    shared = {field for field, names in users.items() if len(names) >= 2}
-    assert set(users) - shared == ONE_MODEL_SETTINGS, {f: users[f] for f in set(users) - shared}
-    assert all(len(users[field]) == 1 for field in ONE_MODEL_SETTINGS), users
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the contract's target: at most 12 settings, each used by at least two estimators; "
-    "ONE_MODEL_SETTINGS still serve one model each",
-)
-def test_model_settings_meet_the_target_of_twelve_shared():
+    # The contract's target: at most 12 settings, each used by at least two
+    # estimators; what serves one model is its own code.
     users = _settings_users()
     assert len(users) <= 12
-    assert all(len(names) >= 2 for names in users.values())
+    lonely = {field: names for field, names in users.items() if len(names) < 2}
+    assert not lonely, lonely
 
 
 def test_no_module_outgrows_a_reading():

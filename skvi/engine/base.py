@@ -573,8 +573,7 @@ class SVIEstimator(BaseEstimator):
         if (
             not self.converged_
             and not run.stopped
-            and settings.warn_not_converged
-            and conv.mode != "none"
+            and conv.warns
             and self.tol > 0
             and max_passes(self) > 1
         ):
@@ -654,9 +653,9 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
             # A stream of unknown length whose model takes streaming Bayes'
             # steps uses the schedule for its first step's weight only.
-            bayes = self.total_samples == "auto" and settings.stream_steps == "bayes"
+            bayes = self.total_samples == "auto" and settings.stream_choice("steps") == "bayes"
             st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
-            st.stream.remember(self, settings.initial_globals_are_data)
+            st.stream.remember(self, settings.stream_choice("start") == "data")
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False
@@ -665,7 +664,7 @@ class SVIEstimator(BaseEstimator):
         run = _Run(self, "partial_fit", start, st.elapsed)
         st.calls += 1
         n = data.shape[0]
-        if st.settings.batches == "remainder":
+        if st.settings.stream_choice("batches") == "remainder":
             batches = list(gen_batches(n, self.batch_size))
         else:
             batches = even_batches(n, self.batch_size)

@@ -636,7 +636,7 @@ n_samples_seen_, n_rejected_steps_
         # tolerance is per sample, as scikit-learn's.
         return ModelSettings(
             {"weights": Dirichlet, "components": self._covariance.family},
-            initial_globals_are_data=True,
+            stream={"start": "data"},
             convergence=self._per_sample_converged,
             start_sample_size=start.init_rows(
                 self.n_components, getattr(self, "n_features_in_", 0)

@@ -483,7 +483,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         # halving persists (docs/sparse_gp_benchmark.md).  The other objectives reach
         # their optimum in one step.
         if self.objective == "predictive":
-            return self._settings_for(batch_steps="no_decrease", elbo_tolerance=1e-12)
+            return self._settings_for(batch_steps="no_decrease", tolerance={"elbo": 1e-12})
         return self._settings_for()
 
     def _initialize_globals(self, data, random_state, summary):
