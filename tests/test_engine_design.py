@@ -84,6 +84,26 @@ def test_models_override_few_engine_methods_and_no_fit_loop():
     assert not any(pools.search(text) for text in sources)
 
 
+def test_no_model_overrides_the_loop_or_the_split():
+    # fit, partial_fit and the map-reduce split are the engine's alone: a
+    # model is told the engine's decisions (FitContext, StepContext) in its
+    # hooks instead of redefining the loop.  Running the engine's own method
+    # under a resource limit (the GLMs' BLAS threads) redefines nothing.
+    loop = ("fit", "partial_fit", "compute_statistics", "apply_statistics", "elbo")
+    for cls in _estimator_classes():
+        for base in cls.__mro__:
+            if base.__module__.startswith(("skvi.engine", "sklearn")):
+                continue
+            redefined = [
+                name
+                for name in loop
+                if name in base.__dict__
+                and getattr(base.__dict__[name], "__wrapped__", None)
+                is not getattr(SVIEstimator, name)
+            ]
+            assert not redefined, f"{base.__qualname__} redefines {redefined}"
+
+
 def _settings_after_small_fits():
     """Each estimator's ModelSettings after a small fit, for the settings its parameters choose."""
     import warnings

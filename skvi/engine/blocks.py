@@ -8,6 +8,7 @@ memory or where the blocks are held; they need nothing but numpy.
 """
 
 import copy
+import inspect
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,7 @@ __all__ = [
     "bound",
     "factor_statistics",
     "hyper_statistics",
+    "initialize",
     "local_step",
     "row_counts",
     "row_weights",
@@ -31,6 +33,25 @@ __all__ = [
 def sample_count(est, data):
     """``_sample_count`` of a block: its rows, or their total weight."""
     return float(est._sample_count(data))
+
+
+def initialize(est, data, random_state, summary, context=None):
+    """The model's ``_initialize_globals``, told the fit's context when it takes one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.blocks import initialize
+    >>> est = GaussianGammaVB()
+    >>> data = est._prepare_data(np.ones((5, 2)), None, None, reset=True)
+    >>> sorted(initialize(est, data, None, est._data_summary(data)))
+    ['mean', 'precision']
+    """
+    hook = est._initialize_globals
+    if context is not None and "ctx" in inspect.signature(hook).parameters:
+        return hook(data, random_state, summary, ctx=context)
+    return hook(data, random_state, summary)
 
 
 def local_step(est, data, params, draws=None, rows=None):

@@ -392,9 +392,13 @@ class Executor:
         """``_data_summary`` of all the rows (summed over blocks)."""
         return est._data_summary(data, None)
 
-    def initialize(self, est, data, random_state, summary):
-        """The model's initial globals (``_initialize_globals``) from the fit's rows."""
-        return est._initialize_globals(data, random_state, summary)
+    def initialize(self, est, data, random_state, summary, context=None):
+        """The model's initial globals (``_initialize_globals``) from the fit's rows.
+
+        ``context`` is the fit's :class:`~skvi.engine.FitContext`, which a
+        hook that takes ``ctx`` receives.
+        """
+        return _fn.initialize(est, data, random_state, summary, context)
 
     def row_counts(self, est, data, sizes):
         """Each row group's ``N_i`` from all the rows (see :func:`~skvi.engine.blocks.row_counts`)."""

@@ -206,7 +206,17 @@ class ModelSettings:
         return self.tolerance.get("probe", TOLERANCES["probe"])
 
     def stream_choice(self, key):
-        """The stream's choice ``key`` (``'batches'``, ``'steps'`` or ``'start'``), default filled in.
+        """The stream's choice ``key``, the default when the model made none.
+
+        Parameters
+        ----------
+        key : {'batches', 'steps', 'start'}
+            The choice (see the ``stream`` parameter).
+
+        Returns
+        -------
+        str
+            The model's value, or the default (the first of ``STREAM[key]``).
 
         Examples
         --------

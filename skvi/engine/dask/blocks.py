@@ -167,7 +167,7 @@ def block_prepare(estimator, X, y, sample_weight, vocabulary):
     return data, changed_attributes(before, est, data)
 
 
-def block_initialize(estimator, data, random_state, summary):
+def block_initialize(estimator, data, random_state, summary, context=None):
     """The model's initial globals from one block (or sample of rows).
 
     Parameters
@@ -180,6 +180,8 @@ def block_initialize(estimator, data, random_state, summary):
         The fit's generator, as the client holds it.
     summary : object or None
         ``_data_summary`` of all the blocks.
+    context : FitContext or None, default=None
+        The fit's context, which a hook that takes ``ctx`` is told.
 
     Returns
     -------
@@ -205,7 +207,7 @@ def block_initialize(estimator, data, random_state, summary):
     """
     est = copy.copy(estimator)
     before = dict(est.__dict__)
-    natural = est._initialize_globals(data, random_state, summary)
+    natural = _fn.initialize(est, data, random_state, summary, context)
     resident = est._settings.resident_row_groups
     # A resident group's rows start on their own blocks (block_start_rows).
     natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items() if k not in resident}
@@ -394,7 +396,7 @@ class DaskBlocks:
             self._count = self._retrying(attempt, estimator)
         return self._count
 
-    def initialize(self, estimator, random_state, summary):
+    def initialize(self, estimator, random_state, summary, context=None):
         """The model's initial globals, from the first block or a sample over every block.
 
         The settings' ``start_sample_size`` chooses: None starts from the
@@ -411,6 +413,8 @@ class DaskBlocks:
             The fit's generator; it continues from the start's state.
         summary : object or None
             ``_data_summary`` of all the blocks.
+        context : FitContext or None, default=None
+            The fit's context, sent with the start to its worker.
 
         Returns
         -------
@@ -430,7 +434,7 @@ class DaskBlocks:
             data = self._rows_future(rows)
         view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
         future = self.channel.client.submit(
-            block_initialize, view, data, random_state, summary, pure=False
+            block_initialize, view, data, random_state, summary, context, pure=False
         )
         natural, attributes, state = self.channel.gather(future)
         random_state.set_state(state)
