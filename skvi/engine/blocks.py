@@ -13,7 +13,7 @@ import inspect
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import RowGroup, RowsOfBlock, block_row_counts, row_counts, row_weights
+from .rows import RowGroup, RowsOfBlock, counts_of_ids, row_weights
 from .settings import settings_of
 from .statistics import Statistics
 
@@ -28,6 +28,20 @@ __all__ = [
     "row_counts",
     "row_weights",
 ]
+
+
+def row_counts(est, data, sizes):
+    """Each row group's (weighted) count of the data points of rows, as a tuple.
+
+    ``sizes`` holds ``(name, number of rows of the group)`` pairs.
+    """
+    counts = counts_of_ids(settings_of(est).row_groups, data, dict(sizes))
+    return tuple(counts[name] for name, _ in sizes)
+
+
+def block_row_counts(est, data, local, sizes):
+    """:func:`row_counts` as a block function (summed over blocks)."""
+    return row_counts(est, data, sizes)
 
 
 def sample_count(est, data):

@@ -401,8 +401,9 @@ class Executor:
         return _fn.initialize(est, data, random_state, summary, context)
 
     def row_counts(self, est, data, sizes):
-        """Each row group's ``N_i`` from all the rows (see :func:`~skvi.engine.blocks.row_counts`)."""
-        return _fn.row_counts(est, data, sizes)
+        """Each row group's ``N_i`` from all the rows, summed over blocks (see
+        :func:`~skvi.engine.blocks.row_counts`)."""
+        return self.sum(est, _fn.block_row_counts, data, None, sizes)
 
     def blocks(self, est, data):
         """The blocks of a minibatch and the slices of its rows they hold."""

@@ -487,30 +487,22 @@ def row_weights(data):
     return getattr(data, "weight", None)
 
 
-def counts_of_ids(est, data, sizes):
+def counts_of_ids(specs, data, sizes):
     """Each group's ``N_i`` of the rows ``data``, ``{name: counts}`` (``sizes``: name to rows).
 
-    Each group's :class:`RowGroupSpec` counts them: its ``counts``, or the
-    weighted count of its ``ids``.
+    Each group's :class:`RowGroupSpec` in ``specs`` (a model's settings'
+    ``row_groups``) counts them: its ``counts``, or the weighted count of
+    its ``ids``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.rows import RowGroupSpec, counts_of_ids
+    >>> spec = RowGroupSpec(ids=lambda name, X: X[:, 0].astype(int))
+    >>> counts_of_ids({"g": spec}, np.array([[0.0], [2.0], [2.0]]), {"g": 3})
+    {'g': array([1., 0., 2.])}
     """
-    from .settings import settings_of  # the settings know the rows' specs
-
-    groups = settings_of(est).row_groups
-    return {name: groups[name].counts_of(name, data, size) for name, size in sizes.items()}
-
-
-def row_counts(est, data, sizes):
-    """Each row group's (weighted) count of the data points of rows, as a tuple.
-
-    ``sizes`` holds ``(name, number of rows of the group)`` pairs.
-    """
-    counts = counts_of_ids(est, data, dict(sizes))
-    return tuple(counts[name] for name, _ in sizes)
-
-
-def block_row_counts(est, data, local, sizes):
-    """:func:`row_counts` as a block function (summed over blocks)."""
-    return row_counts(est, data, sizes)
+    return {name: specs[name].counts_of(name, data, size) for name, size in sizes.items()}
 
 
 class RowGroups(dict):
@@ -537,7 +529,7 @@ class RowGroups(dict):
         sizes = tuple((name, group.totals.shape[0]) for name, group in self.items())
         if not sizes:
             return
-        totals = executor.sum(est, block_row_counts, data, None, sizes)
+        totals = executor.row_counts(est, data, sizes)
         counted = executor.count(est, data)
         for (name, _), total in zip(sizes, totals):
             self[name].totals = total
@@ -565,7 +557,7 @@ class RowGroups(dict):
         sizes = {name: group.totals.shape[0] for name, group in self.items()}
         if sizes:
             rows = est._sample_count(X)
-            for name, counts in counts_of_ids(est, X, sizes).items():
+            for name, counts in counts_of_ids(settings.row_groups, X, sizes).items():
                 self[name].totals += counts
                 self[name].counted += rows
 
