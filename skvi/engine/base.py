@@ -889,7 +889,7 @@ class SVIEstimator(BaseEstimator):
         return self._state_to_copy(keep_resident_rows=False)
 
     def __deepcopy__(self, memo):
-        # A copy in memory is the same fit, resident rows included; a pickle
+        # A copy in memory is the same fit, resident members included; a pickle
         # (a model stored or shipped) keeps their summary only.
         other = type(self).__new__(type(self))
         memo[id(self)] = other
@@ -912,7 +912,7 @@ class SVIEstimator(BaseEstimator):
     def _pickle_resident_rows_as_summaries(self, state, settings):
         """A resident row group travels as its summary, as after a fit on a cluster.
 
-        Its rows are the training rows' own factors (a document's
+        Its members are the training rows' own factors (a document's
         ``q(eta_d)``), not the model's: a pickle that kept them would grow
         with the training data and carry it.  What the model needs of them
         (the summary its closed forms and bound read) stays.

@@ -466,7 +466,7 @@ class Executor:
         return False
 
     def row_step(self, est, name, data, locals_, params, ctx, schedule):
-        """The step of a resident row group, where its rows are (only on a cluster)."""
+        """The step of a resident row group, where its members are (only on a cluster)."""
         raise NotImplementedError
 
 

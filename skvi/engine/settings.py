@@ -246,7 +246,7 @@ class ModelSettings:
         name : str
             The factor.
         natural : tuple of array-like, Factor or ResidentRows
-            Its natural parameters; a factor (or a cluster's resident rows)
+            Its natural parameters; a factor (or a cluster's resident members)
             is returned unchanged.
 
         Returns

@@ -46,7 +46,7 @@ RETRIES = 5
 #: Seconds before the first redo, doubled before each next one (at most 8).
 RETRY_PAUSE = 0.5
 
-#: How long a lost worker's resident rows are waited for (recomputed if they can be).
+#: How long a lost worker's resident members are waited for (recomputed if they can be).
 RECOMPUTE_SECONDS = 30
 
 
@@ -209,7 +209,7 @@ def block_initialize(estimator, data, random_state, summary, context=None):
     before = dict(est.__dict__)
     natural = _fn.initialize(est, data, random_state, summary, context)
     resident = est._settings.resident_row_groups
-    # A resident group's rows start on their own blocks (block_start_rows).
+    # A resident group's members start on their own blocks (block_start_rows).
     natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items() if k not in resident}
     return natural, changed_attributes(before, est, data), random_state.get_state()
 
@@ -229,7 +229,7 @@ def block_local_step(estimator, data, params, seed, rows=None):
     seed : int
         The seed of the block's generator for this step.
     rows : dict or None, default=None
-        The block's rows of resident row groups.
+        The block's members of resident row groups.
 
     Returns
     -------
@@ -347,7 +347,7 @@ class DaskBlocks:
         Columns of the data.
     parents : list of int or None, default=None
         For a minibatch (pieces of the fit's blocks), the fit's block of
-        each piece: its resident rows are that block's.  None: the blocks
+        each piece: its resident members are that block's.  None: the blocks
         are the fit's.
 
     Examples
@@ -460,14 +460,14 @@ class DaskBlocks:
         return natural
 
     def _rows(self, params):
-        """Each block's resident rows in ``params`` (dicts of futures), or None for none."""
+        """Each block's resident members in ``params`` (dicts of futures), or None for none."""
         handles = {k: v for k, v in params.items() if isinstance(v, ResidentRows)}
         if not handles:
             return None
         return [{k: h.states[p] for k, h in handles.items()} for p in self.parents]
 
     def row_step(self, estimator, name, locals_, params, ctx, schedule):
-        """The step of a resident group's rows, each block stepping its own where it is.
+        """The step of a resident group's members, each block stepping its own where it is.
 
         Parameters
         ----------
@@ -531,7 +531,7 @@ class DaskBlocks:
         return rows, bool(total["invalid"] == 0)
 
     def map_rows(self, handle, function, tail_shape):
-        """``function`` of every block's resident rows, as a lazy dask array in row order.
+        """``function`` of every block's resident members, as a lazy dask array in row order.
 
         Parameters
         ----------
@@ -611,7 +611,7 @@ class DaskBlocks:
             The blocks' local steps (None: the function needs none).
         *args
             Its further arguments; dicts are globals, sent once per value
-            and joined by each block's resident rows.
+            and joined by each block's resident members.
 
         Returns
         -------
@@ -633,7 +633,7 @@ class DaskBlocks:
             view = self._repeat(self.channel.view(estimator))
             if rows is None:
                 parts = self._map(function, view, self.blocks, futures, *columns)
-            else:  # the globals joined by each block's resident rows
+            else:  # the globals joined by each block's resident members
                 parts = self._map(
                     _fn.with_block_rows,
                     self._repeat(function),
@@ -683,7 +683,7 @@ class DaskBlocks:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _lost_rows(self, params):
-        """Which resident rows in ``params`` (dicts) are gone with a worker, in words, or ''."""
+        """Which resident members in ``params`` (dicts) are gone with a worker, in words, or ''."""
         from distributed import wait  # noqa: PLC0415
 
         lost = []

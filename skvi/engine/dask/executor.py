@@ -248,7 +248,7 @@ class DaskExecutor(Executor):
         return name in self.settings.resident_row_groups
 
     def row_step(self, est, name, data, locals_, params, ctx, schedule):
-        """The step of a resident group's rows, each block stepping its own where it is.
+        """The step of a resident group's members, each block stepping its own where it is.
 
         Parameters
         ----------
