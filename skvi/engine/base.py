@@ -743,7 +743,8 @@ class SVIEstimator(BaseEstimator):
 
         A batch fit, or an online fit whose rows fit in one minibatch (and
         that draws no child samples, ``children``).  A model that tunes
-        itself to it asks here rather than copy the rule.
+        itself to it reads ``only_batch_steps`` of the :class:`FitContext`
+        its start is told, or asks here, rather than copy the rule.
         """
         return self.learning_method != "online" or (children is None and n_rows <= self.batch_size)
 
