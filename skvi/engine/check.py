@@ -145,8 +145,9 @@ def _fresh(estimator, X, y):
     data = est._prepare_data(X, y, None, reset=True)
     executor = local_executor(None)
     rng = check_random_state(est.random_state)
-    context = FitContext(only_batch_steps=True)  # a batch fit's start
-    st = est._start_fit(data, executor, settings_of(est), rng, False, context)
+    settings = settings_of(est)
+    batch = est._only_batch_steps(data.shape[0], settings.children_per_row)
+    st = est._start_fit(data, executor, settings, rng, False, FitContext(only_batch_steps=batch))
     st.rows.count(est, executor, data)
     est.n_samples_seen_ = executor.count(est, data)
     est.n_iter_, est.converged_ = 0, False
