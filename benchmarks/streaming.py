@@ -55,7 +55,7 @@ def with_stream_steps(cls, rule):
         @property
         def _settings(self):
             settings = super()._settings
-            settings.stream_steps = rule
+            settings.stream = {**settings.stream, "steps": rule}
             return settings
 
     Ruled.__name__ = cls.__name__

@@ -6,6 +6,7 @@ fits take other minibatches (pieces of every block), so they agree within
 the noise of SVI.
 """
 
+import dataclasses
 import os
 import re
 import signal
@@ -275,6 +276,14 @@ def test_mixture_batch_equals_the_in_memory_fit(client, covariance_type, weighte
     _assert_same_globals(est, ref)
 
 
+class _StartedAsOnACluster(SVIBayesianGaussianMixture):
+    """An in-memory mixture whose start is told it is on a cluster (a subsample of rows)."""
+
+    def _initialize_globals(self, X, random_state, summary, ctx=None):
+        ctx = dataclasses.replace(ctx, on_cluster=True)
+        return super()._initialize_globals(X, random_state, summary, ctx)
+
+
 @pytest.mark.slow
 def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkeypatch):
     # Beyond the start's sample size the rows of the k-means start are drawn
@@ -283,9 +292,7 @@ def test_mixture_start_samples_rows_over_every_block_as_in_memory(client, monkey
     monkeypatch.setattr(mixture_start, "init_rows", lambda n_components, n_features: 200)
     X = _blobs(seed=10)
     kw = dict(n_components=3, learning_method="batch", random_state=0, max_iter=15, tol=0)
-    ref = SVIBayesianGaussianMixture(**kw)
-    ref._init_rows = 200  # the engine's fit, its start from a subsample of 200 rows
-    SVIEstimator.fit(ref, X)
+    ref = _StartedAsOnACluster(**kw).fit(X)  # its start from a subsample of 200 rows
     est = SVIBayesianGaussianMixture(**kw).fit(da.from_array(X, chunks=(300, 3)))
     _assert_same_globals(est, ref)
     # And it reaches the optimum of the start from all the rows (up to the

@@ -1,5 +1,6 @@
 """The shared engine: step safety, update bookkeeping, convergence."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -130,7 +131,7 @@ def test_total_samples_fixed_scales_statistics():
 class StreamingBayesGamma(OneGamma):
     """OneGamma whose 'auto' streams take streaming variational Bayes' steps."""
 
-    _settings = ModelSettings({"g": Gamma}, stream_steps="bayes")
+    _settings = ModelSettings({"g": Gamma}, stream={"steps": "bayes"})
     initial = (0.0, 0.0)  # what the initial globals add to the prior
 
     def _initialize_globals(self, X, random_state, summary):
@@ -425,3 +426,81 @@ def test_max_iter_none_runs_the_learning_methods_default_passes(method, passes):
     est = GaussianGammaVB(learning_method=method, batch_size=50, max_iter=None, tol=0).fit(X)
     assert est.n_iter_ == passes
     assert est.get_params()["max_iter"] is None
+
+
+class ToldGaussianGamma(GaussianGammaVB):
+    """GaussianGammaVB that records the FitContext its start and steps are told."""
+
+    def _initialize_globals(self, X, random_state, summary, ctx=None):
+        self.told_ = ctx
+        return super()._initialize_globals(X, random_state, summary)
+
+    def _update_hyperparameters(self, hyper, ctx):
+        self.step_told_ = ctx.fit
+        return False
+
+
+@pytest.mark.parametrize(
+    "params, n, partial, only_batch",
+    [
+        (dict(learning_method="batch"), 50, False, True),
+        (dict(learning_method="online", batch_size=64), 50, False, True),  # one minibatch
+        (dict(learning_method="online", batch_size=16), 50, False, False),
+        (dict(learning_method="batch", batch_size=16), 50, True, False),  # partial_fit
+    ],
+)
+def test_the_start_and_the_steps_are_told_the_engines_decisions(params, n, partial, only_batch):
+    X = np.random.RandomState(0).normal(size=(n, 2))
+    est = ToldGaussianGamma(max_iter=2, **params)
+    est.partial_fit(X) if partial else est.fit(X)
+    ctx = est.told_
+    assert (ctx.partial, ctx.only_batch_steps, ctx.on_cluster, ctx.warm) == (
+        partial,
+        only_batch,
+        False,
+        None,
+    )
+    assert est.step_told_ is ctx
+    # A pickle keeps the context without a warm start's globals.
+    assert pickle.loads(pickle.dumps(est))._svi.context.warm is None
+
+
+def test_a_warm_start_is_told_the_previous_globals():
+    from skvi import SVIBayesianGaussianMixture
+
+    class Told(SVIBayesianGaussianMixture):
+        def _initialize_globals(self, X, random_state, summary, ctx=None):
+            self.told_ = ctx
+            return super()._initialize_globals(X, random_state, summary, ctx)
+
+    X = np.random.RandomState(0).normal(size=(60, 2))
+    est = Told(n_components=2, warm_start=True, max_iter=3, random_state=0).fit(X)
+    assert est.told_.warm is None
+    before = {k: tuple(np.array(a) for a in f) for k, f in est.natural_params_.items()}
+    est.fit(X)
+    for name, arrays in before.items():
+        for a, b in zip(est.told_.warm[name], arrays):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(stream={"steps": "sometimes"}), r"stream\['steps'\] must be one of"),
+        (dict(stream={"order": "even"}), "stream takes the keys"),
+        (dict(tolerance={"bound": 1e-3}), "tolerance takes the keys"),
+    ],
+)
+def test_model_settings_refuse_unknown_choices(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ModelSettings({"g": Gamma}, **kwargs)
+
+
+def test_model_settings_fill_in_the_defaults_of_their_choices():
+    s = ModelSettings({"g": Gamma}, stream={"start": "data"}, tolerance={"elbo": 1e-12})
+    assert (s.stream_choice("start"), s.stream_choice("steps"), s.stream_choice("batches")) == (
+        "data",
+        "schedule",
+        "even",
+    )
+    assert (s.elbo_tolerance, s.probe_growth) == (1e-12, 1.0)

@@ -5,7 +5,8 @@
     every estimator runs, and the hooks a model implements.
 :mod:`skvi.engine.state`
     :class:`~skvi.engine.state.FitState`: what the engine keeps during and
-    between the steps of a fit.
+    between the steps of a fit, and :class:`FitContext`, what the hooks
+    are told of it.
 :mod:`skvi.engine.settings`
     :class:`ModelSettings`: what a model declares (its factors, row groups,
     how batch steps are judged, ...).
@@ -43,6 +44,7 @@ from .parameters import ENGINE_PARAMETER_CONSTRAINTS
 from .rows import RowGroupSpec
 from .safety import PROBE_SIZE
 from .settings import ModelSettings
+from .state import FitContext
 from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, add_statistics
 from .step import MAX_BACKOFF, StepContext
 
@@ -51,6 +53,7 @@ __all__ = [
     "Distinct",
     "ENGINE_PARAMETER_CONSTRAINTS",
     "Factor",
+    "FitContext",
     "FitRecord",
     "MAX_BACKOFF",
     "ModelSettings",

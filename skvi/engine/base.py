@@ -39,7 +39,7 @@ from .parameters import document_engine_parameters, learning_decay_warning, max_
 from .rows import ChildSample, ResidentRows, sample_children
 from .settings import settings_of
 from .step import end_of_pass, take_step, update_factor
-from .state import FitState
+from .state import FitContext, FitState, warm_globals
 
 __all__ = ["REQUIRED_HOOKS", "OPTIONAL_HOOKS", "SVIEstimator"]
 
@@ -459,16 +459,16 @@ class SVIEstimator(BaseEstimator):
         own = executor is None
         if own:
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
-        warm = getattr(self, "warm_start", False) and hasattr(self, "natural_params_")
-        n_init = 1 if warm else int(getattr(self, "n_init", 1))
+        warm = warm_globals(self)
+        n_init = 1 if warm is not None else int(getattr(self, "n_init", 1))
         # A warm start continues the previous fit: its first pass is compared
         # with that fit's last ELBO, as scikit-learn's warm start does.
-        previous = getattr(self, "lower_bound_", None) if warm else None
+        previous = getattr(self, "lower_bound_", None) if warm is not None else None
         random_state = check_random_state(self.random_state)
         try:
             best = None
             for _ in range(n_init):
-                self._fit_once(data, executor, settings, random_state, previous)
+                self._fit_once(data, executor, settings, random_state, previous, warm)
                 if n_init > 1 and (best is None or self.lower_bound_ > best["lower_bound_"]):
                     best = dict(self.__dict__)
             if best is not None:
@@ -478,18 +478,21 @@ class SVIEstimator(BaseEstimator):
                 executor.close()
         return self
 
-    def _start_fit(self, data, executor, settings, random_state, scheduled):
+    def _start_fit(self, data, executor, settings, random_state, scheduled, context):
         """A fresh engine state, the data summary, the initial globals and the rows' counts.
 
         ``scheduled``: whether the steps to come follow the schedule (an
-        online ``fit``, or ``partial_fit``), so that its parameters matter.
+        online ``fit``, or ``partial_fit``), so that its parameters matter;
+        ``context``: the fit's :class:`FitContext`, which the start and the
+        steps are told.
         """
         if scheduled and (message := learning_decay_warning(self)):
             self._warn(message, ConvergenceWarning)
         self._svi = st = FitState(self, settings, executor, random_state)
+        st.context = context
         st.parameters = self.get_params(deep=False)
         summary = executor.summary(self, data)
-        natural = executor.initialize(self, data, random_state, summary)
+        natural = executor.initialize(self, data, random_state, summary, context)
         st.set_factors(self, {name: st.as_factor(name, value) for name, value in natural.items()})
         st.prior = self._prior_natural()
         st.rows.start(self.natural_params_, settings)
@@ -498,12 +501,13 @@ class SVIEstimator(BaseEstimator):
         self.n_rejected_steps_ = 0
         return st
 
-    def _fit_once(self, data, executor, settings, random_state, previous=None):
+    def _fit_once(self, data, executor, settings, random_state, previous=None, warm=None):
         start = time.perf_counter()  # the clock of fit: its start counts
         n_samples = data.shape[0]
         child = settings.children_per_row
         online = not self._only_batch_steps(n_samples, child)
-        st = self._start_fit(data, executor, settings, random_state, scheduled=online)
+        context = FitContext(only_batch_steps=not online, on_cluster=executor.remote, warm=warm)
+        st = self._start_fit(data, executor, settings, random_state, online, context)
         run = _Run(self, "fit", start)
         conv = None
         try:
@@ -579,8 +583,7 @@ class SVIEstimator(BaseEstimator):
         if (
             not self.converged_
             and not run.stopped
-            and settings.warn_not_converged
-            and conv.mode != "none"
+            and conv.warns
             and self.tol > 0
             and max_passes(self) > 1
         ):
@@ -660,9 +663,10 @@ class SVIEstimator(BaseEstimator):
             executor = local_executor(getattr(self, "n_jobs", None), settings.parallel)
             # A stream of unknown length whose model takes streaming Bayes'
             # steps uses the schedule for its first step's weight only.
-            bayes = self.total_samples == "auto" and settings.stream_steps == "bayes"
-            st = self._start_fit(data, executor, settings, rng, scheduled=not bayes)
-            st.stream.remember(self, settings.initial_globals_are_data)
+            bayes = self.total_samples == "auto" and settings.stream_choice("steps") == "bayes"
+            context = FitContext(partial=True, on_cluster=executor.remote)
+            st = self._start_fit(data, executor, settings, rng, not bayes, context)
+            st.stream.remember(self, settings.stream_choice("start") == "data")
             self.n_samples_seen_ = 0
             self.n_iter_ = 0
             self.converged_ = False
@@ -671,7 +675,7 @@ class SVIEstimator(BaseEstimator):
         run = _Run(self, "partial_fit", start, st.elapsed)
         st.calls += 1
         n = data.shape[0]
-        if st.settings.batches == "remainder":
+        if st.settings.stream_choice("batches") == "remainder":
             batches = list(gen_batches(n, self.batch_size))
         else:
             batches = even_batches(n, self.batch_size)
@@ -745,7 +749,8 @@ class SVIEstimator(BaseEstimator):
 
         A batch fit, or an online fit whose rows fit in one minibatch (and
         that draws no child samples, ``children``).  A model that tunes
-        itself to it asks here rather than copy the rule.
+        itself to it reads ``only_batch_steps`` of the :class:`FitContext`
+        its start is told, or asks here, rather than copy the rule.
         """
         return self.learning_method != "online" or (children is None and n_rows <= self.batch_size)
 
@@ -891,7 +896,7 @@ class SVIEstimator(BaseEstimator):
         return self._state_to_copy(keep_resident_rows=False)
 
     def __deepcopy__(self, memo):
-        # A copy in memory is the same fit, resident rows included; a pickle
+        # A copy in memory is the same fit, resident members included; a pickle
         # (a model stored or shipped) keeps their summary only.
         other = type(self).__new__(type(self))
         memo[id(self)] = other
@@ -914,7 +919,7 @@ class SVIEstimator(BaseEstimator):
     def _pickle_resident_rows_as_summaries(self, state, settings):
         """A resident row group travels as its summary, as after a fit on a cluster.
 
-        Its rows are the training rows' own factors (a document's
+        Its members are the training rows' own factors (a document's
         ``q(eta_d)``), not the model's: a pickle that kept them would grow
         with the training data and carry it.  What the model needs of them
         (the summary its closed forms and bound read) stays.

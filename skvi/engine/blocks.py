@@ -8,11 +8,12 @@ memory or where the blocks are held; they need nothing but numpy.
 """
 
 import copy
+import inspect
 
 import numpy as np
 import scipy.sparse as sp
 
-from .rows import RowGroup, RowsOfBlock, block_row_counts, row_counts, row_weights
+from .rows import RowGroup, RowsOfBlock, counts_of_ids, row_weights
 from .settings import settings_of
 from .statistics import Statistics
 
@@ -22,15 +23,49 @@ __all__ = [
     "bound",
     "factor_statistics",
     "hyper_statistics",
+    "initialize",
     "local_step",
     "row_counts",
     "row_weights",
 ]
 
 
+def row_counts(est, data, sizes):
+    """Each row group's (weighted) count of the data points of rows, as a tuple.
+
+    ``sizes`` holds ``(name, number of rows of the group)`` pairs.
+    """
+    counts = counts_of_ids(settings_of(est).row_groups, data, dict(sizes))
+    return tuple(counts[name] for name, _ in sizes)
+
+
+def block_row_counts(est, data, local, sizes):
+    """:func:`row_counts` as a block function (summed over blocks)."""
+    return row_counts(est, data, sizes)
+
+
 def sample_count(est, data):
     """``_sample_count`` of a block: its rows, or their total weight."""
     return float(est._sample_count(data))
+
+
+def initialize(est, data, random_state, summary, context=None):
+    """The model's ``_initialize_globals``, told the fit's context when it takes one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import GaussianGammaVB
+    >>> from skvi.engine.blocks import initialize
+    >>> est = GaussianGammaVB()
+    >>> data = est._prepare_data(np.ones((5, 2)), None, None, reset=True)
+    >>> sorted(initialize(est, data, None, est._data_summary(data)))
+    ['mean', 'precision']
+    """
+    hook = est._initialize_globals
+    if context is not None and "ctx" in inspect.signature(hook).parameters:
+        return hook(data, random_state, summary, ctx=context)
+    return hook(data, random_state, summary)
 
 
 def local_step(est, data, params, draws=None, rows=None):

@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from . import blocks as _fn
 from .executor import local_executor
 from .settings import settings_of
+from .state import FitContext
 from ..schedules import Constant
 from .statistics import RowStatistics
 from .step import take_step
@@ -144,7 +145,9 @@ def _fresh(estimator, X, y):
     data = est._prepare_data(X, y, None, reset=True)
     executor = local_executor(None)
     rng = check_random_state(est.random_state)
-    st = est._start_fit(data, executor, settings_of(est), rng, scheduled=False)
+    settings = settings_of(est)
+    batch = est._only_batch_steps(data.shape[0], settings.children_per_row)
+    st = est._start_fit(data, executor, settings, rng, False, FitContext(only_batch_steps=batch))
     st.rows.count(est, executor, data)
     est.n_samples_seen_ = executor.count(est, data)
     est.n_iter_, est.converged_ = 0, False

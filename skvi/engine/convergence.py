@@ -93,6 +93,11 @@ class Convergence:
         ``'bound'``: the full-data ELBO of evaluated passes (batch fits,
         ``evaluate_every``); ``'sample'``: the online rule above;
         ``'none'``: ``max_iter`` passes.
+    warns : bool
+        Whether a fit that stops at ``max_iter`` without converging warns:
+        not one that was never tested, nor one judged by the
+        ``evaluate_every`` rule (scikit-learn's silence), nor one whose
+        passes are Paquet's child samples (one step each).
 
     Examples
     --------
@@ -127,6 +132,15 @@ class Convergence:
         self.values = []
         self.checked = None
         self.spacing = None
+        # Whether a fit that stops at max_iter unconverged says so: not when
+        # it was never tested, nor when the evaluate_every rule judged it
+        # (scikit-learn's LDA is silent), nor when its passes are Paquet's
+        # child samples, one step each.
+        self.warns = (
+            self.mode != "none"
+            and not (every is not None and self.mode == "bound")
+            and settings.children_per_row is None
+        )
 
     # ------------------------------------------------------------ batch
     def evaluate(self, it):

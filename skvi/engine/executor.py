@@ -392,13 +392,18 @@ class Executor:
         """``_data_summary`` of all the rows (summed over blocks)."""
         return est._data_summary(data, None)
 
-    def initialize(self, est, data, random_state, summary):
-        """The model's initial globals (``_initialize_globals``) from the fit's rows."""
-        return est._initialize_globals(data, random_state, summary)
+    def initialize(self, est, data, random_state, summary, context=None):
+        """The model's initial globals (``_initialize_globals``) from the fit's rows.
+
+        ``context`` is the fit's :class:`~skvi.engine.FitContext`, which a
+        hook that takes ``ctx`` receives.
+        """
+        return _fn.initialize(est, data, random_state, summary, context)
 
     def row_counts(self, est, data, sizes):
-        """Each row group's ``N_i`` from all the rows (see :func:`~skvi.engine.blocks.row_counts`)."""
-        return _fn.row_counts(est, data, sizes)
+        """Each row group's ``N_i`` from all the rows, summed over blocks (see
+        :func:`~skvi.engine.blocks.row_counts`)."""
+        return self.sum(est, _fn.block_row_counts, data, None, sizes)
 
     def blocks(self, est, data):
         """The blocks of a minibatch and the slices of its rows they hold."""
@@ -461,7 +466,7 @@ class Executor:
         return False
 
     def row_step(self, est, name, data, locals_, params, ctx, schedule):
-        """The step of a resident row group, where its rows are (only on a cluster)."""
+        """The step of a resident row group, where its members are (only on a cluster)."""
         raise NotImplementedError
 
 

@@ -1,20 +1,23 @@
-"""Per-row factor groups: the engine's bookkeeping of each row, and rows kept with their blocks.
+"""Row groups: the engine's bookkeeping of each member, and resident members kept with their blocks.
 
-Some global factors are stacks of per-row factors (the users and items of
-matrix factorization, the documents of a correlated topic model).  Each row
-has its own step counter, its own ``N_i / C_i`` scaling and its own update
-rule state (Paquet, Winther and Opper, "A stochastic algorithm for
-probabilistic matrix factorization", Alg. 1).  :class:`RowGroup` keeps them
-and prepares one step of some rows; the engine uses it for a group held in
-memory, and a worker for the rows of its block.
+Some global factors are stacks of per-row factors, a *row group* whose
+*members* are the users and items of matrix factorization, the documents'
+own factors of a correlated topic model, a network node's plate elements
+(*rows* are always the data's rows).  Each member has its own step counter,
+its own ``N_i / C_i`` scaling and its own update rule state (Paquet, Winther
+and Opper, "A stochastic algorithm for probabilistic matrix factorization",
+Alg. 1).  :class:`RowGroup` keeps them and prepares one step of some
+members; the engine uses it for a group held in memory, and a worker for the
+members of its block.
 
 A model describes each of its row groups once, with a :class:`RowGroupSpec`
-in its settings' ``row_groups``: where the data's points fall among the rows,
-how many points each row has, the rows' prior and the rows a stream adds.
-Resident row groups (``RowGroupSpec(resident=True)``) are groups whose row
-``i`` is data row ``i``'s own factor (a document's ``q(eta_d)``): on a cluster they stay with
-their blocks, and the client holds a :class:`ResidentRows` in their place,
-what the blocks hold and the summed summary the model's closed forms need.
+in its settings' ``row_groups``: which member the points of each row fall
+on, how many points each member has, the members' prior and the members a
+stream adds.  Resident row groups (``RowGroupSpec(resident=True)``) are
+groups whose member ``i`` is data row ``i``'s own factor (a document's
+``q(eta_d)``): on a cluster they stay with their blocks, and the client
+holds a :class:`ResidentRows` in their place, what the blocks hold and the
+summed summary the model's closed forms need.
 """
 
 import numpy as np
@@ -32,23 +35,23 @@ __all__ = [
 
 
 class RowGroup:
-    """Step counters, ``N_i`` and update-rule state of the rows of one per-row factor group.
+    """Step counters, ``N_i`` and update-rule state of the members of one row group.
 
     Parameters
     ----------
-    n_rows : int
-        Rows of the group.
+    n_members : int
+        Members of the group.
 
     Attributes
     ----------
-    steps : ndarray of shape (n_rows,)
-        Accepted updates of each row.
-    totals : ndarray of shape (n_rows,)
-        ``N_i``: the data points of each row.
+    steps : ndarray of shape (n_members,)
+        Accepted updates of each member.
+    totals : ndarray of shape (n_members,)
+        ``N_i``: the data points of each member.
     rule_state : dict
-        The update rule's state of every row (AdaGrad accumulators).
+        The update rule's state of every member (AdaGrad accumulators).
     pending : ndarray of int or None
-        The rows updated by the step being tried.
+        The members updated by the step being tried.
     share : bool
         Whether ``totals`` count shares of the data (the settings'
         spec's ``share``): a step scales them to its ``N``.
@@ -68,16 +71,16 @@ class RowGroup:
 
     __slots__ = ("steps", "totals", "rule_state", "pending", "share", "counted")
 
-    def __init__(self, n_rows, share=False):
-        self.steps = np.zeros(n_rows)
-        self.totals = np.zeros(n_rows)
+    def __init__(self, n_members, share=False):
+        self.steps = np.zeros(n_members)
+        self.totals = np.zeros(n_members)
         self.rule_state = {}
         self.pending = None
         self.share = share
         self.counted = 0.0
 
     def grow(self, n_new):
-        """Add ``n_new`` rows that have seen no data and no step."""
+        """Add ``n_new`` members that have seen no data and no step."""
         self.steps = np.concatenate([self.steps, np.zeros(n_new)])
         self.totals = np.concatenate([self.totals, np.zeros(n_new)])
         self.rule_state = {
@@ -95,63 +98,63 @@ class RowGroup:
         other.share, other.counted = self.share, self.counted
         return other
 
-    def prepare(self, rows, counts, ctx, schedule, scheduled):
-        """Tell ``ctx`` each row's scale, step size and rule state for a step of ``rows``.
+    def prepare(self, members, counts, ctx, schedule, scheduled):
+        """Tell ``ctx`` each member's scale, step size and rule state for a step of ``members``.
 
         Parameters
         ----------
-        rows : ndarray of int
-            The rows the step updates.
+        members : ndarray of int
+            The members the step updates.
         counts : ndarray or None
-            ``C_i``, the data points behind each row's statistics (None:
-            every row takes the minibatch's ``ctx.scale``).  A row with
-            ``C_i = 0`` keeps its counter and gets step size 0 (every update
-            rule then keeps its value and rule state) unless ``N_i = 0`` (no
-            data yet: it follows its prior).
+            ``C_i``, the data points behind each member's statistics (None:
+            every member takes the minibatch's ``ctx.scale``).  A member
+            with ``C_i = 0`` keeps its counter and gets step size 0 (every
+            update rule then keeps its value and rule state) unless
+            ``N_i = 0`` (no data yet: it follows its prior).
         ctx : StepContext
             Gets ``row_scale`` (``N_i / C_i``), ``row_rho`` and ``rule_state``.
         schedule : callable
             The step-size schedule, ``schedule(t)``.
         scheduled : bool
-            Whether batch steps follow each row's schedule too
+            Whether batch steps follow each member's schedule too
             (the group spec's ``scheduled``).
         """
         if ctx.online or scheduled:
-            # One schedule call for every row's own counter.
-            ctx.row_rho = schedule.at(self.steps[rows] + 1.0) * ctx.backoff
+            # One schedule call for every member's own counter.
+            ctx.row_rho = schedule.at(self.steps[members] + 1.0) * ctx.backoff
         else:
-            ctx.row_rho = np.full(rows.shape[0], ctx.backoff)
+            ctx.row_rho = np.full(members.shape[0], ctx.backoff)
         if counts is None:
-            ctx.row_scale = np.full(rows.shape[0], ctx.scale)
-            self.pending = rows
+            ctx.row_scale = np.full(members.shape[0], ctx.scale)
+            self.pending = members
         else:
-            totals = self.totals[rows]
+            totals = self.totals[members]
             if self.share:  # N_i = N * n_i / n: a share of the step's N
                 totals = totals * (ctx.scale * ctx.n_batch / max(self.counted, 1e-300))
             reached = counts > 0
             ctx.row_scale = np.where(reached, totals / np.where(reached, counts, 1.0), 0.0)
-            # A row no point of the minibatch reaches keeps its value and its
-            # counter (Paquet's Alg. 1 updates the nodes whose children it
-            # sampled); one that no data have reached yet follows its prior,
-            # its counter still at 0.
+            # A member no point of the minibatch reaches keeps its value and
+            # its counter (Paquet's Alg. 1 updates the nodes whose children
+            # it sampled); one that no data have reached yet follows its
+            # prior, its counter still at 0.
             if not reached.all():
                 ctx.row_rho = np.where(reached | (totals <= 0), ctx.row_rho, 0.0)
-            self.pending = rows if reached.all() else rows[reached]
+            self.pending = members if reached.all() else members[reached]
         ctx.rule_state = (
-            {k: v[rows] for k, v in self.rule_state.items()} if self.rule_state else None
+            {k: v[members] for k, v in self.rule_state.items()} if self.rule_state else None
         )
 
-    def keep_rule_state(self, rows, state):
-        """Store the rule state of ``rows`` after an accepted step."""
+    def keep_rule_state(self, members, state):
+        """Store the rule state of ``members`` after an accepted step."""
         for key, value in state.items():
             full = self.rule_state.get(key)
             if full is None:
                 full = np.zeros((self.steps.shape[0],) + value.shape[1:])
                 self.rule_state[key] = full
-            full[rows] = value
+            full[members] = value
 
     def commit(self):
-        """Count an accepted step of the pending rows."""
+        """Count an accepted step of the pending members."""
         if self.pending is not None:
             self.steps[self.pending] += 1
             self.pending = None
@@ -161,61 +164,63 @@ class RowGroupSpec:
     """What the engine needs to know of one row group, declared in the model's settings.
 
     A row group is a global factor that is a stack of per-row factors along
-    its first axis (the users and items of matrix factorization, the
-    documents of a correlated topic model, a network node's plate
-    elements).  Each callable is the model's own code and receives the
-    group's name first, so that one method may serve several groups.
+    its first axis, its *members* (the users and items of matrix
+    factorization, the documents of a correlated topic model, a network
+    node's plate elements; *rows* are the data's).  Each callable is the
+    model's own code and receives the group's name first, so that one method
+    may serve several groups.
 
     Parameters
     ----------
     ids : callable or None, default=None
-        ``ids(name, X)``: the row of every data point of X (an int array).
-        A group without ids is counted by ``counts`` alone and never grows.
+        ``ids(name, X)``: the member of every data point of X (an int
+        array).  A group without ids is counted by ``counts`` alone and
+        never grows.
     counts : callable or None, default=None
         ``counts(name, X, size)``: the (weighted) data points of X behind
-        each of the group's ``size`` rows, its ``N_i``.  None: the weighted
-        count of ``ids``.  A model whose data point reaches several rows (a
-        network's row reaches every plate element of a global node it
-        observes) counts them here.
+        each of the group's ``size`` members, its ``N_i``.  None: the
+        weighted count of ``ids``.  A model whose data point reaches several
+        members (a network's row reaches every plate element of a global
+        node it observes) counts them here.
     prior : callable or None, default=None
-        ``prior(name, rows, ctx)``: the part of the target of ``rows`` that
-        the minibatch does not scale, rows first.  None: ``ctx.prior[name]``,
-        one fixed prior for every row; a model whose rows' prior follows
-        other factors (a network node's parents, at ``ctx.params``) returns
-        each row's.
+        ``prior(name, rows, ctx)``: the part of the target of the members
+        ``rows`` (their indices) that the minibatch does not scale, members
+        first.  None: ``ctx.prior[name]``, one fixed prior for every member;
+        a model whose members' prior follows other factors (a network node's
+        parents, at ``ctx.params``) returns each member's.
     grow : callable or None, default=None
         ``grow(name, n_new, rated, random_state)``: the natural parameters
-        of ``n_new`` rows that ``partial_fit`` meets for the first time
+        of ``n_new`` members that ``partial_fit`` meets for the first time
         (``rated``: whether each has a data point in the call), and of a
-        resident group's rows at the start of each block.
+        resident group's members at the start of each block.
     summary : callable or None, default=None
         ``summary(name, natural, steps, totals)``: for a resident group,
-        what the model's closed forms and ELBO need of all its rows, as
+        what the model's closed forms and ELBO need of all its members, as
         statistics that add over blocks; models read it through the
         engine's ``_rows_summary(name, params=None)``.
     axes : int, default=1
-        The number of leading axes of the factor that index its rows: a
-        network node's rows are the elements of all its plates, row ``i``
-        element ``i`` of the plates in C order.
+        The number of leading axes of the factor that index its members: a
+        network node's members are the elements of all its plates, member
+        ``i`` element ``i`` of the plates in C order.
     share : bool, default=False
         Whether ``N_i`` is a share of the data (a network node's plate
         elements, which every row may reach): ``N_i = N * n_i / n``, with
-        ``n_i / n`` the share of the rows counted so far that reach row
+        ``n_i / n`` the share of the rows counted so far that reach member
         ``i`` and ``N`` the step's total (all the rows in ``fit``; in
         ``partial_fit``, ``total_samples`` or the stream's estimate, whose
         growth rescales it as it does any factor).  Otherwise ``N_i`` is the
         count itself (a user's ratings seen so far).
     resident : bool, default=False
-        Whether row ``i`` is data row ``i``'s own factor (a document's
-        ``q(eta_d)``): on a cluster the rows stay with their blocks, and a
-        pickle keeps their ``summary`` only (a copy in memory keeps them).
+        Whether member ``i`` is data row ``i``'s own factor (a document's
+        ``q(eta_d)``): on a cluster the members stay with their blocks, and
+        a pickle keeps their ``summary`` only (a copy in memory keeps them).
     scheduled : bool, default=False
-        Whether batch steps of the rows follow each row's schedule too
+        Whether batch steps of the members follow each member's schedule too
         (Monte Carlo targets, whose noise a unit step never averages out).
     children : int or None, default=None
         Paquet's Alg. 1: an online step draws this many data points of
-        every row of the group (all of a row's points when it has fewer)
-        instead of a minibatch; a pass is then one step.
+        every member of the group (all of a member's points when it has
+        fewer) instead of a minibatch; a pass is then one step.
 
     Examples
     --------
@@ -487,30 +492,22 @@ def row_weights(data):
     return getattr(data, "weight", None)
 
 
-def counts_of_ids(est, data, sizes):
+def counts_of_ids(specs, data, sizes):
     """Each group's ``N_i`` of the rows ``data``, ``{name: counts}`` (``sizes``: name to rows).
 
-    Each group's :class:`RowGroupSpec` counts them: its ``counts``, or the
-    weighted count of its ``ids``.
+    Each group's :class:`RowGroupSpec` in ``specs`` (a model's settings'
+    ``row_groups``) counts them: its ``counts``, or the weighted count of
+    its ``ids``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.engine.rows import RowGroupSpec, counts_of_ids
+    >>> spec = RowGroupSpec(ids=lambda name, X: X[:, 0].astype(int))
+    >>> counts_of_ids({"g": spec}, np.array([[0.0], [2.0], [2.0]]), {"g": 3})
+    {'g': array([1., 0., 2.])}
     """
-    from .settings import settings_of  # the settings know the rows' specs
-
-    groups = settings_of(est).row_groups
-    return {name: groups[name].counts_of(name, data, size) for name, size in sizes.items()}
-
-
-def row_counts(est, data, sizes):
-    """Each row group's (weighted) count of the data points of rows, as a tuple.
-
-    ``sizes`` holds ``(name, number of rows of the group)`` pairs.
-    """
-    counts = counts_of_ids(est, data, dict(sizes))
-    return tuple(counts[name] for name, _ in sizes)
-
-
-def block_row_counts(est, data, local, sizes):
-    """:func:`row_counts` as a block function (summed over blocks)."""
-    return row_counts(est, data, sizes)
+    return {name: specs[name].counts_of(name, data, size) for name, size in sizes.items()}
 
 
 class RowGroups(dict):
@@ -537,7 +534,7 @@ class RowGroups(dict):
         sizes = tuple((name, group.totals.shape[0]) for name, group in self.items())
         if not sizes:
             return
-        totals = executor.sum(est, block_row_counts, data, None, sizes)
+        totals = executor.row_counts(est, data, sizes)
         counted = executor.count(est, data)
         for (name, _), total in zip(sizes, totals):
             self[name].totals = total
@@ -565,7 +562,7 @@ class RowGroups(dict):
         sizes = {name: group.totals.shape[0] for name, group in self.items()}
         if sizes:
             rows = est._sample_count(X)
-            for name, counts in counts_of_ids(est, X, sizes).items():
+            for name, counts in counts_of_ids(settings.row_groups, X, sizes).items():
                 self[name].totals += counts
                 self[name].counted += rows
 

@@ -13,7 +13,7 @@ away.  :class:`StepSafety` judges every attempt of a step:
   then the pass's ELBO, so the test costs nothing extra);
 * an online step of a model with ``_probe_loss``: the expected loss per row
   of a fixed probe sample (:data:`PROBE_SIZE` rows) must not grow by more
-  than ``probe_growth`` of its best value.  The probe is tested at every step until
+  than ``tolerance["probe"]`` of its best value.  The probe is tested at every step until
   :data:`PROBE_CALM` steps in a row pass, then at every second, fourth, ...
   step, at most :data:`PROBE_EVERY` apart; any failure makes it test every
   step again.  So at most ``PROBE_EVERY - 1`` steps in a row go without a
@@ -59,7 +59,7 @@ class StepSafety:
     enabled : bool
         The estimator's ``step_safety``.
     settings : ModelSettings
-        The model's settings (``batch_steps``, ``probe_growth``, ...).
+        The model's settings (``batch_steps``, ``tolerance``, ...).
 
     Attributes
     ----------

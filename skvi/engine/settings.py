@@ -13,10 +13,36 @@ import numpy as np
 from .factor import Factor
 from .rows import ResidentRows, RowGroupSpec
 
-__all__ = ["BATCH_STEPS", "ModelSettings", "settings_of"]
+__all__ = ["BATCH_STEPS", "STREAM", "TOLERANCES", "ModelSettings", "settings_of"]
 
 #: How batch steps may be taken and judged (``ModelSettings(batch_steps=...)``).
 BATCH_STEPS = ("blend", "no_decrease", "line_search", "extrapolate", "probe")
+#: Step safety's tolerances and their defaults (``ModelSettings(tolerance=...)``).
+TOLERANCES = {"elbo": 1e-9, "probe": 1.0}
+#: The choices of a stream, the default first (``ModelSettings(stream=...)``).
+STREAM = {
+    "batches": ("even", "remainder"),
+    "steps": ("schedule", "bayes"),
+    "start": ("guess", "data"),
+}
+
+
+def _choices(setting, given, allowed):
+    """``given`` (a dict or None) checked against the keys and values ``allowed``."""
+    given = dict(given or {})
+    for key, value in given.items():
+        if key not in allowed:
+            raise ValueError(
+                f"{setting} takes the keys {', '.join(map(repr, allowed))}, got {key!r}."
+            )
+        choices = allowed[key]
+        if isinstance(choices, tuple) and value not in choices:
+            raise ValueError(
+                f"{setting}[{key!r}] must be one of {', '.join(map(repr, choices))}, got {value!r}."
+            )
+        if not isinstance(choices, tuple):
+            given[key] = float(value)
+    return given
 
 
 class ModelSettings:
@@ -52,10 +78,6 @@ class ModelSettings:
         steps and statistics run concurrently.  Say True when the local step
         is vectorised or releases the GIL, and its random numbers (if any)
         are drawn by ``_local_draws`` before the blocks run.
-    initial_globals_are_data : bool, default=False
-        ``_initialize_globals`` fits the globals to its rows (a k-means
-        start): with ``total_samples='auto'`` they count as data.  One
-        model's setting so far (the Bayesian Gaussian mixture's).
     batch_steps : {'blend', 'no_decrease', 'line_search', 'extrapolate', 'probe'}, default='blend'
         How batch steps are taken and judged beyond the factors' validity:
         ``'blend'`` not at all (coordinate ascent never lowers the ELBO);
@@ -70,37 +92,44 @@ class ModelSettings:
         steps) and carry no state beyond the factors (no hyperparameter or
         update-rule state); ``'probe'`` judges them on the probe sample, as
         online steps are (Monte Carlo fixed points).
-    elbo_tolerance : float, default=1e-9
-        The relative fall of the ELBO that a batch step tested by the ELBO
-        still passes.  One model's setting so far (the sparse GP
-        regressor's predictive objective, tested to stationarity).
-    probe_growth : float, default=1.0
-        The fraction of its best value by which a step may raise the probe's
-        loss before it is rejected.
-    batches : {'even', 'remainder'}, default='even'
-        How ``partial_fit`` cuts its rows: ``'even'`` into near-equal
-        minibatches (:func:`~skvi.engine.even_batches`); ``'remainder'``
-        into ``batch_size`` rows and a last one with the rest (scikit-learn's
-        ``gen_batches``, for a drop-in's identical steps).  One model's
-        setting so far (LDA's, scikit-learn's drop-in).
+    tolerance : dict, default=None
+        How far a step that step safety tests may worsen its test and still
+        pass, a key for each test whose default does not suit the model:
+        ``'elbo'``, the relative fall of the full-data ELBO that a batch step
+        tested by the ELBO still passes (default ``1e-9``; a model tested to
+        stationarity asks for less, the sparse GP regressor's predictive
+        objective ``1e-12``); ``'probe'``, the fraction of its best value by
+        which a step may raise the probe's loss (default ``1.0``; the GLMs'
+        Monte Carlo steps ``0.25``).
     convergence : callable or None, default=None
         ``convergence(previous, current) -> bool`` between two evaluated
         full-data ELBOs of a batch fit (None: relative change below
-        ``tol``).
-    warn_not_converged : bool, default=True
-        Warn when ``fit`` stops at ``max_iter`` without converging.
+        ``tol``).  A fit that stops at ``max_iter`` without converging
+        warns, unless the estimator's ``evaluate_every`` rule judged it
+        (scikit-learn's LDA is silent then) or its passes are Paquet's
+        child samples (a row group's ``children``), whose ``max_iter``
+        counts single steps.
     start_sample_size : int or None, default=None
         Rows, drawn uniformly over the blocks of a fit on a cluster, that
         ``_initialize_globals`` receives (None: the first block).
     transient : tuple of str, default=()
         Attributes kept for the duration of a fit only (buffers, the data):
         never shipped to a worker.
-    stream_steps : {'schedule', 'bayes'}, default='schedule'
-        The step sizes of a ``partial_fit`` stream with
-        ``total_samples='auto'``: the schedule's, or streaming variational
-        Bayes' ``|S| / (n0 + n_seen)`` (every minibatch weighs the same; see
-        :mod:`skvi.engine.stream` for when each is better).  One model's
-        setting so far (LDA's).
+    stream : dict, default=None
+        How ``partial_fit`` takes a stream, a key for each choice that
+        differs from the default: ``'batches'``, how a call's rows are cut:
+        ``'even'`` (default) into near-equal minibatches
+        (:func:`~skvi.engine.even_batches`), ``'remainder'`` into
+        ``batch_size`` rows and a last one with the rest (scikit-learn's
+        ``gen_batches``: LDA's, a drop-in's identical steps); ``'steps'``,
+        the step sizes with ``total_samples='auto'``: ``'schedule'``
+        (default) or ``'bayes'``, streaming variational Bayes'
+        ``|S| / (n0 + n_seen)`` (every minibatch weighs the same; LDA's);
+        ``'start'``, what the initial globals are to such a stream:
+        ``'guess'`` (default), a part beyond the prior that is not data and
+        fades as steps are taken (LDA's random topics), or ``'data'``,
+        fitted to the first rows (the mixture's k-means start), which count
+        as data.  See :mod:`skvi.engine.stream` for when each is better.
 
     Examples
     --------
@@ -120,26 +149,20 @@ class ModelSettings:
         update_rules=None,
         local_depends_on_globals=True,
         parallel=False,
-        initial_globals_are_data=False,
         batch_steps="blend",
-        elbo_tolerance=1e-9,
-        probe_growth=1.0,
-        batches="even",
+        tolerance=None,
         convergence=None,
-        warn_not_converged=True,
         start_sample_size=None,
         transient=(),
-        stream_steps="schedule",
+        stream=None,
     ):
         if batch_steps not in BATCH_STEPS:
             raise ValueError(
                 f"batch_steps must be one of {', '.join(map(repr, BATCH_STEPS))}, "
                 f"got {batch_steps!r}."
             )
-        if batches not in ("even", "remainder"):
-            raise ValueError(f"batches must be 'even' or 'remainder', got {batches!r}.")
-        if stream_steps not in ("schedule", "bayes"):
-            raise ValueError(f"stream_steps must be 'schedule' or 'bayes', got {stream_steps!r}.")
+        tolerance = _choices("tolerance", tolerance, TOLERANCES)
+        stream = _choices("stream", stream, STREAM)
         self.factors = dict(factors)
         if not isinstance(row_groups, dict):
             row_groups = {name: RowGroupSpec() for name in row_groups}
@@ -148,16 +171,12 @@ class ModelSettings:
         self.update_rules = dict(update_rules or {})
         self.local_depends_on_globals = bool(local_depends_on_globals)
         self.parallel = bool(parallel)
-        self.initial_globals_are_data = bool(initial_globals_are_data)
         self.batch_steps = batch_steps
-        self.elbo_tolerance = float(elbo_tolerance)
-        self.probe_growth = float(probe_growth)
-        self.batches = batches
+        self.tolerance = tolerance
         self.convergence = convergence
-        self.warn_not_converged = bool(warn_not_converged)
         self.start_sample_size = start_sample_size
         self.transient = tuple(transient)
-        self.stream_steps = stream_steps
+        self.stream = stream
 
     @property
     def names(self):
@@ -177,6 +196,39 @@ class ModelSettings:
         )
 
     @property
+    def elbo_tolerance(self):
+        """The relative fall of the ELBO that a batch step tested by it still passes."""
+        return self.tolerance.get("elbo", TOLERANCES["elbo"])
+
+    @property
+    def probe_growth(self):
+        """The fraction of its best value by which a step may raise the probe's loss."""
+        return self.tolerance.get("probe", TOLERANCES["probe"])
+
+    def stream_choice(self, key):
+        """The stream's choice ``key``, the default when the model made none.
+
+        Parameters
+        ----------
+        key : {'batches', 'steps', 'start'}
+            The choice (see the ``stream`` parameter).
+
+        Returns
+        -------
+        str
+            The model's value, or the default (the first of ``STREAM[key]``).
+
+        Examples
+        --------
+        >>> from skvi.engine import ModelSettings
+        >>> from skvi.expfam import Dirichlet
+        >>> s = ModelSettings({"topics": Dirichlet}, stream={"steps": "bayes"})
+        >>> s.stream_choice("steps"), s.stream_choice("batches")
+        ('bayes', 'even')
+        """
+        return self.stream.get(key, STREAM[key][0])
+
+    @property
     def batch_steps_tested_by_bound(self):
         """Whether step safety tests a batch step by the full-data ELBO."""
         return self.batch_steps in ("no_decrease", "line_search", "extrapolate")
@@ -194,7 +246,7 @@ class ModelSettings:
         name : str
             The factor.
         natural : tuple of array-like, Factor or ResidentRows
-            Its natural parameters; a factor (or a cluster's resident rows)
+            Its natural parameters; a factor (or a cluster's resident members)
             is returned unchanged.
 
         Returns

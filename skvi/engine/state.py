@@ -8,6 +8,7 @@ remembers the parameters the fit started with, so that a further
 """
 
 import copy
+import dataclasses
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from .rows import RowGroups
 from .safety import StepSafety
 from .stream import StreamTotal
 
-__all__ = ["FitState"]
+__all__ = ["FitContext", "FitState", "warm_globals"]
 
 
 #: Parameters read by every call, free to change between ``partial_fit`` calls.
@@ -56,6 +57,70 @@ def _same_parameter(a, b):
         return False
 
 
+@dataclasses.dataclass(frozen=True)
+class FitContext:
+    """What the hooks are told of the fit under way: the engine's decisions, not re-derived.
+
+    The engine makes one at the start of ``fit`` (of each of its ``n_init``
+    starts) and of a stream's first ``partial_fit``, and keeps it in the
+    fit's state.  ``_initialize_globals(X, random_state, summary, ctx)``
+    receives it when it takes ``ctx`` (on a cluster it travels with the
+    start to the worker that makes it); a step's hooks receive the step's
+    :class:`~skvi.engine.StepContext` (``online``, ``t``, ``rho``,
+    ``scale``), which carries it as ``fit``.
+
+    Parameters
+    ----------
+    partial : bool, default=False
+        The start of a ``partial_fit`` stream (its first call).
+    only_batch_steps : bool, default=False
+        Whether every step of the fit is a batch step: a batch fit, or an
+        online fit whose rows fit in one minibatch (the engine's rule,
+        ``_only_batch_steps``); False for ``partial_fit``, whose steps are
+        online steps.
+    on_cluster : bool, default=False
+        Whether the fit's rows are blocks held elsewhere (a dask cluster):
+        the start then receives a sample of them (the settings'
+        ``start_sample_size``) or the first block.
+    warm : dict or None, default=None
+        A warm start's globals, ``{name: tuple of arrays}``: the previous
+        fit's, when the estimator's ``warm_start`` is set and it was fitted
+        (scikit-learn's warm start); None otherwise.
+
+    Examples
+    --------
+    >>> from skvi.engine import FitContext
+    >>> ctx = FitContext(only_batch_steps=True)
+    >>> ctx.partial, ctx.only_batch_steps, ctx.on_cluster, ctx.warm
+    (False, True, False, None)
+    """
+
+    partial: bool = False
+    only_batch_steps: bool = False
+    on_cluster: bool = False
+    warm: dict = None
+
+
+def warm_globals(est):
+    """The globals a ``fit`` of ``est`` continues from (``warm_start``), or None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi import SVIBayesianGaussianMixture
+    >>> from skvi.engine.state import warm_globals
+    >>> X = np.random.RandomState(0).normal(size=(40, 2))
+    >>> est = SVIBayesianGaussianMixture(n_components=2, warm_start=True, random_state=0)
+    >>> warm_globals(est) is None
+    True
+    >>> sorted(warm_globals(est.fit(X)))
+    ['components', 'weights']
+    """
+    if not (getattr(est, "warm_start", False) and hasattr(est, "natural_params_")):
+        return None
+    return {name: tuple(np.asarray(a) for a in f) for name, f in est.natural_params_.items()}
+
+
 class FitState:
     """Everything the engine keeps during and between the steps of a fit; no model reads it.
 
@@ -87,6 +152,7 @@ class FitState:
         self.last_step = None
         self.in_pass = False
         self.view_version = 0  # bumped when the model changes: workers' copies are stale
+        self.context = FitContext()
 
     def set_factors(self, est, params):
         """Make ``params`` the estimator's global factors: the one place ``natural_params_`` is set.
@@ -148,6 +214,7 @@ class FitState:
         """A copy to pickle: no executor, no settings, no probe rows."""
         other = copy.copy(self)
         other.executor, other.settings = SerialExecutor(), None
+        other.context = dataclasses.replace(self.context, warm=None)
         other.safety = copy.copy(self.safety)
         other.safety.settings = None
         other.safety.forget()

@@ -66,6 +66,10 @@ class StepContext:
         ``_update_hyperparameters`` receives with ``hyper=None``: ``rho`` is
         then 1 and ``scale`` 1 in ``fit``, and in ``partial_fit`` the
         call's schedule value and ``N`` over the call's samples.
+    fit : FitContext or None, default=None
+        The fit's :class:`~skvi.engine.FitContext` (whether it takes batch
+        steps only, ...); None for a step outside a fit's state (a block's
+        rows on a cluster's worker).
 
     Attributes
     ----------
@@ -99,8 +103,10 @@ class StepContext:
         in_pass=False,
         end_of_pass=False,
         n_batch=None,
+        fit=None,
     ):
         self.online = online
+        self.fit = fit
         self.n_batch = n_batch
         self.in_pass = in_pass
         self.end_of_pass = end_of_pass
@@ -366,6 +372,7 @@ def take_step(est, X, scale, online, local=None, stats=None, rho=None):
                 [] if want_grads else None,
                 in_pass=st.in_pass,
                 n_batch=n_batch,
+                fit=st.context,
             )
             with st.clock.phase("global"):
                 params, pending, ok, summed = _global_update(est, st, X, local, ctx, summed)
@@ -440,7 +447,14 @@ def end_of_pass(est, t, rho, scale):
     """The model's step after the last step of a pass (``ctx.end_of_pass``)."""
     st = est._svi
     ctx = StepContext(
-        online=True, t=t, rho=rho, backoff=1.0, scale=scale, prior=st.prior, end_of_pass=True
+        online=True,
+        t=t,
+        rho=rho,
+        backoff=1.0,
+        scale=scale,
+        prior=st.prior,
+        end_of_pass=True,
+        fit=st.context,
     )
     if est._update_hyperparameters(None, ctx):
         st.model_changed(est)

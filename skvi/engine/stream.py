@@ -5,7 +5,7 @@ minibatch's statistics by ``N / |S|``.  A stream does not know ``N``;
 :class:`StreamTotal` follows the samples seen so far by ``partial_fit``.
 
 The step sizes are the schedule's, or, for a model whose settings say
-``stream_steps='bayes'``, those of streaming variational Bayes (Broderick,
+``stream={'steps': 'bayes'}``, those of streaming variational Bayes (Broderick,
 Boyd, Wibisono, Wilson and Jordan, "Streaming variational Bayes"): the
 posterior after a minibatch is the one before it, taken as the prior,
 updated by the minibatch's statistics.  In SVI's terms the step size is the
@@ -60,7 +60,7 @@ class StreamTotal:
     def remember(self, est, all_data):
         """Keep what the initial globals add to the prior, with its weight 1.
 
-        Globals fitted to the first rows (``initial_globals_are_data``), or
+        Globals fitted to the first rows (``stream={'start': 'data'}``), or
         adopted from a fit elsewhere (``all_data=True``), keep an initial
         part of zero: all of them is data.
         """
@@ -88,10 +88,10 @@ class StreamTotal:
         """The next step's ``rho``, ``n_seen`` including its minibatch.
 
         Streaming Bayes' ``|S| / (n0 + n_seen)`` for a model whose settings
-        say ``stream_steps='bayes'``; otherwise the schedule's value.
+        say ``stream={'steps': 'bayes'}``; otherwise the schedule's value.
         """
         st = est._svi
-        if st.settings.stream_steps != "bayes":
+        if st.settings.stream_choice("steps") != "bayes":
             return min(st.schedule(est.n_batch_iter_ + 1), 1.0)
         if self.initial_rows is None:
             if any(self.nonzero.get(name) for name in self.parts):

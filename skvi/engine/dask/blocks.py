@@ -46,7 +46,7 @@ RETRIES = 5
 #: Seconds before the first redo, doubled before each next one (at most 8).
 RETRY_PAUSE = 0.5
 
-#: How long a lost worker's resident rows are waited for (recomputed if they can be).
+#: How long a lost worker's resident members are waited for (recomputed if they can be).
 RECOMPUTE_SECONDS = 30
 
 
@@ -167,7 +167,7 @@ def block_prepare(estimator, X, y, sample_weight, vocabulary):
     return data, changed_attributes(before, est, data)
 
 
-def block_initialize(estimator, data, random_state, summary):
+def block_initialize(estimator, data, random_state, summary, context=None):
     """The model's initial globals from one block (or sample of rows).
 
     Parameters
@@ -180,6 +180,8 @@ def block_initialize(estimator, data, random_state, summary):
         The fit's generator, as the client holds it.
     summary : object or None
         ``_data_summary`` of all the blocks.
+    context : FitContext or None, default=None
+        The fit's context, which a hook that takes ``ctx`` is told.
 
     Returns
     -------
@@ -205,9 +207,9 @@ def block_initialize(estimator, data, random_state, summary):
     """
     est = copy.copy(estimator)
     before = dict(est.__dict__)
-    natural = est._initialize_globals(data, random_state, summary)
+    natural = _fn.initialize(est, data, random_state, summary, context)
     resident = est._settings.resident_row_groups
-    # A resident group's rows start on their own blocks (block_start_rows).
+    # A resident group's members start on their own blocks (block_start_rows).
     natural = {k: tuple(np.asarray(a) for a in v) for k, v in natural.items() if k not in resident}
     return natural, changed_attributes(before, est, data), random_state.get_state()
 
@@ -227,7 +229,7 @@ def block_local_step(estimator, data, params, seed, rows=None):
     seed : int
         The seed of the block's generator for this step.
     rows : dict or None, default=None
-        The block's rows of resident row groups.
+        The block's members of resident row groups.
 
     Returns
     -------
@@ -345,7 +347,7 @@ class DaskBlocks:
         Columns of the data.
     parents : list of int or None, default=None
         For a minibatch (pieces of the fit's blocks), the fit's block of
-        each piece: its resident rows are that block's.  None: the blocks
+        each piece: its resident members are that block's.  None: the blocks
         are the fit's.
 
     Examples
@@ -394,7 +396,7 @@ class DaskBlocks:
             self._count = self._retrying(attempt, estimator)
         return self._count
 
-    def initialize(self, estimator, random_state, summary):
+    def initialize(self, estimator, random_state, summary, context=None):
         """The model's initial globals, from the first block or a sample over every block.
 
         The settings' ``start_sample_size`` chooses: None starts from the
@@ -411,6 +413,8 @@ class DaskBlocks:
             The fit's generator; it continues from the start's state.
         summary : object or None
             ``_data_summary`` of all the blocks.
+        context : FitContext or None, default=None
+            The fit's context, sent with the start to its worker.
 
         Returns
         -------
@@ -430,7 +434,7 @@ class DaskBlocks:
             data = self._rows_future(rows)
         view = self.channel._scatter(worker_view(estimator))  # before the engine state exists
         future = self.channel.client.submit(
-            block_initialize, view, data, random_state, summary, pure=False
+            block_initialize, view, data, random_state, summary, context, pure=False
         )
         natural, attributes, state = self.channel.gather(future)
         random_state.set_state(state)
@@ -456,14 +460,14 @@ class DaskBlocks:
         return natural
 
     def _rows(self, params):
-        """Each block's resident rows in ``params`` (dicts of futures), or None for none."""
+        """Each block's resident members in ``params`` (dicts of futures), or None for none."""
         handles = {k: v for k, v in params.items() if isinstance(v, ResidentRows)}
         if not handles:
             return None
         return [{k: h.states[p] for k, h in handles.items()} for p in self.parents]
 
     def row_step(self, estimator, name, locals_, params, ctx, schedule):
-        """The step of a resident group's rows, each block stepping its own where it is.
+        """The step of a resident group's members, each block stepping its own where it is.
 
         Parameters
         ----------
@@ -527,7 +531,7 @@ class DaskBlocks:
         return rows, bool(total["invalid"] == 0)
 
     def map_rows(self, handle, function, tail_shape):
-        """``function`` of every block's resident rows, as a lazy dask array in row order.
+        """``function`` of every block's resident members, as a lazy dask array in row order.
 
         Parameters
         ----------
@@ -607,7 +611,7 @@ class DaskBlocks:
             The blocks' local steps (None: the function needs none).
         *args
             Its further arguments; dicts are globals, sent once per value
-            and joined by each block's resident rows.
+            and joined by each block's resident members.
 
         Returns
         -------
@@ -629,7 +633,7 @@ class DaskBlocks:
             view = self._repeat(self.channel.view(estimator))
             if rows is None:
                 parts = self._map(function, view, self.blocks, futures, *columns)
-            else:  # the globals joined by each block's resident rows
+            else:  # the globals joined by each block's resident members
                 parts = self._map(
                     _fn.with_block_rows,
                     self._repeat(function),
@@ -679,7 +683,7 @@ class DaskBlocks:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _lost_rows(self, params):
-        """Which resident rows in ``params`` (dicts) are gone with a worker, in words, or ''."""
+        """Which resident members in ``params`` (dicts) are gone with a worker, in words, or ''."""
         from distributed import wait  # noqa: PLC0415
 
         lost = []

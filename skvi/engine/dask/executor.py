@@ -16,6 +16,8 @@ from sklearn.utils import check_random_state
 from ...schedules import make_schedule
 from .. import blocks as _fn
 from ..executor import Executor
+from ..monitoring import warn_user
+from ..state import warm_globals
 from .blocks import DaskBlocks, _n_rows, block_prepare, block_vocabulary
 from .predict import blockwise
 from .transport import _as_dask_array, _Channel, _client, _import_dask, worker_view
@@ -100,7 +102,7 @@ class DaskExecutor(Executor):
         """
         return self.sum(est, _fn.data_summary, data, None)
 
-    def initialize(self, est, data, random_state, summary):
+    def initialize(self, est, data, random_state, summary, context=None):
         """The model's initial globals (see :meth:`DaskBlocks.initialize`).
 
         Parameters
@@ -113,13 +115,15 @@ class DaskExecutor(Executor):
             The fit's generator.
         summary : object or None
             ``_data_summary`` of all the rows.
+        context : FitContext or None, default=None
+            The fit's context, which the start is told.
 
         Returns
         -------
         dict
             The initial globals by name.
         """
-        return data.initialize(est, random_state, summary)
+        return data.initialize(est, random_state, summary, context)
 
     def local_steps(self, est, data, params, random_state):
         """Every block's local step at ``params``, kept on its worker.
@@ -244,7 +248,7 @@ class DaskExecutor(Executor):
         return name in self.settings.resident_row_groups
 
     def row_step(self, est, name, data, locals_, params, ctx, schedule):
-        """The step of a resident group's rows, each block stepping its own where it is.
+        """The step of a resident group's members, each block stepping its own where it is.
 
         Parameters
         ----------
@@ -445,7 +449,29 @@ class _DaskBackend:
 
     @staticmethod
     def executor(estimator, X, y, sample_weight):
-        return prepare_on_cluster(estimator, X, y, sample_weight)
+        executor, blocks = prepare_on_cluster(estimator, X, y, sample_weight)
+        size = estimator._settings.start_sample_size
+        if (
+            sample_weight is not None
+            and size is not None
+            and blocks.shape[0] > size
+            and warm_globals(estimator) is None
+        ):
+            # The start's sample (DaskBlocks.initialize) is a uniform draw of
+            # rows; a warm start continues the previous fit instead.
+            advice = (
+                " A warm_start from a fit on a weighted sample avoids it."
+                if "warm_start" in estimator.get_params(deep=False)
+                else ""
+            )
+            warn_user(
+                f"{type(estimator).__name__}: on a cluster the start's {size} rows are drawn "
+                "uniformly over the rows (each with its weight), not in proportion to the "
+                "weights; with a few rows holding much of the weight the start may miss "
+                f"them.{advice}",
+                UserWarning,
+            )
+        return executor, blocks
 
     @staticmethod
     def blockwise(estimator, method, X, *args, **kwargs):

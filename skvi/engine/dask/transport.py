@@ -361,7 +361,7 @@ class _Channel:
     def params(self, params):
         # The engine updates a step's dict of factors in place (one factor
         # after another), and never a factor: the factors are the key.
-        # Resident rows stay with their blocks (DaskBlocks._rows).
+        # Resident groups' members stay with their blocks (DaskBlocks._rows).
         factors = [(k, f) for k, f in params.items() if not isinstance(f, ResidentRows)]
         for value, future in self._params:
             if len(value) == len(factors) and all(

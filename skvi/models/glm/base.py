@@ -233,7 +233,7 @@ class _BayesianGLM(SVIEstimator):
                 if deterministic
                 else "no_decrease"
             ),
-            probe_growth=0.25,
+            tolerance={"probe": 0.25},
             transient=("_memo", "_factorization", "_grams"),
         )
 

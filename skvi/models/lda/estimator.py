@@ -299,9 +299,10 @@ class SVILatentDirichletAllocation(
     def _settings(self):
         # As scikit-learn: partial_fit steps on slices of batch_size
         # documents (the last takes the rest), and the ELBO is evaluated
-        # every evaluate_every passes (the engine reads the parameter),
-        # stopping on the perplexity's change (perp_tol); bound_ is the
-        # training perplexity at the end.  Without evaluate_every, a batch
+        # every evaluate_every passes (the engine reads the parameter, and
+        # keeps scikit-learn's silence when that rule stops a fit at
+        # max_iter), stopping on the perplexity's change (perp_tol); bound_
+        # is the training perplexity at the end.  Without evaluate_every, a batch
         # fit runs its passes (as scikit-learn's) and an online fit stops by
         # the engine's rule, whose checks cost a few percent of the fit.
         every = self.evaluate_every
@@ -309,13 +310,11 @@ class SVILatentDirichletAllocation(
         return ModelSettings(
             {"topics": Dirichlet},
             parallel=True,
-            batches="remainder",
             convergence=None if online_rule else self._perplexity_converged,
-            # A fit that stops by a rule and reached max_iter still improving
-            # says so; the evaluate_every rule keeps scikit-learn's silence.
-            warn_not_converged=online_rule,
             transient=("_buffers",),
-            stream_steps="bayes",
+            # A stream of unknown length takes streaming Bayes' steps
+            # (skvi.engine.stream: a stream in its file order forgets less).
+            stream={"batches": "remainder", "steps": "bayes"},
         )
 
     def transform(self, X, *, normalize=True):

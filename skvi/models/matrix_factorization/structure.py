@@ -70,7 +70,6 @@ class ModelStructure:
     @property
     def _settings(self):
         families = self._factor_families
-        alg1 = self.children_per_node is not None
         # The users and items are per-row groups; the prior precisions'
         # children are the nodes, all in memory.  The Monte Carlo
         # likelihoods redo their local step each step (it carries the step's
@@ -93,7 +92,6 @@ class ModelStructure:
             local_depends_on_globals=not self._conjugate,
             batch_steps="blend" if self._conjugate else "probe",
             convergence=self._converged,
-            warn_not_converged=not alg1,
             transient=("_prep",),
         )
 

@@ -9,14 +9,13 @@ import numbers
 
 import numpy as np
 from scipy import special
-from sklearn.base import DensityMixin, _fit_context
+from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ...engine import ModelSettings, Moments, SVIEstimator
 from ...engine.data import Rows, check_row_weights
-from ...engine.executor import backend_for
 from ...expfam import Dirichlet
 from ...validation import check_feature_magnitude
 from . import start
@@ -108,6 +107,29 @@ class SVIBayesianGaussianMixture(DensityMixin, SVIEstimator):
       that the batch steps remain coordinate ascent.
     - ``score_samples`` is the posterior predictive density by default (a
       mixture of Student-t densities, Bishop eq. 10.81), see ``density``.
+
+    ``sample_weight`` of ``fit`` and ``partial_fit`` are non-negative
+    frequency weights: a sample of weight 2 counts as the sample twice (in
+    the responsibilities' statistics ``N_k``, ``sum r x`` and ``sum r x
+    x^T``, in the ELBO and in ``n_samples_seen_``, hence in ``N / |S|`` and
+    in the tolerance per sample), and a sample of weight 0 is ignored.  The
+    default ``mean_prior`` and ``covariance_prior`` are the weighted mean and
+    covariance (``ddof=1`` on the weight sum, which must then exceed 1).
+    The start counts the weights too: 'kmeans' is scikit-learn's ``KMeans``
+    with ``sample_weight``, 'k-means++' and 'random_from_data' draw their
+    seeds with probability proportional to weight (a seed is one sample, as
+    one copy of a repeated row), and an online start draws its subsample so
+    (see ``init_params``).  The k-means++ seeding draws differently for
+    weighted and repeated rows: it inverts the cumulative weights of the
+    rows in their order, so another order of the rows (or rounding at a
+    draw's bound) picks other seeds, and the online subsample draws rows,
+    not copies.  A weighted fit therefore equals the fit on the rows
+    repeated by weight (up to rounding) when the start does not depend on
+    these draws: a ``warm_start`` from a given posterior, or k-means
+    reaching the same clustering from any seeds.  On a cluster the start's
+    rows are drawn uniformly over the rows (each with its weight): a
+    ``warm_start`` from a fit on a weighted sample avoids a start that
+    misses a few heavy rows.
 
     Parameters
     ----------
@@ -336,71 +358,6 @@ n_samples_seen_, n_rejected_steps_
         self.step_safety = step_safety
 
     # ------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the variational posterior, ``n_init`` times, keeping the best.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,) or None, default=None
-            Non-negative frequency weights: a sample of weight 2 counts as
-            the sample twice (in the responsibilities' statistics ``N_k``,
-            ``sum r x`` and ``sum r x x^T``, in the ELBO and in
-            ``n_samples_seen_``, hence in ``N / |S|`` and in the tolerance
-            per sample), and a sample of weight 0 is ignored.  The default
-            ``mean_prior`` and ``covariance_prior`` are the weighted mean
-            and covariance (``ddof=1`` on the weight sum, which must then
-            exceed 1).  The start counts the weights too: 'kmeans' is
-            scikit-learn's ``KMeans`` with ``sample_weight``, 'k-means++'
-            and 'random_from_data' draw their seeds with probability
-            proportional to weight (a seed is one sample, as one copy of a
-            repeated row), and an online start draws its subsample so (see
-            ``init_params``).  The k-means++ seeding draws differently for
-            weighted and repeated rows: it inverts the cumulative weights
-            of the rows in their order, so another order of the rows (or
-            rounding at a draw's bound) picks other seeds, and the online
-            subsample draws rows, not copies.  A weighted fit therefore
-            equals the fit on the rows repeated by weight (up to rounding)
-            when the start does not depend on these draws: a
-            ``warm_start`` from a given posterior, or k-means reaching the
-            same clustering from any seeds.
-
-        Returns
-        -------
-        self : SVIBayesianGaussianMixture
-            The fitted estimator.
-        """
-        elsewhere = backend_for(X) is not None
-        warm = self.warm_start and hasattr(self, "natural_params_")
-        # Any array-like; a dask array's shape without computing it.
-        shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape
-        start_rows = start.init_rows(self.n_components, shape[1] if len(shape) > 1 else 1)
-        if elsewhere and warm:
-            # A warm start's globals travel to the worker that starts the fit.
-            self._warm_globals = {
-                name: tuple(np.asarray(a) for a in f) for name, f in self.natural_params_.items()
-            }
-        elif elsewhere and sample_weight is not None and shape[0] > start_rows:
-            self._warn(
-                f"{type(self).__name__}: on a cluster the start's {start_rows} rows are drawn "
-                "uniformly over the rows (each with its weight), not in proportion to the "
-                "weights as in memory; with a few rows holding much of the weight the start "
-                "may miss them. A warm_start from a fit on a weighted sample avoids it.",
-                UserWarning,
-            )
-        # Batch EM starts from all rows, as scikit-learn's; SVI (and a fit
-        # on a cluster) from a subsample of at most start_rows rows.
-        self._init_rows = None if self.learning_method == "batch" and not elsewhere else start_rows
-        try:
-            return super().fit(X, y, sample_weight)
-        finally:
-            self.__dict__.pop("_warm_globals", None)
-            del self._init_rows
-
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fit, then return the most probable component of every sample.
 
@@ -636,7 +593,7 @@ n_samples_seen_, n_rejected_steps_
         # tolerance is per sample, as scikit-learn's.
         return ModelSettings(
             {"weights": Dirichlet, "components": self._covariance.family},
-            initial_globals_are_data=True,
+            stream={"start": "data"},
             convergence=self._per_sample_converged,
             start_sample_size=start.init_rows(
                 self.n_components, getattr(self, "n_features_in_", 0)
@@ -648,13 +605,13 @@ n_samples_seen_, n_rejected_steps_
             return None
         return Moments.of(X.X, X.weight, full=self._covariance.full_moments)
 
-    def _adopt_data_summary(self, summary):
+    def _adopt_data_summary(self, summary, warm=False):
         if summary.n_rows < 2:  # a fit on a cluster: its blocks were checked one by one
             raise ValueError(
                 f"Found array with {summary.n_rows} sample(s) while a minimum of 2 is required."
             )
         self._check_row_count(summary.n_rows, " of positive weight")
-        self._set_priors(summary)
+        self._set_priors(summary, warm)
         # The start scales its statistics to all the rows (their weight).
         self._data_rows = (summary.n_rows, summary.total)
 
@@ -665,8 +622,11 @@ n_samples_seen_, n_rejected_steps_
         return np.asarray(X, dtype=np.float64)
 
     # ------------------------------------------------------------ priors
-    def _set_priors(self, moments):
-        """The priors' values (:func:`~skvi.models.mixture.priors.resolve_priors`)."""
+    def _set_priors(self, moments, warm=False):
+        """The priors' values (:func:`~skvi.models.mixture.priors.resolve_priors`).
+
+        ``warm``: the fit continues the previous one (``warm_start``).
+        """
         priors = resolve_priors(
             moments,
             self._covariance,
@@ -681,8 +641,7 @@ n_samples_seen_, n_rejected_steps_
         for name, value in priors.items():
             setattr(self, name, value)
         if not (
-            self.warm_start
-            and hasattr(self, "natural_params_")
+            warm
             and getattr(self, "_centre", None) is not None
             and self._centre.shape == self.mean_prior_.shape
         ):
@@ -706,17 +665,22 @@ n_samples_seen_, n_rejected_steps_
         return {"weights": weights.natural, "components": comp.natural}
 
     # ------------------------------------------------------------ initialisation
-    def _initialize_globals(self, X, random_state, summary):
-        self._adopt_data_summary(summary)
-        warm = getattr(self, "_warm_globals", None)
-        if warm is not None:
-            return warm
-        if self.warm_start and hasattr(self, "natural_params_"):
-            return {name: tuple(f) for name, f in self.natural_params_.items()}
+    def _initialize_globals(self, X, random_state, summary, ctx=None):
+        warm = None if ctx is None else ctx.warm
+        self._adopt_data_summary(summary, warm is not None)
+        if warm is not None:  # the previous fit's globals, in memory or sent to a worker
+            return dict(warm)
         count = X.count()
         X, weight = X.X, X.weight
         n = X.shape[0]
-        limit = self.__dict__.get("_init_rows", start.init_rows(self.n_components, X.shape[1]))
+        # Batch EM starts from all rows, as scikit-learn's; SVI, a stream
+        # and a fit on a cluster from a subsample of at most init_rows rows.
+        batch_em = ctx is not None and not (ctx.partial or ctx.on_cluster)
+        limit = (
+            None
+            if batch_em and self.learning_method == "batch"
+            else start.init_rows(self.n_components, X.shape[1])
+        )
         sub, sub_weight, scale = start.subsample(X, weight, limit, self.n_components, random_state)
         # The start counts for all the rows, as a step with rho = 1 would:
         # X is all of them, or on a cluster a sample drawn over every block.

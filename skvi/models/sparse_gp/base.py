@@ -127,18 +127,18 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
         var = kdiag - np.sum(phi * phi, axis=1) + row_quadratic(phi, cov)
         return X, phi, phi @ loc, np.maximum(var, 0.0)
 
-    def _start(self, data, random_state):
+    def _start(self, data, random_state, ctx=None):
         """The inducing points and a copy of the kernel for a new fit; how it steps."""
         # The engine takes batch steps in an online fit whose rows fit in one
         # minibatch (``batch_size >= n``): the step size is then 1 at every
         # pass, and the hyperparameters' gradient steps, sized for a
         # decaying schedule, went back and forth between two kernels for
-        # ever.  Such a fit learns them as a batch fit does.  The rows of the
-        # fit are known from the local _prepare_data; none is left on a
-        # cluster (or in a partial_fit), whose steps follow learning_method.
-        rows = self.__dict__.pop("_fit_rows", None)
+        # ever.  Such a fit learns them as a batch fit does: the fit's
+        # context says so.  A fit on a cluster and a stream (partial_fit)
+        # follow learning_method.
+        in_memory_fit = ctx is not None and not (ctx.partial or ctx.on_cluster)
         self._batch_steps = (
-            self.learning_method == "batch" if rows is None else self._only_batch_steps(rows)
+            ctx.only_batch_steps if in_memory_fit else self.learning_method == "batch"
         )
         self.inducing_points_ = self._choose_inducing(data, random_state)
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
@@ -168,11 +168,8 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
                 "Use 'titsias', 'fitc' or 'predictive' on a stream."
             )
         data = self._rows(X, y, reset, sample_weight, classes)
-        if vocabulary is None and partial:  # partial_fit's steps are online steps
-            self._fit_rows = None
+        if vocabulary is None and partial:  # each call's steps follow learning_method
             self._batch_steps = self.learning_method == "batch"
-        elif vocabulary is None and reset:  # a new fit in memory: _start reads its rows
-            self._fit_rows = data.shape[0]
         return data
 
     def _hyperparameters_in_batch(self):

@@ -319,8 +319,8 @@ n_samples_seen_, converged_, n_rejected_steps_
             batch_steps="line_search" if quadrature else "no_decrease",
         )
 
-    def _initialize_globals(self, data, random_state, summary):
-        self._set_kernel(self._start(data, random_state))
+    def _initialize_globals(self, data, random_state, summary, ctx=None):
+        self._set_kernel(self._start(data, random_state, ctx))
         self._hyperprior_centre = self._hyper_vector()
         return self._prior_natural()
 

@@ -483,10 +483,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         # halving persists (docs/sparse_gp_benchmark.md).  The other objectives reach
         # their optimum in one step.
         if self.objective == "predictive":
-            return self._settings_for(batch_steps="no_decrease", elbo_tolerance=1e-12)
+            return self._settings_for(batch_steps="no_decrease", tolerance={"elbo": 1e-12})
         return self._settings_for()
 
-    def _initialize_globals(self, data, random_state, summary):
+    def _initialize_globals(self, data, random_state, summary, ctx=None):
         if self.objective == "optimal" and data.shape[0] > MAX_OPTIMAL_ROWS:
             raise ValueError(
                 f"objective='optimal' factorises an N x N matrix; N = {data.shape[0]} is above "
@@ -494,7 +494,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             )
         if self.objective == "optimal" and self.learning_method == "online":
             raise ValueError("objective='optimal' does not decompose over rows: use batch fit.")
-        kernel = self._start(data, random_state)
+        kernel = self._start(data, random_state, ctx)
         noise = float(self.noise_variance)
         if self.optimizer is not None and self._hyperparameters_in_batch():
             kernel, noise = self._optimize_hyperparameters(data, kernel, noise, random_state)
