@@ -163,8 +163,9 @@ class SVIHierarchicalDirichletProcess(
         "mean_change_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "max_doc_update_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         # 'auto': one pass over a long corpus, several over a short one
-        # (the engine's max_passes).  One pass over a long corpus comes near
-        # the held-out perplexity of several, at the cost of one.
+        # (the engine's max_passes): the corpus sets a default fit's length,
+        # since on a long corpus the online rule runs many more passes for
+        # a gain smaller than the first pass's.
         "max_iter": [
             StrOptions({"auto"}),
             None,
