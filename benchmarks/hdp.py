@@ -8,10 +8,15 @@ single-threaded, in one process:
 ``skvi-hdp``
     ``skvi.SVIHierarchicalDirichletProcess(random_state=0)`` at its defaults
     (corpus truncation T = 150, document truncation K = 15, online steps on
-    minibatches of 256 documents, stopping by the engine's online rule).
+    minibatches of 512 documents, ``max_iter='auto'``: as many passes as
+    make 10,000 documents, one on this corpus).
 ``skvi-hdp-1pass``
     The same with ``max_iter=1``: one pass over the corpus, as gensim's
     default makes.
+``skvi-hdp-rule``
+    The same with ``max_iter=10``: passes until the engine's online rule
+    stops the fit (``tol=1e-4``), ten at most.  Not run unless asked for
+    with ``--methods``.
 ``skvi-lda-K``
     ``skvi.SVILatentDirichletAllocation(n_components=K, random_state=0)`` at
     its defaults (scikit-learn's: batch coordinate ascent, 10 passes,
@@ -41,6 +46,12 @@ the LDA that gensim's own ``hdp_to_lda()`` makes of it (``alpha`` the corpus
 stick weights, the topics ``lambda + eta``), folded in by the LDA E-step:
 an approximation of its HDP fold-in, said so in the table.
 
+``--hdp KEY=VALUE`` sets a parameter of both skvi HDP fits (for trying
+other settings).  ``--repeats R`` runs every fit R times, the methods taking turns within
+each round (so that a change in the machine's load falls on all of them),
+and reports the median wall and CPU seconds with their range; the fits are
+deterministic, so each method's first fit is scored.
+
 "topics used" is the number of topics holding at least 1% of the training
 tokens' expected assignments (``(lambda_t - eta).sum() / sum over topics``).
 
@@ -51,6 +62,7 @@ How to run
     pip install -e . gensim
     python benchmarks/hdp.py [CORPUS_DIR]
     python benchmarks/hdp.py --methods skvi-hdp,skvi-hdp-1pass,gensim-hdp
+    python benchmarks/hdp.py --methods skvi-hdp,gensim-hdp --repeats 5
 
 CORPUS_DIR holds ``train.npz`` and ``test.npz`` (scipy.sparse CSR
 document-term counts); it defaults to ``$SKVI_DATA/20newsgroups-bydate`` with
@@ -73,13 +85,18 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import Skipped, format_table, one_blas_thread, version  # noqa: E402
+from _common import Skipped, format_table, key_value, one_blas_thread, version  # noqa: E402
 
 from skvi.datasets import get_data_home  # noqa: E402
 
 SEED = 0
 LDA_KS = (10, 20, 50, 100)
-ALL_METHODS = ["skvi-hdp", "skvi-hdp-1pass"] + ["skvi-lda-%d" % k for k in LDA_KS] + ["gensim-hdp"]
+ALL_METHODS = (
+    ["skvi-hdp", "skvi-hdp-1pass", "skvi-hdp-rule"]
+    + ["skvi-lda-%d" % k for k in LDA_KS]
+    + ["gensim-hdp"]
+)
+DEFAULT_METHODS = [m for m in ALL_METHODS if m != "skvi-hdp-rule"]
 USED_SHARE = 0.01
 
 
@@ -105,10 +122,28 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--methods",
-        default=",".join(ALL_METHODS),
-        help="comma-separated subset of: %s (default: all)" % ", ".join(ALL_METHODS),
+        default=",".join(DEFAULT_METHODS),
+        help="comma-separated subset of: %s (default: all but skvi-hdp-rule)"
+        % ", ".join(ALL_METHODS),
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="rounds of fits, the methods taking turns; medians reported (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--hdp",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a parameter of skvi's HDP fits (repeatable), e.g. --hdp batch_size=512",
     )
     args = parser.parse_args(argv)
+    args.hdp = dict(args.hdp)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
@@ -175,11 +210,13 @@ def fit_gensim_hdp(X_train):
     return holder, seconds, 1, used, "scored as gensim's hdp_to_lda() LDA"
 
 
-def run_method(method, X_train):
+def run_method(method, X_train, hdp):
     if method == "skvi-hdp":
-        return fit_skvi_hdp(X_train)
+        return fit_skvi_hdp(X_train, **hdp)
     if method == "skvi-hdp-1pass":
-        return fit_skvi_hdp(X_train, max_iter=1)
+        return fit_skvi_hdp(X_train, **dict(hdp, max_iter=1))
+    if method == "skvi-hdp-rule":
+        return fit_skvi_hdp(X_train, **dict(hdp, max_iter=10))
     if method == "gensim-hdp":
         return fit_gensim_hdp(X_train)
     return fit_skvi_lda(X_train, int(method.rsplit("-", 1)[1]))
@@ -199,42 +236,70 @@ def main(argv=None):
         % (X_train.shape[0], X_train.shape[1], X_train.sum(), X_test.shape[0], X_test.sum())
     )
     print()
-    rows = []
+    results = {}
     with one_blas_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for method in args.methods:
-            try:
-                model, seconds, passes, used, note = run_method(method, X_train)
-            except Skipped as exc:
-                print("%-14s skipped: %s" % (method, exc), flush=True)
-                continue
-            perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
-            rows.append((method, seconds, passes, perplexity, used, note))
-            print(
-                "%-14s fit %8.1f s (cpu %8.1f s)  passes %2d  perplexity %8.1f  topics used %3d  %s"
-                % (method, seconds[0], seconds[1], passes, perplexity, used, note),
-                flush=True,
-            )
+        for round_ in range(args.repeats):
+            for method in args.methods:
+                if method in results and results[method] is None:
+                    continue  # skipped in the first round
+                try:
+                    model, seconds, passes, used, note = run_method(method, X_train, args.hdp)
+                except Skipped as exc:
+                    print("%-14s skipped: %s" % (method, exc), flush=True)
+                    results[method] = None
+                    continue
+                if method not in results:
+                    perplexity = document_completion_perplexity(model, X_test, random_state=SEED)
+                    results[method] = [[], passes, perplexity, used, note]
+                results[method][0].append(seconds)
+                print(
+                    "%-14s fit %8.1f s (cpu %8.1f s)  passes %2d  perplexity %8.1f  "
+                    "topics used %3d  %s  (round %d)"
+                    % (method, seconds[0], seconds[1], passes, results[method][2], used, note,
+                       round_ + 1),
+                    flush=True,
+                )
+    rows = []
+    for method in args.methods:
+        if results.get(method) is None:
+            continue
+        times, passes, perplexity, used, note = results[method]
+        wall, cpu = np.array(times).T
+        rows.append((method, (wall, cpu), passes, perplexity, used, note))
     if rows:
         best_lda = min((r[3] for r in rows if r[0].startswith("skvi-lda")), default=None)
         header = [
             "method", "fit [s]", "cpu [s]", "passes", "perplexity", "vs best LDA", "topics used",
             "note",
         ]
+
+        def seconds(values):
+            text = "%.1f" % np.median(values)
+            if values.size > 1:
+                text += " (%.1f-%.1f)" % (values.min(), values.max())
+            return text
+
         body = [
             [
                 m,
-                "%.1f" % s[0],
-                "%.1f" % s[1],
+                seconds(s[0]),
+                seconds(s[1]),
                 str(p),
                 "%.1f" % perp,
-                "" if best_lda is None else "%+.1f%%" % (100.0 * (perp / best_lda - 1.0)),
+                ""
+                if best_lda is None
+                else "best"
+                if m.startswith("skvi-lda") and perp == best_lda
+                else "%+.1f%%" % (100.0 * (perp / best_lda - 1.0)),
                 str(u),
                 note,
             ]
             for m, s, p, perp, u, note in rows
         ]
         print()
+        if args.repeats > 1:
+            print("%d rounds: median seconds (range)" % args.repeats)
         print(format_table(header, body, [False, True, True, True, True, True, True, False]))
     print()
     print("total wall time %.1f s" % (time.perf_counter() - wall_start))

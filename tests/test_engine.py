@@ -504,3 +504,37 @@ def test_model_settings_fill_in_the_defaults_of_their_choices():
         "even",
     )
     assert (s.elbo_tolerance, s.probe_growth) == (1e-12, 1.0)
+
+
+@pytest.mark.parametrize("max_iter, tol", [(1, 1e-4), (3, 0.0), (40, 1e-4)])
+def test_online_checks_that_cannot_stop_the_fit_are_left_out(monkeypatch, max_iter, tol):
+    # 20,000 rows in minibatches of 100: checks every few minibatches.  A
+    # one-pass fit (fewer checks left than a stop needs) and a tol=0 fit
+    # make only each pass's last check; a long fit every one.  Leaving them
+    # out changes no parameter, no pass's ELBO and no stop.
+    import skvi.engine.convergence as convergence
+
+    X = np.random.RandomState(0).normal(1.0, 2.0, size=(20_000, 1))
+    calls = []
+    check = convergence.Convergence.check
+
+    def counted(self):
+        calls.append(self.est.n_batch_iter_)
+        return check(self)
+
+    monkeypatch.setattr(convergence.Convergence, "check", counted)
+    kw = dict(learning_method="online", batch_size=100, max_iter=max_iter, tol=tol)
+    got = GaussianGammaVB(random_state=0, **kw).fit(X)
+    made = list(calls)
+    monkeypatch.setattr(convergence.Convergence, "can_stop", lambda self, batch: True)
+    calls.clear()
+    ref = GaussianGammaVB(random_state=0, **kw).fit(X)
+    for name in ref.natural_params_:
+        for a, b in zip(got.natural_params_[name], ref.natural_params_[name]):
+            np.testing.assert_array_equal(a, b)
+    assert got.lower_bounds_ == ref.lower_bounds_
+    assert got.n_iter_ == ref.n_iter_ and got.converged_ == ref.converged_
+    if max_iter == 40:
+        assert made == calls and got.converged_
+    else:
+        assert len(made) == got.n_iter_ < len(calls)

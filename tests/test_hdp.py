@@ -460,3 +460,21 @@ def test_a_dask_array_is_fitted_as_in_memory(client):
             est.natural_params_[name][0], ref.natural_params_[name][0], rtol=1e-8, atol=1e-10
         )
     np.testing.assert_allclose(est.lower_bounds_, ref.lower_bounds_, rtol=1e-7)
+
+
+def test_auto_passes_make_ten_thousand_documents():
+    # max_iter='auto' (the default): ceil(10,000 / n) passes, one to ten;
+    # tol=0 runs them all.  An explicit max_iter is kept.
+    for n, passes in ((2500, 4), (10_000, 1), (300, 10)):
+        X, _ = _corpus(n_docs=n, n_words=8, length=4, seed=1)
+        hdp = SVIHierarchicalDirichletProcess(
+            n_components=3, n_document_components=2, tol=0, random_state=0
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hdp.fit(X)
+        assert hdp.n_iter_ == passes, n
+    hdp.set_params(max_iter=2).fit(X)
+    assert hdp.n_iter_ == 2
+    with pytest.raises(ValueError, match="max_iter"):
+        SVIHierarchicalDirichletProcess(max_iter="some").fit(X)

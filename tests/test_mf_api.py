@@ -372,3 +372,20 @@ def test_the_rated_pairs_do_not_grow_the_pickle_with_repeated_ratings(gaussian):
     np.testing.assert_array_equal(np.argwhere(matrix.toarray()), np.unique(pairs, axis=0))
     restored = pickle.loads(pickle.dumps(mf))
     np.testing.assert_array_equal(restored.recommend([1, 2])[0], mf.recommend([1, 2])[0])
+
+
+def test_a_stream_of_repeated_ratings_does_not_grow_the_pickle(gaussian):
+    # partial_fit keeps the latest minibatches' pairs unmerged until they
+    # outnumber the merged ones; a pickle must carry the distinct pairs only.
+    _, pairs, y = gaussian
+    once = SVIMatrixFactorization(n_components=2, random_state=0)
+    once.partial_fit(pairs, y)
+    again = pickle.loads(pickle.dumps(once))
+    again.partial_fit(pairs, y)  # every pair rated once more: none is new
+    assert len(pickle.dumps(again._seen)) == len(pickle.dumps(once._seen))
+    assert not again._seen._pending  # the pickle merged them
+    np.testing.assert_array_equal(
+        np.argwhere(again._seen.matrix().toarray()), np.unique(pairs, axis=0)
+    )
+    restored = pickle.loads(pickle.dumps(again))
+    np.testing.assert_array_equal(restored.recommend([1, 2])[0], again.recommend([1, 2])[0])

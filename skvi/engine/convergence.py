@@ -22,7 +22,11 @@ may stop within its first pass, since a long pass (at least eight checks,
 ``8 / CHECK_COST`` sample sizes of rows) has then shown that more rows no
 longer move it, but not before every row of its row groups that has data
 (matrix factorization's users and items, a network node's plate elements)
-took a step.  What it guarantees: the smoothed ELBO on the sample has
+took a step.  A check within a pass is left out when the checks left
+before ``max_iter`` passes could not stop the fit (too few to fill a
+window and find it stale, or ``tol=0``): it could only have changed the
+rule's state, which then decides nothing; the last check of every pass
+still gives the pass's ELBO.  What it guarantees: the smoothed ELBO on the sample has
 not risen beyond its noise or ``tol`` for a window, and every row with
 data took a step where rows have their own factors; a fit that still
 improves runs to ``max_iter``; ``tol=0`` keeps the estimates and never stops
@@ -39,6 +43,7 @@ globals (:func:`evaluates_every`).
 import numpy as np
 
 from . import blocks as _fn
+from .parameters import max_passes
 
 __all__ = ["CHECK_ROWS", "CHECKS_PER_PASS", "Convergence", "WINDOW", "evaluates_every"]
 
@@ -141,6 +146,8 @@ class Convergence:
             and not (every is not None and self.mode == "bound")
             and settings.children_per_row is None
         )
+        self.n_batches = None
+        self.passes = 0
 
     # ------------------------------------------------------------ batch
     def evaluate(self, it):
@@ -154,6 +161,7 @@ class Convergence:
         were: an unchanged ELBO says nothing about convergence.
         """
         if self.mode == "sample":
+            self.passes += 1
             return self.stops and self.stale >= WINDOW
         if bound is None:
             return False
@@ -188,12 +196,34 @@ class Convergence:
         rows = max(n / CHECKS_PER_PASS, size / CHECK_COST)
         per_step = n / max(n_batches or 1, 1)
         self.spacing = max(1, int(round(rows / per_step)))
+        self.n_batches = max(int(n_batches or 1), 1)
 
     def after_step(self, batch, first_pass):
         """After minibatch ``batch`` of a pass: check within long passes; True when converged."""
         if self.sample is None or self.spacing is None or batch % self.spacing:
             return False
+        if not self.can_stop(batch):
+            return False
         return self.check() and not (first_pass and self.rows_waiting())
+
+    def can_stop(self, batch):
+        """Whether the checks left from the one after minibatch ``batch`` could stop the fit.
+
+        The checks left: this pass's from ``batch`` on and its last, and
+        every later pass's up to ``max_iter`` (an upper bound: a check
+        after rejected steps only is skipped).  A stop needs a full window
+        and then :data:`WINDOW` stale checks.
+        """
+        if not self.stops:
+            return False
+        within = (self.n_batches - 1) // self.spacing  # checks within a pass
+        left = within - batch // self.spacing + 2  # this one on, and the pass's last
+        left += (max_passes(self.est) - self.passes - 1) * (within + 1)
+        if self.best is None:
+            needed = WINDOW - len(self.values) + WINDOW
+        else:
+            needed = WINDOW - self.stale
+        return left >= needed
 
     def rows_waiting(self):
         """Whether a row of a row group that has data has not taken a step yet.

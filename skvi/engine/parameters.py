@@ -9,6 +9,7 @@ default read from its signature (see :func:`document_engine_parameters`).
 """
 
 import inspect
+import math
 import numbers
 import re
 
@@ -26,6 +27,10 @@ __all__ = [
 #: for batch coordinate ascent, and room for an online fit, whose stopping
 #: rule ends it when it stops improving.
 DEFAULT_PASSES = {"batch": 10, "online": 50}
+#: The rows an online fit with ``max_iter='auto'`` sees (:func:`max_passes`):
+#: one pass over a long corpus, as Hoffman et al.'s and Wang et al.'s online
+#: algorithms make over a stream, and several over a short one.
+AUTO_PASS_ROWS = 10_000
 
 ENGINE_PARAMETER_CONSTRAINTS = {
     "learning_method": [StrOptions({"batch", "online"})],
@@ -260,7 +265,10 @@ def max_passes(estimator):
     -------
     int
         ``estimator.max_iter``, or when it is None :data:`DEFAULT_PASSES`
-        of its ``learning_method``.
+        of its ``learning_method``.  ``'auto'`` (an estimator that accepts
+        it): an online fit takes ``ceil(AUTO_PASS_ROWS / n)`` passes over
+        its ``n`` rows (its ``n_samples_seen_``), at least one and at most
+        ``DEFAULT_PASSES['batch']``; a batch fit ``DEFAULT_PASSES['batch']``.
 
     Examples
     --------
@@ -270,7 +278,19 @@ def max_passes(estimator):
     50
     >>> max_passes(SVILatentDirichletAllocation(max_iter=7))
     7
+    >>> from skvi import SVIHierarchicalDirichletProcess
+    >>> hdp = SVIHierarchicalDirichletProcess(max_iter="auto")
+    >>> hdp.n_samples_seen_ = 4000  # fit counts its rows before its passes
+    >>> max_passes(hdp)
+    3
     """
-    if estimator.max_iter is not None:
-        return int(estimator.max_iter)
-    return DEFAULT_PASSES.get(getattr(estimator, "learning_method", "batch"), 10)
+    max_iter = estimator.max_iter
+    method = getattr(estimator, "learning_method", "batch")
+    if isinstance(max_iter, str):  # 'auto'
+        seen = getattr(estimator, "n_samples_seen_", None)  # the fit's rows, counted first
+        if method == "online" and seen:
+            return min(DEFAULT_PASSES["batch"], max(1, math.ceil(AUTO_PASS_ROWS / seen)))
+        return DEFAULT_PASSES["batch"]
+    if max_iter is not None:
+        return int(max_iter)
+    return DEFAULT_PASSES.get(method, 10)

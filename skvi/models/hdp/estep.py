@@ -18,8 +18,9 @@ times shares one ``phi`` row, weighed by its count.
 
 The documents are vectorised in buckets of similar numbers of distinct
 words, each padded to its longest document: one bucket's updates are two
-batched matrix products, ``(L x T) @ (T x K)`` for ``phi`` and ``(K x L)
-@ (L x T)`` for ``varphi``, over all its documents.  A document leaves its
+batched matrix products, ``(K x T) @ (T x L)`` for ``phi`` (kept as
+``K x L``, the words on the last axis) and ``(K x L) @ (L x T)`` for
+``varphi``, over all its documents.  A document leaves its
 bucket's active set when the mean absolute change of its expected
 component counts ``sum_n n_dw phi_dnk`` falls below ``tol``.
 
@@ -143,15 +144,21 @@ def _normalize_exp(logits):
 
 
 def _counts_times_softmax(logits, counts):
-    """``counts * softmax(logits)`` along the last axis, in ``logits``, for logits at most 0."""
+    """``counts * softmax(logits)`` over the components, for logits at most 0.
+
+    ``logits`` has shape (n, K, L), the components on axis 1 and the words
+    on the last axis, so that the sum over the components adds rows of
+    ``L`` words; ``counts`` has shape (n, L).
+    """
     e = np.exp(logits)
-    total = e.sum(axis=-1)
+    total = e.sum(axis=1)
     low = total < np.finfo(e.dtype).tiny ** 0.5
     if low.any():  # every logit of a word far below 0: normalise by the maximum
         rows = np.flatnonzero(low.any(axis=1))
-        e[rows] = _normalize_exp(logits[rows])
-        total[rows] = 1.0
-    e *= (counts / total)[:, :, None]
+        shifted = logits[rows] - np.max(logits[rows], axis=1, keepdims=True)
+        e[rows] = np.exp(shifted)
+        total[rows] = e[rows].sum(axis=1)
+    e *= (counts / total)[:, None, :]
     return e
 
 
@@ -455,6 +462,7 @@ def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype, plain_iter
     # logits are at most 0 (E[log sigma_k(pi')] < 0): their softmax needs no
     # maximum but where all of a word's logits underflow.
     eb = eb - np.max(eb, axis=2, keepdims=True)
+    eb_t = np.ascontiguousarray(eb.transpose(0, 2, 1))  # (n, T, L)
     # The start: component k anchored at the token at quantile (k + 1/2) / K.
     cum = np.cumsum(counts, axis=1)
     target = (np.arange(K) + 0.5)[None, :] / K * total[:, None]
@@ -479,17 +487,18 @@ def _iterate(eb, counts, elog_sticks, alpha, K, max_iter, tol, dtype, plain_iter
             break
         if n_live < 0.75 * rows.size:
             rows, eb, counts, elog_sticks = rows[live], eb[live], counts[live], elog_sticks[live]
+            eb_t = eb_t[live]
             varphi, elog_pi, component = varphi[live], elog_pi[live], component[live]
             live = np.ones(n_live, dtype=bool)
-        # Contiguous copies of the small operands: batched products with a
-        # transposed view run on a slower path.
-        logits = np.matmul(eb, np.ascontiguousarray(varphi.transpose(0, 2, 1)))
-        logits += elog_pi[:, None, :]
+        # The words on the last axis throughout: (n, K, L) products need no
+        # transposed copies, and the sums over the components add rows.
+        logits = np.matmul(varphi, eb_t)
+        logits += elog_pi[:, :, None]
         phic = _counts_times_softmax(logits, counts)
-        new = phic.sum(axis=1)
+        new = phic.sum(axis=2)
         if it + 1 >= plain_iter:
             elog_pi = expected_log_sticks(*_stick_parameters(new, alpha)).astype(dtype, copy=False)
-        assign = np.matmul(np.ascontiguousarray(phic.transpose(0, 2, 1)), eb)  # (n, K, T)
+        assign = np.matmul(phic, eb)  # (n, K, T)
         if it >= plain_iter:
             assign += elog_sticks[:, None, :]
         varphi = _normalize_exp(assign)

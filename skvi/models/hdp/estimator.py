@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, check_non_negative, validate_data
 
 from ...engine import ModelSettings, SVIEstimator
@@ -95,15 +95,21 @@ class SVIHierarchicalDirichletProcess(
         ``kappa`` of the schedule.
     learning_offset : float, default=10.0
         ``tau`` of the schedule.
-    max_iter : int, default=10
-        Most passes over the data in ``fit``.
-    batch_size : int, default=256
+    max_iter : int, None or 'auto', default='auto'
+        Most passes over the data in ``fit``.  ``'auto'``: as many as make
+        10,000 documents, at least one and at most 10, so that a long
+        corpus gets one pass (as Wang et al.'s algorithm makes over a
+        stream) and a short one several
+        (:func:`~skvi.engine.parameters.max_passes`); None: 50 for an
+        online fit, 10 for a batch one.  The engine's online rule
+        (``tol``) may stop the fit earlier.
+    batch_size : int, default=512
         Most documents per minibatch.
     total_samples : float or 'auto', default='auto'
         ``N`` in the ``N / |S|`` scaling of ``partial_fit``.
     tol : float, default=1e-4
         The engine's stopping rule's tolerance.
-    mean_change_tol : float, default=2e-2
+    mean_change_tol : float, default=0.1
         A document's local step stops when the mean absolute change of its
         expected component counts (in words) falls below this value.
     max_doc_update_iter : int, default=100
@@ -156,6 +162,15 @@ class SVIHierarchicalDirichletProcess(
         "topic_word_prior": [Interval(numbers.Real, 0, None, closed="neither")],
         "mean_change_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "max_doc_update_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        # 'auto': one pass over a long corpus, several over a short one
+        # (the engine's max_passes): the corpus sets a default fit's length,
+        # since on a long corpus the online rule runs many more passes for
+        # a gain smaller than the first pass's.
+        "max_iter": [
+            StrOptions({"auto"}),
+            None,
+            Interval(numbers.Integral, 1, None, closed="left"),
+        ],
     }
 
     # A document's local step starts afresh at every step (from its own
@@ -181,11 +196,11 @@ class SVIHierarchicalDirichletProcess(
         learning_method="online",
         learning_decay=0.7,
         learning_offset=10.0,
-        max_iter=10,
-        batch_size=256,
+        max_iter="auto",
+        batch_size=512,
         total_samples="auto",
         tol=1e-4,
-        mean_change_tol=2e-2,
+        mean_change_tol=0.1,
         max_doc_update_iter=100,
         n_jobs=None,
         verbose=0,

@@ -42,8 +42,9 @@ class SeenPairs:
     size is that of the distinct pairs, about 5 bytes each (a boolean and
     an int32 column index), whatever the repeats and weights of the
     ratings.  Pairs added by ``partial_fit`` wait in a list until they
-    outnumber the merged ones (or the matrix is read), so that a stream
-    of small minibatches merges in time proportional to its length.
+    outnumber the merged ones (or the matrix is read, or the model
+    pickled), so that a stream of small minibatches merges in time
+    proportional to its length and a pickle keeps the distinct pairs alone.
 
     Parameters
     ----------
@@ -104,6 +105,12 @@ class SeenPairs:
         if self._pending or self._matrix.shape != self._shape:
             self._merge()
         return self._matrix
+
+    def __getstate__(self):
+        # The pending pairs are the raw pairs of the last minibatches, repeats
+        # and all: a pickle keeps them merged, the size of the distinct pairs.
+        self.matrix()
+        return self.__dict__.copy()
 
 
 def check_n(n, n_items):
