@@ -98,6 +98,13 @@ class _IndexMoments(MomentsKind):
     def fixed(self, x):
         x = np.asarray(x)
         L = self.size
+        if x.size and x.dtype.kind in "fiu":
+            # Whole numbers in [0, L) (a block's column of ids): one cast and two tests.
+            with np.errstate(invalid="ignore"):
+                idx = x.astype(np.intp)
+                if (x.dtype.kind != "f" or np.array_equal(idx, x)) and 0 <= idx.min() < L:
+                    if idx.max() < L:
+                        return [idx]
         if x.dtype == bool:
             x = x.astype(np.intp)
         if x.size and not np.issubdtype(x.dtype, np.integer):
@@ -200,17 +207,24 @@ class Take(_Cached):
         adds them as ``numpy.add.at`` does, one after another.
         """
 
+        flat = idx.reshape(-1)
+
         def make():
-            order = np.argsort(idx, kind="stable")
+            order = np.argsort(flat, kind="stable")
             indptr = np.zeros(self._length + 1, dtype=np.intp)
-            np.cumsum(np.bincount(idx, minlength=self._length), out=indptr[1:])
-            S = sp.csr_matrix((np.ones(idx.size), order, indptr), shape=(self._length, idx.size))
-            return idx.copy(), S
+            np.cumsum(np.bincount(flat, minlength=self._length), out=indptr[1:])
+            S = sp.csr_matrix((np.ones(flat.size), order, indptr), shape=(self._length, flat.size))
+            return [idx, flat.copy(), S]
 
         def same(kept):
-            return kept[0].shape == idx.shape and np.array_equal(kept[0], idx)
+            if kept[0] is idx:
+                return True
+            found = kept[1].shape == flat.shape and np.array_equal(kept[1], flat)
+            if found:
+                kept[0] = idx  # the array last found equal: the same object needs no comparison
+            return found
 
-        return _picked.stored(self, "summing", same, make)[1]
+        return _picked.stored(self, "summing", same, make)[2]
 
     def _put(self, m, nd):
         """The inverse of the pick, adding up repeats: ``m`` over the node's plates."""
@@ -221,9 +235,7 @@ class Take(_Cached):
         m = m.reshape(shape[:pos] + (-1,) + shape[pos + idx.ndim :])
         moved = np.moveaxis(m, pos, 0)
         flat = moved.reshape(moved.shape[0], -1)
-        out = np.asarray(self._summing(idx.ravel()) @ flat).reshape(
-            (self._length,) + moved.shape[1:]
-        )
+        out = np.asarray(self._summing(idx) @ flat).reshape((self._length,) + moved.shape[1:])
         out = np.moveaxis(out, 0, pos)
         full = parent.plates[:pos] + (self._length,) + parent.plates[pos + 1 :]
         return sum_to_plates(out, parent.plates, nd, full)
@@ -497,9 +509,12 @@ class Add(_Cached):
         others = [self._flat_mean(p.u[0]) for j, p in enumerate(self.parents) if j != index]
         rest = np.broadcast_to(sum(others), self.plates + (D,))
         M = m1.reshape(self.plates + (D, D))
-        lin = m0.reshape(self.plates + (D,)) + np.einsum(
-            "...ij,...j->...i", M + np.swapaxes(M, -1, -2), rest
-        )
+        if D == 1:  # scalars (a rating's terms): no batched matrices
+            lin = m0.reshape(self.plates + (1,)) + 2.0 * M[..., 0] * rest
+        else:
+            lin = m0.reshape(self.plates + (D,)) + np.einsum(
+                "...ij,...j->...i", M + np.swapaxes(M, -1, -2), rest
+            )
         nd = len(self.shape)
         return [
             sum_to_plates(lin.reshape(self.plates + self.shape), parent.plates, nd, self.plates),

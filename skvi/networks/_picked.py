@@ -84,7 +84,9 @@ def sources(pair):
 
 
 def _indices(u):
-    return np.asarray(u[0], dtype=np.intp).reshape(-1)
+    # The fixed parent's array itself where it can be: the stores know it by sight.
+    idx = np.asarray(u[0], dtype=np.intp)
+    return idx if idx.ndim == 1 else idx.reshape(-1)
 
 
 class _Rows:
@@ -217,5 +219,15 @@ def pair_message(node, index, total):
         u = other.parents[0].u[k]
         table = _table(u, other.parents[0].plates[0], other.dims[k], axes)
         m = np.zeros(()) if total is None else np.asarray(total[k], dtype=np.float64)
-        out.append(rows.summed(index, m, table).reshape((length,) + d))
+        if k == 0:
+            out.append(rows.summed(index, m, table).reshape((length,) + d))
+            continue
+        # Sums of symmetric second moments: each pair k <= l once.
+        K = int(np.prod(d0))
+        packed = rows.summed(index, m, _packed(table, K, False))
+        r, c = np.triu_indices(K)
+        full = np.empty((length, K, K))
+        full[:, r, c] = packed
+        full[:, c, r] = packed
+        out.append(full.reshape((length,) + d))
     return out
