@@ -309,7 +309,7 @@ def test_take_matrix_factorisation_matches_bayespy(masked):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8)
 
 
-def _picked_product(keys, n_rows=300):
+def _picked_product(keys, n_rows=300, masked=False):
     """A rating's mean: the picked factors' sum of products, plus picked biases (Add)."""
     rng = np.random.RandomState(4)
     ka, kb = keys.split(",")
@@ -327,14 +327,15 @@ def _picked_product(keys, n_rows=300):
     b.initialize_from_parameters(rng.randn(n_users), 2.0)
     f = SumMultiply(keys, Take(U, users), Take(V, items), name="f")
     Y = GaussianARD(Add(f, Take(b, users)), Gamma(2.0, 1.0), name="Y")
-    Y.observe(rng.randn(n_rows))
+    Y.observe(rng.randn(n_rows), mask=rng.rand(n_rows) < 0.7 if masked else True)
     return U, V, b, f, Y
 
 
 @pytest.mark.parametrize("keys", ["d,d", "ij,ij", "ij,ji"])
 @pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("masked", [False, True])
 def test_inner_product_of_picks_skips_the_picked_moments_and_keeps_the_sums(
-    keys, dense, monkeypatch
+    keys, dense, masked, monkeypatch
 ):
     # The product's moments and its messages to the picked nodes, from the
     # nodes picked from (no per-row second moments), against the general
@@ -342,13 +343,13 @@ def test_inner_product_of_picks_skips_the_picked_moments_and_keeps_the_sums(
     from skvi.networks import _picked
 
     monkeypatch.setattr(_picked, "DENSE_RATIO", 1e9 if dense else 0)
-    U, V, b, f, Y = _picked_product(keys)
+    U, V, b, f, Y = _picked_product(keys, masked=masked)
     fast = [f.get_moments()] + [
         take._message_to_parent(0) for take, _ in U.children + V.children + b.children
     ]
     assert all(take._lazy() for take, _ in U.children + V.children)  # never picked
     monkeypatch.setattr(_picked, "picked_pair", lambda node: None)
-    U, V, b, f, Y = _picked_product(keys)
+    U, V, b, f, Y = _picked_product(keys, masked=masked)
     general = [f.get_moments()] + [
         take._message_to_parent(0) for take, _ in U.children + V.children + b.children
     ]

@@ -323,15 +323,22 @@ class SumMultiply(_CachedMoments):
     def update(self):
         """Nothing to update: the moments follow the operands."""
 
-    def _message_through_take(self, index):
+    def _message_through_take(self, index, weight=None):
         """The message to the node that operand ``index`` picks from, or None.
 
         For an inner product of two picked nodes (``_picked``): summed per
-        picked element without the per-row messages.
+        picked element without the per-row messages, each row's weighted by
+        this node's weights to the operand and ``weight`` (the operand's own).
         """
-        if _picked.picked_pair(self) is None or self._weights_to(self.parents[index]) is not None:
+        if _picked.picked_pair(self) is None:
             return None
-        return _picked.pair_message(self, index, _children_total(self))
+        total = _children_total(self)
+        w = self._weights_to(self.parents[index])
+        for extra in (w, weight):
+            if total is not None and extra is not None:
+                extra = np.asarray(extra, dtype=np.float64)
+                total = [np.asarray(m, dtype=np.float64) * extra for m in total]
+        return _picked.pair_message(self, index, total)
 
     def _message_to_parent(self, index):
         # The children's messages to f, then to operand ``index`` through the

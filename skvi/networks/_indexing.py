@@ -250,17 +250,18 @@ class Take(_Cached):
         """The children's messages summed per picked element by the children themselves, or None.
 
         A sum of products of two picked nodes sends its message to the node
-        picked from without the per-row messages (``_picked``); None unless
-        every child can, and the elements are not weighted.
+        picked from without the per-row messages (``_picked``), the rows
+        weighted by this node's weights; None unless every child can.
         """
-        if not self.children or self._weights_to(self.parents[0]) is not None:
+        if not self.children:
             return None
         through = [getattr(c, "_message_through_take", None) for c, _ in self.children]
         if not all(through):
             return None
+        w = self._weights_to(self.parents[0])
         total = None
         for send, (_, slot) in zip(through, self.children):
-            m = send(slot)
+            m = send(slot, w)
             if m is None:
                 return None
             total = m if total is None else [a + b for a, b in zip(total, m)]
