@@ -199,8 +199,12 @@ class Stochastic(Node):
         w = self._weights_to(parent)
         # Each parent's moments read when the message reads them: a Gaussian's
         # message to its mean needs its precision's only, not the mean's own
-        # (a sum of products over every row, say).
-        up = _ParentMoments(self.parents)
+        # (a sum of products over every row, say).  A family that gives its
+        # parents' moments its own way is asked for them as they are.
+        if type(self)._parent_moments is Stochastic._parent_moments:
+            up = _ParentMoments(self.parents)
+        else:
+            up = self._parent_moments()
         if w is None:
             m = self._message(index, self.u, up, np.ones(()))
         else:
