@@ -9,7 +9,7 @@ neither is formed:
 
 - the moments are sums over each row's pair of factors' own moments,
   ``E[f] = E[u] . E[v]`` and ``E[f^2] = sum_kl E[u u^T]_kl E[v v^T]_kl``,
-  the symmetric second moments packed (each pair ``k < l`` once); when the
+  the symmetric second moments packed (each pair ``k <= l`` once); when the
   users times the items are not many more than the rows, by blocks of
   matrix products over every (user, item) pair of a block of users, else
   by blocks of picked rows;
