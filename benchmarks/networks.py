@@ -78,6 +78,24 @@ against ``SVIOverdispersedPoissonRegression(random_state=0)`` on the
 simulated counts of ``benchmarks/defaults.py``'s overdispersed case: time
 and test mean Poisson deviance.
 
+``--matrix-factorization`` times instead matrix factorisation declared as a
+network against :class:`skvi.SVIMatrixFactorization` on MovieLens-100k's
+split u1 (fit on u1.base, test RMSE on u1.test), K = 10.  The network is
+the estimator's Gaussian model with ARD factors, ``y_ui ~ N(b + b_u + c_i
++ U_u . V_i, 1 / tau)``, declared with ``Take`` and ``Add`` (see
+:func:`factorisation`) and fitted by ``SVIBayesianNetwork(model=...,
+init_params='model').fit(X, y)`` on the (user, item) pairs (ids from 0),
+from the start its builder sets (small random factor means, unit
+precisions); the estimator is ``SVIMatrixFactorization(n_components=10,
+factor_prior='ard', random_state=0)``, every other argument at its
+default (``tol=1e-4``).  The network runs at ``--mf-tols`` (default
+1e-4, the estimator's tolerance, and 1e-3), ``max_iter=200``.  The fits
+alternate, ``--repeats`` rounds; it reports the median CPU and wall
+seconds of ``fit`` (one BLAS thread, threadpoolctl), the passes, the test
+RMSE and the ratios to the estimator's.  The data are read by
+``skvi.datasets.fetch_movielens('100k')`` from ``--data-dir`` (default
+``skvi.datasets.get_data_home()``: ``$SKVI_DATA``, else ``../shared/data``).
+
 How to run
 ----------
 BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
@@ -87,6 +105,7 @@ BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
     python benchmarks/networks.py --against-mixture --repeats 3
     python benchmarks/networks.py --pca --repeats 5
     python benchmarks/networks.py --nonconjugate --repeats 3 --data ../shared/data
+    python benchmarks/networks.py --matrix-factorization --repeats 3
 """
 
 import argparse
@@ -404,6 +423,94 @@ def nonconjugate(repeats, data):
                        [False, False, True, True, False, True, True, True]))
 
 
+def factorisation(n_users, n_items, K, mean, seed=0):
+    """Matrix factorisation with biases and ARD factors, declared as a network of (user, item) rows.
+
+    The start: small random factor means of unit precision, the mean rating
+    at ``mean`` (the training ratings').
+    """
+    from skvi.networks import Add, Gamma, GaussianARD, SumMultiply, Take
+
+    def builder(X_rows):
+        users, items = X_rows[:, 0].astype(int), X_rows[:, 1].astype(int)
+        U = GaussianARD(0, Gamma(1e-3, 1e-3, plates=(K,), name="alpha_u"), shape=(K,),
+                        plates=(n_users,), name="U")
+        V = GaussianARD(0, Gamma(1e-3, 1e-3, plates=(K,), name="alpha_v"), shape=(K,),
+                        plates=(n_items,), name="V")
+        b_u = GaussianARD(0, Gamma(1e-3, 1e-3, name="beta_u"), plates=(n_users,), name="b_u")
+        c_i = GaussianARD(0, Gamma(1e-3, 1e-3, name="beta_i"), plates=(n_items,), name="c_i")
+        b = GaussianARD(0, 1e-2, name="b")
+        rng = np.random.RandomState(seed)
+        U.initialize_from_parameters(0.1 * rng.randn(n_users, K), 1.0)
+        V.initialize_from_parameters(0.1 * rng.randn(n_items, K), 1.0)
+        b.initialize_from_value(mean)
+        f = Add(SumMultiply("d,d", Take(U, users), Take(V, items)), Take(b_u, users),
+                Take(c_i, items), b)
+        return GaussianARD(f, Gamma(1e-3, 1e-3, name="tau"), name="rating")
+
+    return builder
+
+
+def matrix_factorization(repeats, tols, data_dir=None):
+    """A matrix factorisation network against SVIMatrixFactorization on MovieLens-100k u1."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skvi import SVIMatrixFactorization
+    from skvi.datasets import DataNotFoundError, fetch_movielens
+    from skvi.networks import SVIBayesianNetwork
+
+    try:
+        ml = fetch_movielens("100k", data_home=data_dir, download_if_missing=False)
+    except DataNotFoundError as exc:
+        sys.exit(f"error: {exc}\nPass --data-dir, the folder holding movielens-100k/ "
+                 "(or set SKVI_DATA).")
+    X, y = np.asarray(ml.data, dtype=np.int64), np.asarray(ml.target, dtype=np.float64)
+    train, test = ml.cv[0]
+    n_users, n_items, K = int(X[:, 0].max()), int(X[:, 1].max()), 10
+    pairs = (X - 1).astype(np.float64)  # the network's indices count from 0
+
+    def rmse(pred):
+        return float(np.sqrt(np.mean((pred - y[test]) ** 2)))
+
+    def fit_estimator():
+        est = SVIMatrixFactorization(n_components=K, factor_prior="ard", random_state=0)
+        est.fit(X[train], y[train])
+        return est, rmse(est.predict(X[test]))
+
+    def fit_network(tol):
+        def fit():
+            net = SVIBayesianNetwork(model=factorisation(n_users, n_items, K, y[train].mean()),
+                                     init_params="model", max_iter=200, tol=tol)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                net.fit(pairs[train], y[train])
+            return net, rmse(net.predict(pairs[test]))
+        return fit
+
+    runs = {"SVIMatrixFactorization": fit_estimator}
+    runs.update({f"network, tol={tol:g}": fit_network(tol) for tol in tols})
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
+    print(f"MovieLens-100k u1: {len(train)} training and {len(test)} test ratings, K={K}; "
+          f"medians of {repeats} interleaved rounds; BLAS on one thread\n")
+    got = {name: [] for name in runs}
+    with one_blas_thread():
+        for _ in range(repeats):
+            for name, fit in runs.items():
+                wall, cpu = time.perf_counter(), time.process_time()
+                est, score = fit()
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                got[name].append((cpu, wall, est.n_iter_, score))
+    med = {k: [statistics.median(r[i] for r in v) for i in range(4)] for k, v in got.items()}
+    ref = med["SVIMatrixFactorization"]
+    body = [[name, f"{m[0]:.3f}", f"{m[1]:.3f}", f"{m[2]:g}", f"{m[3]:.4f}",
+             f"{m[3] / ref[3]:.4f}", f"{m[0] / ref[0]:.2f}"] for name, m in med.items()]
+    header = ["fit", "CPU s", "wall s", "passes", "test RMSE", "RMSE / estimator's",
+              "CPU / estimator's"]
+    print(format_table(header, body, [False] + [True] * 6))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n-samples", type=int, default=200_000)
@@ -424,11 +531,21 @@ def main(argv=None):
                         help="time the link nodes against the GLM estimators they equal")
     parser.add_argument("--data", default=None,
                         help="folder of the data sets (default: skvi's data home)")
+    parser.add_argument("--matrix-factorization", action="store_true",
+                        help="time matrix factorisation as a network against "
+                             "SVIMatrixFactorization on MovieLens-100k u1")
+    parser.add_argument("--mf-tols", type=float, nargs="+", default=[1e-4, 1e-3],
+                        help="the network's tolerances with --matrix-factorization")
+    parser.add_argument("--data-dir", default=None,
+                        help="with --matrix-factorization: the folder holding movielens-100k/")
     args = parser.parse_args(argv)
     if args.nonconjugate:
         from skvi.datasets import get_data_home
 
         nonconjugate(args.repeats, args.data or str(get_data_home()))
+        return
+    if args.matrix_factorization:
+        matrix_factorization(args.repeats, args.mf_tols, args.data_dir)
         return
     if args.pca:
         pca(args.repeats)

@@ -410,13 +410,32 @@ def check_networks(ns):
     a, b = 1e-3 + len(y) / 2, 1e-3 + 0.5 * (y @ y - m @ Ln @ m)
     np.testing.assert_allclose(ns["tau_x"] / ns["tau_line"], m, rtol=1e-9)
     assert float(ns["tau_line"]) == pytest.approx(a / b, rel=1e-9)
-    # Matrix factorisation with Take: the noise precision 1 / 0.3^2, and each
-    # prediction the product of the fitted factors of its pair.
+    # Matrix factorisation with Take and Add: the noise precision 1 / 0.3^2,
+    # and each prediction the mean, the pair's biases and the product of its
+    # fitted factors.
     net, pairs = ns["mf_net"], ns["mf_pairs"]
+    assert net.converged_
     assert net.nodes_["tau"].get_moments()[0] == pytest.approx(1 / 0.3**2, rel=0.1)
-    EU, EV = net.nodes_["U"].get_moments()[0], net.nodes_["V"].get_moments()[0]
-    expected = np.sum(EU[pairs[:5, 0]] * EV[pairs[:5, 1]], axis=1)
+    E = {n: net.nodes_[n].get_moments()[0] for n in ("U", "V", "b_u", "c_i", "b")}
+    u, i = pairs[:5, 0], pairs[:5, 1]
+    expected = E["b"] + E["b_u"][u] + E["c_i"][i] + np.sum(E["U"][u] * E["V"][i], axis=1)
     np.testing.assert_allclose(net.predict(pairs[:5].astype(float)), expected, rtol=1e-8)
+    # The start the builder set is honoured: the fit is VMP's from it.
+    from skvi.networks import VB as _VB
+    from skvi.networks import Constant
+
+    Y = ns["factorisation"](pairs.astype(float))
+    Y.observe(ns["mf_ratings"])
+    nodes, seen, todo = {}, set(), [Y]
+    while todo:
+        node = todo.pop()
+        if id(node) not in seen and not isinstance(node, Constant):
+            seen.add(id(node))
+            nodes.setdefault(node.name, node)
+            todo.extend(node.parents)
+    Q_mf = _VB(Y, *[nodes[n] for n in net.global_nodes_], accelerate=False)
+    Q_mf.update(repeat=net.n_iter_ + 1, tol=-np.inf)
+    assert net.lower_bound_ == pytest.approx(Q_mf.compute_lowerbound(), rel=1e-8)
     # LDA through gates: each word's topic counts once in its document's and
     # its topic's posterior concentrations (the priors' are ones).
     n_words = ns["n_words"]

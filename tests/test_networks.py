@@ -1159,14 +1159,44 @@ def test_normal_wishart_mixture_from_the_same_start_takes_the_mixtures_steps():
     assert net.lower_bound_ == pytest.approx(ref.lower_bound_, rel=1e-9)
 
 
-def test_init_params_model_needs_a_q_for_every_global_node():
-    def builder(n_rows):
-        mu = GaussianARD(0.0, 1e-3, name="mu")
-        mu.initialize_from_value(1.0)
-        return GaussianARD(mu, 1.0, plates=(n_rows,), name="y")
+def _mean_precision_from_a_value(lib, n_rows, data=None):
+    """The quickstart's network, its precision set to a value: the mean's first update reads it."""
+    mu = lib.GaussianARD(0.0, 1e-6, name="mu")
+    tau = lib.Gamma(1e-6, 1e-6, name="tau")
+    tau.initialize_from_value(0.5)
+    y = lib.GaussianARD(mu, tau, plates=(n_rows,), name="y")
+    if data is not None:
+        y.observe(data)
+    return y, mu, tau
 
-    with pytest.raises(NetworkError, match="'mu'.*init_params='model'"):
-        SVIBayesianNetwork(model=builder, init_params="model").fit(np.zeros((5, 1)))
+
+def test_init_params_model_starts_from_a_value_as_bayespy_sweeps():
+    # A global node the builder sets to a value: the start is BayesPy's first
+    # sweep, whose update of mu reads that value; then the passes, each a
+    # sweep.  tol=0: every pass runs.
+    data = np.random.RandomState(3).normal(5.0, 2.0, size=12)
+    lib = _library("bayespy")
+    y, mu, tau = _mean_precision_from_a_value(lib, 12, data)
+    Q = lib.VB(y, mu, tau)
+    Q.update(repeat=4, tol=-np.inf, verbose=False)
+    net = SVIBayesianNetwork(
+        model=lambda n: _mean_precision_from_a_value(_library("skvi"), n)[0],
+        init_params="model",
+        max_iter=3,
+        tol=0,
+    ).fit(data[:, None])
+    assert net.lower_bound_ == pytest.approx(Q.compute_lowerbound(), rel=1e-10)
+    for name, node in (("mu", mu), ("tau", tau)):
+        for a, b in zip(net.nodes_[name].get_moments(), node.get_moments()):
+            np.testing.assert_allclose(a, b, rtol=1e-10)
+    # The value is read: another value, another fit.
+    other = SVIBayesianNetwork(
+        model=lambda n: _mean_precision_from_a_value(_library("skvi"), n)[0],
+        init_params="model",
+        max_iter=1,
+        tol=0,
+    ).fit(data[:, None])
+    assert other.lower_bound_ != pytest.approx(net.lower_bound_, rel=1e-6)
 
 
 # ----------------------------------------------------------------- Mixture's cluster_plate

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from . import _picked
 from ._contract import MAX_LABELS, contract
 from ._moments import FixedGaussianMoments, MomentsKind
 from ._node import _CLOCK, Node, _as_parent, _children_total, _ready_parents
@@ -78,12 +79,12 @@ class _CachedMoments(Node):
 
     @property
     def u(self):
-        """The moments, from the parents' current moments (cached until one changes)."""
+        """The moments, from the sources' current moments (cached until one changes)."""
         cached = self.__dict__.get("_u_cache")
         if cached is not None and cached[2] == _CLOCK[1]:
             return cached[1]
         _ready_parents(self)
-        key = [p.u for p in self.parents]
+        key = [p.u for p in self._sources()]
         if cached is not None and all(a is b for a, b in zip(cached[0], key)):
             self._u_cache = (cached[0], cached[1], _CLOCK[1])
             return cached[1]
@@ -222,6 +223,8 @@ class SumMultiply(_CachedMoments):
         K = len(sizes)
         self._labels = [[ord(c) - ord("a") for c in k] for k in self._keys]
         self._plate0 = 2 * K
+        # Structures of the picked operands' indices, shared by the node's copies.
+        self._store = _picked.Store()
         self._planned = self._plate0 + len(plates) <= MAX_LABELS and all(
             p.dims[0] == tuple(self._sizes[c] for c in k) for p, k in zip(nodes, self._keys)
         )
@@ -261,8 +264,15 @@ class SumMultiply(_CachedMoments):
     def _primed(self, keys):
         return keys + keys.upper()
 
+    def _sources(self):
+        # An inner product of two picked nodes reads the nodes they pick from.
+        pair = _picked.picked_pair(self)
+        return self.parents if pair is None else _picked.sources(pair)
+
     def _compute(self, key):
-        """The moments from the operands' moments ``key``."""
+        """The moments from the sources' moments ``key`` (the operands', see ``_sources``)."""
+        if _picked.picked_pair(self) is not None:
+            return _picked.pair_moments(self, key)
         if self._planned:
             u = [self._planned_moment(key, order) for order in (0, 1)]
         else:
@@ -325,6 +335,23 @@ class SumMultiply(_CachedMoments):
 
     def update(self):
         """Nothing to update: the moments follow the operands."""
+
+    def _message_through_take(self, index, weight=None):
+        """The message to the node that operand ``index`` picks from, or None.
+
+        For an inner product of two picked nodes (``_picked``): summed per
+        picked element without the per-row messages, each row's weighted by
+        this node's weights to the operand and ``weight`` (the operand's own).
+        """
+        if _picked.picked_pair(self) is None:
+            return None
+        total = _children_total(self)
+        w = self._weights_to(self.parents[index])
+        for extra in (w, weight):
+            if total is not None and extra is not None:
+                extra = np.asarray(extra, dtype=np.float64)
+                total = [np.asarray(m, dtype=np.float64) * extra for m in total]
+        return _picked.pair_message(self, index, total)
 
     def _message_to_parent(self, index):
         # The children's messages to f, then to operand ``index`` through the

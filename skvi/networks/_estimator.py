@@ -147,7 +147,12 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         nodes' ``q`` as the builder leaves them (set by
         ``initialize_from_parameters``; a node it does not set starts at
         its prior), the first pass's local step from them, nothing random:
-        two fits from the same ``q`` take the same steps.
+        two fits from the same ``q`` take the same steps.  When it sets
+        nodes to a value (``initialize_from_random``,
+        ``initialize_from_value``), the start is then one sweep of VMP over
+        the global nodes in their order, each updated from the others'
+        moments, the values of those not updated yet: BayesPy's first
+        ``Q.update()``.
     init_rows : int, default=1000
         The start fits VMP to a random subsample of this many rows (all of
         them when there are fewer), from a random draw of the local nodes
@@ -367,6 +372,12 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         decl.initial = {
             n: None if a[n].phi is None else tuple(np.array(v, dtype=np.float64) for v in a[n].phi)
             for n in glob
+        }
+        # And the moments of those it sets to a value (initialize_from_random, say).
+        decl.values = {
+            n: ([np.array(v, dtype=np.float64) for v in a[n].u], np.array(a[n].g, dtype=np.float64))
+            for n in glob
+            if a[n].phi is None
         }
         self._declaration = decl
         self._reach = row_axes_of_children(a, decl.network(3, feed=False), glob)
@@ -678,16 +689,15 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     def _initialize_globals(self, X, random_state, summary):
         nodes, _, latent_local, glob = self._template()
         if self.init_params == "model":
-            # The q its builder sets, or the prior.
-            params = {}
-            for n in glob:
-                if self._declaration.initial[n] is None:
-                    raise NetworkError(
-                        f"{nodes[n].describe()}: init_params='model' needs a q "
-                        "for every global node; this one was set to a value "
-                        "(initialize_from_parameters sets a q)"
-                    )
-                params[n] = tuple(np.array(a) for a in self._declaration.initial[n])
+            # The q its builder sets, or the prior; with nodes it sets to a
+            # value, one sweep from them.
+            params = {
+                n: tuple(np.array(a) for a in q)
+                for n, q in self._declaration.initial.items()
+                if q is not None
+            }
+            if len(params) < len(glob):
+                params = self._sweep_from_values(X, params, summary)
             return params
         params = {}
         for n in glob:  # q from the prior, parents first
@@ -731,6 +741,27 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             # Scaled to all the rows (on a cluster, X is a sample drawn over every block).
             total = X.count() if summary is None else float(summary)
             self._globals_from(net, params, total / rows.count())
+        return {n: tuple(v) for n, v in params.items()}
+
+    def _sweep_from_values(self, X, params, summary):
+        """The start from the nodes the builder sets to a value: one sweep of VMP, in order.
+
+        As BayesPy's first ``Q.update()``: every global node updated once,
+        in the network's order, from the others' moments, the values of
+        those not updated yet (its factor carries them until then, with its
+        prior's natural parameters, which nothing reads); on the rows of X,
+        scaled to all the rows.
+        """
+        nodes, _, _, glob = self._template()
+        params = {n: Factor(q) for n, q in params.items()}
+        for n, (u, g) in self._declaration.values.items():
+            node = nodes[n]
+            prior = node._full(node._phi_from_parents(node._parent_moments()))
+            params[n] = Factor(tuple(prior), cache={"network_moments": (u, g)})
+        params = {n: params[n] for n in glob}
+        net = self._local_network(X, params)
+        total = X.count() if summary is None else float(summary)
+        self._globals_from(net, params, total / X.count())
         return {n: tuple(v) for n, v in params.items()}
 
     def _sweeps(self, net, rows, params, max_iter, tol):

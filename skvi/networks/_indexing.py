@@ -11,7 +11,9 @@ as :class:`SumMultiply` does.
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
+from . import _picked
 from ._deterministic import _CachedMoments
 from ._moments import MomentsKind, _require
 from ._node import Constant, Node, _as_parent, _children_total
@@ -96,6 +98,13 @@ class _IndexMoments(MomentsKind):
     def fixed(self, x):
         x = np.asarray(x)
         L = self.size
+        if x.size and x.dtype.kind in "fiu":
+            # Whole numbers in [0, L) (a block's column of ids): one cast and two tests.
+            with np.errstate(invalid="ignore"):
+                idx = x.astype(np.intp)
+                if (x.dtype.kind != "f" or np.array_equal(idx, x)) and 0 <= idx.min() < L:
+                    if idx.max() < L:
+                        return [idx]
         if x.dtype == bool:
             x = x.astype(np.intp)
         if x.size and not np.issubdtype(x.dtype, np.integer):
@@ -138,6 +147,9 @@ class Take(_Cached):
     ((6,), array([2., 2., 3., 3., 2., 1.]))
     """
 
+    #: Marks the picking nodes that a sum of products may see through.
+    _picks = True
+
     def __init__(self, node, indices, plate_axis=-1, name=""):
         label = _label("Take", name)
         if not isinstance(node, Node):
@@ -171,10 +183,12 @@ class Take(_Cached):
         self.parents = [node, const]
         node.children.append((self, 0))
         const.children.append((self, 1))
+        # The summing matrix of the indices, shared by the node's copies.
+        self._store = _picked.Store()
 
     @property
     def _indices(self):
-        return self.parents[1].u[0].astype(np.intp)
+        return np.asarray(self.parents[1].u[0], dtype=np.intp)
 
     def _compute(self, up):
         parent = self.parents[0]
@@ -186,16 +200,42 @@ class Take(_Cached):
             out.append(picked.reshape(self.plates + d))
         return out
 
+    def _summing(self, idx):
+        """The sparse ``(L, n)`` matrix with a one at ``(idx[j], j)``: it sums picked elements back.
+
+        Its rows list each element's picks in their order, so that a product
+        adds them as ``numpy.add.at`` does, one after another.
+        """
+
+        flat = idx.reshape(-1)
+
+        def make():
+            order = np.argsort(flat, kind="stable")
+            indptr = np.zeros(self._length + 1, dtype=np.intp)
+            np.cumsum(np.bincount(flat, minlength=self._length), out=indptr[1:])
+            S = sp.csr_matrix((np.ones(flat.size), order, indptr), shape=(self._length, flat.size))
+            return [idx, flat.copy(), S]
+
+        def same(kept):
+            if kept[0] is idx:
+                return True
+            found = kept[1].shape == flat.shape and np.array_equal(kept[1], flat)
+            if found:
+                kept[0] = idx  # the array last found equal: the same object needs no comparison
+            return found
+
+        return _picked.stored(self, "summing", same, make)[2]
+
     def _put(self, m, nd):
         """The inverse of the pick, adding up repeats: ``m`` over the node's plates."""
         parent = self.parents[0]
-        n_idx = self._indices.ndim
+        idx = self._indices
         pos = self._pos
         shape = m.shape
-        m = m.reshape(shape[:pos] + (-1,) + shape[pos + n_idx :])
+        m = m.reshape(shape[:pos] + (-1,) + shape[pos + idx.ndim :])
         moved = np.moveaxis(m, pos, 0)
-        out = np.zeros((self._length,) + moved.shape[1:])
-        np.add.at(out, self._indices.ravel(), moved)
+        flat = moved.reshape(moved.shape[0], -1)
+        out = np.asarray(self._summing(idx) @ flat).reshape((self._length,) + moved.shape[1:])
         out = np.moveaxis(out, 0, pos)
         full = parent.plates[:pos] + (self._length,) + parent.plates[pos + 1 :]
         return sum_to_plates(out, parent.plates, nd, full)
@@ -206,10 +246,34 @@ class Take(_Cached):
             return None
         return self._put(np.broadcast_to(m, self.plates).astype(np.float64), 0) > 0
 
+    def _through_children(self):
+        """The children's messages summed per picked element by the children themselves, or None.
+
+        A sum of products of two picked nodes sends its message to the node
+        picked from without the per-row messages (``_picked``), the rows
+        weighted by this node's weights; None unless every child can.
+        """
+        if not self.children:
+            return None
+        through = [getattr(c, "_message_through_take", None) for c, _ in self.children]
+        if not all(through):
+            return None
+        w = self._weights_to(self.parents[0])
+        total = None
+        for send, (_, slot) in zip(through, self.children):
+            m = send(slot, w)
+            if m is None:
+                return None
+            total = m if total is None else [a + b for a, b in zip(total, m)]
+        return total
+
     def _message_to_parent(self, index):
         parent = self.parents[index]
         if index == 1:
             return [np.zeros(())]  # the indices are fixed
+        through = self._through_children()
+        if through is not None:
+            return through
         return [self._put(m, len(d)) for m, d in zip(self._incoming(parent), self.dims)]
 
 
@@ -446,9 +510,12 @@ class Add(_Cached):
         others = [self._flat_mean(p.u[0]) for j, p in enumerate(self.parents) if j != index]
         rest = np.broadcast_to(sum(others), self.plates + (D,))
         M = m1.reshape(self.plates + (D, D))
-        lin = m0.reshape(self.plates + (D,)) + np.einsum(
-            "...ij,...j->...i", M + np.swapaxes(M, -1, -2), rest
-        )
+        if D == 1:  # scalars (a rating's terms): no batched matrices
+            lin = m0.reshape(self.plates + (1,)) + 2.0 * M[..., 0] * rest
+        else:
+            lin = m0.reshape(self.plates + (D,)) + np.einsum(
+                "...ij,...j->...i", M + np.swapaxes(M, -1, -2), rest
+            )
         nd = len(self.shape)
         return [
             sum_to_plates(lin.reshape(self.plates + self.shape), parent.plates, nd, self.plates),

@@ -61,7 +61,7 @@ def _ready_parents(node):
     prior, a sum of products): reading them from the top of the graph down
     keeps each read one level deep.
     """
-    order = _post_order(node, lambda n: [p for p in n.parents if p._lazy()])
+    order = _post_order(node, lambda n: [p for p in n._sources() if p._lazy()])
     for n in order[:-1]:
         n.u
 
@@ -342,6 +342,10 @@ class Node:
     def _lazy(self):
         """Whether reading the moments may compute them from the parents' (see ``_ready_parents``)."""
         return True
+
+    def _sources(self):
+        """The nodes whose moments this node's are computed from: its parents."""
+        return self.parents
 
     def _view_as(self, name):
         """The node as a parent that needs moments of kind ``name``: itself, or a view.

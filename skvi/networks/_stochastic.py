@@ -1,5 +1,7 @@
 """The stochastic node: q(x) of an exponential family, updated by variational message passing."""
 
+from collections.abc import Sequence
+
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -57,6 +59,28 @@ def _from_prior(name, doc):
 #: Most values of a node's prior parameters kept between calls (a global
 #: node's; a local node's, one per row, are not held beyond their use).
 CACHE_SIZE = 65536
+
+
+class _ParentMoments(Sequence):
+    """The moments of a node's parents, as a list whose items are read when first used."""
+
+    __slots__ = ("_parents", "_read")
+
+    def __init__(self, parents):
+        self._parents = parents
+        self._read = {}
+
+    def __len__(self):
+        return len(self._parents)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self._parents))[i]]
+        parent = self._parents[i]  # IndexError past the end, as a list
+        i = i % len(self._parents)
+        if i not in self._read:
+            self._read[i] = parent.u
+        return self._read[i]
 
 
 class Stochastic(Node):
@@ -173,11 +197,19 @@ class Stochastic(Node):
         """This node's message to parent ``index``, summed to the parent's plates."""
         parent = self.parents[index]
         w = self._weights_to(parent)
+        # Each parent's moments read when the message reads them: a Gaussian's
+        # message to its mean needs its precision's only, not the mean's own
+        # (a sum of products over every row, say).  A family that gives its
+        # parents' moments its own way is asked for them as they are.
+        if type(self)._parent_moments is Stochastic._parent_moments:
+            up = _ParentMoments(self.parents)
+        else:
+            up = self._parent_moments()
         if w is None:
-            m = self._message(index, self.u, self._parent_moments(), np.ones(()))
+            m = self._message(index, self.u, up, np.ones(()))
         else:
             u = [ui * w.reshape(w.shape + (1,) * len(d)) for ui, d in zip(self.u, self.dims)]
-            m = self._message(index, u, self._parent_moments(), w)
+            m = self._message(index, u, up, w)
         full = self._plates_to_parent(index)
         return [sum_to_plates(mi, parent.plates, len(d), full) for mi, d in zip(m, parent.dims)]
 
