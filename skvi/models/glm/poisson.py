@@ -70,9 +70,9 @@ class SVIPoissonRegression(RegressorMixin, _BayesianGLM):
         # The exp link's expectations are exact and in closed form
         # (E[e^f] = exp(m + v / 2)): cheaper than the paper's draws, and
         # deterministic, so that batch steps are line searches and online
-        # steps carry no Monte Carlo noise (docs/glm_benchmark.md, "Poisson
-        # regression at its defaults").  The softplus link keeps the paper's
-        # draws, where quadrature would take twice their points.
+        # steps carry no Monte Carlo noise (docs/glm_benchmark.md, "At their
+        # defaults").  The softplus link keeps the paper's draws, where
+        # quadrature would take twice their points.
         return "quadrature" if self.link == "exp" else "mc"
 
     def __init__(
