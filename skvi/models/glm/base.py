@@ -284,8 +284,9 @@ class _BayesianGLM(SVIEstimator):
         softmax's batch fits from converging; the rule costs no more on
         a9a's online fit.  The measurements are in ``docs/glm_benchmark.md``
         ("More than two classes", "Measurements behind the
-        implementation").  The Poisson models keep the paper's Monte Carlo
-        draws (see :class:`skvi.SVIPoissonRegression`).  A rule has at least
+        implementation").  Poisson regression's exp link has exact
+        expectations in closed form; its softplus link keeps the paper's
+        Monte Carlo draws (see :class:`skvi.SVIPoissonRegression`).  A rule has at least
         the ELBO's points, so that a batch step is judged by the rule that
         made it.
         """

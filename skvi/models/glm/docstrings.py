@@ -62,8 +62,9 @@ _EXPECTATION_DOC = """    expectation : {'auto', 'mc', 'quadrature', 'bound'}, d
         fit, or all the rows in one minibatch) with ``'mc-ssvi'`` and a
         fixed prior variance; otherwise ``'quadrature'`` for logistic
         regression (deterministic steps, which Monte-Carlo noise would keep
-        from settling at the fixed point) and ``'mc'`` for the Poisson
-        models.
+        from settling at the fixed point), ``'quadrature'`` for Poisson
+        regression with the exp link (exact: ``E[e^f] = exp(m + v / 2)``)
+        and ``'mc'`` with the softplus link.
     n_mc_samples : int, default=10
         Draws (or quadrature nodes) per expectation.
 """

@@ -7,6 +7,8 @@ stacked weights, written as matrix products of the rows' pairwise column
 products (``_block_moments``, ``_block_gram``).
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -37,7 +39,35 @@ def _gaussian_moments(factor, memo=None):
     def compute(f):
         return tuple(gaussian_moments(f[0], f[1], lapack=True, memo=memo)[:3])
 
-    return factor.cached("moments", compute)
+    moments = factor.cached("moments", compute)
+    # The factor's mean parameters from the same factorisation: the
+    # family's own route (``Factor.mean_parameters``) inverts the precision
+    # again, three times per extrapolated pass of a softmax fit, where the
+    # steps under Böhning's bound need no factorisation at all.
+    factor.cached("mean_parameters", lambda f: _MeanParameters(moments[0], moments[1]))
+    return moments
+
+
+class _MeanParameters(Sequence):
+    """``(E[w], E[w w^T]) = (m, V + m m^T)`` of a Gaussian from its moments.
+
+    ``E[w w^T]``, a ``D x D`` matrix, is made when first read: most
+    factors of a fit are never asked for it.
+    """
+
+    def __init__(self, loc, cov):
+        self._loc, self._cov, self._second = loc, cov, None
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        index = range(2)[int(index)]  # IndexError beyond the two
+        if index == 0:
+            return self._loc
+        if self._second is None:
+            self._second = self._cov + np.outer(self._loc, self._loc)
+        return self._second
 
 
 #: Entries (rows times pairs of columns) of one chunk of the pairwise products.
