@@ -34,7 +34,7 @@ from skvi import (  # noqa: E402
     SVISparseGPClassifier,
     SVISparseGPRegressor,
 )
-from skvi.engine import Distinct, Moments  # noqa: E402
+from skvi.engine import Distinct, DataMoments  # noqa: E402
 from skvi.models.ctm.estimator import Documents  # noqa: E402
 from skvi.models.mixture import start as mixture_start  # noqa: E402
 from skvi.distributed import WorkerLostError, fit_on_cluster, traffic  # noqa: E402
@@ -232,7 +232,9 @@ def test_moments_merge_over_blocks_as_two_passes_over_all_rows():
     X = rng.normal(1e6, 1.0, size=(1000, 3))
     w = rng.uniform(0.1, 3.0, 1000)
     merged = (
-        Moments.of(X[:10], w[:10]) + Moments.of(X[10:700], w[10:700]) + Moments.of(X[700:], w[700:])
+        DataMoments.of(X[:10], w[:10])
+        + DataMoments.of(X[10:700], w[10:700])
+        + DataMoments.of(X[700:], w[700:])
     )
     mean = np.average(X, axis=0, weights=w)
     diff = X - mean
@@ -242,8 +244,8 @@ def test_moments_merge_over_blocks_as_two_passes_over_all_rows():
         merged.covariance(ddof=1), (diff * w[:, None]).T @ diff / (w.sum() - 1.0), rtol=1e-9
     )
     np.testing.assert_allclose(
-        Moments.of(X[:600], full=False)
-        .__add__(Moments.of(X[600:], full=False))
+        DataMoments.of(X[:600], full=False)
+        .__add__(DataMoments.of(X[600:], full=False))
         .covariance(ddof=1, diagonal=True),
         np.var(X, axis=0, ddof=1),
         rtol=1e-9,

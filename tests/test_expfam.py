@@ -1474,6 +1474,8 @@ def test_supports_agree_with_scipy_densities():
         ("skvi.expfam.wishart", "Wishart", "WishartByScale"),
         ("skvi.expfam.linalg", "GaussianMoments", "GaussianMeanCovariance"),
         ("skvi.models.matrix_factorization.nodes", "Moments", "SideMoments"),
+        ("skvi.engine", "Moments", "DataMoments"),
+        ("skvi.engine.statistics", "Moments", "DataMoments"),
     ],
 )
 def test_renamed_names_still_import_and_warn_with_the_new_name(module, old, new):

@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
 
 from skvi import SVIBayesianGaussianMixture
-from skvi.engine import Moments
+from skvi.engine import DataMoments
 from skvi.expfam import NormalWishart
 from skvi.models.mixture import start as mixture_start
 from skvi.engine.data import Rows
@@ -62,7 +62,7 @@ def _log_normal_draws(ct, x, mu, lam):
 
 def _set_posterior(est, X, resp):
     """Priors from X and the globals of one batch step (rho = 1) from ``resp``."""
-    est._adopt_data_summary(Moments.of(X))
+    est._adopt_data_summary(DataMoments.of(X))
     est.n_features_in_ = X.shape[1]
     prior = est._prior_natural()
     stats_ = est._statistics(X, resp)

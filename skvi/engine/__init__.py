@@ -34,6 +34,7 @@
     ``step_trace_``.
 """
 
+from ..expfam.base import _renamed
 from .base import OPTIONAL_HOOKS, REQUIRED_HOOKS, SVIEstimator, blockwise_elsewhere
 from .check import ContractError, check_model
 from .data import Rows, check_row_weights
@@ -45,7 +46,7 @@ from .rows import RowGroupSpec
 from .safety import PROBE_SIZE
 from .settings import ModelSettings
 from .state import FitContext
-from .statistics import Distinct, Moments, RowStatistics, Samples, Statistics, add_statistics
+from .statistics import Distinct, DataMoments, RowStatistics, Samples, Statistics, add_statistics
 from .step import MAX_BACKOFF, StepContext
 
 __all__ = [
@@ -57,7 +58,7 @@ __all__ = [
     "FitRecord",
     "MAX_BACKOFF",
     "ModelSettings",
-    "Moments",
+    "DataMoments",
     "OPTIONAL_HOOKS",
     "PROBE_SIZE",
     "REQUIRED_HOOKS",
@@ -75,3 +76,13 @@ __all__ = [
     "even_batches",
     "monitor",
 ]
+
+
+_RENAMED = {"Moments": "DataMoments"}
+
+
+def __getattr__(name):
+    # DataMoments was called Moments, a word the networks (BayesPy's kinds of
+    # moments) and the family layer also use; the old name works for one
+    # release, with a FutureWarning.
+    return _renamed(__name__, _RENAMED, name)

@@ -19,7 +19,7 @@ add itself:
 * :class:`Samples`, aligned arrays that are concatenated (for the rare
   hyperparameter step that needs the data points themselves).
 
-:class:`Moments` is the same idea for the data themselves: the weighted
+:class:`DataMoments` is the same idea for the data themselves: the weighted
 count, mean and centred scatter of a block, merged exactly, so that the
 defaults a model takes from its data (a mixture's prior mean and
 covariance) are those of all the rows however they are split, and
@@ -30,9 +30,11 @@ matrix factorization), merged by their union.
 
 import numpy as np
 
+from ..expfam.base import _renamed
+
 __all__ = [
     "Distinct",
-    "Moments",
+    "DataMoments",
     "RowStatistics",
     "Samples",
     "Statistics",
@@ -175,7 +177,7 @@ class Samples:
         return Samples(*(np.concatenate([a, b]) for a, b in zip(self.arrays, other.arrays)))
 
 
-class Moments:
+class DataMoments:
     """Weighted count, mean and centred scatter of rows, merged exactly across blocks.
 
     ``a + b`` is the moments of the two blocks' rows together, by the
@@ -197,9 +199,9 @@ class Moments:
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.engine import Moments
+    >>> from skvi.engine import DataMoments
     >>> X = np.random.RandomState(0).normal(5.0, 2.0, size=(100, 3))
-    >>> m = Moments.of(X[:30]) + Moments.of(X[30:])
+    >>> m = DataMoments.of(X[:30]) + DataMoments.of(X[30:])
     >>> bool(np.allclose(m.covariance(ddof=1), np.cov(X.T)))
     True
     """
@@ -227,7 +229,7 @@ class Moments:
 
         Returns
         -------
-        Moments
+        DataMoments
         """
         X = np.asarray(X, dtype=np.float64)
         n, d = X.shape
@@ -241,18 +243,18 @@ class Moments:
         return cls(n, total, mean, scatter)
 
     def __add__(self, other):
-        if not isinstance(other, Moments):
+        if not isinstance(other, DataMoments):
             return NotImplemented
         if not other.total > 0:
-            return Moments(self.n_rows + other.n_rows, self.total, self.mean, self.scatter)
+            return DataMoments(self.n_rows + other.n_rows, self.total, self.mean, self.scatter)
         if not self.total > 0:
-            return Moments(self.n_rows + other.n_rows, other.total, other.mean, other.scatter)
+            return DataMoments(self.n_rows + other.n_rows, other.total, other.mean, other.scatter)
         total = self.total + other.total
         delta = other.mean - self.mean
         mean = self.mean + delta * (other.total / total)
         weight = self.total * other.total / total
         cross = np.outer(delta, delta) if self.scatter.ndim == 2 else delta * delta
-        return Moments(
+        return DataMoments(
             self.n_rows + other.n_rows, total, mean, self.scatter + other.scatter + weight * cross
         )
 
@@ -329,15 +331,15 @@ def add_statistics(a, b):
 
     Parameters
     ----------
-    a, b : tuple, dict, RowStatistics, Samples, Moments, Distinct or None
+    a, b : tuple, dict, RowStatistics, Samples, DataMoments, Distinct or None
         The statistics of the same factor from two blocks; None stands for
         "no statistics" (the other operand is returned).  Tuples add
-        elementwise (arrays, :class:`Moments`, :class:`Distinct`), dicts
+        elementwise (arrays, :class:`DataMoments`, :class:`Distinct`), dicts
         key by key.
 
     Returns
     -------
-    tuple, dict, RowStatistics, Samples, Moments, Distinct or None
+    tuple, dict, RowStatistics, Samples, DataMoments, Distinct or None
         The statistics of the two blocks together.
 
     Examples
@@ -355,7 +357,7 @@ def add_statistics(a, b):
         return {k: add_statistics(v, b[k]) for k, v in a.items()}
     if isinstance(a, tuple):
         return tuple(
-            x + y if isinstance(x, (Moments, Distinct)) else np.asarray(np.add(x, y))
+            x + y if isinstance(x, (DataMoments, Distinct)) else np.asarray(np.add(x, y))
             for x, y in zip(a, b)
         )
     return a + b
@@ -448,3 +450,13 @@ class Statistics:
 
     def __repr__(self):
         return f"Statistics(n_samples={self.n_samples}, factors={sorted(self.factors)})"
+
+
+_RENAMED = {"Moments": "DataMoments"}
+
+
+def __getattr__(name):
+    # DataMoments was called Moments, a word the networks (BayesPy's kinds of
+    # moments) and the family layer also use; the old name works for one
+    # release, with a FutureWarning.
+    return _renamed(__name__, _RENAMED, name)

@@ -8,7 +8,7 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..engine import ModelSettings, Moments, SVIEstimator
+from ..engine import ModelSettings, DataMoments, SVIEstimator
 from ..engine.data import check_row_weights
 from ..engine.step import update_factor
 from ..expfam import Gamma, MultivariateGaussian
@@ -327,7 +327,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             return None
         w = self._weights(data)
         Xd = design_of(data, self.fit_intercept)
-        return (Moments.of(data.y[:, None], w, full=False), column_squares(Xd, w))
+        return (DataMoments.of(data.y[:, None], w, full=False), column_squares(Xd, w))
 
     def _expected(self, params, name):
         """E[alpha] or E[lambda] (the fixed value when not learned)."""

@@ -8,7 +8,7 @@ towards their expected word counts.
 
 import numpy as np
 
-from ...engine import Moments
+from ...engine import DataMoments
 
 
 class _ModelStep:
@@ -80,16 +80,16 @@ class _ModelStep:
         fitted, seen = steps > 0, totals > 0
         if np.all(totals[seen] == 1.0):  # no weights: plain sums
             return (
-                Moments.of(mean[fitted]),
+                DataMoments.of(mean[fitted]),
                 np.sum(cov[fitted], axis=0),
-                Moments.of(mean[seen]),
+                DataMoments.of(mean[seen]),
                 np.sum(cov[seen], axis=0),
                 float(np.sum(logdet[seen])),
             )
         return (
-            Moments.of(mean[fitted], totals[fitted]),
+            DataMoments.of(mean[fitted], totals[fitted]),
             np.tensordot(totals[fitted], cov[fitted], axes=1),
-            Moments.of(mean[seen], totals[seen]),
+            DataMoments.of(mean[seen], totals[seen]),
             np.tensordot(totals[seen], cov[seen], axes=1),
             float(totals[seen] @ logdet[seen]),
         )

@@ -44,7 +44,7 @@ class GaussianRatings(RatingsStrategy):
     def initial_scalars(self, mf, moments, data, random_state):
         """Start ``mu`` at the mean rating and ``tau`` at one over the variance.
 
-        ``moments`` (a :class:`skvi.engine.Moments` of the ratings) holds
+        ``moments`` (a :class:`skvi.engine.DataMoments` of the ratings) holds
         their weighted mean and variance, the total weight counting as the
         number of ratings; ``data`` and ``random_state`` are not needed.
         """

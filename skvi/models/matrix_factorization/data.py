@@ -12,7 +12,7 @@ ratings, and indexes each minibatch by node
 import numpy as np
 
 from ...engine import Distinct
-from ...engine import Moments as DataMoments
+from ...engine import DataMoments
 from .ids import IdEncoder, as_id_array, check_id_kind
 from .inputs import fitted_likelihood, id_columns, likelihood_targets, raw_ratings
 from .nodes import prepare

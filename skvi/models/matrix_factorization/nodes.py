@@ -276,7 +276,8 @@ def prepare(data):
 class SideMoments:
     """Mean and second moment of every node of one side.
 
-    Formerly ``Moments``, the name of the rows' moments in :mod:`skvi.engine`.
+    Formerly ``Moments``, as the rows' moments in :mod:`skvi.engine` were
+    called (now :class:`~skvi.engine.DataMoments`).
 
     ``mean`` is (n, d); ``second`` is (n, d, d) = Sigma + m m^T; ``var`` is
     the (n, d) diagonal of Sigma; ``logdet`` the (n,) log-determinant of the

@@ -284,7 +284,7 @@ class GLMRatings(RatingsStrategy):
         """Start ``mu`` at the link value of the mean rating; seed the draws.
 
         The mean rating and the number of ratings (their total weight)
-        come from ``moments`` (a :class:`skvi.engine.Moments` of all of
+        come from ``moments`` (a :class:`skvi.engine.DataMoments` of all of
         them), the curvature from the ratings ``data`` (all of them in
         memory, the first block on a cluster).
         """

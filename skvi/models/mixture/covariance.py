@@ -59,7 +59,7 @@ class CovarianceType:
 
         Parameters
         ----------
-        moments : skvi.engine.Moments
+        moments : skvi.engine.DataMoments
             The weighted moments of the rows.
 
         Returns

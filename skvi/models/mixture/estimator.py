@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ...engine import ModelSettings, Moments, SVIEstimator
+from ...engine import ModelSettings, DataMoments, SVIEstimator
 from ...engine.data import Rows, check_row_weights
 from ...expfam import Dirichlet
 from ...validation import check_feature_magnitude
@@ -603,7 +603,7 @@ n_samples_seen_, n_rejected_steps_
     def _data_summary(self, X, local=None):
         if local is not None:  # no statistics of its own after a step
             return None
-        return Moments.of(X.X, X.weight, full=self._covariance.full_moments)
+        return DataMoments.of(X.X, X.weight, full=self._covariance.full_moments)
 
     def _adopt_data_summary(self, summary, warm=False):
         if summary.n_rows < 2:  # a fit on a cluster: its blocks were checked one by one

@@ -25,7 +25,7 @@ def resolve_priors(
 
     Parameters
     ----------
-    moments : skvi.engine.Moments
+    moments : skvi.engine.DataMoments
         The weighted moments of the rows.
     covariance : skvi.models.mixture.covariance.CovarianceType
         The covariance type's strategy: the form of ``covariance_prior``.
@@ -51,11 +51,11 @@ degrees_of_freedom_prior, covariance_prior, reg_covar
     Examples
     --------
     >>> import numpy as np
-    >>> from skvi.engine import Moments
+    >>> from skvi.engine import DataMoments
     >>> from skvi.models.mixture.gamma import DiagonalCovariance
     >>> from skvi.models.mixture.priors import resolve_priors
     >>> X = np.array([[0.0, 1.0], [2.0, 1.0], [4.0, 4.0]])
-    >>> priors = resolve_priors(Moments.of(X), DiagonalCovariance(), n_components=2)
+    >>> priors = resolve_priors(DataMoments.of(X), DiagonalCovariance(), n_components=2)
     >>> priors["mean_prior_"], priors["covariance_prior_"], priors["degrees_of_freedom_prior_"]
     (array([2., 2.]), array([4., 3.]), 2.0)
     """

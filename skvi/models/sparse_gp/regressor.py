@@ -12,7 +12,7 @@ from sklearn.utils.validation import validate_data
 
 from ...engine.data import Rows, check_row_weights
 from ...engine.step import factor_target, update_factor
-from ...engine.statistics import Moments
+from ...engine.statistics import DataMoments
 from ...validation import check_feature_magnitude
 from .._design import row_quadratic
 from .base import _SparseGP
@@ -24,7 +24,7 @@ __all__ = ["SVISparseGPRegressor"]
 MAX_OPTIMAL_ROWS = 5000
 
 
-class _TargetMoments(Moments):
+class _TargetMoments(DataMoments):
     """The target's moments as the vocabulary of a fit on a cluster, merged over its blocks.
 
     The cluster hands each block the merged vocabulary's ``values``: here the
@@ -392,7 +392,7 @@ n_samples_seen_, converged_, n_rejected_steps_
         ``moments``: those of all the blocks of a fit on a cluster.
         """
         if moments is None:
-            moments = Moments.of(data.y[:, None], data.weight, full=False)
+            moments = DataMoments.of(data.y[:, None], data.weight, full=False)
         if not moments.total > 0:
             return 0.0, 0.0
         mean = float(moments.mean[0])
@@ -405,7 +405,7 @@ n_samples_seen_, converged_, n_rejected_steps_
             return None
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        moments = Moments.of(y[:, None], weight, full=False)
+        moments = DataMoments.of(y[:, None], weight, full=False)
         return {"y": _TargetMoments(moments.n_rows, moments.total, moments.mean, moments.scatter)}
 
     def _set_noise(self, noise):
