@@ -2,7 +2,8 @@
 
 ``skvi.models.lda._lda_fast`` (the LDA E-step) and
 ``skvi.models.matrix_factorization._gaussian_fast`` (the user and item node steps
-of matrix factorization) are ``optional``: where they
+of matrix factorization) and ``skvi.expfam._gaussian_batch`` (the moments of many
+small Gaussians, which the networks' Gaussian nodes use) are ``optional``: where they
 cannot be compiled (no C compiler), the pure-Python package still installs
 and falls back to numpy.
 """
@@ -17,6 +18,7 @@ from setuptools.command.build_ext import build_ext
 KERNELS = {
     "skvi.models.lda._lda_fast": "lda",
     "skvi.models.matrix_factorization._gaussian_fast": "gaussian",
+    "skvi.expfam._gaussian_batch": "gaussian_batch",
 }
 
 
@@ -87,6 +89,11 @@ def extensions():
                 "skvi.models.matrix_factorization._gaussian_fast",
                 ["skvi/models/matrix_factorization/_gaussian_fast.pyx"],
                 # The family layer's compiled Gaussian map, which the kernel cimports.
+                depends=["skvi/expfam/_gaussian_small.pxd"],
+            ),
+            Extension(
+                "skvi.expfam._gaussian_batch",
+                ["skvi/expfam/_gaussian_batch.pyx"],
                 depends=["skvi/expfam/_gaussian_small.pxd"],
             ),
         ],
