@@ -171,6 +171,17 @@ def _table(u, length, dims, order=None):
     return u.reshape(length, -1)
 
 
+def _packing(K):
+    """The flat places of each pair ``k <= l`` and ``l >= k`` of a ``K x K`` matrix, and back."""
+    r, c = np.triu_indices(K)
+    back = np.empty((K, K), dtype=np.intp)
+    back[r, c] = back[c, r] = np.arange(r.size)
+    return r * K + c, c * K + r, np.where(r == c, 0.5, 1.0), back.reshape(-1)
+
+
+_PACKINGS = {}
+
+
 def _packed(t, K, weight):
     """Flattened symmetric ``K x K`` matrices (rows of ``t``) with each pair ``k <= l`` once.
 
@@ -178,10 +189,23 @@ def _packed(t, K, weight):
     so that the row-wise sum of products of a weighted and an unweighted
     packing is ``sum_kl A_kl B_kl`` of symmetric matrices.
     """
-    r, c = np.triu_indices(K)
-    t = t.reshape(t.shape[0], K, K)
-    both = t[:, r, c] + t[:, c, r]
-    return np.where(r == c, 0.5 * both, both if weight else 0.5 * both)
+    packing = _PACKINGS.get(K)
+    if packing is None:
+        packing = _PACKINGS[K] = _packing(K)
+    upper, lower, half, _ = packing
+    t = t.reshape(t.shape[0], K * K)
+    both = t.take(upper, axis=1)
+    both += t.take(lower, axis=1)
+    both *= half if weight else 0.5
+    return both
+
+
+def _unpacked(packed, K):
+    """The symmetric ``K x K`` matrices of packed rows (each pair ``k <= l`` once)."""
+    packing = _PACKINGS.get(K)
+    if packing is None:
+        packing = _PACKINGS[K] = _packing(K)
+    return packed.take(packing[3], axis=1).reshape(packed.shape[0], K, K)
 
 
 def pair_moments(node, key):
@@ -225,9 +249,5 @@ def pair_message(node, index, total):
         # Sums of symmetric second moments: each pair k <= l once.
         K = int(np.prod(d0))
         packed = rows.summed(index, m, _packed(table, K, False))
-        r, c = np.triu_indices(K)
-        full = np.empty((length, K, K))
-        full[:, r, c] = packed
-        full[:, c, r] = packed
-        out.append(full.reshape((length,) + d))
+        out.append(_unpacked(packed, K).reshape((length,) + d))
     return out
