@@ -9,10 +9,11 @@ neither is formed:
 
 - the moments are sums over each row's pair of factors' own moments,
   ``E[f] = E[u] . E[v]`` and ``E[f^2] = sum_kl E[u u^T]_kl E[v v^T]_kl``,
-  the symmetric second moments packed (each pair ``k <= l`` once); when the
-  users times the items are not many more than the rows, by blocks of
-  matrix products over every (user, item) pair of a block of users, else
-  by blocks of picked rows;
+  the symmetric second moments packed (each pair ``k <= l`` once): a
+  compiled loop over the rows that reads both factors' rows in place
+  (``_picked_fast``); without it, when the users times the items are not
+  many more than the rows, by blocks of matrix products over every
+  (user, item) pair of a block of users, else by blocks of picked rows;
 - a message to the users' factors is a sparse matrix product,
   ``S(m) E[v v^T]``, with ``S(m)`` the users-by-items matrix of the
   children's messages ``m`` of the rows (summed over repeated pairs).
@@ -24,6 +25,11 @@ node shares, and used again while the indices are the same.
 
 import numpy as np
 import scipy.sparse as sp
+
+try:
+    from . import _picked_fast
+except ImportError:  # pragma: no cover - exercised where it is not built
+    _picked_fast = None
 
 #: Rows per block of the row-by-row sums (their picked factors stay in cache).
 ROW_BLOCK = 1024
@@ -103,8 +109,12 @@ class _Rows:
             indptr = np.zeros(n_rows + 1, dtype=itype)
             np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
             self.by.append((order, cols[order].astype(itype), indptr))
+        if _picked_fast is not None:
+            # The compiled row-wise sums read the rows in the first operand's order.
+            order = self.by[0][0]
+            self.sorted = (ia[order].astype(np.intp), ib[order].astype(np.intp), order)
         self.dense = la * lb <= DENSE_RATIO * max(ia.size, 1)
-        if self.dense:
+        if self.dense and _picked_fast is None:
             # Blocks of the first operand's elements, each with its rows and
             # their places among the block's (first, second) pairs.
             order, _, indptr = self.by[0]
@@ -132,6 +142,12 @@ class _Rows:
     def rowwise(self, ta, tb):
         """``sum_j ta[ia[n], j] tb[ib[n], j]`` for every row ``n``."""
         out = np.empty(self.ia.size)
+        if _picked_fast is not None:
+            ia, ib, order = self.sorted
+            ta = np.ascontiguousarray(ta, dtype=np.float64)
+            tb = np.ascontiguousarray(tb, dtype=np.float64)
+            _picked_fast.rowwise(ta, tb, ia, ib, order, out)
+            return out
         if self.dense:
             for lo, hi, rows, flat in self.blocks:
                 out[rows] = (ta[lo:hi] @ tb.T).ravel().take(flat)
