@@ -16,7 +16,8 @@ neither is formed:
   (user, item) pair of a block of users, else by blocks of picked rows;
 - a message to the users' factors is a sparse matrix product,
   ``S(m) E[v v^T]``, with ``S(m)`` the users-by-items matrix of the
-  children's messages ``m`` of the rows (summed over repeated pairs).
+  children's messages ``m`` of the rows (summed over repeated pairs): the
+  compiled loop reads the messages in place, scipy's product without it.
 
 The row structure (the order of the rows by user and by item) depends on
 the indices alone: it is kept in a store that every copy of the declared
@@ -113,6 +114,7 @@ class _Rows:
             # The compiled row-wise sums read the rows in the first operand's order.
             order = self.by[0][0]
             self.sorted = (ia[order].astype(np.intp), ib[order].astype(np.intp), order)
+            self.by_intp = [tuple(a.astype(np.intp) for a in by) for by in self.by]
         self.dense = la * lb <= DENSE_RATIO * max(ia.size, 1)
         if self.dense and _picked_fast is None:
             # Blocks of the first operand's elements, each with its rows and
@@ -159,8 +161,15 @@ class _Rows:
 
     def summed(self, side, m, table):
         """``sum_n [i_side[n] = l] m[n] table[i_other[n]]`` for every element ``l`` of the side."""
-        order, cols, indptr = self.by[side]
         shape = (self.la, self.lb) if side == 0 else (self.lb, self.la)
+        if _picked_fast is not None:
+            order, cols, indptr = self.by_intp[side]
+            out = np.empty((shape[0], table.shape[1]))
+            m = np.ascontiguousarray(np.broadcast_to(m, self.ia.shape), dtype=np.float64)
+            table = np.ascontiguousarray(table, dtype=np.float64)
+            _picked_fast.summed(indptr, cols, order, m, table, out)
+            return out
+        order, cols, indptr = self.by[side]
         data = np.broadcast_to(m, self.ia.shape).take(order)
         S = sp.csr_matrix((data, cols, indptr), shape=shape)
         return np.asarray(S @ table)
