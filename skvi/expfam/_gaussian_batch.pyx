@@ -62,11 +62,11 @@ def moments_batch(const double[:, ::1] eta1, const double[:, :, ::1] eta2,
     >>> from skvi.expfam import _gaussian_batch
     >>> mean, second = np.empty((2, 1)), np.empty((2, 1, 1))
     >>> logdet, valid = np.empty(2), np.empty(2, dtype=np.uint8)
-    >>> _gaussian_batch.moments_batch(np.array([[2.0], [1.0]]), np.array([[[-1.0]], [[1.0]]]),
+    >>> _gaussian_batch.moments_batch(np.array([[2.0], [1.0]]), np.array([[[-0.5]], [[1.0]]]),
     ...                               mean, second, logdet, valid)
     1
-    >>> float(mean[0, 0]), float(second[0, 0, 0]), valid.tolist()
-    (1.0, 1.5, [1, 0])
+    >>> float(mean[0, 0]), float(second[0, 0, 0]), valid.tolist()   # N(2, 1), then invalid
+    (2.0, 5.0, [1, 0])
     """
     cdef Py_ssize_t n = eta1.shape[0], d = eta1.shape[1]
     cdef Py_ssize_t i, j, k

@@ -103,8 +103,8 @@ def summed(const Py_ssize_t[::1] indptr, const Py_ssize_t[::1] cols,
     >>> out = np.empty((2, 1))
     >>> _picked_fast.summed(np.array([0, 2, 2]), np.array([1, 0]), np.array([1, 0]),
     ...                     np.array([1.0, 10.0]), np.array([[1.0], [2.0]]), out)
-    >>> out[:, 0]
-    array([12.,  0.])
+    >>> out[:, 0]                # 10 * 2 + 1 * 1, and no rows
+    array([21.,  0.])
     """
     cdef Py_ssize_t n_out = out.shape[0], p = out.shape[1]
     cdef Py_ssize_t l, t, j
