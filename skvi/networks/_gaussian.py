@@ -91,6 +91,7 @@ class GaussianARD(Stochastic):
             plates,
             name,
         )
+        self._tested = _Tested()  # before any copy, so that the copies share it
 
     def _plates_from_parent(self, index, plates):
         if index == 1 and self._nd:
@@ -374,6 +375,7 @@ class Gaussian(Stochastic):
                 ("Lambda", Lambda, MomentsKind.wishart(D)),
             ]
         super().__init__(slots, MomentsKind.gaussian((D,)), plates, name)
+        self._tested = _Tested()  # before any copy, so that the copies share it
 
     def _joint_parent(self, up):
         """``[Lambda mu, mu' Lambda mu, Lambda, log|Lambda|]`` of the (scaled) precision and mean."""
