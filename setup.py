@@ -1,10 +1,13 @@
 """Build the optional compiled kernels; metadata lives in pyproject.toml.
 
-``skvi.models.lda._lda_fast`` (the LDA E-step) and
-``skvi.models.matrix_factorization._gaussian_fast`` (the user and item node steps
-of matrix factorization) are ``optional``: where they
-cannot be compiled (no C compiler), the pure-Python package still installs
-and falls back to numpy.
+The kernels are ``optional``: where they cannot be compiled (no C
+compiler), the pure-Python package still installs and falls back to numpy.
+They are ``skvi.models.lda._lda_fast`` (the LDA E-step),
+``skvi.models.matrix_factorization._gaussian_fast`` (the user and item node
+steps of matrix factorization), ``skvi.expfam._gaussian_batch`` (the moments
+of many small Gaussians, which the networks' Gaussian nodes use) and
+``skvi.networks._picked_fast`` (the networks' sums of products of picked
+factors).
 """
 
 import os
@@ -17,6 +20,8 @@ from setuptools.command.build_ext import build_ext
 KERNELS = {
     "skvi.models.lda._lda_fast": "lda",
     "skvi.models.matrix_factorization._gaussian_fast": "gaussian",
+    "skvi.expfam._gaussian_batch": "gaussian_batch",
+    "skvi.networks._picked_fast": "picked",
 }
 
 
@@ -89,6 +94,12 @@ def extensions():
                 # The family layer's compiled Gaussian map, which the kernel cimports.
                 depends=["skvi/expfam/_gaussian_small.pxd"],
             ),
+            Extension(
+                "skvi.expfam._gaussian_batch",
+                ["skvi/expfam/_gaussian_batch.pyx"],
+                depends=["skvi/expfam/_gaussian_small.pxd"],
+            ),
+            Extension("skvi.networks._picked_fast", ["skvi/networks/_picked_fast.pyx"]),
         ],
         compiler_directives={"language_level": 3},
     )

@@ -16,10 +16,12 @@ from skvi.expfam import (
     inverse_and_logdet,
     psd_projection,
     psd_root,
+    small_gaussian_moments,
     spd_inverse,
     spd_logdet,
     symmetric_eigenvalues,
 )
+from skvi.expfam import linalg
 from skvi.expfam.linalg import SMALL_INVERSE
 
 
@@ -53,6 +55,46 @@ def test_gaussian_moments_equal_numpy_inverse(batch, d):
     np.testing.assert_allclose(draw.mean, mean, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(draw.factor @ np.swapaxes(draw.factor, -1, -2), inverse, rtol=1e-10)
     assert gaussian_moments(eta1, -0.5 * precision, logdet=False).logdet_precision is None
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("batch, d", [((7,), 1), ((5,), 4), ((2, 3), 10), ((4,), 40)])
+def test_small_gaussian_moments_equal_numpy_inverse_and_test_validity(
+    batch, d, compiled, monkeypatch
+):
+    if not compiled:
+        monkeypatch.setattr(linalg, "_gaussian_batch", None)
+    elif linalg._gaussian_batch is None:
+        pytest.skip("the compiled kernel is not built")
+    rng = np.random.RandomState(d)
+    precision = _spd(rng, batch, d)
+    mean = rng.normal(size=batch + (d,))
+    eta1 = (precision @ mean[..., None])[..., 0]
+    eta2 = -0.5 * precision
+    q = small_gaussian_moments(eta1, eta2)
+    inverse = np.linalg.inv(precision)
+    second = inverse + mean[..., :, None] * mean[..., None, :]
+    assert q.valid.dtype == bool and q.valid.shape == batch and q.valid.all()
+    np.testing.assert_allclose(q.mean, mean, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(q.second_moment, second, rtol=1e-9, atol=1e-10)
+    np.testing.assert_array_equal(q.second_moment, np.swapaxes(q.second_moment, -1, -2))
+    np.testing.assert_allclose(q.logdet_precision, np.linalg.slogdet(precision)[1], rtol=1e-12)
+    # Invalid Gaussians, as MultivariateGaussian.valid_natural says: NaN moments.
+    bad1, bad2 = eta1.copy(), eta2.copy()
+    flat1, flat2 = bad1.reshape(-1, d), bad2.reshape(-1, d, d)
+    flat2[0] = 0.5 * np.eye(d)  # a negative definite precision
+    flat1[1, 0] = np.nan
+    if d > 1:
+        flat2[2, 0, 1] += 1.0  # not symmetric
+    q = small_gaussian_moments(bad1, bad2)
+    want = MultivariateGaussian.valid_natural(bad1, bad2)
+    np.testing.assert_array_equal(q.valid, want)
+    assert not want.reshape(-1)[: 3 if d > 1 else 2].any() and want.reshape(-1)[3:].all()
+    assert np.isnan(q.mean[~want]).all() and np.isnan(q.logdet_precision[~want]).all()
+    np.testing.assert_allclose(q.mean[want], mean[want], rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(q.second_moment[want], second[want], rtol=1e-9, atol=1e-10)
+    with pytest.raises(ValueError, match="small_gaussian_moments"):
+        small_gaussian_moments(eta1[..., :-1], eta2)
 
 
 def test_gaussian_moments_symmetrise_eta2_and_broadcast():

@@ -225,3 +225,34 @@ def test_accelerate_takes_its_values_only():
     Q = VB(GaussianARD(0, 1))
     with pytest.raises(ValueError, match="accelerate"):
         Q.update(accelerate=True)
+
+
+def test_moments_of_many_small_gaussians_are_the_family_maps_and_the_tested_ones():
+    import pickle
+
+    from skvi import expfam
+
+    rng = np.random.RandomState(0)
+    n, K = 30, 4
+    U = GaussianARD(0, 1.0, shape=(K,), plates=(n,))
+    A = rng.normal(size=(n, K, K))
+    phi = [rng.normal(size=(n, K)), -0.5 * (A @ np.swapaxes(A, -1, -2) + np.eye(K))]
+    mean, cov, logdet = expfam.MultivariateGaussian.moments_from_natural(*phi)
+    assert U._valid_natural(phi)
+    # The update reads the moments the test computed, for the same memory
+    # (a view of it too), and computes them again for new parameters.
+    (u0, u1), g = U._moments_and_cgf([phi[0], phi[1].reshape(phi[1].shape)])
+    assert U._tested[0][1][0][0] is u0
+    (v0, v1), h = U._moments_and_cgf([phi[0].copy(), phi[1].copy()])
+    assert v0 is not u0
+    for m, s, c in ((u0, u1, g), (v0, v1, h)):
+        np.testing.assert_allclose(m, mean, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(s, cov + mean[:, :, None] * mean[:, None, :], rtol=1e-10)
+        np.testing.assert_allclose(c, -0.5 * np.sum(mean * phi[0], -1) + 0.5 * logdet, rtol=1e-10)
+    # An invalid element: the test says so, the update raises as before.
+    bad = [phi[0], phi[1].copy()]
+    bad[1][3] *= -1.0
+    assert not U._valid_natural(bad)
+    with pytest.raises(np.linalg.LinAlgError):
+        U._moments_and_cgf(bad)
+    assert len(pickle.loads(pickle.dumps(U))._tested) == 0

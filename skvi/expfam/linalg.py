@@ -18,15 +18,22 @@ from collections import namedtuple
 import numpy as np
 from scipy.linalg import lapack
 
-from .base import _cholesky_logdet, _float_dtype, _renamed, same_array
+from .base import _cholesky_logdet, _float_dtype, _pd_mask, _renamed, _symmetric_mask, same_array
+
+try:
+    from . import _gaussian_batch
+except ImportError:  # pragma: no cover - exercised where it is not built
+    _gaussian_batch = None
 
 __all__ = [
     "GaussianMeanCovariance",
+    "SmallGaussianMoments",
     "cholesky_factor",
     "gaussian_moments",
     "inverse_and_logdet",
     "psd_projection",
     "psd_root",
+    "small_gaussian_moments",
     "spd_inverse",
     "spd_logdet",
     "symmetric_eigenvalues",
@@ -38,6 +45,9 @@ MEMO_SIZE = 3
 #: Largest precision that the LAPACK route inverts by solves of the identity
 #: rather than ``potri``.
 SMALL_INVERSE = 64
+#: Largest dimension whose Gaussians :func:`small_gaussian_moments` maps in
+#: its compiled loop; larger ones go through numpy's batched LAPACK.
+SMALL_DIMENSION = 32
 #: Relative jitters :func:`cholesky_factor` tries, after none, on a matrix
 #: that does not factorise.
 _JITTERS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
@@ -312,6 +322,141 @@ def gaussian_moments(
     return GaussianMeanCovariance(
         mean, cov, value if logdet else None, np.linalg.cholesky(cov) if factor else None
     )
+
+
+SmallGaussianMoments = namedtuple(
+    "SmallGaussianMoments", ["mean", "second_moment", "logdet_precision", "valid"]
+)
+SmallGaussianMoments.__doc__ = """Moments of many Gaussians, as :func:`small_gaussian_moments` returns them.
+
+A named tuple ``(mean, second_moment, logdet_precision, valid)``.
+
+Parameters
+----------
+mean : ndarray of shape batch_shape + (d,)
+    ``m = Lambda^{-1} eta1``.
+second_moment : ndarray of shape batch_shape + (d, d)
+    ``E[x x^T] = Lambda^{-1} + m m^T``.
+logdet_precision : ndarray of shape batch_shape
+    ``log|Lambda|``.
+valid : ndarray of bool of shape batch_shape
+    Whether each Gaussian's natural parameters are valid (finite, ``eta2``
+    symmetric, ``-eta2`` positive definite); the moments of an invalid one
+    are NaN.
+
+Examples
+--------
+>>> import numpy as np
+>>> from skvi.expfam import small_gaussian_moments
+>>> small_gaussian_moments(np.array([[2.0]]), np.array([[[-1.0]]])).second_moment
+array([[[1.5]]])
+"""
+
+
+def _small_moments_numpy(eta1, eta2):
+    """:func:`small_gaussian_moments` by numpy's batched LAPACK (the compiled loop's reference)."""
+    ok = np.all(np.isfinite(eta1), axis=-1) & np.all(np.isfinite(eta2), axis=(-2, -1))
+    ok &= _symmetric_mask(eta2)
+    factors = None
+    if np.all(ok):
+        try:
+            factors = _natural_factors(eta1, eta2)
+        except np.linalg.LinAlgError:
+            pass
+    if factors is None:
+        ok = _pd_mask(-(eta2 + np.swapaxes(eta2, -1, -2)), ok)
+        # The invalid Gaussians replaced by standard ones, their moments NaN.
+        eye = np.eye(eta2.shape[-1])
+        factors = _natural_factors(
+            np.where(ok[..., None], eta1, 0.0), np.where(ok[..., None, None], eta2, -0.5 * eye)
+        )
+    _, chol, chol_inv, mean = factors
+    second = _covariance(chol_inv)
+    second += mean[..., :, None] * mean[..., None, :]
+    logdet = _cholesky_logdet(chol)
+    if not np.all(ok):
+        mean[~ok] = np.nan
+        second[~ok] = np.nan
+        logdet[~ok] = np.nan
+    return SmallGaussianMoments(mean, second, logdet, ok)
+
+
+def small_gaussian_moments(eta1, eta2):
+    """Means, second moments and ``log|Lambda|`` of many small Gaussians, and which are valid.
+
+    :func:`gaussian_moments` for callers that hold many Gaussians of a few
+    dimensions each (one per user or item of a factor model) and need
+    their second moments ``E[x x^T]`` and whether each is valid (a step's
+    safety test), without an error: each precision is factorised once for
+    both, in a compiled loop over the batch (numpy's batched routines cost
+    more per small matrix than its arithmetic).  ``eta2`` is symmetrised
+    first, as :func:`gaussian_moments` does.  Without the compiled kernel,
+    or above :data:`SMALL_DIMENSION` dimensions, numpy's batched LAPACK
+    gives the same numbers to rounding.
+
+    Parameters
+    ----------
+    eta1 : array_like of shape (..., d)
+        First natural parameter, ``Lambda m``.
+    eta2 : array_like of shape (..., d, d)
+        Second natural parameter, ``-Lambda / 2``, with ``eta1``'s batch
+        shape.
+
+    Returns
+    -------
+    SmallGaussianMoments
+        ``(mean, second_moment, logdet_precision, valid)``: float64 arrays,
+        NaN where ``valid`` is False.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not match.
+
+    See Also
+    --------
+    gaussian_moments : the map with a covariance, a factor or one large precision.
+    MultivariateGaussian.valid_natural : the same test of validity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skvi.expfam import small_gaussian_moments
+    >>> precision = np.array([[[2.0, 0.5], [0.5, 1.0]], [[1.0, 2.0], [2.0, 1.0]]])
+    >>> eta1 = np.einsum("nij,j->ni", precision, np.array([1.0, -1.0]))
+    >>> q = small_gaussian_moments(eta1, -0.5 * precision)
+    >>> q.valid                  # the second precision is not positive definite
+    array([ True, False])
+    >>> print(np.round(q.mean[0], 12), round(float(q.logdet_precision[0]), 4))
+    [ 1. -1.] 0.5596
+    >>> bool(np.isnan(q.mean[1]).all())
+    True
+    """
+    eta1 = np.asarray(eta1, dtype=np.float64)
+    eta2 = np.asarray(eta2, dtype=np.float64)
+    if eta1.ndim < 1 or eta2.shape != eta1.shape + eta1.shape[-1:]:
+        raise ValueError(
+            "small_gaussian_moments: eta1 must have shape (..., d) and eta2 shape (..., d, d) "
+            f"with the same batch shape; got {eta1.shape} and {eta2.shape}."
+        )
+    d = eta1.shape[-1]
+    if _gaussian_batch is None or d > SMALL_DIMENSION or d == 0:
+        return _small_moments_numpy(eta1, eta2)
+    batch = eta1.shape[:-1]
+    n = int(np.prod(batch))
+    mean = np.empty(batch + (d,))
+    second = np.empty(batch + (d, d))
+    logdet = np.empty(batch)
+    valid = np.empty(batch, dtype=np.uint8)
+    _gaussian_batch.moments_batch(
+        np.ascontiguousarray(eta1).reshape(n, d),
+        np.ascontiguousarray(eta2).reshape(n, d, d),
+        mean.reshape(n, d),
+        second.reshape(n, d, d),
+        logdet.reshape(n),
+        valid.reshape(n),
+    )
+    return SmallGaussianMoments(mean, second, logdet, valid.view(bool))
 
 
 def _check_square(a, name):

@@ -1,6 +1,7 @@
 """Gaussian nodes: GaussianARD, Gaussian and the joint GaussianWishart, BayesPy's."""
 
 import math
+import weakref
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class GaussianARD(Stochastic):
             plates,
             name,
         )
+        self._tested = _Tested()  # before any copy, so that the copies share it
 
     def _plates_from_parent(self, index, plates):
         if index == 1 and self._nd:
@@ -113,7 +115,7 @@ class GaussianARD(Stochastic):
         return a * ones, log_a * ones
 
     def _valid_natural(self, phi):
-        return _gaussian_valid(phi, self._nd)
+        return _gaussian_valid(self, phi, self._nd)
 
     def _phi_from_parents(self, up):
         m = up[0][0]
@@ -132,7 +134,7 @@ class GaussianARD(Stochastic):
             # -log(2 pi) / 2 of skvi's A to the base measure f.
             q = expfam.UnivariateGaussian.from_natural(phi[0], phi[1])
             return list(q.expected_stats()), 0.5 * _LOG_2PI - q.log_normalizer()
-        return _gaussian_moments(phi, self.shape)
+        return _gaussian_moments(phi, self.shape, self)
 
     def _support(self, x):
         ok = expfam.UnivariateGaussian.in_support(x)
@@ -169,14 +171,88 @@ def _flat(phi, shape):
     )
 
 
-def _gaussian_valid(phi, nd):
-    """Finite natural parameters with a positive definite precision ``-2 phi[1]``."""
-    if not all(np.all(np.isfinite(a)) for a in phi):
-        return False
+#: Moments that a validity test computed and that a node of its copies may read
+#: again: the engine tests a step's natural parameters, then sets them.
+TESTED_SIZE = 2
+
+
+class _Tested(list):
+    """A Gaussian node's last tested natural parameters and their moments, shared by its copies.
+
+    Entries are ``(keys, moments)``, each key a weak reference to the
+    array that owns a natural parameter's memory and the parameter's place
+    in it: the same memory, while it lives, is the same parameter (natural
+    parameters are new arrays after each step, never changed in place).
+    Never pickled: an unpickled or deep-copied node starts empty.
+    """
+
+    def __reduce__(self):
+        return (_Tested, ())
+
+    @staticmethod
+    def keys(phi):
+        out = []
+        for a in phi:
+            owner = a
+            while isinstance(owner.base, np.ndarray):
+                owner = owner.base
+            out.append((owner, (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype)))
+        return out
+
+    def find(self, phi):
+        keys = self.keys(phi)
+        for known, moments in list(self):
+            if all(ref() is owner and where == w for (ref, w), (owner, where) in zip(known, keys)):
+                return moments
+        return None
+
+    def keep(self, phi, moments):
+        try:
+            known = [(weakref.ref(owner), where) for owner, where in self.keys(phi)]
+        except TypeError:  # an owner without weak references: not kept
+            return
+        self.insert(0, (known, moments))
+        del self[TESTED_SIZE:]
+
+
+def _tested(node):
+    """The store of ``node``'s tested moments (made when first needed)."""
+    if node is None:
+        return None
+    store = node.__dict__.get("_tested")
+    if store is None:
+        store = node.__dict__["_tested"] = _Tested()
+    return store
+
+
+def _gaussian_valid(node, phi, nd):
+    """Finite natural parameters with a positive definite precision ``-2 phi[1]``.
+
+    Gaussians of one plate element each (not one shared precision) are
+    tested by the family's map of many small Gaussians, whose moments the
+    node keeps for the update that sets these parameters.
+    """
     if nd == 0:
+        if not all(np.all(np.isfinite(a)) for a in phi):
+            return False
         return bool(np.all(expfam.UnivariateGaussian.valid_natural(phi[0], phi[1])))
     shape = phi[0].shape[phi[0].ndim - nd :]
-    return bool(np.all(expfam.MultivariateGaussian.valid_natural(*_flat(phi, shape))))
+    flat = _flat(phi, shape)
+    if _per_element(flat):
+        moments = _small_moments(flat, shape)
+        if moments is None:
+            return False
+        _tested(node).keep(phi, moments)
+        return True
+    if not all(np.all(np.isfinite(a)) for a in phi):
+        return False
+    return bool(np.all(expfam.MultivariateGaussian.valid_natural(*flat)))
+
+
+def _per_element(flat):
+    """Whether Gaussians ``flat`` have a precision per plate element, as many small ones."""
+    phi0, phi1 = flat
+    return phi0.shape[:-1] == phi1.shape[:-2] and phi1.shape[-1] <= expfam.linalg.SMALL_DIMENSION
 
 
 def _shared(a, nplates):
@@ -184,21 +260,51 @@ def _shared(a, nplates):
 
     The rows of a factor model without missing values share one posterior
     precision of their scores (each row's comes from the same loadings):
-    it is then factorised once, not once per row.
+    it is then factorised once, not once per row.  A few elements along an
+    axis are compared first: precisions that differ mostly differ there.
     """
     for axis in range(nplates):
-        if a.shape[axis] > 1:
+        size = a.shape[axis]
+        if size > 1:
             first = a[(slice(None),) * axis + (slice(0, 1),)]
-            if np.array_equal(a, np.broadcast_to(first, a.shape)):
+            some = a[(slice(None),) * axis + (slice(None, None, max(1, size // 8)),)]
+            if np.array_equal(some, np.broadcast_to(first, some.shape)) and np.array_equal(
+                a, np.broadcast_to(first, a.shape)
+            ):
                 a = first
     return a
 
 
-def _gaussian_moments(phi, shape):
-    """Moments and log normaliser of Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``."""
+def _small_moments(flat, shape):
+    """``[u, g]`` of many small Gaussians by the family's compiled map, None if one is invalid."""
+    phi0, phi1 = flat
+    q = expfam.small_gaussian_moments(phi0, phi1)
+    if not np.all(q.valid):
+        return None
+    # BayesPy's g leaves the -D log(2 pi) / 2 of skvi's A to the base measure f.
+    g = -0.5 * np.einsum("...i,...i->...", q.mean, phi0) + 0.5 * q.logdet_precision
+    plates = q.mean.shape[:-1]
+    return [q.mean.reshape(plates + shape), q.second_moment.reshape(plates + shape + shape)], g
+
+
+def _gaussian_moments(phi, shape, node=None):
+    """Moments and log normaliser of Gaussians with natural parameters ``[Lambda mu, -Lambda/2]``.
+
+    ``node``: the node whose validity test may have computed them already.
+    """
+    store = node.__dict__.get("_tested") if node is not None else None
+    if store:
+        found = store.find(phi)
+        if found is not None:
+            return list(found[0]), found[1]
     phi0, phi1 = _flat(phi, shape)
     nplates = phi1.ndim - 2
     shared = _shared(phi1, nplates)
+    if shared.shape == phi1.shape and _per_element((phi0, phi1)):
+        found = _small_moments((phi0, phi1), shape)
+        if found is not None:
+            return found
+        # Not valid: the general map below says why (it raises).
     if shared.shape != phi1.shape:
         # One factorisation per distinct precision; the means are products.
         zero = np.zeros(shared.shape[:-1])
@@ -269,6 +375,7 @@ class Gaussian(Stochastic):
                 ("Lambda", Lambda, MomentsKind.wishart(D)),
             ]
         super().__init__(slots, MomentsKind.gaussian((D,)), plates, name)
+        self._tested = _Tested()  # before any copy, so that the copies share it
 
     def _joint_parent(self, up):
         """``[Lambda mu, mu' Lambda mu, Lambda, log|Lambda|]`` of the (scaled) precision and mean."""
@@ -292,7 +399,7 @@ class Gaussian(Stochastic):
         ]
 
     def _valid_natural(self, phi):
-        return _gaussian_valid(phi, 1)
+        return _gaussian_valid(self, phi, 1)
 
     def _phi_from_parents(self, up):
         Lmu, _, Lam, _ = self._joint_parent(up)
@@ -303,7 +410,7 @@ class Gaussian(Stochastic):
         return -0.5 * muLmu + 0.5 * logdet
 
     def _moments_and_cgf(self, phi):
-        return _gaussian_moments(phi, self.shape)
+        return _gaussian_moments(phi, self.shape, self)
 
     def _support(self, x):
         return np.all(expfam.UnivariateGaussian.in_support(x), axis=-1), "finite", 1

@@ -9,13 +9,15 @@ neither is formed:
 
 - the moments are sums over each row's pair of factors' own moments,
   ``E[f] = E[u] . E[v]`` and ``E[f^2] = sum_kl E[u u^T]_kl E[v v^T]_kl``,
-  the symmetric second moments packed (each pair ``k <= l`` once); when the
-  users times the items are not many more than the rows, by blocks of
-  matrix products over every (user, item) pair of a block of users, else
-  by blocks of picked rows;
+  the symmetric second moments packed (each pair ``k <= l`` once): a
+  compiled loop over the rows that reads both factors' rows in place
+  (``_picked_fast``); without it, when the users times the items are not
+  many more than the rows, by blocks of matrix products over every
+  (user, item) pair of a block of users, else by blocks of picked rows;
 - a message to the users' factors is a sparse matrix product,
   ``S(m) E[v v^T]``, with ``S(m)`` the users-by-items matrix of the
-  children's messages ``m`` of the rows (summed over repeated pairs).
+  children's messages ``m`` of the rows (summed over repeated pairs): the
+  compiled loop reads the messages in place, scipy's product without it.
 
 The row structure (the order of the rows by user and by item) depends on
 the indices alone: it is kept in a store that every copy of the declared
@@ -24,6 +26,11 @@ node shares, and used again while the indices are the same.
 
 import numpy as np
 import scipy.sparse as sp
+
+try:
+    from . import _picked_fast
+except ImportError:  # pragma: no cover - exercised where it is not built
+    _picked_fast = None
 
 #: Rows per block of the row-by-row sums (their picked factors stay in cache).
 ROW_BLOCK = 1024
@@ -103,8 +110,13 @@ class _Rows:
             indptr = np.zeros(n_rows + 1, dtype=itype)
             np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
             self.by.append((order, cols[order].astype(itype), indptr))
+        if _picked_fast is not None:
+            # The compiled row-wise sums read the rows in the first operand's order.
+            order = self.by[0][0]
+            self.sorted = (ia[order].astype(np.intp), ib[order].astype(np.intp), order)
+            self.by_intp = [tuple(a.astype(np.intp) for a in by) for by in self.by]
         self.dense = la * lb <= DENSE_RATIO * max(ia.size, 1)
-        if self.dense:
+        if self.dense and _picked_fast is None:
             # Blocks of the first operand's elements, each with its rows and
             # their places among the block's (first, second) pairs.
             order, _, indptr = self.by[0]
@@ -132,6 +144,12 @@ class _Rows:
     def rowwise(self, ta, tb):
         """``sum_j ta[ia[n], j] tb[ib[n], j]`` for every row ``n``."""
         out = np.empty(self.ia.size)
+        if _picked_fast is not None:
+            ia, ib, order = self.sorted
+            ta = np.ascontiguousarray(ta, dtype=np.float64)
+            tb = np.ascontiguousarray(tb, dtype=np.float64)
+            _picked_fast.rowwise(ta, tb, ia, ib, order, out)
+            return out
         if self.dense:
             for lo, hi, rows, flat in self.blocks:
                 out[rows] = (ta[lo:hi] @ tb.T).ravel().take(flat)
@@ -143,8 +161,15 @@ class _Rows:
 
     def summed(self, side, m, table):
         """``sum_n [i_side[n] = l] m[n] table[i_other[n]]`` for every element ``l`` of the side."""
-        order, cols, indptr = self.by[side]
         shape = (self.la, self.lb) if side == 0 else (self.lb, self.la)
+        if _picked_fast is not None:
+            order, cols, indptr = self.by_intp[side]
+            out = np.empty((shape[0], table.shape[1]))
+            m = np.ascontiguousarray(np.broadcast_to(m, self.ia.shape), dtype=np.float64)
+            table = np.ascontiguousarray(table, dtype=np.float64)
+            _picked_fast.summed(indptr, cols, order, m, table, out)
+            return out
+        order, cols, indptr = self.by[side]
         data = np.broadcast_to(m, self.ia.shape).take(order)
         S = sp.csr_matrix((data, cols, indptr), shape=shape)
         return np.asarray(S @ table)
@@ -171,6 +196,17 @@ def _table(u, length, dims, order=None):
     return u.reshape(length, -1)
 
 
+def _packing(K):
+    """The flat places of each pair ``k <= l`` and ``l >= k`` of a ``K x K`` matrix, and back."""
+    r, c = np.triu_indices(K)
+    back = np.empty((K, K), dtype=np.intp)
+    back[r, c] = back[c, r] = np.arange(r.size)
+    return r * K + c, c * K + r, np.where(r == c, 0.5, 1.0), back.reshape(-1)
+
+
+_PACKINGS = {}
+
+
 def _packed(t, K, weight):
     """Flattened symmetric ``K x K`` matrices (rows of ``t``) with each pair ``k <= l`` once.
 
@@ -178,10 +214,23 @@ def _packed(t, K, weight):
     so that the row-wise sum of products of a weighted and an unweighted
     packing is ``sum_kl A_kl B_kl`` of symmetric matrices.
     """
-    r, c = np.triu_indices(K)
-    t = t.reshape(t.shape[0], K, K)
-    both = t[:, r, c] + t[:, c, r]
-    return np.where(r == c, 0.5 * both, both if weight else 0.5 * both)
+    packing = _PACKINGS.get(K)
+    if packing is None:
+        packing = _PACKINGS[K] = _packing(K)
+    upper, lower, half, _ = packing
+    t = t.reshape(t.shape[0], K * K)
+    both = t.take(upper, axis=1)
+    both += t.take(lower, axis=1)
+    both *= half if weight else 0.5
+    return both
+
+
+def _unpacked(packed, K):
+    """The symmetric ``K x K`` matrices of packed rows (each pair ``k <= l`` once)."""
+    packing = _PACKINGS.get(K)
+    if packing is None:
+        packing = _PACKINGS[K] = _packing(K)
+    return packed.take(packing[3], axis=1).reshape(packed.shape[0], K, K)
 
 
 def pair_moments(node, key):
@@ -225,9 +274,5 @@ def pair_message(node, index, total):
         # Sums of symmetric second moments: each pair k <= l once.
         K = int(np.prod(d0))
         packed = rows.summed(index, m, _packed(table, K, False))
-        r, c = np.triu_indices(K)
-        full = np.empty((length, K, K))
-        full[:, r, c] = packed
-        full[:, c, r] = packed
-        out.append(full.reshape((length,) + d))
+        out.append(_unpacked(packed, K).reshape((length,) + d))
     return out
