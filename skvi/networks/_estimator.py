@@ -49,10 +49,11 @@ __all__ = ["SVIBayesianNetwork"]
 COUNT_ROWS = 4096
 #: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
-#: While the start's bound still changes by more than this (relative) in a
-#: sweep, the next sweep cannot meet ``INIT_TOL``: its bound is not computed,
-#: and the test after it compares two sweeps' change (never a looser test).
-INIT_FAST = 1e-3
+#: A start's sweep whose bound changes by more than one of these (relative)
+#: is far from ``INIT_TOL``: the bounds of as many sweeps after it are not
+#: computed, and the test that follows compares the change over all of them
+#: (never a looser test than sweep by sweep).
+INIT_FAST = (1e-3, 1e-2)
 #: The kept draw then sweeps on this many times ``init_rows`` rows (all of
 #: them when there are fewer): a start whose globals carry the sampling error
 #: of a larger subsample takes fewer passes over all the rows.
@@ -772,19 +773,19 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         """VMP sweeps of ``net`` (the rows' network) and ``params`` (in place) to ``tol``; its bound."""
         _, _, latent_local, _ = self._template()
         bound = last = None
-        skip = False
+        skip = 0
         for it in range(max_iter):
             self._globals_from(net, params, 1.0)
             self._local_sweeps(net, latent_local)
             if skip and it < max_iter - 1:
-                skip = False
+                skip -= 1
                 continue
             bound = self._local_bound(rows, net, params) + self._global_bound(params)
             if last is not None:
                 change = abs(bound - last)
                 if change <= tol * abs(bound):
                     break
-                skip = change > INIT_FAST * abs(bound)
+                skip = sum(change > f * abs(bound) for f in INIT_FAST)
             last = bound
         return bound
 
