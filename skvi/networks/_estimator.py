@@ -446,7 +446,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             # overshoot: a batch step must not lower the ELBO, each starting
             # again from the full step (a damped Newton iteration).
             batch_steps="line_search" if has_links(nodes.values()) else "blend",
-            transient=("_bound_memo",),
+            transient=("_bound_memo", "_observed_memo"),
             update_rules=link_update_rules(
                 nodes, glob, self.algorithm, self.gradient_learning_rate
             ),
@@ -520,8 +520,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         nodes = self._network(X)
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
-        values = self._shape_rows(self._observations(X), observed)
-        observed.observe(values, mask=self._observed_mask(values, observed))
+        self._observe_rows(X, observed)
         if X.weight is not None:
             # Row i's terms count w_i times: in the local bound and in every
             # message that sums rows into a global node.
@@ -548,6 +547,33 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         if init_random is None:
             self._local_sweeps(nodes, latent_local)
         return nodes
+
+    def _observe_rows(self, X, observed):
+        """``observed.observe`` of the rows of X; the moments of the last rows observed are kept.
+
+        A batch fit's passes (and the bound of a step) observe the same rows
+        in each pass's network: the data's moments (a Gaussian's outer
+        products), its support check and its mask are computed once, and the
+        kept arrays are read only, shared by those networks.  Kept for one
+        block of rows (the last), while a fit runs.
+        """
+        memo = self.__dict__.get("_observed_memo")
+        if memo is not None and memo[0] is X:
+            u, f, mask = memo[1]
+            observed._fixed = None
+            observed._mask = mask
+            observed.u, observed.f = list(u), f
+            observed.phi = observed.g = None
+            observed.observed = True
+            _propagate_masks(observed)
+            return
+        values = self._shape_rows(self._observations(X), observed)
+        observed.observe(values, mask=self._observed_mask(values, observed))
+        if observed.observed:
+            for a in [*observed.u, observed.f]:
+                if isinstance(a, np.ndarray) and a.flags.owndata:
+                    a.setflags(write=False)
+            self._observed_memo = (X, (list(observed.u), observed.f, observed._mask))
 
     def _local_sweeps(self, nodes, latent_local):
         if not latent_local:
@@ -626,7 +652,14 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         if reset:
             # A builder of (n_rows, n_features) fits X alone, whatever y is.
             self._with_inputs = y is not None and not _takes_features(self.model)
-            for name in ("_structure", "_declaration", "_reach", "_fixed_bases", "_rotations"):
+            for name in (
+                "_structure",
+                "_declaration",
+                "_reach",
+                "_fixed_bases",
+                "_rotations",
+                "_observed_memo",
+            ):
                 self.__dict__.pop(name, None)
         elif self._takes_inputs != (y is not None) and self._takes_inputs:
             raise ValueError(
@@ -886,6 +919,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
 
     def _on_params_updated(self):
         self.__dict__.pop("_bound_memo", None)  # a fit's: it holds the rows
+        self.__dict__.pop("_observed_memo", None)
         nodes, _, latent_local, glob = self._template()
         self._set_globals(nodes, glob, self.natural_params_)
         self.nodes_ = {n: nodes[n] for n in glob}
