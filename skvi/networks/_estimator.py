@@ -20,6 +20,7 @@ VMP sweep of :class:`~skvi.networks.VB` (locals first, then the globals).
 import inspect
 import math
 import numbers
+import weakref
 
 import numpy as np
 from sklearn.utils import gen_batches
@@ -549,31 +550,35 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         return nodes
 
     def _observe_rows(self, X, observed):
-        """``observed.observe`` of the rows of X; the moments of the last rows observed are kept.
+        """``observed.observe`` of the rows of X, reusing the moments of a network of the same rows.
 
-        A batch fit's passes (and the bound of a step) observe the same rows
-        in each pass's network: the data's moments (a Gaussian's outer
-        products), its support check and its mask are computed once, and the
-        kept arrays are read only, shared by those networks.  Kept for one
-        block of rows (the last), while a fit runs.
+        A batch fit's passes observe the same rows in each pass's network
+        (the last pass's still alive): the data's moments (a Gaussian's outer
+        products), the support check and the mask are computed once and
+        shared, read only.  Only weak references are kept, so that nothing
+        of the rows outlives the networks that hold them.
         """
         memo = self.__dict__.get("_observed_memo")
-        if memo is not None and memo[0] is X:
-            u, f, mask = memo[1]
-            observed._fixed = None
-            observed._mask = mask
-            observed.u, observed.f = list(u), f
-            observed.phi = observed.g = None
-            observed.observed = True
-            _propagate_masks(observed)
-            return
+        if memo is not None and memo[0]() is X:
+            kept = [ref() if isinstance(ref, weakref.ref) else ref for ref in memo[1]]
+            if not any(a is None for a in kept):
+                *u, f, mask = kept
+                observed._fixed = None
+                observed._mask = None if mask is False else mask
+                observed.u, observed.f = u, f
+                observed.phi = observed.g = None
+                observed.observed = True
+                _propagate_masks(observed)
+                return
         values = self._shape_rows(self._observations(X), observed)
         observed.observe(values, mask=self._observed_mask(values, observed))
         if observed.observed:
-            for a in [*observed.u, observed.f]:
+            kept = [*observed.u, observed.f, False if observed._mask is None else observed._mask]
+            for a in kept:
                 if isinstance(a, np.ndarray) and a.flags.owndata:
                     a.setflags(write=False)
-            self._observed_memo = (X, (list(observed.u), observed.f, observed._mask))
+            refs = [weakref.ref(a) if isinstance(a, np.ndarray) else a for a in kept]
+            self._observed_memo = (weakref.ref(X), refs)
 
     def _local_sweeps(self, nodes, latent_local):
         if not latent_local:
