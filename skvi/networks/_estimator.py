@@ -72,6 +72,25 @@ def _takes_features(builder):
     return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
+def _row_sample(random_state, n, k):
+    """``k`` of ``n`` rows, sorted, every set of ``k`` rows as likely.
+
+    ``choice(n, k, replace=False)`` permutes all ``n`` rows; for ``k`` well
+    below ``n``, the first ``k`` distinct rows of draws with replacement are
+    such a sample too (sequential sampling, the repeats rejected), at a cost
+    in ``k`` rather than ``n``.
+    """
+    if 4 * k > n:
+        return np.sort(random_state.choice(n, k, replace=False))
+    drawn = np.empty(0, dtype=np.int64)
+    while True:
+        more = random_state.randint(n, size=k + k // 4 + 8).astype(np.int64)
+        drawn = np.concatenate([drawn, more])
+        values, first = np.unique(drawn, return_index=True)
+        if values.size >= k:
+            return np.sort(values[np.argsort(first, kind="stable")[:k]])
+
+
 class _NodeFamily:
     """The engine's view of a global node's family: its step-safety test and moments."""
 
@@ -751,7 +770,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         n_all = X.shape[0]
         rows = X
         if n_all > self.init_rows:
-            rows = X[np.sort(random_state.choice(n_all, self.init_rows, replace=False))]
+            rows = X[_row_sample(random_state, n_all, self.init_rows)]
         if has_links(nodes.values()):
             net = self._network(rows)
             self._set_globals(net, glob, params)
@@ -776,7 +795,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             if self.init_max_iter and more > rows.shape[0]:
                 # The kept globals, from the small subsample's locals scaled
                 # to the larger one's rows, start its sweeps.
-                wider = X[np.sort(random_state.choice(n_all, more, replace=False))]
+                wider = X[_row_sample(random_state, n_all, more)]
                 self._globals_from(net, params, wider.count() / rows.count())
                 rows = wider
                 net = self._local_network(rows, params)
