@@ -20,6 +20,7 @@ VMP sweep of :class:`~skvi.networks.VB` (locals first, then the globals).
 import inspect
 import math
 import numbers
+import weakref
 
 import numpy as np
 from sklearn.utils import gen_batches
@@ -49,6 +50,11 @@ __all__ = ["SVIBayesianNetwork"]
 COUNT_ROWS = 4096
 #: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
+#: A start's sweep whose bound changes by more than one of these (relative)
+#: is far from ``INIT_TOL``: the bounds of as many sweeps after it are not
+#: computed, and the test that follows compares the change over all of them
+#: (never a looser test than sweep by sweep).
+INIT_FAST = (1e-3, 1e-2)
 #: The kept draw then sweeps on this many times ``init_rows`` rows (all of
 #: them when there are fewer): a start whose globals carry the sampling error
 #: of a larger subsample takes fewer passes over all the rows.
@@ -64,6 +70,25 @@ def _takes_features(builder):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+def _row_sample(random_state, n, k):
+    """``k`` of ``n`` rows, sorted, every set of ``k`` rows as likely.
+
+    ``choice(n, k, replace=False)`` permutes all ``n`` rows; for ``k`` well
+    below ``n``, the first ``k`` distinct rows of draws with replacement are
+    such a sample too (sequential sampling, the repeats rejected), at a cost
+    in ``k`` rather than ``n``.
+    """
+    if 4 * k > n:
+        return np.sort(random_state.choice(n, k, replace=False))
+    drawn = np.empty(0, dtype=np.int64)
+    while True:
+        more = random_state.randint(n, size=k + k // 4 + 8).astype(np.int64)
+        drawn = np.concatenate([drawn, more])
+        values, first = np.unique(drawn, return_index=True)
+        if values.size >= k:
+            return np.sort(values[np.argsort(first, kind="stable")[:k]])
 
 
 class _NodeFamily:
@@ -441,7 +466,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             # overshoot: a batch step must not lower the ELBO, each starting
             # again from the full step (a damped Newton iteration).
             batch_steps="line_search" if has_links(nodes.values()) else "blend",
-            transient=("_bound_memo",),
+            transient=("_bound_memo", "_observed_memo"),
             update_rules=link_update_rules(
                 nodes, glob, self.algorithm, self.gradient_learning_rate
             ),
@@ -515,8 +540,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         nodes = self._network(X)
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
-        values = self._shape_rows(self._observations(X), observed)
-        observed.observe(values, mask=self._observed_mask(values, observed))
+        self._observe_rows(X, observed)
         if X.weight is not None:
             # Row i's terms count w_i times: in the local bound and in every
             # message that sums rows into a global node.
@@ -543,6 +567,37 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         if init_random is None:
             self._local_sweeps(nodes, latent_local)
         return nodes
+
+    def _observe_rows(self, X, observed):
+        """``observed.observe`` of the rows of X, reusing the moments of a network of the same rows.
+
+        A batch fit's passes observe the same rows in each pass's network
+        (the last pass's still alive): the data's moments (a Gaussian's outer
+        products), the support check and the mask are computed once and
+        shared, read only.  Only weak references are kept, so that nothing
+        of the rows outlives the networks that hold them.
+        """
+        memo = self.__dict__.get("_observed_memo")
+        if memo is not None and memo[0]() is X:
+            kept = [ref() if isinstance(ref, weakref.ref) else ref for ref in memo[1]]
+            if not any(a is None for a in kept):
+                *u, f, mask = kept
+                observed._fixed = None
+                observed._mask = None if mask is False else mask
+                observed.u, observed.f = u, f
+                observed.phi = observed.g = None
+                observed.observed = True
+                _propagate_masks(observed)
+                return
+        values = self._shape_rows(self._observations(X), observed)
+        observed.observe(values, mask=self._observed_mask(values, observed))
+        if observed.observed:
+            kept = [*observed.u, observed.f, False if observed._mask is None else observed._mask]
+            for a in kept:
+                if isinstance(a, np.ndarray) and a.flags.owndata:
+                    a.setflags(write=False)
+            refs = [weakref.ref(a) if isinstance(a, np.ndarray) else a for a in kept]
+            self._observed_memo = (weakref.ref(X), refs)
 
     def _local_sweeps(self, nodes, latent_local):
         if not latent_local:
@@ -621,7 +676,14 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         if reset:
             # A builder of (n_rows, n_features) fits X alone, whatever y is.
             self._with_inputs = y is not None and not _takes_features(self.model)
-            for name in ("_structure", "_declaration", "_reach", "_fixed_bases", "_rotations"):
+            for name in (
+                "_structure",
+                "_declaration",
+                "_reach",
+                "_fixed_bases",
+                "_rotations",
+                "_observed_memo",
+            ):
                 self.__dict__.pop(name, None)
         elif self._takes_inputs != (y is not None) and self._takes_inputs:
             raise ValueError(
@@ -708,7 +770,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         n_all = X.shape[0]
         rows = X
         if n_all > self.init_rows:
-            rows = X[np.sort(random_state.choice(n_all, self.init_rows, replace=False))]
+            rows = X[_row_sample(random_state, n_all, self.init_rows)]
         if has_links(nodes.values()):
             net = self._network(rows)
             self._set_globals(net, glob, params)
@@ -733,7 +795,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             if self.init_max_iter and more > rows.shape[0]:
                 # The kept globals, from the small subsample's locals scaled
                 # to the larger one's rows, start its sweeps.
-                wider = X[np.sort(random_state.choice(n_all, more, replace=False))]
+                wider = X[_row_sample(random_state, n_all, more)]
                 self._globals_from(net, params, wider.count() / rows.count())
                 rows = wider
                 net = self._local_network(rows, params)
@@ -768,12 +830,19 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         """VMP sweeps of ``net`` (the rows' network) and ``params`` (in place) to ``tol``; its bound."""
         _, _, latent_local, _ = self._template()
         bound = last = None
-        for _ in range(max_iter):
+        skip = 0
+        for it in range(max_iter):
             self._globals_from(net, params, 1.0)
             self._local_sweeps(net, latent_local)
+            if skip and it < max_iter - 1:
+                skip -= 1
+                continue
             bound = self._local_bound(rows, net, params) + self._global_bound(params)
-            if last is not None and abs(bound - last) <= tol * abs(bound):
-                break
+            if last is not None:
+                change = abs(bound - last)
+                if change <= tol * abs(bound):
+                    break
+                skip = sum(change > f * abs(bound) for f in INIT_FAST)
             last = bound
         return bound
 
@@ -874,6 +943,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
 
     def _on_params_updated(self):
         self.__dict__.pop("_bound_memo", None)  # a fit's: it holds the rows
+        self.__dict__.pop("_observed_memo", None)
         nodes, _, latent_local, glob = self._template()
         self._set_globals(nodes, glob, self.natural_params_)
         self.nodes_ = {n: nodes[n] for n in glob}
