@@ -19,24 +19,32 @@ def kernels():
     Returns
     -------
     dict
-        ``{'lda': isa or None, 'gaussian': bool}``: the instruction set the
-        LDA E-step kernel chose at import (``'avx512'``, ``'avx2'`` or
-        ``'baseline'``), None when it is not built; whether matrix
-        factorization's kernel of Gaussian moments is built.
+        ``{'lda': isa or None, 'gaussian': bool, 'gaussian_batch': bool,
+        'picked': bool}``: the instruction set the LDA E-step kernel chose at
+        import (``'avx512'``, ``'avx2'`` or ``'baseline'``), None when it is
+        not built; whether matrix factorization's kernel of Gaussian moments,
+        the family layer's kernel of many small Gaussians' moments
+        (:func:`skvi.expfam.small_gaussian_moments`, which the networks'
+        Gaussian nodes use) and the networks' kernel of a product of picked
+        factors (matrix factorisation as a network) are built.
 
     Examples
     --------
     >>> from skvi import kernels
     >>> sorted(kernels())
-    ['gaussian', 'lda']
+    ['gaussian', 'gaussian_batch', 'lda', 'picked']
     """
+    from .expfam import linalg
     from .models.lda import estep
     from .models.matrix_factorization import nodes
+    from .networks import _picked
 
     lda = estep._lda_fast
     return {
         "lda": None if lda is None else lda.get_isa(),
         "gaussian": nodes._gaussian_fast is not None,
+        "gaussian_batch": linalg._gaussian_batch is not None,
+        "picked": _picked._picked_fast is not None,
     }
 
 
@@ -68,16 +76,23 @@ def show_versions():
     print(
         f"LDA E-step kernel: {'built, instruction set ' + lda if lda else 'not built (numpy fallback)'}"
     )
-    print(
-        f"Gaussian moments kernel: {'built' if built['gaussian'] else 'not built (numpy fallback)'}"
-    )
+    for name in ("gaussian", "gaussian_batch", "picked"):
+        state = "built" if built[name] else "not built (numpy fallback)"
+        print(f"{_KERNEL_NAMES[name]} kernel: {state}")
 
 
 _KERNEL_FILES = {
     "lda": ("models", "lda", "_lda_fast"),
     "gaussian": ("models", "matrix_factorization", "_gaussian_fast"),
+    "gaussian_batch": ("expfam", "_gaussian_batch"),
+    "picked": ("networks", "_picked_fast"),
 }
-_KERNEL_NAMES = {"lda": "LDA E-step", "gaussian": "Gaussian moments"}
+_KERNEL_NAMES = {
+    "lda": "LDA E-step",
+    "gaussian": "Gaussian moments",
+    "gaussian_batch": "small Gaussians' moments",
+    "picked": "picked product",
+}
 
 
 def _build_record(package_dir):
@@ -172,7 +187,10 @@ def _missing_kernels_message(missing, package_dir, path=None):
     for another copy of skvi (``sys.path`` when None).
     """
     kernels_ = f"compiled kernels ({', '.join(missing)})"
-    slow = "so SVILatentDirichletAllocation and SVIMatrixFactorization run on slower numpy code."
+    slow = (
+        "so SVILatentDirichletAllocation, SVIMatrixFactorization and the networks' Gaussian "
+        "nodes run on slower numpy code."
+    )
     tail = " skvi.show_versions() tells what is in use."
     root = _source_root(package_dir)
     if root is None:  # an installed copy
@@ -207,7 +225,7 @@ def warn_if_kernels_missing():
     none (``setup.py`` records it in ``skvi/_build_info.py``).
     """
     built = kernels()
-    missing = [_KERNEL_NAMES[name] for name in ("lda", "gaussian") if not built[name]]
+    missing = [_KERNEL_NAMES[name] for name in _KERNEL_FILES if not built[name]]
     if missing:
         package_dir = Path(__file__).resolve().parent
         warnings.warn(

@@ -130,9 +130,10 @@ def check_index(ns):
 def check_install(ns):
     # The kernels the page describes, as the installation reports them.
     kernels = ns["skvi"].kernels()
-    assert set(kernels) == {"lda", "gaussian"}
+    assert set(kernels) == {"lda", "gaussian", "gaussian_batch", "picked"}
     assert kernels["lda"] in (None, "avx512", "avx2", "baseline")
-    assert isinstance(kernels["gaussian"], bool)
+    for name in ("gaussian", "gaussian_batch", "picked"):
+        assert isinstance(kernels[name], bool)
 
 
 def check_lda(ns):

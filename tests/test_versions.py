@@ -12,8 +12,10 @@ import pytest
 
 import skvi
 from skvi import _versions
+from skvi.expfam import linalg
 from skvi.models.lda import estep
 from skvi.models.matrix_factorization import nodes
+from skvi.networks import _picked
 
 
 def test_show_versions_prints_the_installed_versions_and_kernels(capsys):
@@ -24,21 +26,36 @@ def test_show_versions_prints_the_installed_versions_and_kernels(capsys):
     assert f"skvi {skvi.__version__}" in out
     built = skvi.kernels()
     assert built["gaussian"] == (nodes._gaussian_fast is not None)
+    assert built["gaussian_batch"] == (linalg._gaussian_batch is not None)
+    assert built["picked"] == (_picked._picked_fast is not None)
+    for name in ("gaussian", "gaussian_batch", "picked"):
+        state = "built" if built[name] else "not built (numpy fallback)"
+        assert f"{_versions._KERNEL_NAMES[name]} kernel: {state}" in out
     if estep._lda_fast is not None:
         assert built["lda"] == estep._lda_fast.get_isa()
         assert f"instruction set {built['lda']}" in out
 
 
 def test_missing_kernels_warn_once_with_the_remedy(monkeypatch):
-    if estep._lda_fast is not None and nodes._gaussian_fast is not None:
+    modules = [(estep, "_lda_fast"), (nodes, "_gaussian_fast")]
+    modules += [(linalg, "_gaussian_batch"), (_picked, "_picked_fast")]
+    if all(getattr(module, name) is not None for module, name in modules):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            _versions.warn_if_kernels_missing()  # both built: silent
-    monkeypatch.setattr(estep, "_lda_fast", None)
-    monkeypatch.setattr(nodes, "_gaussian_fast", None)
-    with pytest.warns(RuntimeWarning, match="C compiler"):
+            _versions.warn_if_kernels_missing()  # all built: silent
+    for module, name in modules:
+        monkeypatch.setattr(module, name, None)
+    with pytest.warns(RuntimeWarning, match="C compiler") as record:
         _versions.warn_if_kernels_missing()
-    assert skvi.kernels() == {"lda": None, "gaussian": False}
+    assert "LDA E-step, Gaussian moments, small Gaussians' moments, picked product" in str(
+        record[0].message
+    )
+    assert skvi.kernels() == {
+        "lda": None,
+        "gaussian": False,
+        "gaussian_batch": False,
+        "picked": False,
+    }
 
 
 # ------------------------------------------- the message when kernels are missing
@@ -69,8 +86,8 @@ def _installed_copy(site, kernels=True, record=None):
         ignore=shutil.ignore_patterns("*.so", "*.pyd", "_build_info.py", "__pycache__", "*.c"),
     )
     if kernels:
-        (package / "models" / "lda" / f"_lda_fast{SUFFIX}").write_bytes(b"")
-        (package / "models" / "matrix_factorization" / f"_gaussian_fast{SUFFIX}").write_bytes(b"")
+        for parts in _versions._KERNEL_FILES.values():
+            package.joinpath(*parts[:-1], parts[-1] + SUFFIX).write_bytes(b"")
     if record is not None:
         (package / "_build_info.py").write_text(record)
     return package
