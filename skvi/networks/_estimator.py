@@ -160,7 +160,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     init_draws : int, default=5
         Random draws the start fits on the subsample; the one with the
         highest bound there is kept.  The draws race: each is swept twenty
-        times (or to its tolerance), then only the one with the highest
+        times, then only the one with the highest
         bound sweeps on.
     n_init : int, default=1
         Starts; the fit with the highest bound is kept.

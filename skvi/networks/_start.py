@@ -3,8 +3,8 @@
 As BayesPy's ``initialize_from_random``: the local nodes from random draws,
 each swept by VMP on a subsample of the rows; the best draw's globals are
 refined on a larger subsample, then scaled to all the rows.  The draws race:
-all of them are swept side by side for ``RACE_SWEEPS`` sweeps, and only the
-one with the highest bound then sweeps on to the tolerance.
+each of them is swept ``RACE_SWEEPS`` times, and only the one with the
+highest bound then sweeps on to the tolerance.
 """
 
 import numpy as np
@@ -18,9 +18,10 @@ INIT_TOL = 1e-6
 #: computed, and the test that follows compares the change over all of them
 #: (never a looser test than sweep by sweep).
 INIT_FAST = (1e-3, 1e-2)
-#: The draws' race: every draw sweeps this many times (or to ``INIT_TOL``),
-#: then only the draw with the highest bound sweeps on.  A draw that leaves
-#: a saddle late can still be behind after fewer sweeps, and win in the end.
+#: The draws' race: every draw sweeps this many times, its bound computed
+#: only after the last (a bound costs about a sweep), then only the draw with
+#: the highest bound sweeps on, to ``INIT_TOL``.  A draw that leaves a saddle
+#: late can still be behind after fewer sweeps, and win in the end.
 RACE_SWEEPS = 20
 #: The kept draw then sweeps on this many times ``init_rows`` rows (all of
 #: them when there are fewer): a start whose globals carry the sampling error
@@ -62,7 +63,6 @@ class Sweeps:
         self.it = 0
         self.bound = self.last = None
         self.skip = 0
-        self.fresh = False  # whether ``bound`` is that of the last sweep
         self.done = max_iter <= 0
 
     def _bound(self):
@@ -77,10 +77,8 @@ class Sweeps:
         self.done = self.it >= self.max_iter
         if self.skip and it < self.max_iter - 1:
             self.skip -= 1
-            self.fresh = False
             return
         bound = self.bound = self._bound()
-        self.fresh = True
         if self.last is not None:
             change = abs(bound - self.last)
             if change <= self.tol * abs(bound):
@@ -89,9 +87,14 @@ class Sweeps:
             self.skip = sum(change > f * abs(bound) for f in INIT_FAST)
         self.last = bound
 
-    def current_bound(self):
-        """The bound after the last sweep (computed if the sweep skipped it; no state changes)."""
-        return self.bound if self.fresh or self.it == 0 else self._bound()
+    def quiet(self, sweeps):
+        """``sweeps`` sweeps, the bound computed after the last only; the next sweep tests from it."""
+        for _ in range(sweeps):
+            self.est._globals_from(self.net, self.params, 1.0)
+            self.est._local_sweeps(self.net, self.est._template()[2])
+        self.it += sweeps
+        self.bound = self.last = self._bound()
+        self.done = self.it >= self.max_iter
 
     def run(self):
         """Sweeps to the end; the last bound computed."""
@@ -103,25 +106,19 @@ class Sweeps:
 def _race(est, rows, start_params, random_state):
     """The draws' race on ``rows``: the network and globals of the draw with the highest bound."""
     draws = est.init_draws if est.init_max_iter else 1
-    runs = []
+    best = None
     for _ in range(draws):
         params = dict(start_params)
         net = est._local_network(rows, params, init_random=random_state)
-        runs.append(Sweeps(est, net, rows, params, est.init_max_iter, INIT_TOL))
-    if draws > 1:
-        for _ in range(RACE_SWEEPS):
-            live = [r for r in runs if not r.done]
-            if not live:
-                break
-            for r in live:
-                r.step()
-    best = None
-    for r in runs:  # the first of equal bounds, as draws swept to the end one by one
-        bound = r.current_bound() if draws > 1 else r.run()
-        if best is None or bound > best[0]:
-            best = (bound, r)
-    best[1].run()
-    return best[1].net, best[1].params
+        run = Sweeps(est, net, rows, params, est.init_max_iter, INIT_TOL)
+        if draws == 1:
+            break
+        run.quiet(min(RACE_SWEEPS, est.init_max_iter))
+        if best is None or run.bound > best.bound:  # the first of equal bounds
+            best = run
+    run = run if best is None else best
+    run.run()
+    return run.net, run.params
 
 
 def start(est, X, rows, params, random_state, summary):
