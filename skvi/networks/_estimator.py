@@ -42,23 +42,13 @@ from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
 from ._predictive import NetworkPredictions
+from ._start import REFINE_ROWS, row_sample, start
 from ._stochastic import Stochastic, _propagate_masks
 
 __all__ = ["SVIBayesianNetwork"]
 
 #: Rows whose masks ``_row_counts`` (the plate elements' ``N_m``) propagates at once.
 COUNT_ROWS = 4096
-#: The start's sweeps on a subsample stop at this relative change of its bound.
-INIT_TOL = 1e-6
-#: A start's sweep whose bound changes by more than one of these (relative)
-#: is far from ``INIT_TOL``: the bounds of as many sweeps after it are not
-#: computed, and the test that follows compares the change over all of them
-#: (never a looser test than sweep by sweep).
-INIT_FAST = (1e-3, 1e-2)
-#: The kept draw then sweeps on this many times ``init_rows`` rows (all of
-#: them when there are fewer): a start whose globals carry the sampling error
-#: of a larger subsample takes fewer passes over all the rows.
-REFINE_ROWS = 10
 
 
 def _takes_features(builder):
@@ -70,25 +60,6 @@ def _takes_features(builder):
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in positional if p.default is p.empty]
     return len(required) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
-
-
-def _row_sample(random_state, n, k):
-    """``k`` of ``n`` rows, sorted, every set of ``k`` rows as likely.
-
-    ``choice(n, k, replace=False)`` permutes all ``n`` rows; for ``k`` well
-    below ``n``, the first ``k`` distinct rows of draws with replacement are
-    such a sample too (sequential sampling, the repeats rejected), at a cost
-    in ``k`` rather than ``n``.
-    """
-    if 4 * k > n:
-        return np.sort(random_state.choice(n, k, replace=False))
-    drawn = np.empty(0, dtype=np.int64)
-    while True:
-        more = random_state.randint(n, size=k + k // 4 + 8).astype(np.int64)
-        drawn = np.concatenate([drawn, more])
-        values, first = np.unique(drawn, return_index=True)
-        if values.size >= k:
-            return np.sort(values[np.argsort(first, kind="stable")[:k]])
 
 
 class _NodeFamily:
@@ -188,7 +159,9 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         are one update from the random draw, as BayesPy's first sweep).
     init_draws : int, default=5
         Random draws the start fits on the subsample; the one with the
-        highest bound there is kept.
+        highest bound there is kept.  The draws race: each is swept twenty
+        times, then only the one with the highest
+        bound sweeps on.
     n_init : int, default=1
         Starts; the fit with the highest bound is kept.
     accelerate : {'rotate'} or False, default='rotate'
@@ -770,7 +743,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         n_all = X.shape[0]
         rows = X
         if n_all > self.init_rows:
-            rows = X[_row_sample(random_state, n_all, self.init_rows)]
+            rows = X[row_sample(random_state, n_all, self.init_rows)]
         if has_links(nodes.values()):
             net = self._network(rows)
             self._set_globals(net, glob, params)
@@ -778,31 +751,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
                 net[n].initialize_from_prior()
             params = {n: Factor(v) for n, v in narrowed_start(net, params, glob).items()}
         if latent_local:
-            # BayesPy's start: the local nodes from a random draw, then sweeps
-            # of VMP on a subsample (where random assignments break symmetry
-            # fast), the best draw's refined on a larger subsample, then the
-            # globals from its locals, scaled to all the rows.
-            start = dict(params)
-            best = None
-            for _ in range(self.init_draws if self.init_max_iter else 1):
-                params = dict(start)
-                net = self._local_network(rows, params, init_random=random_state)
-                bound = self._sweeps(net, rows, params, self.init_max_iter, INIT_TOL)
-                if best is None or bound > best[0]:
-                    best = (bound, net, params)
-            _, net, params = best
-            more = min(n_all, REFINE_ROWS * self.init_rows)
-            if self.init_max_iter and more > rows.shape[0]:
-                # The kept globals, from the small subsample's locals scaled
-                # to the larger one's rows, start its sweeps.
-                wider = X[_row_sample(random_state, n_all, more)]
-                self._globals_from(net, params, wider.count() / rows.count())
-                rows = wider
-                net = self._local_network(rows, params)
-                self._sweeps(net, rows, params, self.init_max_iter, INIT_TOL)
-            # Scaled to all the rows (on a cluster, X is a sample drawn over every block).
-            total = X.count() if summary is None else float(summary)
-            self._globals_from(net, params, total / rows.count())
+            params = start(self, X, rows, params, random_state, summary)
         return {n: tuple(v) for n, v in params.items()}
 
     def _sweep_from_values(self, X, params, summary):
@@ -825,26 +774,6 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         total = X.count() if summary is None else float(summary)
         self._globals_from(net, params, total / X.count())
         return {n: tuple(v) for n, v in params.items()}
-
-    def _sweeps(self, net, rows, params, max_iter, tol):
-        """VMP sweeps of ``net`` (the rows' network) and ``params`` (in place) to ``tol``; its bound."""
-        _, _, latent_local, _ = self._template()
-        bound = last = None
-        skip = 0
-        for it in range(max_iter):
-            self._globals_from(net, params, 1.0)
-            self._local_sweeps(net, latent_local)
-            if skip and it < max_iter - 1:
-                skip -= 1
-                continue
-            bound = self._local_bound(rows, net, params) + self._global_bound(params)
-            if last is not None:
-                change = abs(bound - last)
-                if change <= tol * abs(bound):
-                    break
-                skip = sum(change > f * abs(bound) for f in INIT_FAST)
-            last = bound
-        return bound
 
     def _globals_from(self, net, params, scale):
         """One sequential update of every global from the locals of ``net`` (in place)."""

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .. import expfam
+from ._gaussian import _Tested, _tested
 from ._moments import MomentsKind
 from ._node import Node
 from ._plates import NetworkError
@@ -63,10 +64,23 @@ class Wishart(Stochastic):
             plates,
             name,
         )
+        self._tested = _Tested()  # before any copy, so that the copies share it
 
     def _valid_natural(self, phi):
         if not super()._valid_natural(phi) or np.any(phi[1] <= 0.5 * (self.D - 1)):
             return False
+        if np.array_equal(phi[0], np.swapaxes(phi[0], -1, -2)):
+            # The family's test factorises the inverse scales -2 phi[0] (of
+            # exactly symmetric matrices, the same ones the moments factorise)
+            # and accepts them when that succeeds: the moments' computation is
+            # that test, and the update that sets these parameters reads them.
+            try:
+                moments = self._moments_and_cgf(phi)
+            except np.linalg.LinAlgError:
+                pass  # the family's test says which matrices fail
+            else:
+                _tested(self).keep(phi, moments)
+                return True
         return bool(np.all(expfam.WishartByScale.valid_natural(*self._skvi_natural(phi))))
 
     def _skvi_natural(self, phi):
@@ -82,6 +96,11 @@ class Wishart(Stochastic):
         return 0.5 * n * logdet_V - 0.5 * self.D * n * np.log(2.0) - gammaln_n
 
     def _moments_and_cgf(self, phi):
+        store = self.__dict__.get("_tested")
+        if store:
+            found = store.find(phi)
+            if found is not None:
+                return list(found[0]), found[1]
         # Wishart(n, V) with the inverse scale V = -2 phi[0] and n = 2 phi[1];
         # BayesPy's log normaliser g is skvi's -A.
         mean, expected_log_det, A = expfam.WishartByScale.stats_from_inverse_scale(
