@@ -247,7 +247,10 @@ def test_networks_delegate_the_family_mathematics_to_expfam():
         r"\b(cholesky|cho_factor|cho_solve|potrf|potri|slogdet|eigh|eigvalsh"
         r"|digamma|psi|gammaln|multigammaln)\b"
     )
-    for path in sorted((ROOT / "skvi" / "networks").rglob("*.py")):
+    networks = ROOT / "skvi" / "networks"
+    paths = sorted(networks.rglob("*.py")) + sorted(networks.rglob("*.pyx"))
+    assert any(path.suffix == ".pyx" for path in paths)
+    for path in paths:
         found = sorted(set(words.findall(path.read_text())))
         assert not found, f"{path.name}: {found}"
         assert len(path.read_text().splitlines()) <= 1000, path.name

@@ -554,10 +554,10 @@ class GaussianWishart(Stochastic):
 
     def _cgf_from_parents(self, up):
         log_a = up[1][1]
-        n, gammaln_n = up[2]
+        n, log_multigamma_n = up[2]
         logdet_V = up[3][1]
         D = self.D
-        return 0.5 * D * log_a + 0.5 * n * logdet_V - 0.5 * n * D * np.log(2.0) - gammaln_n
+        return 0.5 * D * log_a + 0.5 * n * logdet_V - 0.5 * n * D * np.log(2.0) - log_multigamma_n
 
     def _skvi_natural(self, phi):
         """skvi's NormalWishart natural parameters (one mean) of BayesPy's.

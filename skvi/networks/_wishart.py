@@ -91,9 +91,9 @@ class Wishart(Stochastic):
         return [-0.5 * up[1][0], 0.5 * up[0][0]]
 
     def _cgf_from_parents(self, up):
-        n, gammaln_n = up[0]
+        n, log_multigamma_n = up[0]
         logdet_V = up[1][1]
-        return 0.5 * n * logdet_V - 0.5 * self.D * n * np.log(2.0) - gammaln_n
+        return 0.5 * n * logdet_V - 0.5 * self.D * n * np.log(2.0) - log_multigamma_n
 
     def _moments_and_cgf(self, phi):
         store = self.__dict__.get("_tested")
