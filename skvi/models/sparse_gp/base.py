@@ -45,13 +45,19 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
 
     # -------------------------------------------------------------- features
     def _set_kernel(self, kernel):
-        """Adopt a kernel: it and the Cholesky factor of K_uu."""
+        """Adopt a kernel: it, its ``theta`` (read once: scikit-learn builds it anew each time)
+        and the Cholesky factor of K_uu."""
         self.kernel_ = kernel
+        self._theta = kernel.theta
         self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True)
 
-    def _cholesky(self, kernel, with_jitter=False):
-        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``."""
-        Kuu = kernel(self.inducing_points_)
+    def _cholesky(self, kernel, with_jitter=False, Kuu=None):
+        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``.
+
+        ``Kuu`` is the kernel's ``K_uu`` if already computed.
+        """
+        if Kuu is None:
+            Kuu = kernel(self.inducing_points_)
         scale = max(float(np.mean(np.diag(Kuu))), 1e-300)
         for jitter in JITTERS:
             try:

@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._design import row_quadratic
-from .._kernels import cross_covariance, diagonal_gradient
+from .._kernels import cross_covariance, diagonal_gradient, kernel_evaluator
 
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Rows per block (at least the number of inducing points) when the kernel's
@@ -41,7 +41,7 @@ class _Hyperparameters:
 
     def _hyper_vector(self):
         """The learned hyperparameters in log space: the kernel's theta (and more in subclasses)."""
-        return self.kernel_.theta.copy()
+        return self._theta.copy()
 
     def _hyper_bounds(self):
         # (0, 2) for a kernel with no free hyperparameter (scikit-learn's
@@ -49,7 +49,7 @@ class _Hyperparameters:
         return np.reshape(self.kernel_.bounds, (-1, 2))
 
     def _set_hyper_vector(self, params):
-        self._set_kernel(self.kernel_.clone_with_theta(params[: self.kernel_.theta.size]))
+        self._set_kernel(self.kernel_.clone_with_theta(params[: self._theta.size]))
 
     def _log_hyperprior(self, params):
         """Log density of the hyperparameters' prior at ``params`` (log space) and its gradient.
@@ -90,16 +90,26 @@ class _Hyperparameters:
         ``_row_partials`` (the regressor's hyperparameters for V2 are FITC's);
         ``features`` are the rows' ``phi`` at ``params`` if already known.
         """
-        n_theta = self.kernel_.theta.size
-        kernel = self.kernel_.clone_with_theta(params[:n_theta])
+        n_theta = self._theta.size
         extra = np.asarray(params[n_theta:], dtype=np.float64)
         Z = self.inducing_points_
         m = Z.shape[0]
-        if np.array_equal(params[:n_theta], self.kernel_.theta):
+        loc, cov = self._q_moments() if q is None else q
+        # The kernel as a function of theta when it is built from the kernels
+        # _kernels knows: no kernel object per evaluation of an optimiser.
+        evaluator = kernel_evaluator(self.kernel_) if gradient else None
+        theta = params[:n_theta]
+        current = np.array_equal(theta, self._theta)
+        kernel = None
+        if evaluator is not None:
+            Kuu, kuu_backward = evaluator(theta, Z)
+        else:
+            kernel = self.kernel_ if current else self.kernel_.clone_with_theta(theta)
+            Kuu = None
+        if current:
             chol, jitter = self._chol, self.jitter_
         else:
-            chol, jitter = self._cholesky(kernel, with_jitter=True)
-        loc, cov = self._q_moments() if q is None else q
+            chol, jitter = self._cholesky(kernel, with_jitter=True, Kuu=Kuu)
         if not gradient:
             phi, kdiag = self._features(data.X, kernel, chol)
             c = kdiag - np.sum(phi * phi, axis=1)
@@ -112,15 +122,24 @@ class _Hyperparameters:
         # kxu_bar = phi_bar L^-1 with the explicit inverse: a product, not a
         # triangular solve (L's condition number is below 1e6, MIN_PIVOT_RATIO).
         chol_inv = sla.solve_triangular(chol, np.eye(m), lower=True)
-        diag_grad = diagonal_gradient(kernel, data.X)
+        if evaluator is not None:
+            diag_value, diag_grad = evaluator.diag(theta)
+        else:
+            diag_grad = diagonal_gradient(kernel, data.X)
         block = max(HYPER_BLOCK, m)
         for start in range(0, data.shape[0], block):
             part = data[start : start + block]
             nb = part.shape[0]
-            fast = cross_covariance(kernel, part.X, Z) if diag_grad is not None else None
+            if evaluator is not None:
+                fast = evaluator(theta, part.X, Z)
+            else:
+                fast = cross_covariance(kernel, part.X, Z) if diag_grad is not None else None
             if fast is not None:
                 kxu, backward = fast
-                kdiag = kernel.diag(part.X)
+                if evaluator is not None:
+                    kdiag = np.full(nb, diag_value)
+                else:
+                    kdiag = kernel.diag(part.X)
             else:  # the gradient of K([X_block; Z]): the cross block and the diagonal
                 K, dK = kernel(np.vstack([part.X, Z]), eval_gradient=True)
                 kxu, kdiag = K[:nb, nb:], np.diag(K)[:nb]
@@ -152,6 +171,12 @@ class _Hyperparameters:
                 weights[np.arange(nb), np.arange(nb)] = d_c
                 grad[:n_theta] += np.tensordot(weights, dK, axes=([0, 1], [0, 1]))
         kuu_bar = _cholesky_backward(chol, chol_inv, chol_bar)
+        if evaluator is not None:
+            scale = float(np.mean(np.diag(Kuu)))
+            # A stationary kernel: diag K_uu's gradient is k(x, x)'s.
+            d_scale = diag_grad if scale > 1e-300 else 0.0
+            grad[:n_theta] += kuu_backward(kuu_bar) + jitter * np.trace(kuu_bar) * d_scale
+            return value, grad
         Kuu, dKuu = kernel(Z, eval_gradient=True)
         scale = float(np.mean(np.diag(Kuu)))
         # K_uu's jitter, jitter * mean(diag K_uu), moves with the kernel too
