@@ -132,13 +132,20 @@ def kernel_evaluator(kernel):
     (3.0, array([3., 0.]))
     """
     node = _compile(kernel)
-    return None if node is None else _Evaluator(node)
+    return None if node is None else _Evaluator(kernel, node)
 
 
 class _Evaluator:
-    def __init__(self, node):
+    def __init__(self, kernel, node):
+        self._kernel = kernel
         self._node = node
-        self.n_theta = node[0]
+
+    # Pickled (with a fitted estimator) as its kernel: closures do not pickle.
+    def __getstate__(self):
+        return {"_kernel": self._kernel}
+
+    def __setstate__(self, state):
+        self.__init__(state["_kernel"], _compile(state["_kernel"]))
 
     def __call__(self, theta, X, Z=None):
         return self._node[1](np.asarray(theta, dtype=np.float64), X, Z)

@@ -14,7 +14,7 @@ from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
 from .._design import row_quadratic
-from .._kernels import cross_covariance, diagonal_gradient, kernel_evaluator
+from .._kernels import cross_covariance, diagonal_gradient
 
 _LOG_2PI = np.log(2.0 * np.pi)
 #: Rows per block (at least the number of inducing points) when the kernel's
@@ -69,7 +69,7 @@ class _Hyperparameters:
     def _hyper_bounds(self):
         # (0, 2) for a kernel with no free hyperparameter (scikit-learn's
         # bounds are then of shape (0,)).
-        return np.reshape(self.kernel_.bounds, (-1, 2))
+        return self._kernel_bounds
 
     def _set_hyper_vector(self, params):
         self._set_kernel(self.kernel_.clone_with_theta(params[: self._theta.size]))
@@ -120,7 +120,7 @@ class _Hyperparameters:
         loc, cov = self._q_moments() if q is None else q
         # The kernel as a function of theta when it is built from the kernels
         # _kernels knows: no kernel object per evaluation of an optimiser.
-        evaluator = kernel_evaluator(self.kernel_) if gradient else None
+        evaluator = self._evaluator if gradient else None
         theta = params[:n_theta]
         current = np.array_equal(theta, self._theta)
         kernel = None
