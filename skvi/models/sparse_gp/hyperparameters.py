@@ -17,6 +17,9 @@ from .._design import row_quadratic
 from .._kernels import cross_covariance, diagonal_gradient
 
 _LOG_2PI = np.log(2.0 * np.pi)
+#: Halvings of a quasi-Newton step that finds no decrease before the batch
+#: hyperparameter step falls back on L-BFGS-B (``_Hyperparameters._quasi_newton``).
+_HALVINGS = 10
 #: Rows per block (at least the number of inducing points) when the kernel's
 #: gradient is taken on ``[X_block; Z]`` for the hyperparameters' gradient.
 HYPER_BLOCK = 256
@@ -252,22 +255,23 @@ class _Hyperparameters:
         return (grad, np.asarray(float(self._sample_count(data))))
 
     def _warm_lbfgs(self, objective, start):
-        """L-BFGS-B on ``objective`` from ``start``, preconditioned by the earlier passes' curvature.
+        """The minimum of ``objective`` from ``start``: BFGS warm-started by the earlier passes.
 
         Between passes of the coordinate ascent the objective moves little,
-        but each L-BFGS run starts from the identity metric, and its first
+        but an L-BFGS run starts from the identity metric, and its first
         step has length 1 in log space, whatever the gradient: it spent most
         of its evaluations finding the scale of a step that the previous
         runs had measured.  The secant pairs of every evaluation are kept in
-        a BFGS inverse Hessian ``H = R R^T`` (Nocedal and Wright, "Numerical
-        optimization", 6.1); the next run solves for ``u`` in
-        ``p = start + c R u``, ``c = (g^T H g)^(1/2)`` the start's Newton
-        decrement, so that its first step is the Newton step
-        ``-H g``.  Its gradient test is on ``R^T g``, the same size as the
-        plain run's on ``g`` when ``H`` is near the identity.  It runs only
-        while the start is at least 1 inside the bounds, and a run that
-        fails, stops on anything but its gradient test or leaves the bounds
-        is replaced by the plain one.
+        a BFGS inverse Hessian ``H`` (Nocedal and Wright, "Numerical
+        optimization", 6.1), and the next run is BFGS from it
+        (``_quasi_newton``): its first step is the Newton step ``-H g``, and
+        near the optimum one step meets its test, a Newton decrement
+        ``(g^T H g)^(1/2)`` of at most 1e-5, about L-BFGS's gradient test of
+        1e-5 where ``H`` is near the identity.  It runs only while the start
+        is at least 1 inside the bounds; L-BFGS-B (at most 20 iterations)
+        runs at the first pass and where it fails (a step that leaves the
+        bounds or finds no decrease, or no convergence in 20 steps: on
+        separable classes without a prior the objective has no maximum).
         """
         bounds = self._hyper_bounds()
         history = []
@@ -285,7 +289,7 @@ class _Hyperparameters:
             and np.all(start - bounds[:, 0] > 1.0)
             and np.all(bounds[:, 1] - start > 1.0)
         ):
-            result = self._preconditioned_lbfgs(recorded, start, bounds, metric)
+            result = self._quasi_newton(recorded, start, bounds, metric)
         if result is None:
             result = minimize(
                 recorded,
@@ -299,51 +303,51 @@ class _Hyperparameters:
         return result
 
     @staticmethod
-    def _preconditioned_lbfgs(objective, start, bounds, metric):
-        """L-BFGS in ``u``, ``p = start + c R u`` (see ``_warm_lbfgs``); None if it fails."""
-        try:
-            root = np.linalg.cholesky(metric)
-        except np.linalg.LinAlgError:
-            return None
-        value0, grad0 = objective(start)
-        scaled = root.T @ grad0
-        c = float(np.sqrt(scaled @ scaled))
-        if not np.isfinite(value0) or not np.isfinite(c):
-            return None
-        if c == 0.0:
-            return start.copy()
-        transform = c * root
+    def _quasi_newton(objective, start, bounds, metric, maxiter=20, gtol=1e-5):
+        """BFGS from ``start`` with the inverse Hessian ``metric`` (see ``_warm_lbfgs``).
 
-        def in_u(u):
-            if not np.any(u):  # the start, evaluated above
-                return value0, c * scaled
-            p = start + transform @ u
-            if np.any(p < bounds[:, 0]) or np.any(p > bounds[:, 1]):
-                return np.inf, np.zeros(u.size)
-            value, grad = objective(p)
-            return value, transform.T @ grad
-
-        res = minimize(
-            in_u,
-            np.zeros(start.size),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": 20, "gtol": 1e-5 * c},
-        )
-        p = start + transform @ res.x
-        # Only a run that ended on its gradient test: one that stalled (the
-        # objective's relative reduction below L-BFGS's ftol) stopped short on
-        # an objective without a maximum (separable classes and no prior),
-        # and the fit then reported a false convergence.
-        if not (
-            res.success
-            and np.max(np.abs(res.jac), initial=0.0) <= 1e-5 * c
-            and np.isfinite(res.fun)
-            and np.all(p > bounds[:, 0])
-            and np.all(p < bounds[:, 1])
-        ):
-            return None
-        return p
+        Steps ``-H g`` halved until the objective falls enough (Armijo's
+        condition), ``H`` updated by each step's secant pair, until the
+        Newton decrement ``(g^T H g)^(1/2)`` is at most ``gtol``.  None if a
+        step leaves the bounds, finds no decrease, or ``maxiter`` steps do
+        not converge.
+        """
+        inverse = metric
+        p = start
+        value, grad = objective(p)
+        for _ in range(maxiter + 1):
+            if not (np.isfinite(value) and np.all(np.isfinite(grad))):
+                return None
+            direction = -(inverse @ grad)
+            slope = float(grad @ direction)
+            if -slope <= gtol * gtol:  # the squared Newton decrement
+                return p
+            if slope >= 0.0:  # H lost its positive definiteness to rounding
+                return None
+            size = 1.0
+            for _ in range(_HALVINGS):
+                trial = p + size * direction
+                if np.any(trial <= bounds[:, 0]) or np.any(trial >= bounds[:, 1]):
+                    return None
+                new_value, new_grad = objective(trial)
+                if not (np.isfinite(new_value) and np.all(np.isfinite(new_grad))):
+                    size *= 0.5
+                    continue
+                if new_value <= value + 1e-4 * size * slope:
+                    break
+                # K_uu's jitter changes level (base._cholesky) where its
+                # pivots cross MIN_PIVOT_RATIO, and the objective jumps by
+                # about 1e-8 of its size: a step onto the other side can meet
+                # the gradient test without a decrease.
+                near = abs(new_value - value) <= 1e-8 * max(abs(value), 1.0)
+                if near and float(new_grad @ inverse @ new_grad) <= gtol * gtol:
+                    return trial
+                size *= 0.5
+            else:
+                return None
+            inverse = _bfgs_inverse_hessian(inverse, [(p, grad), (trial, new_grad)])
+            p, value, grad = trial, new_value, new_grad
+        return None
 
     def _update_hyperparameters(self, hyper, ctx):
         if hyper is None:
