@@ -140,6 +140,10 @@ class _Evaluator:
         self._kernel = kernel
         self._node = node
 
+    def with_kernel(self, kernel):
+        """The evaluator of ``kernel``, a ``clone_with_theta`` of this one's (the same functions)."""
+        return _Evaluator(kernel, self._node)
+
     # Pickled (with a fitted estimator) as its kernel: closures do not pickle.
     def __getstate__(self):
         return {"_kernel": self._kernel}

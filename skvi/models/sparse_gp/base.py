@@ -45,16 +45,25 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
     }
 
     # -------------------------------------------------------------- features
-    def _set_kernel(self, kernel):
+    def _set_kernel(self, kernel, theta=None):
         """Adopt a kernel: it, its ``theta`` (read once: scikit-learn builds it anew each time)
-        and the Cholesky factor of K_uu."""
+        and the Cholesky factor of K_uu.
+
+        ``theta`` is given for ``kernel_.clone_with_theta(theta)``: its bounds
+        and evaluator are the current kernel's.
+        """
+        if theta is None:
+            self._theta = kernel.theta
+            self._kernel_bounds = np.reshape(kernel.bounds, (-1, 2))
+            # The kernel as a function of theta (None for kernels _kernels
+            # does not know): the features of every pass without
+            # scikit-learn's per-call overhead.
+            self._evaluator = kernel_evaluator(kernel)
+        else:
+            self._theta = np.array(theta, dtype=np.float64)
+            if self._evaluator is not None:
+                self._evaluator = self._evaluator.with_kernel(kernel)
         self.kernel_ = kernel
-        self._theta = kernel.theta
-        self._kernel_bounds = np.reshape(kernel.bounds, (-1, 2))
-        # The kernel as a function of theta (None for kernels _kernels does
-        # not know): the features of every pass without scikit-learn's
-        # per-call overhead.
-        self._evaluator = kernel_evaluator(kernel)
         Kuu = None
         if self._evaluator is not None:
             Kuu = self._evaluator(self._theta, self.inducing_points_)[0]

@@ -75,7 +75,8 @@ class _Hyperparameters:
         return self._kernel_bounds
 
     def _set_hyper_vector(self, params):
-        self._set_kernel(self.kernel_.clone_with_theta(params[: self._theta.size]))
+        theta = params[: self._theta.size]
+        self._set_kernel(self.kernel_.clone_with_theta(theta), theta=theta)
 
     def _log_hyperprior(self, params):
         """Log density of the hyperparameters' prior at ``params`` (log space) and its gradient.
