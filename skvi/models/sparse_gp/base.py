@@ -170,7 +170,7 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
             ctx.only_batch_steps if in_memory_fit else self.learning_method == "batch"
         )
         self.inducing_points_ = self._choose_inducing(data, random_state)
-        self._hyper_metric = None  # the batch hyperparameter steps' curvature (_warm_lbfgs)
+        self._hyper_metric = None  # the batch hyperparameter steps' curvature (_warm_minimize)
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
 
     # ----------------------------------------------------------- model hooks

@@ -2,8 +2,9 @@
 
 ``_Hyperparameters`` (every sparse GP) gives the gradient of the rows'
 objective in the log hyperparameters with ``q`` fixed, carried back through
-the whitening's Cholesky factor, and the batch (L-BFGS with ``q`` fixed)
-and online (gradient) steps of the engine's hyperparameter hooks.
+the whitening's Cholesky factor, and the batch (quasi-Newton with ``q``
+fixed, warm-started across passes) and online (gradient) steps of the
+engine's hyperparameter hooks.
 ``_CollapsedHyperparameters`` (the regressor) maximises the collapsed
 objective over the kernel and the noise before ``q`` is fitted.
 """
@@ -244,7 +245,7 @@ class _Hyperparameters:
                 prior, prior_grad = self._log_hyperprior(p)
                 return -(value + prior) / rows, -(grad + prior_grad) / rows
 
-            return {"target": self._warm_lbfgs(objective, self._hyper_vector())}
+            return {"target": self._warm_minimize(objective, self._hyper_vector())}
         # The gradient of the objective in the log hyperparameters with q
         # fixed (whitened, so the KL does not depend on them), summed over
         # the rows with their count, so that blocks add; q is the local
@@ -255,7 +256,7 @@ class _Hyperparameters:
         )
         return (grad, np.asarray(float(self._sample_count(data))))
 
-    def _warm_lbfgs(self, objective, start):
+    def _warm_minimize(self, objective, start):
         """The minimum of ``objective`` from ``start``: BFGS warm-started by the earlier passes.
 
         Between passes of the coordinate ascent the objective moves little,
@@ -305,7 +306,7 @@ class _Hyperparameters:
 
     @staticmethod
     def _quasi_newton(objective, start, bounds, metric, maxiter=20, gtol=1e-5):
-        """BFGS from ``start`` with the inverse Hessian ``metric`` (see ``_warm_lbfgs``).
+        """BFGS from ``start`` with the inverse Hessian ``metric`` (see ``_warm_minimize``).
 
         Steps ``-H g`` halved until the objective falls enough (Armijo's
         condition), ``H`` updated by each step's secant pair, until the
