@@ -101,3 +101,139 @@ def diagonal_gradient(kernel, X):
     if not kernel.is_stationary():
         return None
     return kernel(X[:1], eval_gradient=True)[1][0, 0]
+
+
+def kernel_evaluator(kernel):
+    """The kernel as a function of ``theta``, with no kernel objects built; None if unsupported.
+
+    An optimiser evaluates the kernel at many ``theta``: ``clone_with_theta``
+    and reading ``theta`` walk scikit-learn's hyperparameter lists each time,
+    which costs more than the covariances of a few hundred rows.  For the
+    kernels built from ``ConstantKernel``, ``RBF`` and ``WhiteKernel`` by
+    sums and products, the returned object ``f`` gives ``f(theta, X, Z)``,
+    the cross-covariance and its ``backward`` as :func:`cross_covariance`
+    does (``Z=None``: ``K(X, X)``, white noise on the diagonal, as
+    ``kernel(X)``), and ``f.diag(theta)``, the prior variance ``k(x, x)``
+    (the same for every ``x``) and its gradient in ``theta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    >>> from skvi.models._kernels import kernel_evaluator
+    >>> k = ConstantKernel(2.0) * RBF(1.5)
+    >>> f = kernel_evaluator(k)
+    >>> X = np.array([[0.0], [1.0]])
+    >>> K, backward = f(np.log([3.0, 0.5]), X)
+    >>> bool(np.allclose(K, k.clone_with_theta(np.log([3.0, 0.5]))(X)))
+    True
+    >>> value, grad = f.diag(np.log([3.0, 0.5]))
+    >>> round(value, 12), grad.round(12)
+    (3.0, array([3., 0.]))
+    """
+    node = _compile(kernel)
+    return None if node is None else _Evaluator(kernel, node)
+
+
+class _Evaluator:
+    def __init__(self, kernel, node):
+        self._kernel = kernel
+        self._node = node
+
+    def with_kernel(self, kernel):
+        """The evaluator of ``kernel``, a ``clone_with_theta`` of this one's (the same functions)."""
+        return _Evaluator(kernel, self._node)
+
+    # Pickled (with a fitted estimator) as its kernel: closures do not pickle.
+    def __getstate__(self):
+        return {"_kernel": self._kernel}
+
+    def __setstate__(self, state):
+        self.__init__(state["_kernel"], _compile(state["_kernel"]))
+
+    def __call__(self, theta, X, Z=None):
+        return self._node[1](np.asarray(theta, dtype=np.float64), X, Z)
+
+    def diag(self, theta):
+        value, grad = self._node[2](np.asarray(theta, dtype=np.float64))
+        return float(value), grad
+
+
+def _compile(kernel):
+    """``(n_theta, cross(theta, X, Z), diag(theta))`` of a supported kernel, or None."""
+    if isinstance(kernel, (Sum, Product)):
+        left, right = _compile(kernel.k1), _compile(kernel.k2)
+        if left is None or right is None:
+            return None
+        n1, cross1, diag1 = left
+        n2, cross2, diag2 = right
+        product = isinstance(kernel, Product)
+
+        def cross(theta, X, Z):
+            (K1, back1), (K2, back2) = cross1(theta[:n1], X, Z), cross2(theta[n1:], X, Z)
+            if not product:
+                return K1 + K2, lambda W: np.concatenate([back1(W), back2(W)])
+            return K1 * K2, lambda W: np.concatenate([back1(W * K2), back2(W * K1)])
+
+        def diag(theta):
+            (v1, g1), (v2, g2) = diag1(theta[:n1]), diag2(theta[n1:])
+            if not product:
+                return v1 + v2, np.concatenate([g1, g2])
+            return v1 * v2, np.concatenate([g1 * v2, g2 * v1])
+
+        return n1 + n2, cross, diag
+    if isinstance(kernel, (ConstantKernel, WhiteKernel)):
+        white = isinstance(kernel, WhiteKernel)
+        hyper = kernel.hyperparameter_noise_level if white else kernel.hyperparameter_constant_value
+        fixed = hyper.fixed
+        given = kernel.noise_level if white else kernel.constant_value
+        n = 0 if fixed else 1
+
+        def value_at(theta):
+            return given if fixed else np.exp(theta[0])
+
+        def cross(theta, X, Z):
+            value = value_at(theta)
+            rows = X.shape[0]
+            if white:  # no covariance between inputs; kernel(X) has it on the diagonal
+                if Z is not None:
+                    return np.zeros((rows, Z.shape[0])), lambda W: np.zeros(n)
+                return value * np.eye(rows), lambda W: np.full(n, value * np.trace(W))
+            K = np.full((rows, rows if Z is None else Z.shape[0]), value)
+            return K, lambda W: np.full(n, value * np.sum(W))
+
+        def diag(theta):
+            value = value_at(theta)
+            return value, np.full(n, value)
+
+        return n, cross, diag
+    if type(kernel) is RBF:
+        fixed = kernel.hyperparameter_length_scale.fixed
+        given = np.asarray(kernel.length_scale, dtype=np.float64)
+        anisotropic = kernel.anisotropic
+        n = 0 if fixed else given.size
+
+        def cross(theta, X, Z):
+            scale = np.broadcast_to(given if fixed else np.exp(theta), (X.shape[1],))
+            Xs = X / scale
+            Zs = Xs if Z is None else Z / scale
+            K = np.exp(-0.5 * cdist(Xs, Zs, "sqeuclidean"))
+            if fixed:
+                return K, lambda W: np.empty(0)
+
+            def backward(W):
+                WK = W * K
+                per_dim = (
+                    np.sum(WK, axis=1) @ Xs**2
+                    + np.sum(WK, axis=0) @ Zs**2
+                    - 2.0 * np.sum(Xs * (WK @ Zs), axis=0)
+                )
+                return per_dim if anisotropic else np.array([np.sum(per_dim)])
+
+            return K, backward
+
+        def diag(theta):
+            return 1.0, np.zeros(n)
+
+        return n, cross, diag
+    return None

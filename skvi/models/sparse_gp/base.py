@@ -13,6 +13,7 @@ from ...engine import ModelSettings, SVIEstimator
 from ...expfam import MultivariateGaussian
 from ...validation import check_feature_magnitude
 from .._design import row_quadratic
+from .._kernels import kernel_evaluator
 from .hyperparameters import _Hyperparameters
 
 #: Rows the k-means of the inducing points takes at most (a random sample of them).
@@ -44,14 +45,37 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
     }
 
     # -------------------------------------------------------------- features
-    def _set_kernel(self, kernel):
-        """Adopt a kernel: it and the Cholesky factor of K_uu."""
-        self.kernel_ = kernel
-        self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True)
+    def _set_kernel(self, kernel, theta=None):
+        """Adopt a kernel: it, its ``theta`` (read once: scikit-learn builds it anew each time)
+        and the Cholesky factor of K_uu.
 
-    def _cholesky(self, kernel, with_jitter=False):
-        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``."""
-        Kuu = kernel(self.inducing_points_)
+        ``theta`` is given for ``kernel_.clone_with_theta(theta)``: its bounds
+        and evaluator are the current kernel's.
+        """
+        if theta is None:
+            self._theta = kernel.theta
+            self._kernel_bounds = np.reshape(kernel.bounds, (-1, 2))
+            # The kernel as a function of theta (None for kernels _kernels
+            # does not know): the features of every pass without
+            # scikit-learn's per-call overhead.
+            self._evaluator = kernel_evaluator(kernel)
+        else:
+            self._theta = np.array(theta, dtype=np.float64)
+            if self._evaluator is not None:
+                self._evaluator = self._evaluator.with_kernel(kernel)
+        self.kernel_ = kernel
+        Kuu = None
+        if self._evaluator is not None:
+            Kuu = self._evaluator(self._theta, self.inducing_points_)[0]
+        self._chol, self.jitter_ = self._cholesky(kernel, with_jitter=True, Kuu=Kuu)
+
+    def _cholesky(self, kernel, with_jitter=False, Kuu=None):
+        """Cholesky factor of ``K_uu + j mean(diag K_uu) I`` with the smallest working ``j``.
+
+        ``Kuu`` is the kernel's ``K_uu`` if already computed.
+        """
+        if Kuu is None:
+            Kuu = kernel(self.inducing_points_)
         scale = max(float(np.mean(np.diag(Kuu))), 1e-300)
         for jitter in JITTERS:
             try:
@@ -72,8 +96,13 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
 
     def _features(self, X, kernel=None, chol=None):
         """Whitened features ``phi = (L^-1 K_uX)^T`` and the prior variances ``k_ii``."""
-        kernel = self.kernel_ if kernel is None else kernel
         chol = self._chol if chol is None else chol
+        evaluator = getattr(self, "_evaluator", None)
+        if kernel is None and evaluator is not None:
+            kxu = evaluator(self._theta, X, self.inducing_points_)[0]
+            phi = sla.solve_triangular(chol, kxu.T, lower=True).T
+            return phi, np.full(X.shape[0], evaluator.diag(self._theta)[0])
+        kernel = self.kernel_ if kernel is None else kernel
         phi = sla.solve_triangular(chol, kernel(self.inducing_points_, X), lower=True).T
         return phi, kernel.diag(X)
 
@@ -141,6 +170,7 @@ class _SparseGP(_Hyperparameters, SVIEstimator):
             ctx.only_batch_steps if in_memory_fit else self.learning_method == "batch"
         )
         self.inducing_points_ = self._choose_inducing(data, random_state)
+        self._hyper_metric = None  # the batch hyperparameter steps' curvature (_warm_minimize)
         return clone(self.kernel) if self.kernel is not None else ConstantKernel() * RBF()
 
     # ----------------------------------------------------------- model hooks

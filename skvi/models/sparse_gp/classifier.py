@@ -47,9 +47,11 @@ class SVISparseGPClassifier(ClassifierMixin, _SparseGP):
     n_mc_samples : int, default=20
         Nodes or draws per row.
     optimizer : 'fmin_l_bfgs_b' or None, default='fmin_l_bfgs_b'
-        Learn the kernel's hyperparameters (in log space, exact gradients).  Batch: after every step on ``q``, at most 20 L-BFGS
-        iterations on the ELBO with ``q`` fixed (coordinate ascent:
-        classification has no collapsed objective).  Online: a gradient
+        Learn the kernel's hyperparameters (in log space, exact gradients).
+        Batch: after every step on ``q``, at most 20 quasi-Newton iterations
+        on the ELBO with ``q`` fixed (coordinate ascent: classification has
+        no collapsed objective): L-BFGS-B at the first pass, then BFGS from
+        the curvature the earlier passes measured.  Online: a gradient
         step of size ``rho_t * hyperparameter_learning_rate`` after every
         accepted step.  None keeps them.
     hyperparameter_learning_rate : float, default=1.0

@@ -414,10 +414,10 @@ n_samples_seen_, converged_, n_rejected_steps_
         self.noise_variance_ = self._noise * self._y_train_std**2
 
     def _hyper_vector(self):
-        return np.append(self.kernel_.theta, np.log(self._noise))
+        return np.append(self._theta, np.log(self._noise))
 
     def _hyper_bounds(self):
-        return np.vstack([np.reshape(self.kernel_.bounds, (-1, 2)), [np.log(1e-6), np.log(1e6)]])
+        return np.vstack([self._kernel_bounds, [np.log(1e-6), np.log(1e6)]])
 
     def _set_hyper_vector(self, params):
         super()._set_hyper_vector(params)
