@@ -452,25 +452,26 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     @staticmethod
     def _set_globals(nodes, glob, params):
         # A step reads a network at the same factors many times (each
-        # factor's statistics and target): set them once, unless another
-        # hand has changed a node's q since.
+        # factor's statistics and target): set each node once, and again only
+        # when its factor moved (a sequential update moves one at a time) or
+        # another hand has changed its q since.
         factors = tuple(params[n] for n in glob)
         last = nodes.__dict__.get("_globals_set") if isinstance(nodes, _Network) else None
-        if (
-            last is not None
-            and all(a is b for a, b in zip(last[0], factors))
-            and all(nodes[n].__dict__.get("_phi") is phi for n, phi in zip(glob, last[1]))
-        ):
-            return
-        for n in glob:
-            factor = params[n]
+        kept = (None,) * len(factors), (None,) * len(factors)
+        if last is not None:
+            kept = last
+        changed = False
+        for n, factor, was, phi in zip(glob, factors, kept[0], kept[1]):
             node = nodes[n]
+            if was is factor and node.__dict__.get("_phi") is phi:
+                continue
+            changed = True
             u, g = factor.cached(
                 "network_moments", lambda f: node._moments_and_cgf([np.asarray(a) for a in f])
             )
             node.phi = [np.asarray(a) for a in factor]
             node.u, node.g = u, g
-        if isinstance(nodes, _Network):
+        if changed and isinstance(nodes, _Network):
             nodes._globals_set = (factors, [nodes[n].__dict__.get("_phi") for n in glob])
 
     def _observations(self, X):
@@ -591,24 +592,39 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     def _local_children_messages(self, nodes, name):
         """The messages of ``name``'s local children, summed, at the node's full shape."""
         node = nodes[name]
-        glob = set(self._template()[3])
         total = [np.zeros(node.plates + d) for d in node.dims]
-        names = {id(v): k for k, v in nodes.items()}
-        for child, index in node.children:
-            key = names.get(id(child))
-            if key is None or key in glob:
-                continue  # global, or a node of another network
+        for child, index in self._local_children(nodes, name):
             for i, m in enumerate(child._message_to_parent(index)):
                 total[i] = total[i] + m
         return tuple(total)
 
-    def _global_base(self, name, params):
-        """Prior from the parents at ``params`` + global children's messages: the unscaled part."""
+    def _local_children(self, nodes, name):
+        """``name``'s children in ``nodes`` that are local: ``(child, index)``, kept per network."""
+        kept = (
+            nodes.__dict__.setdefault("_local_children", {}) if isinstance(nodes, _Network) else {}
+        )
+        found = kept.get(name)
+        if found is None:
+            glob = set(self._template()[3])
+            names = {id(v): k for k, v in nodes.items()}
+            found = kept[name] = [
+                (child, index)
+                for child, index in nodes[name].children
+                # not a global, nor a node of another network
+                if names.get(id(child)) not in glob and id(child) in names
+            ]
+        return found
+
+    def _global_base(self, name, params, copy=True):
+        """Prior from the parents at ``params`` + global children's messages: the unscaled part.
+
+        ``copy=False``: a caller that only reads it may be given the kept prior itself.
+        """
         nodes, _, _, glob = self._template()
         node = nodes[name]
         fixed = self.__dict__.setdefault("_fixed_bases", {})
         if name in fixed:  # fixed parents and no global child: the prior alone, once
-            return [a.copy() for a in fixed[name]]
+            return [a.copy() for a in fixed[name]] if copy else fixed[name]
         self._set_globals(nodes, glob, params)
         phi = node._full(node._phi_from_parents(node._parent_moments()))
         gset = set(glob)
@@ -625,7 +641,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
 
     def _global_target(self, name, params, stats, scale):
         """:meth:`_global_base` + scale * stats (the messages of the local children)."""
-        phi = self._global_base(name, params)
+        phi = self._global_base(name, params, copy=False)
         return tuple(p + scale * np.asarray(s) for p, s in zip(phi, stats))
 
     def _counts(self, nodes, name, weight):
@@ -801,7 +817,14 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         # Every element, with C_m: the engine scales each by N_m / C_m.
         node = local[name]
         size = int(math.prod(node.plates))
-        counts = self._counts(local, name, X.weight).reshape(size)
+        # The counts of a network's elements stay what its observation made
+        # them: kept on the network, for each of its steps' statistics.
+        memo = local.__dict__.setdefault("_counts_memo", {}) if isinstance(local, _Network) else {}
+        found = memo.get(name)
+        if found is None or found[0] is not X.weight:
+            found = memo[name] = (X.weight, self._counts(local, name, X.weight).reshape(size))
+            found[1].setflags(write=False)  # shared by the steps: read only
+        counts = found[1]
         return RowStatistics(
             np.arange(size),
             tuple(np.asarray(v).reshape((size,) + d) for v, d in zip(stats, node.dims)),
