@@ -67,24 +67,29 @@ def cross_covariance(kernel, X, Z):
         return K, lambda W: np.empty(0) if fixed else np.zeros(1)
     if type(kernel) is RBF:
         scale = np.broadcast_to(np.asarray(kernel.length_scale, dtype=np.float64), (X.shape[1],))
-        Xs, Zs = X / scale, Z / scale
-        K = np.exp(-0.5 * cdist(Xs, Zs, "sqeuclidean"))
-        if kernel.hyperparameter_length_scale.fixed:
-            return K, lambda W: np.empty(0)
-
-        def backward(W):
-            # d K / d log l_k = K (x_k - z_k)^2 / l_k^2, summed against W
-            # without forming the (n, m, d) array.
-            WK = W * K
-            per_dim = (
-                np.sum(WK, axis=1) @ Xs**2
-                + np.sum(WK, axis=0) @ Zs**2
-                - 2.0 * np.sum(Xs * (WK @ Zs), axis=0)
-            )
-            return per_dim if kernel.anisotropic else np.array([np.sum(per_dim)])
-
-        return K, backward
+        fixed = kernel.hyperparameter_length_scale.fixed
+        return _rbf_cross(X / scale, Z / scale, fixed, kernel.anisotropic)
     return None
+
+
+def _rbf_cross(Xs, Zs, fixed, anisotropic):
+    """An RBF kernel's values between scaled inputs, and its backward map in ``log l``."""
+    K = np.exp(-0.5 * cdist(Xs, Zs, "sqeuclidean"))
+    if fixed:
+        return K, lambda W: np.empty(0)
+
+    def backward(W):
+        # d K / d log l_k = K (x_k - z_k)^2 / l_k^2, summed against W
+        # without forming the (n, m, d) array.
+        WK = W * K
+        per_dim = (
+            np.sum(WK, axis=1) @ Xs**2
+            + np.sum(WK, axis=0) @ Zs**2
+            - 2.0 * np.sum(Xs * (WK @ Zs), axis=0)
+        )
+        return per_dim if anisotropic else np.array([np.sum(per_dim)])
+
+    return K, backward
 
 
 def diagonal_gradient(kernel, X):
@@ -216,21 +221,7 @@ def _compile(kernel):
         def cross(theta, X, Z):
             scale = np.broadcast_to(given if fixed else np.exp(theta), (X.shape[1],))
             Xs = X / scale
-            Zs = Xs if Z is None else Z / scale
-            K = np.exp(-0.5 * cdist(Xs, Zs, "sqeuclidean"))
-            if fixed:
-                return K, lambda W: np.empty(0)
-
-            def backward(W):
-                WK = W * K
-                per_dim = (
-                    np.sum(WK, axis=1) @ Xs**2
-                    + np.sum(WK, axis=0) @ Zs**2
-                    - 2.0 * np.sum(Xs * (WK @ Zs), axis=0)
-                )
-                return per_dim if anisotropic else np.array([np.sum(per_dim)])
-
-            return K, backward
+            return _rbf_cross(Xs, Xs if Z is None else Z / scale, fixed, anisotropic)
 
         def diag(theta):
             return 1.0, np.zeros(n)
