@@ -2136,6 +2136,20 @@ def test_transform_follows_set_output():
     np.testing.assert_array_equal(frame.to_numpy(), plain)
 
 
+def test_transform_and_score_keep_nothing_of_their_rows():
+    # Safe concurrent prediction: answering for new rows writes nothing onto
+    # the fitted estimator, and the same rows give the same answers again.
+    y = blobs(200)
+    est = SVIBayesianNetwork(model=mixture_builder, max_iter=5, random_state=0).fit(y)
+    before = dict(est.__dict__)
+    first = est.transform(y[:50])
+    bound = est.score(y[50:120])
+    assert est.__dict__.keys() == before.keys()
+    assert all(est.__dict__[k] is v for k, v in before.items())
+    np.testing.assert_array_equal(est.transform(y[:50]), first)
+    assert est.score(y[50:120]) == bound
+
+
 def test_missing_observations_in_y_are_the_fit_without_them():
     X, y = _bayespy_regression()
     gappy = y.copy()

@@ -508,13 +508,17 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             )
         return ~missing.all(axis=axes) if axes else ~missing
 
-    def _local_network(self, X, params, init_random=None):
-        """A network of X's rows with the globals at ``params``, its local step done."""
+    def _local_network(self, X, params, init_random=None, remember=True):
+        """A network of X's rows with the globals at ``params``, its local step done.
+
+        ``remember=False`` (``transform``) leaves the estimator as it was: the
+        rows' observed moments are not kept for a later network of them.
+        """
         _, y_name, latent_local, glob = self._template()
         nodes = self._network(X)
         self._set_globals(nodes, glob, params)
         observed = nodes[y_name]
-        self._observe_rows(X, observed)
+        self._observe_rows(X, observed, remember)
         if X.weight is not None:
             # Row i's terms count w_i times: in the local bound and in every
             # message that sums rows into a global node.
@@ -542,7 +546,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             self._local_sweeps(nodes, latent_local)
         return nodes
 
-    def _observe_rows(self, X, observed):
+    def _observe_rows(self, X, observed, remember=True):
         """``observed.observe`` of the rows of X, reusing the moments of a network of the same rows.
 
         A batch fit's passes observe the same rows in each pass's network
@@ -565,7 +569,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
                 return
         values = self._shape_rows(self._observations(X), observed)
         observed.observe(values, mask=self._observed_mask(values, observed))
-        if observed.observed:
+        if observed.observed and remember:
             kept = [*observed.u, observed.f, False if observed._mask is None else observed._mask]
             for a in kept:
                 if isinstance(a, np.ndarray) and a.flags.owndata:

@@ -148,7 +148,7 @@ class NetworkPredictions(TransformerMixin):
         if self._takes_inputs and y is None:
             nodes, _ = self._predictive_network(rows)
         else:
-            nodes = self._local_network(rows, self.natural_params_)
+            nodes = self._local_network(rows, self.natural_params_, remember=False)
         u = np.asarray(nodes[name].get_moments()[0])
         return u.reshape(rows.shape[0], -1)
 
@@ -264,5 +264,7 @@ class NetworkPredictions(TransformerMixin):
             raise ValueError("this network was fitted on (X, y): score(X, y) needs y")
         rows = self._fitted_rows(X, y)
         bound = self._local_bound(rows, None, self.natural_params_) / rows.shape[0]
+        # The fit's memos of its rows: nothing of the scored rows stays.
         self.__dict__.pop("_bound_memo", None)
+        self.__dict__.pop("_observed_memo", None)
         return bound
