@@ -1573,6 +1573,86 @@ def test_gaussian_moments_are_finite_or_a_clear_error(case, factor):
 
 
 @FUZZ
+@given(_natural_gaussians())
+def test_small_gaussian_moments_mark_the_invalid_and_equal_numpy_elsewhere(case):
+    from skvi.expfam import small_gaussian_moments
+
+    eta1, eta2, diagonal, damage = case
+    if diagonal:  # the map takes full precisions
+        eta2 = np.where(np.eye(eta2.shape[-1], dtype=bool), eta2[..., None], 0.0)
+    try:
+        q = small_gaussian_moments(eta1, eta2)
+    except ValueError as err:
+        assert damage == "shape"
+        assert "shape" in str(err)
+        return
+    assert damage != "shape"
+    valid = np.asarray(q.valid)
+    if damage == "none":
+        assert valid.all()
+    if damage in ("eta2", "indefinite"):
+        assert not valid.all()
+    # Where valid, the moments are numpy's inverse of the precision; elsewhere NaN.
+    for i in zip(*np.nonzero(np.ones(valid.shape, dtype=bool))) if valid.ndim else [()]:
+        if valid[i]:
+            cov = np.linalg.inv(-2.0 * eta2[i])
+            mean = cov @ eta1[i]
+            scale = np.abs(cov).max()
+            np.testing.assert_allclose(q.mean[i], mean, rtol=1e-8, atol=1e-8 * np.abs(mean).max())
+            np.testing.assert_allclose(
+                q.second_moment[i], cov + np.outer(mean, mean), rtol=1e-7, atol=1e-8 * scale
+            )
+        else:
+            assert np.isnan(q.mean[i]).all()
+
+
+@FUZZ
+@given(
+    st.sampled_from(["entry", "not_square", "vector", "text", "indefinite", "none"]),
+    st.integers(1, 4),
+    st.integers(0, 2**16),
+)
+def test_psd_root_and_inverse_and_logdet_are_exact_or_a_clear_error(damage, d, seed):
+    from skvi.expfam import inverse_and_logdet, psd_root
+
+    rng = np.random.RandomState(seed)
+    A = rng.normal(size=(2, d, d))
+    a = A @ np.swapaxes(A, -1, -2) + np.eye(d)
+    if damage == "entry":
+        a[0, rng.randint(d), rng.randint(d)] = _BAD_ENTRIES[rng.randint(3)]
+    elif damage == "not_square":
+        a = np.concatenate([a, a], axis=-1)
+    elif damage == "vector":
+        a = a[0, 0]
+    elif damage == "text":
+        a = a.astype(str)
+    elif damage == "indefinite":
+        a = -a
+    try:
+        root = psd_root(a)
+    except ValueError as err:
+        assert damage in ("entry", "not_square", "vector", "text")
+        assert re.search(r"finite|square|real|shape", str(err)), err
+    else:
+        assert damage in ("none", "indefinite")
+        # Positive definite: R R^T = a; negative definite: the zero root of its PSD part.
+        expected = a if damage == "none" else np.zeros_like(a)
+        np.testing.assert_allclose(root @ np.swapaxes(root, -1, -2), expected, atol=1e-9 * d)
+    try:
+        inverse, logdet = inverse_and_logdet(a[0] if a.ndim == 3 else a)
+    except ValueError as err:
+        assert damage in ("not_square", "vector", "text")
+        assert "square" in str(err)
+        return
+    if damage == "entry" and not np.all(np.isfinite(a[0])):
+        assert inverse is None and logdet == -np.inf
+        return
+    m = a[0]
+    np.testing.assert_allclose(inverse @ m, np.eye(d), atol=1e-8 * np.linalg.cond(m))
+    assert logdet == pytest.approx(np.log(abs(np.linalg.det(m))), rel=1e-9, abs=1e-9)
+
+
+@FUZZ
 @given(
     st.sampled_from(["cholesky", "logdet", "inverse", "eigenvalues", "projection", "jitter"]),
     st.integers(1, 4),

@@ -674,6 +674,12 @@ def psd_root(a):
         The roots: the Cholesky factor of each matrix where every matrix
         factorises, else of each one clearly positive definite.
 
+    Raises
+    ------
+    ValueError
+        If ``a`` is not a finite real stack of square matrices of shape
+        (n, d, d).
+
     Examples
     --------
     >>> import numpy as np
@@ -683,6 +689,9 @@ def psd_root(a):
     >>> bool(np.allclose(R @ np.swapaxes(R, -1, -2), a))
     True
     """
+    a = _check_square(a, "psd_root")
+    if a.ndim != 3:
+        raise ValueError(f"psd_root: expected a stack of shape (n, d, d); got {a.shape}.")
     try:
         return np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
@@ -719,9 +728,15 @@ def inverse_and_logdet(R):
     Returns
     -------
     inverse : ndarray of shape (d, d) or None
-        ``R^{-1}``.
+        ``R^{-1}``; None where ``R`` is singular or not finite (a rotation
+        the caller then refuses).
     logdet : float
         ``log|det R|`` (the rise of a Gaussian's entropy under ``x -> R x``).
+
+    Raises
+    ------
+    ValueError
+        If ``R`` is not one real square matrix.
 
     Examples
     --------
@@ -734,7 +749,15 @@ def inverse_and_logdet(R):
     >>> float(logdet)
     0.0
     """
-    R = np.asarray(R, dtype=np.float64)
+    R = np.asarray(R)
+    if R.ndim != 2 or R.shape[0] != R.shape[1] or R.dtype.kind not in "fiub":
+        raise ValueError(
+            f"inverse_and_logdet: expected one real square matrix; got shape {R.shape} "
+            f"and dtype {R.dtype}."
+        )
+    R = R.astype(np.float64)
+    if not np.all(np.isfinite(R)):
+        return None, -np.inf
     sign, logdet = np.linalg.slogdet(R)
     if sign == 0 or not np.isfinite(logdet):
         return None, -np.inf
