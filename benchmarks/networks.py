@@ -31,7 +31,7 @@ relative difference, and the speed-up ``bayespy_time / skvi_time``.
 Timings are medians over ``--repeats`` interleaved runs (skvi, BayesPy,
 skvi, ...), with BLAS held to one thread.  It also times
 ``SVIBayesianNetwork(...).fit`` (batch) on the same data: the estimator's
-start (VMP on a 1,000-row subsample from five random draws, the kept one
+start (VMP on a 1,000-row subsample from its draws, seeded for this mixture, the kept one
 refined on 10,000 rows) plus its passes.
 
 ``--against-mixture`` times instead ``SVIBayesianNetwork`` against the

@@ -290,7 +290,12 @@ def vb_like_estimator(y, seed, passes):
 def test_batch_fit_is_vmp():
     y = blobs(500)
     est = SVIBayesianNetwork(
-        model=mixture_builder, max_iter=6, tol=0, init_max_iter=0, random_state=3
+        model=mixture_builder,
+        max_iter=6,
+        tol=0,
+        init_max_iter=0,
+        init_params="random",  # BayesPy's start: a random draw of z
+        random_state=3,
     ).fit(y)
     assert est.global_nodes_ == ["alpha", "mu", "Lambda"] and est.local_nodes_ == ["z"]
     Q = vb_like_estimator(y, 3, 6)

@@ -5,11 +5,37 @@ each swept by VMP on a subsample of the rows; the best draw's globals are
 refined on a larger subsample, then scaled to all the rows.  The draws race:
 each of them is swept ``RACE_SWEEPS`` times, and only the one with the
 highest bound then sweeps on to the tolerance.
+
+A mixture's draw (one local ``Categorical`` over the rows) can instead be
+seeded as k-means++ seeds k-means (Arthur and Vassilvitskii, "k-means++:
+the advantages of careful seeding"): each category's globals from one row,
+the next row drawn with a weight that grows with how much worse the
+categories seeded so far explain it than the row they explain best (their
+log-likelihood, which for a Gaussian cluster is the squared distance
+k-means++ weighs by).  Random assignments start every cluster at the mean
+of the data, a saddle that many draws leave towards merged clusters;
+seeded clusters start apart, and a few sweeps settle them.
 """
 
 import numpy as np
 
-__all__ = ["INIT_FAST", "INIT_TOL", "RACE_SWEEPS", "REFINE_ROWS", "Sweeps", "row_sample", "start"]
+from ._discrete import Categorical
+from ._links import has_links
+
+__all__ = [
+    "INIT_FAST",
+    "INIT_TOL",
+    "RACE_SWEEPS",
+    "RANDOM_DRAWS",
+    "REFINE_ROWS",
+    "SEEDED_DRAWS",
+    "SEEDED_RACE_SWEEPS",
+    "Sweeps",
+    "row_sample",
+    "seed_categories",
+    "seeded_node",
+    "start",
+]
 
 #: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
@@ -23,6 +49,13 @@ INIT_FAST = (1e-3, 1e-2)
 #: the highest bound sweeps on, to ``INIT_TOL``.  A draw that leaves a saddle
 #: late can still be behind after fewer sweeps, and win in the end.
 RACE_SWEEPS = 20
+#: Draws of ``init_draws='auto'``: random draws of the local nodes, and
+#: seeded ones, which land near the best mode far more often.
+RANDOM_DRAWS = 5
+SEEDED_DRAWS = 3
+#: The race's sweeps of seeded draws, which start near a mode: enough to
+#: settle the seeds' clusters before their bounds are compared.
+SEEDED_RACE_SWEEPS = 5
 #: The kept draw then sweeps on this many times ``init_rows`` rows (all of
 #: them when there are fewer): a start whose globals carry the sampling error
 #: of a larger subsample takes fewer passes over all the rows.
@@ -46,6 +79,74 @@ def row_sample(random_state, n, k):
         values, first = np.unique(drawn, return_index=True)
         if values.size >= k:
             return np.sort(values[np.argsort(first, kind="stable")[:k]])
+
+
+def seeded_node(est):
+    """The local node whose categories the start seeds from rows, or None where it cannot.
+
+    A network whose one local latent node is a :class:`Categorical` over
+    the rows alone (one plate) and has no link nodes: a mixture, whose
+    children's message to it is each row's log-likelihood per category.
+    """
+    nodes, _, latent_local, _ = est._template()
+    if len(latent_local) != 1 or has_links(nodes.values()):
+        return None
+    node = nodes[latent_local[0]]
+    if type(node) is not Categorical or len(node.plates) != 1 or node.dims[0][0] < 2:
+        return None
+    return latent_local[0]
+
+
+def seed_categories(est, net, params, name, rows, random_state):
+    """k-means++'s seeding of categorical node ``name`` of ``net``, the globals ``params`` in place.
+
+    Category ``k`` takes one row (``q(z)`` of that row one-hot at ``k``,
+    of every row not seeded zero), and the globals are updated from the
+    seeded rows; the next row is drawn with a weight ``max_j l_j - l_i``,
+    ``l_i`` the highest log-likelihood of row ``i`` under the categories
+    seeded so far (times its weight), never a row already drawn.  Then
+    the rows' ``q(z)`` from the seeded globals.
+    """
+    glob = est._template()[3]
+    node = net[name]
+    n, K = node.plates[0], node.dims[0][0]
+    weight = None if rows.weight is None else np.asarray(rows.weight, dtype=np.float64)
+    if n < K:
+        # Fewer rows than categories: each row seeds one, the rest stay at their prior.
+        K = n
+    chosen = np.zeros(n, dtype=bool)
+    best = np.full(n, -np.inf)
+    z = np.zeros((n, node.dims[0][0]))
+    i = random_state.choice(n, p=None if weight is None else weight / weight.sum())
+    for k in range(K):
+        # A new array each time: the messages keep sums keyed on q(z)'s arrays.
+        z = z.copy()
+        z[i, k] = 1.0
+        chosen[i] = True
+        node.u = [z]
+        est._globals_from(net, params, 1.0)
+        # Every global at its new value (the last updated too) before the
+        # rows' log-likelihoods read them.
+        est._set_globals(net, glob, params)
+        if k == K - 1:
+            break
+        loglik = est._local_children_messages(net, name)[0].reshape(n, -1)[:, k]
+        if weight is not None:
+            # The messages count each row w_i times; the row's own fit is per row.
+            loglik = loglik / np.where(weight > 0, weight, 1.0)
+        best = np.maximum(best, loglik)
+        far = best.max() - best
+        if weight is not None:
+            far = far * weight
+        far[chosen] = 0.0
+        total = far.sum()
+        if total > 0 and np.isfinite(total):
+            i = random_state.choice(n, p=far / total)
+        else:
+            # Every row explained alike (repeated rows): any row not drawn yet.
+            left = ~chosen if weight is None else ~chosen & (weight > 0)
+            i = random_state.choice(np.flatnonzero(left if left.any() else ~chosen))
+    est._local_sweeps(net, [name])
 
 
 class Sweeps:
@@ -103,17 +204,29 @@ class Sweeps:
         return self.bound
 
 
-def _race(est, rows, start_params, random_state):
-    """The draws' race on ``rows``: the network and globals of the draw with the highest bound."""
-    draws = est.init_draws if est.init_max_iter else 1
+def _race(est, rows, start_params, random_state, seeded):
+    """The draws' race on ``rows``: the network and globals of the draw with the highest bound.
+
+    ``seeded``: the categorical node whose categories each draw seeds, or
+    None for random draws of the local nodes.
+    """
+    draws = est.init_draws
+    if draws == "auto":
+        draws = RANDOM_DRAWS if seeded is None else SEEDED_DRAWS
+    draws = draws if est.init_max_iter else 1
+    sweeps = RACE_SWEEPS if seeded is None else SEEDED_RACE_SWEEPS
     best = None
     for _ in range(draws):
         params = dict(start_params)
-        net = est._local_network(rows, params, init_random=random_state)
+        if seeded is None:
+            net = est._local_network(rows, params, init_random=random_state)
+        else:
+            net = est._local_network(rows, params, start_locals=False)
+            seed_categories(est, net, params, seeded, rows, random_state)
         run = Sweeps(est, net, rows, params, est.init_max_iter, INIT_TOL)
         if draws == 1:
             break
-        run.quiet(min(RACE_SWEEPS, est.init_max_iter))
+        run.quiet(min(sweeps, est.init_max_iter))
         if best is None or run.bound > best.bound:  # the first of equal bounds
             best = run
     run = run if best is None else best
@@ -121,16 +234,17 @@ def _race(est, rows, start_params, random_state):
     return run.net, run.params
 
 
-def start(est, X, rows, params, random_state, summary):
+def start(est, X, rows, params, random_state, summary, seeded=None):
     """The globals from random draws of the locals swept on ``rows``, refined, scaled to X.
 
     BayesPy's start: the local nodes from a random draw, then sweeps of VMP
     on a subsample (where random assignments break symmetry fast), the best
     draw's refined on a larger subsample, then the globals from its locals,
-    scaled to all the rows.
+    scaled to all the rows.  ``seeded``: the categorical node whose
+    categories the draws seed (:func:`seed_categories`), or None.
     """
     n_all = X.shape[0]
-    net, params = _race(est, rows, params, random_state)
+    net, params = _race(est, rows, params, random_state, seeded)
     more = min(n_all, REFINE_ROWS * est.init_rows)
     if est.init_max_iter and more > rows.shape[0]:
         # The kept globals, from the small subsample's locals scaled to the
