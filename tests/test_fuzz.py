@@ -1699,3 +1699,62 @@ def test_spd_factorisations_are_finite_or_a_clear_error(which, d, damage, seed):
         return
     assert damage == "none" or (damage == "indefinite" and which in ("eigenvalues", "projection"))
     _finite(out)
+
+
+# ------------------------------------------------------------ the networks' seeded start
+def _seeded_mixture(n_rows):
+    from test_networks import mixture_builder  # its Dirichlet, Gaussian and Wishart priors
+
+    return mixture_builder(n_rows)
+
+
+@pytest.mark.parametrize("rows", ["one", "identical", "fewer_than_clusters", "weighted"])
+@pytest.mark.parametrize("method", ["batch", "online"])
+def test_a_seeded_start_on_degenerate_rows_fits_every_row_to_its_value(rows, method):
+    """Fewer rows than categories, rows all alike (no row explains worse than another), weights.
+
+    Every cluster that holds rows sits at their value: a cluster's mean is
+    its rows' mean, shrunk towards the prior's 0 by a precision of 1e-3
+    against the rows' precision (about 300 per row here).
+    """
+    from skvi.networks import SVIBayesianNetwork
+
+    x = np.array([1.5, -2.0])
+    X = {
+        "one": x[None],
+        "identical": np.tile(x, (10, 1)),
+        "fewer_than_clusters": np.tile(x, (3, 1)),
+    }
+    X["weighted"] = np.tile(x, (6, 1))
+    weight = np.array([0.0, 1.0, 2.0, 0.5, 0.0, 3.0]) if rows == "weighted" else None
+    est = SVIBayesianNetwork(
+        model=_seeded_mixture, init_params="k-means++", learning_method=method, random_state=0
+    ).fit(X[rows], sample_weight=weight)
+    resp = est.transform(X[rows])
+    np.testing.assert_allclose(resp.sum(axis=1), 1.0, rtol=1e-12)
+    occupied = np.unique(resp.argmax(axis=1))
+    means = est.nodes_["mu"].get_moments()[0]
+    _finite(means)
+    np.testing.assert_allclose(means[occupied], np.broadcast_to(x, (occupied.size, 2)), atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"init_params": "k-means"}, {"init_draws": 0}, {"init_draws": "many"}, {"init_draws": 1.5}],
+)
+def test_the_networks_start_refuses_bad_settings(params):
+    from skvi.networks import SVIBayesianNetwork
+
+    with pytest.raises(ValueError, match="init_params|init_draws"):
+        SVIBayesianNetwork(model=_seeded_mixture, **params).fit(np.ones((20, 2)))
+
+
+def test_k_means_plus_plus_refuses_a_network_without_a_mixture():
+    from skvi.networks import Gamma, GaussianARD, SVIBayesianNetwork
+
+    def one_mean(n_rows):
+        mu = GaussianARD(0.0, 1e-3, name="mu")
+        return GaussianARD(mu, Gamma(1.0, 1.0, name="tau"), plates=(n_rows,), name="y")
+
+    with pytest.raises(ValueError, match=r"k-means\+\+' seeds the categories of a mixture"):
+        SVIBayesianNetwork(model=one_mean, init_params="k-means++").fit(np.ones((5, 1)))

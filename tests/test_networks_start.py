@@ -15,19 +15,13 @@ from skvi.networks import (
     Mixture,
     SumMultiply,
     SVIBayesianNetwork,
-    Wishart,
 )
 from skvi.networks._start import seed_categories, seeded_node
 
+# The mixture of the networks tests: Dirichlet(1e-3), Gaussian(0, 1e-3 I), Wishart(2, 1e-2 I).
+from test_networks import mixture_builder as mixture  # noqa: E402
+
 CORNERS = np.array([[0.0, 0.0], [0.0, 100.0], [100.0, 0.0], [100.0, 100.0]])
-
-
-def mixture(n_rows, K=4, D=2):
-    alpha = Dirichlet(1e-3 * np.ones(K), name="alpha")
-    z = Categorical(alpha, plates=(n_rows,), name="z")
-    mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,), name="mu")
-    Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,), name="Lambda")
-    return Mixture(z, Gaussian, mu, Lambda, name="y")
 
 
 def joint_mixture(n_rows, K=4, D=2):

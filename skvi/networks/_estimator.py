@@ -768,6 +768,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             if len(params) < len(glob):
                 params = self._sweep_from_values(X, params, summary)
             return params
+        seeded = self._seeded_node()
         params = {}
         for n in glob:  # q from the prior, parents first
             node = nodes[n]
@@ -785,7 +786,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
                 net[n].initialize_from_prior()
             params = {n: Factor(v) for n, v in narrowed_start(net, params, glob).items()}
         if latent_local:
-            params = start(self, X, rows, params, random_state, summary, self._seeded_node())
+            params = start(self, X, rows, params, random_state, summary, seeded)
         return {n: tuple(v) for n, v in params.items()}
 
     def _seeded_node(self):
