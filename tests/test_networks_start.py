@@ -1,7 +1,11 @@
 """The start of SVIBayesianNetwork's fit: a mixture's draws seeded as k-means++ seeds k-means."""
 
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from skvi.engine import Factor
 from skvi.engine.data import Rows
@@ -16,7 +20,13 @@ from skvi.networks import (
     SumMultiply,
     SVIBayesianNetwork,
 )
-from skvi.networks._start import seed_categories, seeded_node
+from skvi.networks._start import (
+    INIT_TOL,
+    ONLINE_INIT_TOL,
+    Sweeps,
+    seed_categories,
+    seeded_node,
+)
 
 # The mixture of the networks tests: Dirichlet(1e-3), Gaussian(0, 1e-3 I), Wishart(2, 1e-2 I).
 from test_networks import mixture_builder as mixture  # noqa: E402
@@ -48,46 +58,36 @@ def sorted_means(est):
     return means[np.lexsort((means[:, 1].round(), means[:, 0].round()))]
 
 
-class RecordingState(np.random.RandomState):
-    """A RandomState that records the probabilities of each ``choice``."""
-
-    def __init__(self, seed):
-        super().__init__(seed)
-        self.drawn = []
-
-    def choice(self, a, size=None, replace=True, p=None):
-        out = super().choice(a, size, replace, p)
-        self.drawn.append((None if p is None else np.array(p), out))
-        return out
-
-
-def test_the_second_seed_is_drawn_with_k_means_plus_plus_probabilities():
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("trials", [None, 1])
+@pytest.mark.parametrize("seed", range(6))
+def test_seeds_are_scikit_learns_k_means_plus_plus(seed, trials, weighted):
     # A Gaussian cluster seeded by one row has an isotropic expected precision
-    # (its prior is), so the log-likelihoods of the rows differ from the
-    # seed's by c |x - x_seed|^2 / 2: the weights are k-means++'s squared
-    # distances to the nearest seed (Arthur and Vassilvitskii's D^2), to the
-    # shrinkage of each seeded mean towards the prior's 0 (a factor of
-    # 1 - 1e-3 / E[Lambda], about 5e-6).
-    rng = np.random.RandomState(1)
+    # (its prior is), the same for every seed, so the rows' log-likelihoods
+    # differ from the seed's by c |x - x_seed|^2 / 2: the seeding's weights
+    # are k-means++'s squared distances to the nearest seed (Arthur and
+    # Vassilvitskii's D^2), to the shrinkage of each seeded mean towards the
+    # prior's 0 (about 5e-6).  From the same random state, the seeds are the
+    # rows scikit-learn's kmeans_plusplus picks: its greedy choice of the
+    # best of 2 + log(K) draws (trials=None) and the original (trials=1),
+    # with row weights too.
+    rng = np.random.RandomState(seed)
     X = rng.randn(60, 2) * 3.0
+    weight = rng.uniform(0.5, 2.0, size=60) if weighted else None
     est = SVIBayesianNetwork(model=mixture)
-    est._template()
-    rows = Rows(X, None)
-    _, _, latent, glob = est._template()
+    rows = Rows(X, None, weight)
     params = {}
+    nodes, _, _, glob = est._template()
     for n in glob:
-        node = est._template()[0][n]
-        node.initialize_from_prior()
-        params[n] = tuple(node.phi)
-    params = {n: Factor(v) for n, v in params.items()}
+        nodes[n].initialize_from_prior()
+        params[n] = Factor(tuple(nodes[n].phi))
     net = est._local_network(rows, params, start_locals=False)
-    state = RecordingState(7)
-    seed_categories(est, net, params, "z", rows, state)
-    seeds = [int(out) for _, out in state.drawn]
-    assert len(seeds) == 4 and len(set(seeds)) == 4
-    for k in (1, 2, 3):
-        d2 = np.min(((X[:, None, :] - X[seeds[:k]][None]) ** 2).sum(-1), axis=1)
-        np.testing.assert_allclose(state.drawn[k][0], d2 / d2.sum(), rtol=1e-4, atol=1e-12)
+    state = seed + 100
+    seeds = seed_categories(est, net, params, "z", rows, np.random.RandomState(state), trials)
+    _, expected = kmeans_plusplus(
+        X, 4, sample_weight=weight, random_state=state, n_local_trials=trials
+    )
+    np.testing.assert_array_equal(seeds, expected)
     # Then every row's q(z) from the seeded clusters: each row in its nearest seed's.
     nearest = np.argmin(((X[:, None, :] - X[seeds][None]) ** 2).sum(-1), axis=1)
     np.testing.assert_array_equal(net["z"].u[0].argmax(axis=1), nearest)
@@ -152,3 +152,33 @@ def test_auto_seeds_mixtures_only():
         model=factors, init_params="random", max_iter=3, tol=0, random_state=0
     ).fit(X)
     np.testing.assert_allclose(auto.lower_bounds_, drawn.lower_bounds_, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "how, n_rows, expected",
+    [
+        ("batch", 4000, INIT_TOL),
+        ("online", 4000, ONLINE_INIT_TOL),
+        ("partial_fit", 4000, ONLINE_INIT_TOL),
+        # Rows that fit in one minibatch: every step of the fit is a batch step.
+        ("online", 500, INIT_TOL),
+    ],
+)
+def test_an_online_fits_start_stops_at_its_own_tolerance(monkeypatch, how, n_rows, expected):
+    # The engine's context tells the start whether passes over all the rows
+    # follow (the batch tolerance) or online steps do.
+    tols = []
+    init = Sweeps.__init__
+
+    def recording(self, est, net, rows, params, max_iter, tol):
+        tols.append(tol)
+        init(self, est, net, rows, params, max_iter, tol)
+
+    monkeypatch.setattr(Sweeps, "__init__", recording)
+    X = tight_corners(per_cluster=n_rows // 4)
+    method = "online" if how == "partial_fit" else how
+    est = SVIBayesianNetwork(model=mixture, learning_method=method, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.partial_fit(X) if how == "partial_fit" else est.fit(X)
+    assert tols and set(tols) == {expected}

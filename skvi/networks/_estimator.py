@@ -42,7 +42,7 @@ from ._node import Constant
 from ._plate_rows import child_counts, row_axes_of_children
 from ._plates import NetworkError
 from ._predictive import NetworkPredictions
-from ._start import REFINE_ROWS, row_sample, seeded_node, start
+from ._start import INIT_TOL, ONLINE_INIT_TOL, REFINE_ROWS, row_sample, seeded_node, start
 from ._stochastic import Stochastic, _propagate_masks
 
 __all__ = ["SVIBayesianNetwork"]
@@ -142,11 +142,12 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         local nodes, then VMP on a subsample).  ``'k-means++'``: for a
         mixture (one local :class:`Categorical` over the rows, no link
         nodes), each draw instead seeds every category's globals from one
-        row, drawn as k-means++ draws its centres (weighted by how much
-        worse the categories seeded so far explain it than the row they
-        explain best), then VMP on the subsample; random assignments start
-        every cluster at the data's mean, and many draws then merge
-        clusters.  ``'auto'``: ``'k-means++'`` for a mixture, else
+        row, chosen as scikit-learn's ``kmeans_plusplus`` chooses its
+        centres (the best of ``2 + log(K)`` rows drawn with weights that
+        grow with how much worse the categories seeded so far explain them
+        than the row they explain best), then VMP on the subsample;
+        random assignments start every cluster at the data's mean, and
+        many draws then merge clusters.  ``'auto'``: ``'k-means++'`` for a mixture, else
         ``'random'``.  ``'model'``: the global
         nodes' ``q`` as the builder leaves them (set by
         ``initialize_from_parameters``; a node it does not set starts at
@@ -165,11 +166,13 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
     init_max_iter : int, default=100
         Most VMP sweeps of each draw and of the refinement (0: the globals
         are one update from the random draw, as BayesPy's first sweep).
+        They stop sooner at a relative change of the bound of 1e-6, or of
+        1e-4 in a fit of online steps, which go on refining the globals.
     init_draws : int or 'auto', default='auto'
         Random draws the start fits on the subsample; the one with the
         highest bound there is kept.  The draws race: each is swept twenty
-        times (five when seeded by k-means++), then only the one with the
-        highest bound sweeps on.  ``'auto'``: five random draws, or three
+        times (three when seeded by k-means++), then only the one with the
+        highest bound sweeps on.  ``'auto'``: five random draws, or two
         seeded ones (as scikit-learn's ``KMeans(n_init='auto')`` runs
         k-means++ fewer times than random starts).
     n_init : int, default=1
@@ -755,7 +758,7 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
             for n in glob
         }
 
-    def _initialize_globals(self, X, random_state, summary):
+    def _initialize_globals(self, X, random_state, summary, ctx=None):
         nodes, _, latent_local, glob = self._template()
         if self.init_params == "model":
             # The q its builder sets, or the prior; with nodes it sets to a
@@ -786,7 +789,9 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
                 net[n].initialize_from_prior()
             params = {n: Factor(v) for n, v in narrowed_start(net, params, glob).items()}
         if latent_local:
-            params = start(self, X, rows, params, random_state, summary, seeded)
+            online = ctx is not None and not ctx.only_batch_steps
+            tol = ONLINE_INIT_TOL if online else INIT_TOL
+            params = start(self, X, rows, params, random_state, summary, seeded, tol)
         return {n: tuple(v) for n, v in params.items()}
 
     def _seeded_node(self):

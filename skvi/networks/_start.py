@@ -19,12 +19,14 @@ seeded clusters start apart, and a few sweeps settle them.
 
 import numpy as np
 
+from ..engine.data import Rows
 from ._discrete import Categorical
 from ._links import has_links
 
 __all__ = [
     "INIT_FAST",
     "INIT_TOL",
+    "ONLINE_INIT_TOL",
     "RACE_SWEEPS",
     "RANDOM_DRAWS",
     "REFINE_ROWS",
@@ -39,23 +41,27 @@ __all__ = [
 
 #: The start's sweeps on a subsample stop at this relative change of its bound.
 INIT_TOL = 1e-6
+#: An online fit's start stops sooner: its steps go on refining the globals
+#: from fresh minibatches at the cost of a sweep each, while a pass of a
+#: batch fit over all the rows costs many sweeps of the start.
+ONLINE_INIT_TOL = 1e-4
 #: A start's sweep whose bound changes by more than one of these (relative)
-#: is far from ``INIT_TOL``: the bounds of as many sweeps after it are not
+#: is far from the start's tolerance: the bounds of as many sweeps after it are not
 #: computed, and the test that follows compares the change over all of them
 #: (never a looser test than sweep by sweep).
 INIT_FAST = (1e-3, 1e-2)
 #: The draws' race: every draw sweeps this many times, its bound computed
 #: only after the last (a bound costs about a sweep), then only the draw with
-#: the highest bound sweeps on, to ``INIT_TOL``.  A draw that leaves a saddle
+#: the highest bound sweeps on, to the start's tolerance.  A draw that leaves a saddle
 #: late can still be behind after fewer sweeps, and win in the end.
 RACE_SWEEPS = 20
 #: Draws of ``init_draws='auto'``: random draws of the local nodes, and
 #: seeded ones, which land near the best mode far more often.
 RANDOM_DRAWS = 5
-SEEDED_DRAWS = 3
+SEEDED_DRAWS = 2
 #: The race's sweeps of seeded draws, which start near a mode: enough to
 #: settle the seeds' clusters before their bounds are compared.
-SEEDED_RACE_SWEEPS = 5
+SEEDED_RACE_SWEEPS = 3
 #: The kept draw then sweeps on this many times ``init_rows`` rows (all of
 #: them when there are fewer): a start whose globals carry the sampling error
 #: of a larger subsample takes fewer passes over all the rows.
@@ -97,56 +103,82 @@ def seeded_node(est):
     return latent_local[0]
 
 
-def seed_categories(est, net, params, name, rows, random_state):
+def seed_categories(est, net, params, name, rows, random_state, trials=None):
     """k-means++'s seeding of categorical node ``name`` of ``net``, the globals ``params`` in place.
 
     Category ``k`` takes one row (``q(z)`` of that row one-hot at ``k``,
     of every row not seeded zero), and the globals are updated from the
-    seeded rows; the next row is drawn with a weight ``max_j l_j - l_i``,
-    ``l_i`` the highest log-likelihood of row ``i`` under the categories
-    seeded so far (times its weight), never a row already drawn.  Then
-    the rows' ``q(z)`` from the seeded globals.
+    seeded rows.  Each row weighs ``max_j l_j - l_i``, ``l_i`` its highest
+    log-likelihood under the categories seeded so far (times its weight; 0
+    for a row already drawn), and the next category's row is the best of
+    ``trials`` rows drawn with those weights: the one that leaves the
+    smallest total weight.  This is greedy k-means++, as scikit-learn's
+    ``kmeans_plusplus`` (``trials=None``: ``2 + log(K)``, as there; 1: the
+    original k-means++).  Then the rows' ``q(z)`` from the seeded globals.
+    Returns the seeds: the row of each seeded category, in its order.
     """
     glob = est._template()[3]
-    node = net[name]
-    n, K = node.plates[0], node.dims[0][0]
-    weight = None if rows.weight is None else np.asarray(rows.weight, dtype=np.float64)
-    if n < K:
-        # Fewer rows than categories: each row seeds one, the rest stay at their prior.
-        K = n
-    chosen = np.zeros(n, dtype=bool)
-    best = np.full(n, -np.inf)
-    z = np.zeros((n, node.dims[0][0]))
-    i = random_state.choice(n, p=None if weight is None else weight / weight.sum())
-    for k in range(K):
-        # A new array each time: the messages keep sums keyed on q(z)'s arrays.
+    n, K = net[name].plates[0], net[name].dims[0][0]
+    trials = 2 + int(np.log(K)) if trials is None else trials
+    plain = net
+    w = np.ones(n)
+    if rows.weight is not None:
+        # k-means++'s seeds are points: each category's globals come from its
+        # row once, whatever the row's weight (a heavy row would seed a
+        # tighter category, and the log-likelihoods under the categories
+        # would no longer weigh alike); the weights weigh the draws.
+        w = np.asarray(rows.weight, dtype=np.float64)
+        unweighted = Rows(rows.X, rows.y, None, rows.design)
+        plain = est._local_network(unweighted, params, remember=False, start_locals=False)
+    node = plain[name]
+    counted = w > 0
+
+    def seed(z, k, i):
+        # Row i in category k: a new q(z) array (the messages keep sums keyed
+        # on its arrays), every global updated from it and set on the network
+        # before the rows' log-likelihoods under category k read them.
         z = z.copy()
         z[i, k] = 1.0
-        chosen[i] = True
         node.u = [z]
-        est._globals_from(net, params, 1.0)
-        # Every global at its new value (the last updated too) before the
-        # rows' log-likelihoods read them.
-        est._set_globals(net, glob, params)
-        if k == K - 1:
-            break
-        loglik = est._local_children_messages(net, name)[0].reshape(n, -1)[:, k]
-        if weight is not None:
-            # The messages count each row w_i times; the row's own fit is per row.
-            loglik = loglik / np.where(weight > 0, weight, 1.0)
-        best = np.maximum(best, loglik)
-        far = best.max() - best
-        if weight is not None:
-            far = far * weight
+        found = dict(params)
+        est._globals_from(plain, found, 1.0)
+        est._set_globals(plain, glob, found)
+        loglik = est._local_children_messages(plain, name)[0].reshape(n, -1)[:, k]
+        return z, found, loglik
+
+    i = random_state.choice(n, p=w / w.sum())
+    z, found, best = seed(np.zeros((n, K)), 0, i)
+    chosen = np.zeros(n, dtype=bool)
+    chosen[i] = True
+    seeds = [i]
+    # Fewer rows than categories: each row seeds one, the rest stay at their prior.
+    for k in range(1, min(K, n)):
+        top = best[counted].max()
+        far = (top - best) * w
         far[chosen] = 0.0
-        total = far.sum()
-        if total > 0 and np.isfinite(total):
-            i = random_state.choice(n, p=far / total)
+        cumulative = np.cumsum(far)
+        if cumulative[-1] > 0 and np.isfinite(cumulative[-1]):
+            u = random_state.uniform(size=trials) * cumulative[-1]
+            drawn = np.minimum(np.searchsorted(cumulative, u), n - 1)
         else:
             # Every row explained alike (repeated rows): any row not drawn yet.
-            left = ~chosen if weight is None else ~chosen & (weight > 0)
-            i = random_state.choice(np.flatnonzero(left if left.any() else ~chosen))
+            left = ~chosen & counted
+            drawn = [random_state.choice(np.flatnonzero(left if left.any() else ~chosen))]
+        kept = None
+        for row in drawn:
+            seeded = seed(z, k, row)
+            nearest = np.maximum(best, seeded[2])
+            left_over = float(np.sum(w[counted] * (top - nearest[counted])))
+            if kept is None or left_over < kept[0]:
+                kept = (left_over, row, seeded[0], seeded[1], nearest)
+        _, i, z, found, best = kept
+        chosen[i] = True
+        seeds.append(i)
+    params.update(found)
+    net[name].u = [z]
+    est._set_globals(net, glob, params)
     est._local_sweeps(net, [name])
+    return np.array(seeds, dtype=np.int64)
 
 
 class Sweeps:
@@ -204,11 +236,11 @@ class Sweeps:
         return self.bound
 
 
-def _race(est, rows, start_params, random_state, seeded):
+def _race(est, rows, start_params, random_state, seeded, tol):
     """The draws' race on ``rows``: the network and globals of the draw with the highest bound.
 
     ``seeded``: the categorical node whose categories each draw seeds, or
-    None for random draws of the local nodes.
+    None for random draws of the local nodes; the kept draw sweeps to ``tol``.
     """
     draws = est.init_draws
     if draws == "auto":
@@ -223,7 +255,7 @@ def _race(est, rows, start_params, random_state, seeded):
         else:
             net = est._local_network(rows, params, start_locals=False)
             seed_categories(est, net, params, seeded, rows, random_state)
-        run = Sweeps(est, net, rows, params, est.init_max_iter, INIT_TOL)
+        run = Sweeps(est, net, rows, params, est.init_max_iter, tol)
         if draws == 1:
             break
         run.quiet(min(sweeps, est.init_max_iter))
@@ -234,17 +266,18 @@ def _race(est, rows, start_params, random_state, seeded):
     return run.net, run.params
 
 
-def start(est, X, rows, params, random_state, summary, seeded=None):
+def start(est, X, rows, params, random_state, summary, seeded=None, tol=INIT_TOL):
     """The globals from random draws of the locals swept on ``rows``, refined, scaled to X.
 
     BayesPy's start: the local nodes from a random draw, then sweeps of VMP
     on a subsample (where random assignments break symmetry fast), the best
     draw's refined on a larger subsample, then the globals from its locals,
     scaled to all the rows.  ``seeded``: the categorical node whose
-    categories the draws seed (:func:`seed_categories`), or None.
+    categories the draws seed (:func:`seed_categories`), or None; ``tol``:
+    the relative change of the bound that ends the sweeps.
     """
     n_all = X.shape[0]
-    net, params = _race(est, rows, params, random_state, seeded)
+    net, params = _race(est, rows, params, random_state, seeded, tol)
     more = min(n_all, REFINE_ROWS * est.init_rows)
     if est.init_max_iter and more > rows.shape[0]:
         # The kept globals, from the small subsample's locals scaled to the
@@ -253,7 +286,7 @@ def start(est, X, rows, params, random_state, summary, seeded=None):
         est._globals_from(net, params, wider.count() / rows.count())
         rows = wider
         net = est._local_network(rows, params)
-        Sweeps(est, net, rows, params, est.init_max_iter, INIT_TOL).run()
+        Sweeps(est, net, rows, params, est.init_max_iter, tol).run()
     # Scaled to all the rows (on a cluster, X is a sample drawn over every block).
     total = X.count() if summary is None else float(summary)
     est._globals_from(net, params, total / rows.count())
