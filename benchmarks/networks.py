@@ -47,6 +47,17 @@ two estimators, each repeated ``--repeats`` times; it reports median wall and CP
 ratios (network / mixture), the median ``score`` on the first 20,000
 rows, and the median passes and steps (network / mixture).
 
+``--mixture-starts`` compares instead how the starts end: online fits at
+``random_state`` 0 to ``--states`` - 1 of the network above from its
+default start (draws seeded as k-means++ seeds) and from BayesPy's random
+draws (``init_params='random'``), and of the mixture (k-means), on the
+data above and on 50,000 rows of eight overlapping clusters in three
+dimensions (centres ``normal(scale=3)``, ``RandomState(1)``, the same
+priors); it reports the median time and its ratio to the mixture's, the
+median and worst ``score`` on the first 20,000 rows, the poor fits (a
+score more than 0.01 below the best of all the fits of those data: two
+clusters merged) and the mean steps.
+
 ``--pca`` times instead BayesPy's PCA example (``doc/source/examples/pca.rst``:
 M = 20, N = 100, D = 10, ``np.random.seed(1)``, ``C.initialize_from_random()``)
 to each library's default tolerance, ``Q.update(repeat=10000)``: skvi at
@@ -103,6 +114,7 @@ BayesPy is needed only here (``pip install bayespy``; it runs with numpy 2)::
     python benchmarks/networks.py
     python benchmarks/networks.py --n-samples 200000 --repeats 3 --starts 3
     python benchmarks/networks.py --against-mixture --repeats 3
+    python benchmarks/networks.py --mixture-starts --states 24
     python benchmarks/networks.py --pca --repeats 5
     python benchmarks/networks.py --nonconjugate --repeats 3 --data ../shared/data
     python benchmarks/networks.py --matrix-factorization --repeats 3
@@ -171,23 +183,35 @@ class Lib:
         self.VB = module_vb.VB
 
 
+def gaussian_clusters(K, D, n, scale, seed):
+    """n rows of K unit-variance Gaussian clusters in D dimensions, centres ``normal(scale)``."""
+    rng = np.random.RandomState(seed)
+    centres = rng.normal(scale=scale, size=(K, D))
+    labels = rng.randint(K, size=n)
+    return centres[labels] + rng.normal(size=(n, D))
+
+
+def mixture_network(K, D):
+    """The builder of the issue's network: Dirichlet(1e-3), Gaussian(0, 1e-3 I), Wishart(D, 1e-2 I)."""
+    from skvi.networks import Categorical, Dirichlet, Gaussian, Mixture, Wishart
+
+    def builder(n):
+        alpha = Dirichlet(1e-3 * np.ones(K))
+        Z = Categorical(alpha, plates=(n,))
+        mu = Gaussian(np.zeros(D), 1e-3 * np.identity(D), plates=(K,))
+        Lambda = Wishart(D, 1e-2 * np.identity(D), plates=(K,))
+        return Mixture(Z, Gaussian, mu, Lambda)
+
+    return builder
+
+
 def against_mixture(repeats, states=3):
     """SVIBayesianNetwork against SVIBayesianGaussianMixture, each at its defaults."""
     from skvi import SVIBayesianGaussianMixture
-    from skvi.networks import (Categorical, Dirichlet, Gaussian, Mixture, SVIBayesianNetwork,
-                               Wishart)
+    from skvi.networks import SVIBayesianNetwork
 
-    rng = np.random.RandomState(0)
-    centres = rng.normal(scale=6, size=(4, 2))
-    labels = rng.randint(4, size=200000)
-    X = centres[labels] + rng.normal(size=(200000, 2))
-
-    def builder(n):
-        alpha = Dirichlet(1e-3 * np.ones(4))
-        Z = Categorical(alpha, plates=(n,))
-        mu = Gaussian(np.zeros(2), 1e-3 * np.identity(2), plates=(4,))
-        Lambda = Wishart(2, 1e-2 * np.identity(2), plates=(4,))
-        return Mixture(Z, Gaussian, mu, Lambda)
+    X = gaussian_clusters(4, 2, 200000, 6, 0)
+    builder = mixture_network(4, 2)
 
     def make(kind, method, r):
         if kind == "network":
@@ -222,6 +246,54 @@ def against_mixture(repeats, states=3):
     header = ["method", "network s", "mixture s", "ratio", "network cpu", "mixture cpu",
               "cpu ratio", "network score", "mixture score", "rel diff", "passes", "steps"]
     print(format_table(header, body, [False] + [True] * (len(header) - 1)))
+
+
+def mixture_starts(states):
+    """The starts' outcomes: online fits of two mixtures, seeded and random draws, and k-means."""
+    from skvi import SVIBayesianGaussianMixture
+    from skvi.networks import SVIBayesianNetwork
+
+    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, skvi {version('skvi')}")
+    print(f"online fits at random_state 0 to {states - 1}, the three alternating; BLAS on one "
+          "thread; poor: a score more than 0.01 below the best of all fits of the data\n")
+    body = []
+    cases = [("4 clusters, D=2, 200,000 rows (--against-mixture)", 4, 2, 200000, 6, 0),
+             ("8 overlapping clusters, D=3, 50,000 rows", 8, 3, 50000, 3, 1)]
+    with one_blas_thread():
+        for label, K, D, n, scale, seed in cases:
+            X = gaussian_clusters(K, D, n, scale, seed)
+            builder = mixture_network(K, D)
+            makers = {
+                "network, seeded draws": lambda r: SVIBayesianNetwork(
+                    model=builder, learning_method="online", random_state=r),
+                "network, random draws": lambda r: SVIBayesianNetwork(
+                    model=builder, learning_method="online", random_state=r,
+                    init_params="random"),
+                "mixture (k-means)": lambda r: SVIBayesianGaussianMixture(
+                    n_components=K, weight_concentration_prior_type="dirichlet_distribution",
+                    learning_method="online", random_state=r),
+            }
+            got = {name: [] for name in makers}
+            for r in range(states):
+                for name, make in makers.items():
+                    est = make(r)
+                    wall = time.perf_counter()
+                    est.fit(X)
+                    wall = time.perf_counter() - wall
+                    got[name].append((wall, est.score(X[:20000]), est.n_batch_iter_))
+            best = max(fit[1] for fits in got.values() for fit in fits)
+            mixture = statistics.median(fit[0] for fit in got["mixture (k-means)"])
+            for name, fits in got.items():
+                wall = statistics.median(fit[0] for fit in fits)
+                body.append([label, name, f"{wall:.3f}", f"{wall / mixture:.2f}",
+                             f"{statistics.median(fit[1] for fit in fits):.4f}",
+                             f"{min(fit[1] for fit in fits):.4f}",
+                             str(sum(fit[1] < best - 0.01 for fit in fits)),
+                             f"{statistics.mean(fit[2] for fit in fits):.1f}"])
+                label = ""
+    header = ["data", "start", "median s", "ratio", "median score", "worst score", "poor",
+              "mean steps"]
+    print(format_table(header, body, [False, False] + [True] * (len(header) - 2)))
 
 
 def pca_example(nodes, VB, N=100, M=20, D=10, seed=1, **vb):
@@ -528,6 +600,9 @@ def main(argv=None):
                              "nearest of K random rows (the same labels in both)")
     parser.add_argument("--against-mixture", action="store_true",
                         help="time SVIBayesianNetwork against SVIBayesianGaussianMixture")
+    parser.add_argument("--mixture-starts", action="store_true",
+                        help="the starts' outcomes over --states random states: online fits "
+                        "of two mixtures from seeded and random draws, and the mixture's")
     parser.add_argument("--pca", action="store_true",
                         help="time BayesPy's PCA example: skvi against BayesPy with rotations")
     parser.add_argument("--nonconjugate", action="store_true",
@@ -555,6 +630,9 @@ def main(argv=None):
         return
     if args.against_mixture:
         against_mixture(args.repeats, args.states)
+        return
+    if args.mixture_starts:
+        mixture_starts(args.states)
         return
 
     import skvi.networks as ours
