@@ -1738,6 +1738,39 @@ def test_a_seeded_start_on_degenerate_rows_fits_every_row_to_its_value(rows, met
     np.testing.assert_allclose(means[occupied], np.broadcast_to(x, (occupied.size, 2)), atol=1e-2)
 
 
+@pytest.mark.parametrize("scale", [1e-300, 1e-150, 1.0, 1e150, 1e300])
+def test_the_seeded_starts_seeds_do_not_depend_on_the_scale_of_the_weights(scale):
+    """Weights of any finite scale weigh the draws alike: scikit-learn's seeds of the unscaled weights.
+
+    k-means++ draws rows with probabilities proportional to weight times
+    squared distance, and a weighted row seeds its category as one point, so
+    scaling every weight changes nothing; near 1e300 the products stay finite
+    for these distances.
+    """
+    from sklearn.cluster import kmeans_plusplus
+
+    from skvi.engine import Factor
+    from skvi.engine.data import Rows
+    from skvi.networks import SVIBayesianNetwork
+    from skvi.networks._start import seed_categories
+
+    rng = np.random.RandomState(3)
+    X = rng.randn(60, 2) * 3.0
+    weight = rng.uniform(0.5, 2.0, size=60)
+    est = SVIBayesianNetwork(model=_seeded_mixture)
+    nodes, _, _, glob = est._template()
+    params = {}
+    for n in glob:
+        nodes[n].initialize_from_prior()
+        params[n] = Factor(tuple(nodes[n].phi))
+    rows = Rows(X, None, weight * scale)
+    net = est._local_network(rows, params, start_locals=False)
+    seeds = seed_categories(est, net, params, "z", rows, np.random.RandomState(5))
+    _finite(net["z"].u[0])
+    _, expected = kmeans_plusplus(X, 4, sample_weight=weight, random_state=5)
+    np.testing.assert_array_equal(seeds, expected)
+
+
 @pytest.mark.parametrize(
     "params",
     [{"init_params": "k-means"}, {"init_draws": 0}, {"init_draws": "many"}, {"init_draws": 1.5}],
