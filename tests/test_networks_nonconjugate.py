@@ -53,7 +53,7 @@ def _logistic(X_rows):
     return Bernoulli(Logistic(SumMultiply("d,d->", X_rows, w)), name="y")
 
 
-def _glm(**kw):
+def _glm(estimator=SVILogisticRegression, **kw):
     # The network's model: prior N(0, I) on every weight, no separate
     # intercept, deterministic full-batch steps by the ELBO's quadrature.
     params = dict(
@@ -65,7 +65,7 @@ def _glm(**kw):
         max_iter=500,
     )
     params.update(kw)
-    return SVILogisticRegression(**params)
+    return estimator(**params)
 
 
 def _mean_cov(node):
@@ -318,14 +318,7 @@ def test_poisson_network_is_the_poisson_glm():
         return Poisson(Exp(SumMultiply("d,d->", X_rows, w)), name="y")
 
     net = SVIBayesianNetwork(model=counts, tol=1e-14, max_iter=500).fit(X, y)
-    glm = SVIPoissonRegression(
-        prior_variance=1.0,
-        fit_intercept=False,
-        learning_method="batch",
-        expectation="quadrature",
-        tol=1e-14,
-        max_iter=500,
-    ).fit(X, y)
+    glm = _glm(SVIPoissonRegression).fit(X, y)
     mean, cov = _mean_cov(net.nodes_["w"])
     np.testing.assert_allclose(mean, glm.posterior_mean_, rtol=1e-6)
     np.testing.assert_allclose(cov, glm.posterior_covariance_, rtol=1e-5)

@@ -147,8 +147,8 @@ class SVIBayesianNetwork(NetworkPredictions, SVIEstimator):
         grow with how much worse the categories seeded so far explain them
         than the row they explain best), then VMP on the subsample;
         random assignments start every cluster at the data's mean, and
-        many draws then merge clusters.  ``'auto'``: ``'k-means++'`` for a mixture, else
-        ``'random'``.  ``'model'``: the global
+        many draws then merge clusters.  ``'auto'``: ``'k-means++'`` for
+        a mixture, else ``'random'``.  ``'model'``: the global
         nodes' ``q`` as the builder leaves them (set by
         ``initialize_from_parameters``; a node it does not set starts at
         its prior), the first pass's local step from them, nothing random:
